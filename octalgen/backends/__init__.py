@@ -1,0 +1,93 @@
+"""Registry of value backends: every way octalgen can compute G(start) ... G(start+count-1).
+
+A backend is registered by a module listed in :data:`BACKEND_MODULES`; the
+default is the fastest *exact* backend that is available on this machine.
+Speculative backends (values not yet proven) are never the default.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ..errors import InputError, ToolMissingError
+
+#: Modules that register backends when imported, in no particular order.
+BACKEND_MODULES = ("octalgen.backends.reference",)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One way of computing values.
+
+    Attributes
+    ----------
+    name : str
+        What users type after ``--backend``.
+    exact : bool
+        True when every value it returns is proven.
+    speed_rank : int
+        Larger is faster; the default backend is the exact one with the largest rank.
+    summary : str
+        One line for ``--help``.
+    compute : callable
+        ``compute(game, start, count, table=None, threads=None)`` yielding int64
+        numpy chunks that together are G(start) ... G(start+count-1).
+    unavailable : callable
+        Returns None when the backend can run here, else the reason (one line).
+    """
+
+    name: str
+    exact: bool
+    speed_rank: int
+    summary: str
+    compute: Callable[..., Iterator[np.ndarray]]
+    unavailable: Callable[[], str | None] = lambda: None
+
+
+_REGISTRY: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    """Add a backend to the registry (called by backend modules at import)."""
+    _REGISTRY[backend.name] = backend
+    return backend
+
+
+def backends() -> dict[str, Backend]:
+    """All registered backends by name."""
+    for module in BACKEND_MODULES:
+        importlib.import_module(module)
+    return dict(_REGISTRY)
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """The named backend, or the default (fastest available exact one).
+
+    Raises
+    ------
+    InputError
+        For an unknown name.
+    ToolMissingError
+        When the named backend cannot run here (the reason says why).
+    """
+    available = backends()
+    if name is None:
+        exact = [b for b in available.values() if b.exact and b.unavailable() is None]
+        return max(exact, key=lambda b: b.speed_rank)
+    if name not in available:
+        raise InputError(f"unknown backend {name!r}; choose from {', '.join(sorted(available))}")
+    backend = available[name]
+    reason = backend.unavailable()
+    if reason is not None:
+        raise ToolMissingError(f"backend {name!r} cannot run here: {reason}")
+    return backend
+
+
+def compute_values(game, start: int, count: int, backend: str | None = None, **options) -> np.ndarray:
+    """G(start) ... G(start+count-1) as one int64 array (see :class:`Backend`)."""
+    chunks = list(get_backend(backend).compute(game, start, count, **options))
+    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)

@@ -1,0 +1,338 @@
+"""Compile generated code into cached artefacts: cffi extension modules and other builds.
+
+The flow is plan -> render -> build -> wrap; this module is *build*.
+
+* Every artefact is keyed by a content hash of everything that could change
+  it: the source, the interface, the compiler's identity and flags, the
+  versions of cffi, Python and octalgen, and the machine (flags like
+  ``-march=native`` make code that only runs on this kind of CPU).
+* Artefacts live under :func:`cache_dir` (``$OCTALGEN_CACHE_DIR``, else the
+  user cache directory), one directory per key.  A build happens in a staging
+  directory that is renamed into place when complete, under a lock per key, so
+  concurrent processes build once and never see half an artefact.
+* An artefact that cannot be loaded is a cache miss: it is removed and built
+  again, once.
+* A failed compilation raises :class:`~octalgen.errors.BuildError` with the
+  compiler's messages and the path of the kept source.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+from . import __version__
+from .errors import BuildError, ToolMissingError
+
+log = logging.getLogger("octalgen")
+
+#: Flags for generated C: optimised for this machine's CPU (the cache key includes the CPU).
+DEFAULT_CFLAGS = ("-O3", "-march=native", "-std=gnu11", "-pthread")
+
+_COMPLETE = "artefact.json"
+
+
+def cache_dir() -> Path:
+    """Where artefacts are cached: ``$OCTALGEN_CACHE_DIR`` or the user cache directory."""
+    if os.environ.get("OCTALGEN_CACHE_DIR"):
+        return Path(os.environ["OCTALGEN_CACHE_DIR"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "octalgen"
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "octalgen"
+
+
+# -- compilers ---------------------------------------------------------------
+
+
+def find_compiler(variable: str = "CC", candidates=("cc", "gcc", "clang")) -> list[str]:
+    """The C compiler command: ``$CC`` if set, else the first of ``candidates`` on PATH.
+
+    Raises
+    ------
+    ToolMissingError
+        Naming what was looked for and how to set ``CC``.
+    """
+    chosen = os.environ.get(variable)
+    if chosen:
+        command = shlex.split(chosen)
+        if shutil.which(command[0]):
+            return command
+        raise ToolMissingError(f"C compiler {command[0]!r} from ${variable} not found; set {variable} to a C compiler")
+    for name in candidates:
+        if shutil.which(name):
+            return [name]
+    raise ToolMissingError(
+        f"no C compiler found (looked for {', '.join(candidates)} on PATH); install one or set {variable}=/path/to/cc"
+    )
+
+
+@lru_cache(maxsize=None)
+def tool_identity(command: tuple[str, ...]) -> str:
+    """First line of ``command --version`` plus the resolved path: what built an artefact."""
+    try:
+        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60)
+        first = (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
+    except (OSError, subprocess.SubprocessError):
+        first = "unknown"
+    return f"{shutil.which(command[0])}: {first}"
+
+
+@lru_cache(maxsize=None)
+def machine_identity() -> str:
+    """The OS, architecture and CPU (model and feature flags), for keys of native code."""
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            fields = {}
+            for line in f:
+                if not line.strip():
+                    break  # first processor only
+                key, _, value = line.partition(":")
+                fields[key.strip()] = value.strip()
+        cpu = f"{fields.get('model name', '')} {fields.get('flags', fields.get('Features', ''))}"
+    except OSError:
+        pass
+    return f"{platform.system()} {platform.machine()} {hashlib.sha256(cpu.encode()).hexdigest()[:16]}"
+
+
+# -- the cache ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """A directory in the cache holding one complete build.
+
+    Attributes
+    ----------
+    name : str
+        Unique name: a prefix and the first hex digits of the key.
+    path : Path
+        The artefact's directory.
+    cached : bool
+        True when it was found in the cache, False when built now.
+    seconds : float
+        Build time (0 for a cache hit).
+    """
+
+    name: str
+    path: Path
+    cached: bool
+    seconds: float
+
+
+def content_key(material: dict) -> str:
+    """sha256 of a JSON-serialisable description of everything a build depends on."""
+    text = json.dumps(material, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@contextmanager
+def _lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def cached_build(prefix: str, material: dict, builder: Callable[[Path, str], None], what: str | None = None) -> Artefact:
+    """Return the artefact for ``material``, building it with ``builder(staging_dir, name)`` on a miss.
+
+    Parameters
+    ----------
+    prefix : str
+        Start of the artefact name (letters, digits, underscores).
+    material : dict
+        Everything the build depends on; hashed into the key.
+    builder : callable
+        ``builder(staging_dir, name)`` writes the artefact's files into the
+        directory it is given (``name`` is the artefact's name); raises on failure.
+    what : str, optional
+        Description for log lines (default: ``prefix``).
+    """
+    what = what or prefix
+    key = content_key({"material": material, "octalgen": __version__})
+    name = f"{prefix}_{key[:20]}"
+    root = cache_dir()
+    final = root / name
+    if (final / _COMPLETE).is_file():
+        return Artefact(name, final, True, 0.0)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BuildError(f"cannot create the cache directory {root}: {exc.strerror}; set OCTALGEN_CACHE_DIR") from None
+    with _lock(root / f"{name}.lock"):
+        if (final / _COMPLETE).is_file():  # another process built it while we waited
+            return Artefact(name, final, True, 0.0)
+        if final.exists():  # a partial or broken artefact: a miss
+            shutil.rmtree(final, ignore_errors=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=root))
+        began = time.perf_counter()
+        try:
+            builder(staging, name)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)  # a failed compile was kept by run_compiler
+            raise
+        seconds = time.perf_counter() - began
+        (staging / _COMPLETE).write_text(json.dumps({"key": key, "seconds": seconds}, default=str))
+        os.rename(staging, final)
+    log.info("compiled %s in %.1f s", what, seconds)
+    return Artefact(name, final, False, seconds)
+
+
+def discard(artefact: Artefact) -> None:
+    """Remove a bad artefact from the cache so that the next request rebuilds it."""
+    shutil.rmtree(artefact.path, ignore_errors=True)
+
+
+def keep_failed(staging: Path, name: str) -> Path:
+    """Move a failed build's directory to ``failed/<name>`` in the cache and return it."""
+    kept = cache_dir() / "failed" / name
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(staging, kept)
+    shutil.rmtree(staging, ignore_errors=True)
+    return kept
+
+
+def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> None:
+    """Run a compiler; on failure keep the directory and raise :class:`BuildError` with its messages."""
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        output = (result.stdout + result.stderr).strip()
+        (cwd / "compile.log").write_text(" ".join(map(shlex.quote, command)) + "\n" + output + "\n")
+        kept = keep_failed(cwd, name)
+        errors = [line for line in output.splitlines() if "error" in line] or output.splitlines()[-3:]
+        error = BuildError(
+            f"compiling {source.name} failed (source and compile.log kept in {kept}): " + " | ".join(errors[:3])
+        )
+        error.compiler_output = output
+        error.kept = kept
+        raise error
+
+
+# -- cffi extension modules ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompiledModule:
+    """A loaded cffi extension module.
+
+    Attributes
+    ----------
+    ffi, lib
+        The module's cffi objects: call C functions as ``lib.name(...)``.
+    artefact : Artefact
+        Where it lives in the cache and whether it was built now.
+    """
+
+    ffi: object
+    lib: object
+    artefact: Artefact
+
+
+_LOADED: dict[str, CompiledModule] = {}
+
+
+def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what: str | None = None) -> CompiledModule:
+    """Compile C ``source`` exposing the declarations ``cdef`` into a cached cffi module.
+
+    Parameters
+    ----------
+    prefix : str
+        Start of the module name (letters, digits, underscores).
+    source : str
+        Complete C source (the generated code).
+    cdef : str
+        The declarations Python may call (cffi ``cdef`` syntax).
+    flags : sequence of str
+        Compiler flags; part of the cache key.
+    what : str, optional
+        Description for log lines.
+
+    Raises
+    ------
+    ToolMissingError
+        No C compiler.
+    BuildError
+        Compilation or loading failed (the message carries the compiler's
+        first errors and the path of the kept source).
+    """
+    import cffi
+    from cffi.recompiler import make_c_source  # emit_c_code would print to stdout
+
+    what = what or prefix
+    compiler = find_compiler()
+    material = {
+        "kind": "cffi-module",
+        "source": source,
+        "cdef": cdef,
+        "compiler": tool_identity(tuple(compiler)),
+        "flags": list(flags),
+        "cffi": cffi.__version__,
+        "python": sys.version,
+        "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+        "machine": machine_identity(),
+    }
+
+    def builder(staging: Path, name: str) -> None:
+        ffi = cffi.FFI()
+        ffi.cdef(cdef)
+        wrapper = staging / f"{name}.c"
+        # #line makes compiler messages point into generated.c, the file users read.
+        make_c_source(ffi, name, f'#line 1 "generated.c"\n{source}', str(wrapper), verbose=False)
+        (staging / "generated.c").write_text(source)
+        target = staging / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+        link = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
+        command = [*compiler, *flags, "-fPIC", *link, f"-I{sysconfig.get_paths()['include']}",
+                   wrapper.name, "-o", target.name]
+        run_compiler(command, staging, name, wrapper)
+
+    for attempt in (1, 2):
+        artefact = cached_build(prefix, material, builder, what)
+        if artefact.name in _LOADED:
+            return _LOADED[artefact.name]
+        try:
+            module = _load_extension(artefact)
+        except (ImportError, OSError) as exc:
+            discard(artefact)
+            if attempt == 2 or not artefact.cached:
+                raise BuildError(f"built {what} but could not load it: {exc}") from None
+            log.warning("cached %s could not be loaded (%s); rebuilding", what, exc)
+            continue
+        if artefact.cached:
+            log.info("loaded %s from cache", what)
+        compiled = CompiledModule(module.ffi, module.lib, artefact)
+        _LOADED[artefact.name] = compiled
+        return compiled
+    raise AssertionError("unreachable")
+
+
+def _load_extension(artefact: Artefact):
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    path = artefact.path / f"{artefact.name}{suffix}"
+    if not path.is_file():
+        raise ImportError(f"{path.name} is missing")
+    spec = importlib.util.spec_from_file_location(artefact.name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,52 @@
+"""Argument types shared by the sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import OctalgenError
+from ..game import OctalGame, parse_game
+from ..rare import RareTable, rare_table
+
+
+def game_type(text: str) -> OctalGame:
+    """argparse type for CODE: an octal code, a name or S(...)."""
+    try:
+        return parse_game(text)
+    except OctalgenError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def count_type(text: str) -> int:
+    """argparse type for counts and positions: a non-negative integer, 10**6 and 1e6 allowed."""
+    try:
+        if "**" in text:
+            base, exponent = text.split("**")
+            value = int(base) ** int(exponent)
+        elif "e" in text.lower():
+            mantissa, exponent = text.lower().split("e")
+            value = int(mantissa) * 10 ** int(exponent)
+        else:
+            value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def add_game(parser) -> None:
+    parser.add_argument("game", metavar="CODE", type=game_type,
+                        help="octal code (.6, 4.07), name (officers, kayles, ...) or subtraction set S(1,2)")
+
+
+def add_table(parser) -> None:
+    parser.add_argument("--table", metavar="FILE",
+                        help="rare-value table (YAML) to use instead of the shipped or computed one")
+
+
+def load_table(args) -> RareTable:
+    """The table named by ``--table``, checked against the game, else the default one."""
+    if getattr(args, "table", None):
+        return RareTable.load(args.table, game=args.game)
+    return rare_table(args.game)

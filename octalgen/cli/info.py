@@ -1,0 +1,38 @@
+"""``octalgen info CODE``: what a game is and what is known about it."""
+
+from __future__ import annotations
+
+from ..periodicity import solved_games
+from ..rare import shipped_table
+from .arguments import add_game
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("info", help="describe a game: moves, rare values, known period")
+    add_game(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    game = args.game
+    name = f" ({game.name})" if game.name else ""
+    print(f"game         {game.code}{name}")
+    for i, line in enumerate(game.describe()):
+        print(f"{'moves' if i == 0 else '':12} {line}")
+    table = shipped_table(game)
+    if table is None:
+        print("rare values  no shipped table (octalgen rare computes one)")
+    else:
+        bits = ", ".join(str(b) for b in range(table.mask.bit_length()) if table.mask >> b & 1)
+        mask = f"{table.mask:#x} (bits {bits})" if table.mask else "0 (no sparse space: every value is rare)"
+        print(f"rare mask    {mask}")
+        last = table.entries[-1]
+        print(f"rare values  {table.count}, the last at G({last[0]}) = {last[1]} "
+              f"(shipped table, exact below {table.exact_to})")
+    solved = solved_games().get(game)
+    if solved is None:
+        print("period       not in the table of solved games")
+    else:
+        print(f"period       {solved.period}, preperiod {solved.preperiod}, largest value {solved.max_value} "
+              "(known answer)")
+    return 0

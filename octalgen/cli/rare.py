@@ -1,0 +1,44 @@
+"""``octalgen rare CODE``: the rare-value table of a game, as YAML."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from ..backends import compute_values, get_backend
+from ..rare import DEFAULT_TABLE_UPTO, RareTable, shipped_table
+from .arguments import add_game, count_type
+
+log = logging.getLogger("octalgen")
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("rare", help="print or write the rare-value table of a game (YAML)")
+    add_game(parser)
+    parser.add_argument("--upto", type=count_type, metavar="N",
+                        help=f"establish the table exactly for G(0) ... G(N-1) (default: the shipped table, "
+                             f"or N = {DEFAULT_TABLE_UPTO})")
+    parser.add_argument("--backend", metavar="NAME", help="exact backend to compute with (default: fastest)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the YAML here instead of stdout")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    table = shipped_table(args.game)
+    if table is None or (args.upto is not None and args.upto > table.exact_to):
+        upto = args.upto or DEFAULT_TABLE_UPTO
+        backend = get_backend(args.backend)
+        if not backend.exact:
+            from ..errors import InputError
+
+            raise InputError(f"backend {backend.name} is speculative; a rare table must be exact")
+        log.info("computing %d exact values of %s with the %s backend", upto, args.game.code, backend.name)
+        table = RareTable.from_values(args.game, compute_values(args.game, 0, upto, backend=backend.name))
+    else:
+        log.info("shipped table for %s (exact below %d)", args.game.code, table.exact_to)
+    if args.output:
+        table.save(args.output)
+        log.info("wrote %s: %d rare values, mask %#x", args.output, table.count, table.mask)
+    else:
+        sys.stdout.write(table.to_yaml())
+    return 0
