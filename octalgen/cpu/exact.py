@@ -1,0 +1,140 @@
+"""The exact solver in C: the rare-value algorithm (Grossman, Figure 2) for any octal game.
+
+:class:`CExactSolver` mirrors :class:`octalgen.reference.ExactSolver` (same algorithm, same
+answers, a few hundred times faster): it computes G from scratch or continues from values
+given to it, finds the rare values itself under its mask, and never reads a rare table, so a
+wrong table cannot make it wrong.  With mask 0 (no sparse space) it is the plain mex over
+all options, quadratic in the number of values.
+
+Values are 16-bit: a value of 65536 or more raises :class:`~octalgen.errors.ComputationError`
+naming the heap; nothing is truncated.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import ComputationError
+from ..game import OctalGame, parse_game
+from ..rare import find_rare_mask
+from .generate import compile_unit, exact_unit
+
+#: Without a mask the solver starts with mask 0 and re-detects it from its own values at these
+#: sizes, as the reference does.
+REDETECT_AT = (1 << 10, 1 << 12, 1 << 14, 1 << 16)
+
+#: Any mask that makes most values common speeds the solver up and none makes it wrong, so
+#: re-detection accepts masks a rare table would call not sparse (as the reference does).
+ADAPTIVE_TAIL_FRACTION = 0.25
+
+#: Heaps per call into C, so that Ctrl-C is noticed between calls.
+_STEP = 1 << 14
+
+
+@lru_cache(maxsize=None)
+def _module(game: OctalGame):
+    return compile_unit(exact_unit(game))
+
+
+class CExactSolver:
+    """Incremental exact solver for one game, in C.
+
+    Parameters
+    ----------
+    game : OctalGame or str
+    mask : int, optional
+        Rare mask; only speed depends on it.  When omitted the solver starts with mask 0 and
+        re-detects the mask at :data:`REDETECT_AT` values.
+    values : array_like of int, optional
+        G(0) ... G(len-1), already known exactly, to continue from.
+
+    Attributes
+    ----------
+    mask : int
+        The mask in use.
+    options_scanned : int
+        Options the proof scans have looked at so far (a measure of the work done).
+    """
+
+    def __init__(self, game, mask: int | None = None, values=()):
+        self.game = parse_game(game)
+        self._adaptive = mask is None
+        values = np.asarray(values, dtype=np.int64)
+        if len(values) and (values.min() < 0 or values.max() >= 1 << 16):
+            raise ComputationError("the C exact solver continues only from values below 65536")
+        self._values = np.zeros(max(1024, 2 * len(values)), dtype=np.uint16)
+        self._values[: len(values)] = values
+        self._count = len(values)
+        self.mask = 0 if mask is None else int(mask)
+        if self._adaptive and self._count:
+            self.mask = find_rare_mask(self.values, tail_fraction=ADAPTIVE_TAIL_FRACTION)
+        self._marks = np.zeros((1 << 16) + 1, dtype=np.uint64)
+        self.options_scanned = 0
+        self._reclassify()
+
+    @property
+    def values(self) -> np.ndarray:
+        """G(0) ... G(n-1) computed so far, as a uint16 array (a view: copy before extending)."""
+        return self._values[: self._count]
+
+    @property
+    def rare_positions(self) -> np.ndarray:
+        """Positions of the rare values among :attr:`values`, ascending (all of them for mask 0)."""
+        if self.mask == 0:
+            return np.arange(self._count, dtype=np.int64)
+        return self._rare[: self._rare_count].astype(np.int64)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def extend(self, count: int) -> np.ndarray:
+        """Compute values up to (not including) heap ``count``; return all values (uint16 view)."""
+        if count > len(self._values):
+            grown = np.zeros(max(count, 2 * len(self._values)), dtype=np.uint16)
+            grown[: self._count] = self.values
+            self._values = grown
+        module = _module(self.game)
+        ffi, lib = module.ffi, module.lib
+        done = ffi.new("uint64_t *")
+        rare_count = ffi.new("uint64_t *")
+        scanned = ffi.new("uint64_t *")
+        while self._count < count:
+            if self._adaptive and self._count in REDETECT_AT:
+                mask = find_rare_mask(self.values, tail_fraction=ADAPTIVE_TAIL_FRACTION)
+                if mask != self.mask:
+                    self.mask = mask
+                    self._reclassify()
+            stop = min(count, self._count + _STEP, *(n for n in REDETECT_AT if self._adaptive and n > self._count))
+            rare_count[0] = self._rare_count
+            scanned[0] = 0
+            status = lib.octalgen_exact_extend(
+                ffi.from_buffer("uint16_t[]", self._values), self._count, stop, self.mask,
+                ffi.from_buffer("uint64_t[]", self._rare), rare_count, len(self._rare),
+                ffi.from_buffer("uint64_t[]", self._marks), done, scanned)
+            self._count = int(done[0])
+            self._rare_count = int(rare_count[0])
+            self.options_scanned += int(scanned[0])
+            if status == 1:
+                self._rare = np.concatenate([self._rare, np.zeros(len(self._rare), np.uint64)])
+            elif status == 2:
+                raise ComputationError(
+                    f"G({self._count}) of {self.game.code} is 65536 or more: beyond the 16-bit values of the C backend")
+        return self.values
+
+    def _reclassify(self) -> None:
+        """Rebuild the rare positions for the current mask."""
+        if self.mask == 0:
+            rare = np.zeros(0, dtype=np.uint64)
+        else:
+            rare = np.flatnonzero(np.bitwise_count(self.values.astype(np.int64) & self.mask) % 2 == 0).astype(np.uint64)
+        self._rare = np.zeros(max(256, 2 * len(rare)), dtype=np.uint64)
+        self._rare[: len(rare)] = rare
+        self._rare_count = len(rare)
+
+
+def exact_values_c(game, count: int, mask: int | None = None) -> np.ndarray:
+    """G(0) ... G(count-1) by :class:`CExactSolver`, as an int64 array."""
+    solver = CExactSolver(game, mask=mask)
+    return solver.extend(count).astype(np.int64)

@@ -1,0 +1,160 @@
+"""Generated C of the CPU engine: Python decides every value, ``templates/c/`` places them.
+
+Three translation units, each with a provenance header (generator version, game, rare-table
+digest, storage, terms, options; no timestamp), so equal inputs give equal bytes:
+
+* :func:`exact_unit` (``octalgen_exact.c``): the exact rare-value solver of one game.  It
+  depends only on the game's moves, never on a rare table.
+* :func:`kernel_unit` (``octalgen_kernel.c``): the speculative kernel (one thread and
+  Grossman's baton-passing threads) and the exact verifier of one :class:`~octalgen.plan.KernelPlan`.
+* :func:`naive_unit` (``octalgen_naive.c``): the plain-loop baseline ``octalgen bench`` measures against.
+
+:func:`compile_unit` builds one into a cached cffi module (:func:`octalgen.build.build_module`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import __version__
+from ..build import DEFAULT_CFLAGS, CompiledModule, build_module
+from ..errors import InputError
+from ..game import OctalGame, parse_game
+from ..plan import KernelPlan
+from ..render import render
+
+#: Default for the largest thread count a kernel supports (terms with smaller offsets can be late).
+DEFAULT_MAX_THREADS = 64
+
+#: A baton is one cache line: a 64-bit heap number and the newest values, so at most this
+#: many values (u8 / u16) can be handed on, which bounds the thread count at one more.
+_BATON_VALUES = {"u8": 56, "u16": 28}
+
+_LOAD_INSTRUCTION = {"u8": "movzbl", "u16": "movzwl"}
+_CODE_TYPE = {"u8": "uint8_t", "u16": "uint16_t"}
+
+
+@dataclass(frozen=True)
+class CUnit:
+    """One generated C translation unit.
+
+    Attributes
+    ----------
+    name : str
+        Base file name: the source is ``name.c``, the header ``name.h``.
+    source : str
+        The C source (self-contained: it carries its own declarations).
+    declarations : str
+        The public functions, as C declarations; also the cffi ``cdef``.
+    header : str
+        ``name.h``: the declarations with the provenance header and an include guard.
+    what : str
+        Description for log lines ("compiled ... in X s").
+    """
+
+    name: str
+    source: str
+    declarations: str
+    header: str
+    what: str
+
+
+def _unit(name: str, template: str, api_template: str, provenance: list[str], what: str, **context) -> CUnit:
+    declarations = render(f"c/{api_template}", **context)
+    source = render(f"c/{template}", provenance=provenance, declarations=declarations, **context)
+    header = render("c/header.h.j2", provenance=provenance, declarations=declarations,
+                    guard=name.upper() + "_H")
+    return CUnit(name, source, declarations, header, what)
+
+
+def _moves(game: OctalGame) -> dict:
+    """The takes k of each kind of move, for loops the templates unroll."""
+    moves = list(game.moves())
+    return {
+        "none_takes": [k for k, none, _one, _two in moves if none and k >= 1],
+        "one_heap_takes": [k for k, _none, one, _two in moves if one and k >= 1],
+        "two_heap_takes": [k for k, _none, _one, two in moves if two],
+    }
+
+
+def exact_unit(game) -> CUnit:
+    """``octalgen_exact.c``: the exact solver of ``game`` (any mask, chosen at run time)."""
+    game = parse_game(game)
+    moves = _moves(game)
+    provenance = [f"generator: octalgen {__version__}", f"game: {game.code}", "unit: exact rare-value solver"]
+    return _unit("octalgen_exact", "exact.c.j2", "exact_api.j2", provenance,
+                 f"exact solver for {game.code}", game=game.code,
+                 moves="; ".join(game.describe()), **moves)
+
+
+def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> int:
+    """The largest thread count a kernel of ``plan`` can support (``requested``, capped by the baton)."""
+    return max(1, min(requested, _BATON_VALUES[plan.encoding.kind] + 1))
+
+
+def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUnit:
+    """``octalgen_kernel.c``: speculative kernel and verifier for ``plan``.
+
+    Parameters
+    ----------
+    plan : KernelPlan
+    max_threads : int
+        The kernel runs with up to this many threads (capped at 57 for u8, 29 for u16 storage);
+        terms with offsets below it are kept out of the unrolled block so that they can be late.
+    """
+    kind = plan.encoding.kind
+    if plan.mex_size > 1 << 16:
+        raise InputError(f"{plan.game.code}: {len(plan.terms)} terms need a mark array beyond 16 bits")
+    recent = max_threads_for(plan, max_threads)
+    terms = plan.encoded_terms()
+    old = [("MARK" if c else "MARK0", o, c) for o, c in terms if o >= recent]
+    provenance = plan.provenance(**{"unit": "speculative kernel and verifier", "threads": f"1 to {recent}"})
+    return _unit("octalgen_kernel", "kernel.c.j2", "kernel_api.j2", provenance,
+                 f"kernel for {plan.game.code} ({len(terms)} terms, {kind})",
+                 game=plan.game.code, term_count=len(terms), storage=plan.encoding.describe(),
+                 storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
+                 window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
+                 old_terms=old, recent_terms=[(o, c) for o, c in terms if o < recent],
+                 common_bits=_bit_words(_common_codes(plan), plan.mex_size),
+                 need_limit=_need_limit(plan), need_array_words=max(8, _need_limit(plan) // 64),
+                 rare_bits=_bit_words((v for v in range(_need_limit(plan)) if plan.table.is_rare(v)),
+                                      _need_limit(plan)),
+                 decode=[plan.encoding.decode(c) for c in range(256)] if kind == "u8" else [],
+                 **_moves(plan.game))
+
+
+def naive_unit(plan: KernelPlan) -> CUnit:
+    """``octalgen_naive.c``: Grossman's Figure 3 as a plain loop over the term table (the bench baseline)."""
+    kind = plan.encoding.kind
+    terms = plan.encoded_terms()
+    provenance = plan.provenance(unit="naive baseline (loop over the term table)")
+    return _unit("octalgen_naive", "naive.c.j2", "naive_api.j2", provenance,
+                 f"naive baseline for {plan.game.code}", game=plan.game.code, term_count=len(terms),
+                 storage=plan.encoding.describe(), code_type=_CODE_TYPE[kind], window=plan.window,
+                 mex_size=plan.mex_size, offsets=[o for o, _ in terms], constants=[c for _, c in terms],
+                 common_bits=_bit_words(_common_codes(plan), plan.mex_size))
+
+
+def compile_unit(unit: CUnit, flags=DEFAULT_CFLAGS) -> CompiledModule:
+    """Compile ``unit`` into a cached cffi module (see :func:`octalgen.build.build_module`)."""
+    return build_module(unit.name, unit.source, unit.declarations, flags=flags, what=unit.what)
+
+
+def _need_limit(plan: KernelPlan) -> int:
+    """Raw values the verifier's need bitmap covers: every candidate is below it."""
+    return 512 if plan.encoding.kind == "u8" else plan.mex_size
+
+
+def _common_codes(plan: KernelPlan):
+    """Stored codes below ``mex_size`` that stand for common values."""
+    if plan.encoding.kind == "u8":
+        return range(256)  # every u8 code decodes to a common value
+    return (v for v in range(plan.mex_size) if not plan.table.is_rare(v))
+
+
+def _bit_words(members, size: int) -> list[str]:
+    """``members`` (ints below ``size``, a multiple of 64) as 64-bit words, in hex."""
+    words = [0] * (size // 64)
+    for v in members:
+        words[v // 64] |= 1 << (v % 64)
+    return [f"{w:#018x}" for w in words]

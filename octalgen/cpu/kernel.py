@@ -1,0 +1,164 @@
+"""The speculative kernel: generated, compiled and called from Python.
+
+A :class:`SpeculativeKernel` computes, for a plan, the values the plan predicts: each heap's
+value is the least common value not marked by the plan's terms.  Its whole state is the heap
+number n and the last ``plan.window`` stored codes, so a run can stop and resume anywhere
+(a checkpoint holds exactly that).  Values are stored codes (:class:`~octalgen.plan.Encoding`):
+decode them with ``plan.encoding.decode_array``.
+
+The kernel is exact only while no new rare value appears; :class:`~octalgen.cpu.verify.Verifier`
+proves its output.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+
+import numpy as np
+
+from ..build import DEFAULT_CFLAGS
+from ..errors import ComputationError, InputError
+from ..plan import KernelPlan
+from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_threads_for, naive_unit
+
+
+class StorageOverflow(ComputationError):
+    """A value does not fit the plan's storage (u8: all 256 common codes are options).
+
+    Attributes
+    ----------
+    heap : int
+        The first heap whose value could not be stored; values before it were computed.
+    """
+
+    def __init__(self, heap: int, plan: KernelPlan):
+        self.heap = heap
+        super().__init__(
+            f"G({heap}) of {plan.game.code} does not fit {plan.encoding.kind} storage "
+            f"(every one of its {plan.mex_size} codes is an option); use 16-bit storage")
+
+
+def code_dtype(plan: KernelPlan) -> np.dtype:
+    """The numpy dtype of a plan's stored codes (uint8 or uint16)."""
+    return np.dtype(np.uint8 if plan.encoding.kind == "u8" else np.uint16)
+
+
+def default_threads() -> int:
+    """All cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+class SpeculativeKernel:
+    """The generated kernel of one plan, ready to run.
+
+    Parameters
+    ----------
+    plan : KernelPlan
+    max_threads : int
+        Largest thread count the generated code supports (see :func:`~octalgen.cpu.generate.kernel_unit`).
+    flags : sequence of str
+        Compiler flags (the default: optimised for this CPU).
+
+    Notes
+    -----
+    The compiled module is built (or loaded from the cache) on first use, so a kernel can be
+    made cheaply and pickled to another process.
+    """
+
+    def __init__(self, plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, flags=DEFAULT_CFLAGS):
+        self.plan = plan
+        self.max_threads = max_threads_for(plan, max_threads)
+        self.flags = tuple(flags)
+        self.dtype = code_dtype(plan)
+
+    def __getstate__(self):
+        return {"plan": self.plan, "max_threads": self.max_threads, "flags": self.flags, "dtype": self.dtype}
+
+    @cached_property
+    def unit(self):
+        """The generated C (:class:`~octalgen.cpu.generate.CUnit`)."""
+        return kernel_unit(self.plan, self.max_threads)
+
+    @cached_property
+    def module(self):
+        """The compiled cffi module (built or loaded from the cache on first use)."""
+        return compile_unit(self.unit, self.flags)
+
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+        """Compute heaps ``first_heap`` ... in place.
+
+        Parameters
+        ----------
+        buffer : numpy.ndarray
+            Stored codes, C-contiguous and writable: ``buffer[:window]`` are the values of
+            heaps ``first_heap - window`` ... ``first_heap - 1``; the rest is overwritten
+            with the values of heaps ``first_heap``, ``first_heap + 1``, ...
+        first_heap : int
+            Must be at least ``plan.start`` (earlier heaps read rare values the kernel cannot mark).
+        threads : int
+            1 to :attr:`max_threads`; the values do not depend on it.
+
+        Raises
+        ------
+        StorageOverflow
+            When a value does not fit (the heap is named; values before it are filled in).
+        """
+        window = self.plan.window
+        if first_heap < self.plan.start:
+            raise InputError(f"the kernel starts at heap {self.plan.start}, not {first_heap} "
+                             "(earlier heaps need the exact solver)")
+        if buffer.dtype != self.dtype or not buffer.flags.c_contiguous or not buffer.flags.writeable:
+            raise InputError(f"kernel buffer must be a writable, contiguous {self.dtype} array")
+        if len(buffer) < window:
+            raise InputError(f"kernel buffer holds {len(buffer)} values, fewer than the window of {window}")
+        if not 1 <= threads <= self.max_threads:
+            raise InputError(f"threads must be 1 to {self.max_threads}, not {threads}")
+        count = len(buffer) - window
+        ffi, lib = self.module.ffi, self.module.lib
+        result = lib.octalgen_kernel_fill(ffi.from_buffer(f"{self.unit_code_type}[]", buffer), count, threads)
+        if result == -2:
+            raise ComputationError("the kernel could not start its threads or allocate their memory")
+        if result >= 0:
+            raise StorageOverflow(first_heap + result, self.plan)
+
+    def run(self, window: np.ndarray, first_heap: int, count: int, threads: int = 1) -> np.ndarray:
+        """The codes of heaps ``first_heap`` ... ``first_heap + count - 1``, from the window before them.
+
+        A convenience around :meth:`fill` for callers that keep the window separately
+        (e.g. restored from a checkpoint): ``window`` is the last ``plan.window`` codes.
+        """
+        buffer = np.empty(self.plan.window + count, dtype=self.dtype)
+        buffer[: self.plan.window] = window[len(window) - self.plan.window:]
+        self.fill(buffer, first_heap, threads)
+        return buffer[self.plan.window:]
+
+    @property
+    def unit_code_type(self) -> str:
+        return "uint8_t" if self.dtype == np.uint8 else "uint16_t"
+
+
+class NaiveKernel(SpeculativeKernel):
+    """Grossman's Figure 3 as a plain loop over the term table: the baseline ``octalgen bench`` reports.
+
+    Same contract as :class:`SpeculativeKernel` with one thread.
+    """
+
+    def __init__(self, plan: KernelPlan, flags=DEFAULT_CFLAGS):
+        super().__init__(plan, 1, flags)
+
+    @cached_property
+    def unit(self):
+        return naive_unit(self.plan)
+
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+        if first_heap < self.plan.start or threads != 1 or buffer.dtype != self.dtype:
+            raise InputError("the naive kernel runs one thread from plan.start on a buffer of stored codes")
+        ffi, lib = self.module.ffi, self.module.lib
+        result = lib.octalgen_naive_fill(ffi.from_buffer(f"{self.unit_code_type}[]", buffer),
+                                         len(buffer) - self.plan.window)
+        if result >= 0:
+            raise StorageOverflow(first_heap + result, self.plan)

@@ -1,0 +1,172 @@
+"""The exact verifier: proves a kernel's values, interval by interval, in bounded memory.
+
+For heap n the plan's speculation G(n) = s is proven when
+
+1. the marks of the plan's terms, recomputed from the values, give exactly s: every common
+   option involves a heap at a rare position, and those are the terms; and
+2. every rare value below s is an option: the scan over pairs G(x) ^ G(rest - x) for
+   x = 1, 2, ... (Grossman, Figure 2) reaches each of them.
+
+Step 1 is only right if the rare positions below n are exactly the table's.  The verifier
+checks that against the prefix it is given (the exact values G(0) ... G(P-1), which must
+reach past the table's last rare position) and requires the values after the prefix to be
+common: stored u8 codes always are; u16 values are checked.
+
+Memory is bounded: ``values`` may hold only a recent stretch G(base) ... of a long run.  The
+scan then uses only pairs whose two heaps are both in the prefix or the stretch.  The result
+for [a, b) is one of
+
+* ``proven``: every value in [a, b) is proven;
+* ``failed`` at n: the value at n is not the plan's speculation, or is proven wrong;
+  ``true_value`` is G(n) when it could be decided (with the whole history it always can);
+* ``undecided`` at n: the value at n could be neither proven nor refuted from the history
+  given.  Nothing is ever reported proven that was not.
+
+Intervals are independent (the values before a are assumed right, and proven by the
+intervals that hold them), so verifiers run in parallel processes: a :class:`Verifier` and
+its inputs pickle, and a worker loads the compiled module from the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ..build import DEFAULT_CFLAGS
+from ..errors import InputError
+from ..plan import KernelPlan
+from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_threads_for
+from .kernel import code_dtype
+
+PROVEN, FAILED, UNDECIDED = "proven", "failed", "undecided"
+_STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What the verifier found for an interval [a, b).
+
+    Attributes
+    ----------
+    status : str
+        ``"proven"``, ``"failed"`` or ``"undecided"``.
+    heap : int or None
+        The first heap that is not proven (None when proven).
+    true_value : int or None
+        For ``failed``: G(heap) when decided.  It differs from the value given, except when
+        the value given is rare, i.e. a rare value the table lacks.
+    options_scanned : int
+        Pair options the proof scans looked at (a measure of the work).
+    """
+
+    status: str
+    heap: int | None = None
+    true_value: int | None = None
+    options_scanned: int = 0
+
+    @property
+    def proven(self) -> bool:
+        return self.status == PROVEN
+
+
+class Verifier:
+    """The exact verifier of one plan (compiled with the plan's kernel: the same terms).
+
+    Parameters
+    ----------
+    plan : KernelPlan
+    flags : sequence of str
+        Compiler flags (part of the cache key; keep the kernel's).
+    """
+
+    def __init__(self, plan: KernelPlan, flags=DEFAULT_CFLAGS, max_threads: int = DEFAULT_MAX_THREADS):
+        self.plan = plan
+        self.flags = tuple(flags)
+        self.max_threads = max_threads_for(plan, max_threads)
+        self.dtype = code_dtype(plan)
+
+    def __getstate__(self):
+        return {"plan": self.plan, "flags": self.flags, "max_threads": self.max_threads, "dtype": self.dtype}
+
+    @cached_property
+    def module(self):
+        return compile_unit(kernel_unit(self.plan, self.max_threads), self.flags)
+
+    def verify(self, values: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
+        """Prove the values of heaps ``a`` ... ``b - 1``.
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            Stored codes of heaps ``base`` ... ``base + len(values) - 1`` (the plan's dtype).
+            Must cover ``[a - plan.window, b)``.
+        base : int
+            Heap of ``values[0]``.
+        prefix : array_like of int
+            Exact values G(0) ... G(P-1); P must exceed the table's last rare position.
+            With ``base <= P`` the history is complete and the answer always decisive.
+        a, b : int
+            The interval; ``a >= plan.start``.
+
+        Raises
+        ------
+        InputError
+            When the inputs do not fit these rules, or the prefix contradicts the table (the
+            table is then wrong: fix it against the prefix and make a new plan).
+        """
+        plan = self.plan
+        prefix = self._checked_prefix(prefix)
+        values = np.ascontiguousarray(values)
+        if values.dtype != self.dtype:
+            raise InputError(f"values must be stored codes of dtype {self.dtype}, not {values.dtype}")
+        if not plan.start <= a <= b:
+            raise InputError(f"verify [{a}, {b}): needs plan.start = {plan.start} <= a <= b")
+        if base > a - plan.window or base + len(values) < b:
+            raise InputError(f"verify [{a}, {b}): values must cover heaps {a - plan.window} to {b - 1}, "
+                             f"not {base} to {base + len(values) - 1}")
+        if self.dtype == np.uint16:
+            self._check_common(values, base, len(prefix), a)
+        if a == b:
+            return VerifyResult(PROVEN)
+        raw = np.empty(len(values), dtype=np.uint16) if self.dtype == np.uint8 else values
+        result = np.zeros(4, dtype=np.int64)
+        ffi, lib = self.module.ffi, self.module.lib
+        code_type = "uint8_t" if self.dtype == np.uint8 else "uint16_t"
+        lib.octalgen_verify(ffi.from_buffer("uint16_t[]", prefix), len(prefix),
+                            ffi.from_buffer(f"{code_type}[]", values), base, len(values),
+                            ffi.from_buffer("uint16_t[]", raw), a, b, ffi.from_buffer("int64_t[]", result))
+        status = _STATUS[int(result[0])]
+        if status == PROVEN:
+            return VerifyResult(PROVEN, options_scanned=int(result[3]))
+        true_value = int(result[2]) if result[2] >= 0 else None
+        return VerifyResult(status, int(result[1]), true_value, int(result[3]))
+
+    def _checked_prefix(self, prefix) -> np.ndarray:
+        """The prefix as uint16, after checking that its rare values are exactly the table's."""
+        table = self.plan.table
+        prefix = np.asarray(prefix)
+        if len(prefix) <= table.last_position:
+            raise InputError(f"the prefix must reach past the last rare position {table.last_position}")
+        if len(prefix) and (prefix.min() < 0 or prefix.max() >= 1 << 16):
+            raise InputError("prefix values must lie in 0 ... 65535")
+        prefix = np.ascontiguousarray(prefix, dtype=np.uint16)
+        rare = np.flatnonzero(np.bitwise_count(prefix.astype(np.int64) & table.mask) % 2 == 0)
+        entries = tuple(zip(rare.tolist(), prefix[rare].tolist()))
+        if entries != table.entries:
+            raise InputError(f"the prefix G(0) ... G({len(prefix) - 1}) contradicts the rare table "
+                             f"{table.digest[:19]}: fix the table against it and make a new plan")
+        return prefix
+
+    def _check_common(self, values: np.ndarray, base: int, prefix_length: int, a: int) -> None:
+        """u16 values before a and past the prefix must be common (u8 codes always are)."""
+        stop = a - base
+        start = max(0, prefix_length - base)
+        if start < stop:
+            before = values[start:stop].astype(np.int64)
+            rare = np.flatnonzero(np.bitwise_count(before & self.plan.table.mask) % 2 == 0)
+            if len(rare):
+                heap = base + start + int(rare[0])
+                raise InputError(f"G({heap}) = {int(before[rare[0]])} is rare but not in the table: "
+                                 "add it to the table and make a new plan")

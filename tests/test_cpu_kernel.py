@@ -1,0 +1,257 @@
+"""The generated speculative kernel and exact verifier against published checksums and the exact solver."""
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from octalgen.build import find_compiler
+from octalgen.checksum import fnv1a64
+from octalgen.cpu.exact import exact_values_c
+from octalgen.cpu.generate import exact_unit, kernel_unit, naive_unit
+from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel, StorageOverflow
+from octalgen.cpu.verify import Verifier
+from octalgen.errors import InputError
+from octalgen.plan import make_plan
+from octalgen.rare import RareTable, shipped_table
+
+# Agreed by independent programs (shared/README.md): FNV-1a-64 of .6 over heaps [65536, 2097152).
+OFFICERS_FNV_65536_2097152 = "fceb5187c44e10c4"
+
+
+class Officers:
+    """The exact prefix of .6 up to the kernel's first heap, and helpers around one plan."""
+
+    def __init__(self, storage=None):
+        self.plan = make_plan(shipped_table(".6"), storage=storage)
+        self.prefix = exact_values_c(".6", self.plan.start, mask=0x1EE)
+        self.kernel = SpeculativeKernel(self.plan)
+        self.verifier = Verifier(self.plan)
+
+    def codes(self, stop, threads=1):
+        """Stored codes of heaps start - window ... stop - 1 (window from the prefix, rest by the kernel)."""
+        plan = self.plan
+        buffer = np.empty(stop - plan.start + plan.window, dtype=self.kernel.dtype)
+        buffer[: plan.window] = plan.encoding.encode_array(self.prefix[plan.start - plan.window:])
+        self.kernel.fill(buffer, plan.start, threads)
+        return buffer
+
+    @property
+    def base(self):
+        return self.plan.start - self.plan.window
+
+
+@pytest.fixture(scope="module")
+def officers():
+    return Officers()
+
+
+@pytest.fixture(scope="module")
+def officers_codes(officers):
+    return officers.codes(1 << 21)
+
+
+def test_kernel_matches_the_published_checksum(officers, officers_codes):
+    values = np.concatenate([officers.prefix, officers.plan.encoding.decode_array(officers_codes[officers.plan.window:])])
+    assert fnv1a64(values[65536:1 << 21]) == OFFICERS_FNV_65536_2097152
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_threads_give_the_same_values(officers, officers_codes, threads):
+    # Few heaps: with more threads than cores every baton waits for a context switch.
+    stop = officers.plan.start + 20_000
+    assert np.array_equal(officers.codes(stop, threads), officers_codes[: stop - officers.base])
+
+
+def test_kernel_resumes_from_its_window(officers, officers_codes):
+    plan, w = officers.plan, officers.plan.window
+    middle = plan.start + 123_457  # resume in the middle: the state is the heap and the window before it
+    window = officers_codes[middle - w - officers.base: middle - officers.base]
+    resumed = officers.kernel.run(window, middle, 20_000, threads=2)
+    assert np.array_equal(resumed, officers_codes[middle - officers.base: middle + 20_000 - officers.base])
+
+
+def test_u16_storage_gives_the_same_values(officers, officers_codes):
+    wide = Officers(storage="u16")
+    stop = wide.plan.start + 100_000
+    codes = wide.codes(stop, threads=1)
+    narrow = officers.plan.encoding.decode_array(officers_codes[: stop - officers.base])
+    assert wide.plan.encoding.kind == "u16" and np.array_equal(codes.astype(np.int64), narrow)
+    assert wide.verifier.verify(codes, wide.base, wide.prefix, wide.plan.start, stop).proven
+
+
+def test_naive_baseline_gives_the_same_values(officers, officers_codes):
+    stop = officers.plan.start + 20_000
+    buffer = officers_codes[: stop - officers.base].copy()
+    NaiveKernel(officers.plan).fill(buffer, officers.plan.start)
+    assert np.array_equal(buffer, officers_codes[: stop - officers.base])
+
+
+def test_a_value_beyond_u8_storage_names_its_heap(officers):
+    # A random history marks every one of the 256 codes within a few heaps.
+    rng = np.random.default_rng(1)
+    plan = officers.plan
+    buffer = rng.integers(0, 256, plan.window + 1000, dtype=np.uint8)
+    for threads in (1, 2):
+        trial = buffer.copy()
+        with pytest.raises(StorageOverflow) as raised:
+            officers.kernel.fill(trial, plan.start, threads)
+        heap = raised.value.heap
+        assert plan.start <= heap < plan.start + 1000 and f"G({heap})" in str(raised.value)
+        done = heap - plan.start  # the heaps before it were computed, and agree with one thread
+        assert np.array_equal(trial[: plan.window + done], _one_by_one(officers.kernel, buffer, plan, done))
+
+
+def _one_by_one(kernel, buffer, plan, count):
+    trial = buffer[: plan.window + count].copy()
+    kernel.fill(trial, plan.start, 1)
+    return trial
+
+
+def test_kernel_refuses_heaps_before_its_start(officers):
+    with pytest.raises(InputError, match="starts at heap 41256"):
+        officers.kernel.fill(np.zeros(officers.plan.window + 10, np.uint8), 41255)
+
+
+# -- the verifier ---------------------------------------------------------------------------
+
+
+def test_verifier_proves_the_kernel(officers, officers_codes):
+    result = officers.verifier.verify(officers_codes, officers.base, officers.prefix, officers.plan.start, 300_000)
+    assert result.proven and result.options_scanned > 0
+
+
+@pytest.mark.parametrize("heap", [41256, 41257, 500_000, 2_097_151])
+def test_verifier_finds_a_planted_error(officers, officers_codes, heap):
+    bad = officers_codes.copy()
+    truth = int(bad[heap - officers.base])
+    bad[heap - officers.base] ^= 0x21
+    result = officers.verifier.verify(bad, officers.base, officers.prefix, max(officers.plan.start, heap - 5000),
+                                      min(heap + 5000, 1 << 21))
+    assert (result.status, result.heap) == ("failed", heap)
+    assert result.true_value == officers.plan.encoding.decode(truth)
+
+
+def test_verifier_with_bounded_memory_never_proves_what_it_cannot(officers, officers_codes):
+    plan, base = officers.plan, officers.base
+    a, b = 1_900_000, 1_910_000
+    recent = officers_codes[a - plan.window - base: b - base]
+    short_prefix = officers.prefix[: plan.table.last_position + 1]  # as short as allowed
+    undecided = []
+    n = a
+    while n < b:  # every heap is proven or undecided: all values here are right
+        result = officers.verifier.verify(recent, a - plan.window, short_prefix, n, b)
+        assert result.status in ("proven", "undecided")
+        if result.proven:
+            break
+        undecided.append(result.heap)
+        n = result.heap + 1
+    assert undecided, "no heap needed the history that was left out"
+    for heap in undecided:  # with all of it, the same heaps are proven
+        assert officers.verifier.verify(officers_codes, base, officers.prefix, heap, heap + 1).proven
+
+
+def test_verifier_finds_a_missing_rare_value():
+    # .16 has rare values at 3604, 13932, 13935: a table that stops at 3604 lets the kernel start
+    # at 7211, and the verifier must stop at 13932 with the true (rare) value.
+    table = shipped_table(".16")
+    cut = RareTable(table.game, table.mask, tuple(e for e in table.entries if e[0] <= 3604), 3605)
+    plan = make_plan(cut)
+    exact = exact_values_c(".16", 20_000, mask=table.mask)
+    codes = np.empty(20_000 - plan.start + plan.window, np.uint8)
+    codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start])
+    SpeculativeKernel(plan).fill(codes, plan.start)
+    result = Verifier(plan).verify(codes, plan.start - plan.window, exact[: plan.start], plan.start, 20_000)
+    assert (result.status, result.heap, result.true_value) == ("failed", 13932, exact[13932])
+    assert table.is_rare(result.true_value)
+
+
+def test_verifier_refuses_a_prefix_that_contradicts_the_table(officers, officers_codes):
+    wrong = officers.prefix.copy()
+    wrong[20627] = 278  # a common value where the table has the rare 277
+    with pytest.raises(InputError, match="contradicts the rare table"):
+        officers.verifier.verify(officers_codes, officers.base, wrong, officers.plan.start, 50_000)
+
+
+def test_verifier_needs_the_window_before_the_interval(officers, officers_codes):
+    with pytest.raises(InputError, match="must cover heaps"):
+        officers.verifier.verify(officers_codes[100:], officers.base + 100, officers.prefix, officers.plan.start,
+                                 50_000)
+
+
+def test_u16_verifier_rejects_a_rare_value_in_its_history():
+    wide = Officers(storage="u16")
+    stop = wide.plan.start + 30_000
+    codes = wide.codes(stop)
+    heap = wide.plan.start + 1000
+    codes[heap - wide.base] = 0  # 0 is rare: a rare value the table lacks, or an error
+    with pytest.raises(InputError, match=rf"G\({heap}\) = 0 is rare"):
+        wide.verifier.verify(codes, wide.base, wide.prefix, heap + 100, stop)
+    result = wide.verifier.verify(codes, wide.base, wide.prefix, wide.plan.start, stop)
+    assert (result.status, result.heap) == ("failed", heap)
+
+
+# -- the generated C itself -----------------------------------------------------------------
+
+FLAG_SETS = [
+    ("-O2", "-march=native"),
+    ("-O2", "-march=x86-64-v3"),  # AVX2 paths
+    ("-O2", "-march=x86-64"),     # portable C paths
+    ("-O2", "-march=native", "-DOCTALGEN_PORTABLE"),
+]
+
+
+def _units():
+    officers = make_plan(shipped_table(".6"))
+    return {
+        "kernel .6 u8": kernel_unit(officers),
+        "kernel .6 u16": kernel_unit(make_plan(shipped_table(".6"), storage="u16")),
+        "kernel .16": kernel_unit(make_plan(shipped_table(".16"))),
+        "exact .6": exact_unit(".6"),
+        "exact 4.07": exact_unit("4.07"),
+        "naive .6": naive_unit(officers),
+    }
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler")
+@pytest.mark.parametrize("flags", FLAG_SETS, ids=lambda f: " ".join(f[1:]))
+def test_generated_c_compiles_without_warnings(tmp_path, flags):
+    if "x86-64" in " ".join(flags) and not _is_x86():
+        pytest.skip("x86-64 flags")
+    compiler = find_compiler()
+    for name, unit in _units().items():
+        source = tmp_path / f"{unit.name}.c"
+        source.write_text(unit.source)
+        header = tmp_path / f"{unit.name}.h"
+        header.write_text(unit.header)
+        for path in (source, header):
+            done = subprocess.run([*compiler, "-std=gnu11", "-pthread", "-Wall", "-Wextra", "-Werror", *flags,
+                                   "-c", "-x", "c", str(path), "-o", str(tmp_path / "out.o")],
+                                  capture_output=True, text=True)
+            assert done.returncode == 0, f"{name} ({path.name}):\n{done.stderr}"
+
+
+def _is_x86():
+    import platform
+
+    return platform.machine() in ("x86_64", "AMD64")
+
+
+@pytest.mark.skipif(not _is_x86(), reason="x86-64 flags")
+@pytest.mark.parametrize("flags", FLAG_SETS[1:], ids=lambda f: " ".join(f[1:]))
+def test_portable_builds_compute_the_same(flags):
+    # The assembly, AVX-512, AVX2 and plain C paths of kernel and verifier agree (.16: quick to build).
+    plan = make_plan(shipped_table(".16"))
+    exact = exact_values_c(".16", 60_000, mask=plan.table.mask)
+    results = []
+    for build_flags in (("-O3", "-march=native", "-std=gnu11", "-pthread"), (*flags, "-std=gnu11", "-pthread")):
+        codes = np.empty(60_000 - plan.start + plan.window, np.uint8)
+        codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start])
+        SpeculativeKernel(plan, flags=build_flags).fill(codes, plan.start, threads=2)
+        verdict = Verifier(plan, flags=build_flags).verify(codes, plan.start - plan.window, exact[: plan.start],
+                                                           plan.start, 60_000)
+        results.append((codes.tobytes(), verdict.status, verdict.options_scanned))
+    assert results[0] == results[1]
+    assert np.array_equal(plan.encoding.decode_array(np.frombuffer(results[0][0], np.uint8)[plan.window:]),
+                          exact[plan.start:])
