@@ -12,6 +12,7 @@ proves its output.
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import cached_property
 
@@ -21,6 +22,8 @@ from ..build import DEFAULT_CFLAGS
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
 from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_threads_for, naive_unit
+
+log = logging.getLogger("octalgen")
 
 
 class StorageOverflow(ComputationError):
@@ -74,9 +77,11 @@ class SpeculativeKernel:
         self.max_threads = max_threads_for(plan, max_threads)
         self.flags = tuple(flags)
         self.dtype = code_dtype(plan)
+        self.fell_back_at = None
 
     def __getstate__(self):
-        return {"plan": self.plan, "max_threads": self.max_threads, "flags": self.flags, "dtype": self.dtype}
+        return {"plan": self.plan, "max_threads": self.max_threads, "flags": self.flags, "dtype": self.dtype,
+                "fell_back_at": None}
 
     @cached_property
     def unit(self):
@@ -88,7 +93,7 @@ class SpeculativeKernel:
         """The compiled cffi module (built or loaded from the cache on first use)."""
         return compile_unit(self.unit, self.flags)
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> None:
         """Compute heaps ``first_heap`` ... in place.
 
         Parameters
@@ -101,6 +106,10 @@ class SpeculativeKernel:
             Must be at least ``plan.start`` (earlier heaps read rare values the kernel cannot mark).
         threads : int
             1 to :attr:`max_threads`; the values do not depend on it.
+        patient : bool
+            Threads pass every heap to each other, so a thread that loses its core to other work
+            stalls them all.  Unless patient, threads that keep waiting stop and one thread
+            finishes the buffer (:attr:`fell_back_at` then names the heap).
 
         Raises
         ------
@@ -117,15 +126,27 @@ class SpeculativeKernel:
             raise InputError(f"kernel buffer holds {len(buffer)} values, fewer than the window of {window}")
         if not 1 <= threads <= self.max_threads:
             raise InputError(f"threads must be 1 to {self.max_threads}, not {threads}")
-        count = len(buffer) - window
         ffi, lib = self.module.ffi, self.module.lib
-        result = lib.octalgen_kernel_fill(ffi.from_buffer(f"{self.unit_code_type}[]", buffer), count, threads)
-        if result == -2:
-            raise ComputationError("the kernel could not start its threads or allocate their memory")
-        if result >= 0:
-            raise StorageOverflow(first_heap + result, self.plan)
+        done = ffi.new("uint64_t *")
+        self.fell_back_at = None
+        offset = 0
+        while True:
+            part = buffer[offset:]
+            status = lib.octalgen_kernel_fill(ffi.from_buffer(f"{self.unit_code_type}[]", part),
+                                              len(part) - window, threads, patient, done)
+            offset += int(done[0])
+            if status == 0:
+                return
+            if status == 1:
+                raise StorageOverflow(first_heap + offset, self.plan)
+            if status == -1:
+                raise ComputationError("the kernel could not start its threads or allocate their memory")
+            self.fell_back_at, threads = first_heap + offset, 1
+            log.info("kernel threads kept waiting for each other (the cores are busy): one thread from G(%d)",
+                     self.fell_back_at)
 
-    def run(self, window: np.ndarray, first_heap: int, count: int, threads: int = 1) -> np.ndarray:
+    def run(self, window: np.ndarray, first_heap: int, count: int, threads: int = 1,
+            patient: bool = False) -> np.ndarray:
         """The codes of heaps ``first_heap`` ... ``first_heap + count - 1``, from the window before them.
 
         A convenience around :meth:`fill` for callers that keep the window separately
@@ -133,7 +154,7 @@ class SpeculativeKernel:
         """
         buffer = np.empty(self.plan.window + count, dtype=self.dtype)
         buffer[: self.plan.window] = window[len(window) - self.plan.window:]
-        self.fill(buffer, first_heap, threads)
+        self.fill(buffer, first_heap, threads, patient)
         return buffer[self.plan.window:]
 
     @property
@@ -154,7 +175,7 @@ class NaiveKernel(SpeculativeKernel):
     def unit(self):
         return naive_unit(self.plan)
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> None:
         if first_heap < self.plan.start or threads != 1 or buffer.dtype != self.dtype:
             raise InputError("the naive kernel runs one thread from plan.start on a buffer of stored codes")
         ffi, lib = self.module.ffi, self.module.lib

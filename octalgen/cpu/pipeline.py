@@ -126,8 +126,8 @@ class _Run:
         known = self.values[: self.known].astype(np.int64)
         common = known[np.bitwise_count(known & self.table.mask) % 2 == 1]
         plan = make_plan(self.table, max_common=int(common.max()) if len(common) else None, storage=self.storage)
-        if plan != self.plan:
-            self.plan = plan
+        previous, self.plan = self.plan, plan
+        if previous is None or (previous.table.digest, previous.encoding) != (plan.table.digest, plan.encoding):
             self.codes = None
             log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", self.game.code,
                      len(plan.terms), plan.window, plan.start, plan.encoding.kind)
@@ -161,7 +161,7 @@ class _Run:
         overflow = None
         began = time.perf_counter()
         try:
-            kernel.fill(codes[lo: b - self.codes_base], a, self.threads)
+            kernel.fill(codes[lo: b - self.codes_base], a, min(self.threads, kernel.max_threads))
         except StorageOverflow as exc:
             overflow, b = exc, exc.heap
         spent = time.perf_counter() - began
@@ -173,7 +173,7 @@ class _Run:
             yield self.values[a:proven_to].astype(np.int64)
         self.known = proven_to
         if failure is not None:
-            self._recover(failure)
+            yield self._recover(failure)
         elif overflow is not None:
             log.warning("%s; continuing with 16-bit storage", overflow)
             self.storage = "u16"
@@ -195,8 +195,8 @@ class _Run:
         failures = [r for r in results if r.status != PROVEN]
         return min(failures, key=lambda r: r.heap) if failures else None
 
-    def _recover(self, failure) -> None:
-        """G(n) at a failed heap, computed exactly, then a new table or storage as needed."""
+    def _recover(self, failure) -> np.ndarray:
+        """G(n) at a failed heap, computed exactly, then a new table or storage as needed; returns [G(n)]."""
         n = failure.heap
         self.solver = CExactSolver(self.game, mask=self.table.mask, values=self.values[:n])
         value = int(self.solver.extend(n + 1)[n])
@@ -214,6 +214,7 @@ class _Run:
         self.values[n] = value
         self.known = n + 1
         self.codes = None  # rebuilt from the established values
+        return self.values[n: n + 1].astype(np.int64)
 
     # -- resources -----------------------------------------------------------------------
 
