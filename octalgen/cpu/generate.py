@@ -157,4 +157,4 @@ def _bit_words(members, size: int) -> list[str]:
     words = [0] * (size // 64)
     for v in members:
         words[v // 64] |= 1 << (v % 64)
-    return [f"{w:#018x}" for w in words]
+    return [f"{w:#018x}u" for w in words]

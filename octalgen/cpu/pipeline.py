@@ -76,6 +76,29 @@ def reconcile(table: RareTable, values) -> RareTable:
     return RareTable(table.game, table.mask, tuple(entries), max(table.exact_to, len(values)))
 
 
+def starting_plan(game, table: RareTable | None = None, storage: str | None = None):
+    """The plan ``values --backend c`` starts its kernel with, and the exact values before its start.
+
+    The table (default: shipped, else computed from the first
+    :data:`~octalgen.rare.DEFAULT_TABLE_UPTO` exact values) is reconciled with the exact prefix
+    as in :func:`exact_values`.  Returns ``(plan, prefix)``; plan is None for a game the kernel
+    cannot compute (mask 0 or no move leaving a heap).
+    """
+    game = parse_game(game)
+    table = table if table is not None else shipped_table(game)
+    solver = CExactSolver(game, mask=table.mask if table is not None else None)
+    if table is None:
+        table = RareTable.from_values(game, solver.extend(DEFAULT_TABLE_UPTO))
+    while table.mask and plan_terms(table):
+        known = solver.values.astype(np.int64)
+        common = known[np.bitwise_count(known & table.mask) % 2 == 1]
+        plan = make_plan(table, max_common=int(common.max()) if len(common) else None, storage=storage)
+        if len(solver) >= plan.start:
+            return plan, solver.values[: plan.start].copy()
+        table = reconcile(table, solver.extend(plan.start))
+    return None, solver.values.copy()
+
+
 class _Run:
     """One computation of G(0) ... G(count-1); see the module docstring."""
 

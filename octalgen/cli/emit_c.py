@@ -1,0 +1,63 @@
+"""``octalgen emit c CODE``: write the generated C of a game (what ``--backend c`` compiles).
+
+Writes ``DIR/<game>/octalgen_exact.{c,h}`` (the exact solver) and, for a game with a sparse
+space, ``octalgen_kernel.{c,h}`` (speculative kernel and verifier), and prints their paths.
+The kernel is planned as the backend plans it: the table reconciled with the exact values
+before the kernel's first heap, and the storage chosen from them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ..cpu.generate import DEFAULT_MAX_THREADS, exact_unit, kernel_unit
+from ..cpu.pipeline import starting_plan
+from ..errors import InputError
+from ..rare import RareTable, table_filename
+from .arguments import add_game, add_table, count_type
+
+log = logging.getLogger("octalgen")
+
+DEFAULT_DIRECTORY = "generated"
+
+
+def register(targets) -> None:
+    parser = targets.add_parser("c", help="the generated C of a game: exact solver, speculative kernel, verifier")
+    add_game(parser)
+    parser.add_argument("-o", "--output", metavar="DIR", default=DEFAULT_DIRECTORY,
+                        help=f"directory to write into, in a folder per game (default: {DEFAULT_DIRECTORY}/)")
+    add_table(parser)
+    parser.add_argument("--threads", type=count_type, default=DEFAULT_MAX_THREADS, metavar="T",
+                        help=f"the most threads the kernel will run with (default {DEFAULT_MAX_THREADS}, "
+                             "capped by the baton: 57 for u8 storage, 29 for u16)")
+    parser.set_defaults(run=run)
+
+
+def units(game, table: RareTable | None = None, threads: int = DEFAULT_MAX_THREADS):
+    """The units ``emit c`` writes for ``game``: the exact solver, and the kernel if the game has one."""
+    plan, _prefix = starting_plan(game, table)
+    found = [exact_unit(game)]
+    if plan is None:
+        log.info("%s has no sparse space (or no move leaving a heap): no speculative kernel, only the exact solver",
+                 game.code)
+    else:
+        found.append(kernel_unit(plan, threads))
+    return found
+
+
+def run(args) -> int:
+    if args.threads < 1:
+        raise InputError("--threads must be at least 1")
+    table = RareTable.load(args.table, game=args.game) if args.table else None
+    folder = Path(args.output) / table_filename(args.game).removesuffix(".yaml")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for unit in units(args.game, table, args.threads):
+            for suffix, text in ((".c", unit.source), (".h", unit.header)):
+                path = folder / (unit.name + suffix)
+                path.write_text(text)
+                print(path)
+    except OSError as exc:
+        raise InputError(f"cannot write to {folder}: {exc.strerror}") from None
+    return 0
