@@ -47,6 +47,11 @@ def code_dtype(plan: KernelPlan) -> np.dtype:
     return np.dtype(np.uint8 if plan.encoding.kind == "u8" else np.uint16)
 
 
+def code_ctype(dtype) -> str:
+    """The C type of stored codes of numpy ``dtype`` (for cffi casts)."""
+    return "uint8_t" if np.dtype(dtype) == np.uint8 else "uint16_t"
+
+
 def default_threads() -> int:
     """All cores this process may run on."""
     try:
@@ -132,7 +137,7 @@ class SpeculativeKernel:
         offset = 0
         while True:
             part = buffer[offset:]
-            status = lib.octalgen_kernel_fill(ffi.from_buffer(f"{self.unit_code_type}[]", part),
+            status = lib.octalgen_kernel_fill(ffi.from_buffer(f"{code_ctype(self.dtype)}[]", part),
                                               len(part) - window, threads, patient, done)
             offset += int(done[0])
             if status == 0:
@@ -157,10 +162,6 @@ class SpeculativeKernel:
         self.fill(buffer, first_heap, threads, patient)
         return buffer[self.plan.window:]
 
-    @property
-    def unit_code_type(self) -> str:
-        return "uint8_t" if self.dtype == np.uint8 else "uint16_t"
-
 
 class NaiveKernel(SpeculativeKernel):
     """Grossman's Figure 3 as a plain loop over the term table: the baseline ``octalgen bench`` reports.
@@ -179,7 +180,7 @@ class NaiveKernel(SpeculativeKernel):
         if first_heap < self.plan.start or threads != 1 or buffer.dtype != self.dtype:
             raise InputError("the naive kernel runs one thread from plan.start on a buffer of stored codes")
         ffi, lib = self.module.ffi, self.module.lib
-        result = lib.octalgen_naive_fill(ffi.from_buffer(f"{self.unit_code_type}[]", buffer),
+        result = lib.octalgen_naive_fill(ffi.from_buffer(f"{code_ctype(self.dtype)}[]", buffer),
                                          len(buffer) - self.plan.window)
         if result >= 0:
             raise StorageOverflow(first_heap + result, self.plan)

@@ -76,6 +76,13 @@ def reconcile(table: RareTable, values) -> RareTable:
     return RareTable(table.game, table.mask, tuple(entries), max(table.exact_to, len(values)))
 
 
+def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan:
+    """The kernel plan of ``table``, with u8 storage only if the exact ``values`` known so far allow it."""
+    known = np.asarray(values, dtype=np.int64)
+    common = known[np.bitwise_count(known & table.mask) % 2 == 1]
+    return make_plan(table, max_common=int(common.max()) if len(common) else None, storage=storage)
+
+
 def starting_plan(game, table: RareTable | None = None, storage: str | None = None):
     """The plan ``values --backend c`` starts its kernel with, and the exact values before its start.
 
@@ -90,9 +97,7 @@ def starting_plan(game, table: RareTable | None = None, storage: str | None = No
     if table is None:
         table = RareTable.from_values(game, solver.extend(DEFAULT_TABLE_UPTO))
     while table.mask and plan_terms(table):
-        known = solver.values.astype(np.int64)
-        common = known[np.bitwise_count(known & table.mask) % 2 == 1]
-        plan = make_plan(table, max_common=int(common.max()) if len(common) else None, storage=storage)
+        plan = plan_for(table, solver.values, storage)
         if len(solver) >= plan.start:
             return plan, solver.values[: plan.start].copy()
         table = reconcile(table, solver.extend(plan.start))
@@ -146,9 +151,7 @@ class _Run:
                 yield from self._speculate()
 
     def _plan(self) -> KernelPlan:
-        known = self.values[: self.known].astype(np.int64)
-        common = known[np.bitwise_count(known & self.table.mask) % 2 == 1]
-        plan = make_plan(self.table, max_common=int(common.max()) if len(common) else None, storage=self.storage)
+        plan = plan_for(self.table, self.values[: self.known], self.storage)
         previous, self.plan = self.plan, plan
         if previous is None or (previous.table.digest, previous.encoding) != (plan.table.digest, plan.encoding):
             self.codes = None

@@ -38,7 +38,7 @@ from ..build import DEFAULT_CFLAGS
 from ..errors import InputError
 from ..plan import KernelPlan
 from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_threads_for
-from .kernel import code_dtype
+from .kernel import code_ctype, code_dtype
 
 PROVEN, FAILED, UNDECIDED = "proven", "failed", "undecided"
 _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
@@ -77,11 +77,11 @@ class Verifier:
     Parameters
     ----------
     plan : KernelPlan
-    flags : sequence of str
-        Compiler flags (part of the cache key; keep the kernel's).
+    max_threads, flags
+        As for :class:`~octalgen.cpu.kernel.SpeculativeKernel`: the same values load the same module.
     """
 
-    def __init__(self, plan: KernelPlan, flags=DEFAULT_CFLAGS, max_threads: int = DEFAULT_MAX_THREADS):
+    def __init__(self, plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, flags=DEFAULT_CFLAGS):
         self.plan = plan
         self.flags = tuple(flags)
         self.max_threads = max_threads_for(plan, max_threads)
@@ -133,9 +133,8 @@ class Verifier:
         raw = np.empty(len(values), dtype=np.uint16) if self.dtype == np.uint8 else values
         result = np.zeros(4, dtype=np.int64)
         ffi, lib = self.module.ffi, self.module.lib
-        code_type = "uint8_t" if self.dtype == np.uint8 else "uint16_t"
         lib.octalgen_verify(ffi.from_buffer("uint16_t[]", prefix), len(prefix),
-                            ffi.from_buffer(f"{code_type}[]", values), base, len(values),
+                            ffi.from_buffer(f"{code_ctype(self.dtype)}[]", values), base, len(values),
                             ffi.from_buffer("uint16_t[]", raw), a, b, ffi.from_buffer("int64_t[]", result))
         status = _STATUS[int(result[0])]
         if status == PROVEN:
