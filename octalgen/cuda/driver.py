@@ -9,9 +9,10 @@ same way for both, so CI runs the GPU backend's control flow with the twin:
    table is rebuilt from them and the plan made again.
 2. The engine speculates every position up to ``end`` (the fixed point).
 3. The engine proves every speculated position.  If position p fails, every
-   value below p is exact; G(p) is computed on the CPU (it is a new rare
-   value), the table gains it, the kernels are planned (and compiled) again,
-   and the loop goes on from p + 1.
+   value below p is exact and G(p) is computed on the CPU.  If it is the
+   speculated value (the GPU's pair scan gave up), verification goes on after
+   p; otherwise it is a new rare value: the table gains it, the kernels are
+   planned (and compiled) again, and the loop goes on from p + 1.
 """
 
 from __future__ import annotations
@@ -100,17 +101,20 @@ def compute(game, end: int, engine: Engine, table: RareTable | None = None, exac
         codes = _speculate(engine, plan, known, end)
         if not exact:
             return _decode(plan, known, codes)
-        bad = engine.verify(plan, codes, plan.start, end)
-        if bad is None:
+        lo = plan.start
+        while (bad := engine.verify(plan, codes, lo, end)) is not None:
+            values = exact_cpu_values(game, bad + 1, table, _decode(plan, known, codes[:bad]))
+            if values[bad] != plan.kernel.encoding.decode(int(codes[bad])):
+                break
+            log.info("the GPU pair scan gave up at G(%d); proven on the CPU", bad)
+            lo = bad + 1
+        else:
             return _decode(plan, known, codes)
-        known = _decode(plan, known, codes[:bad])
-        known = exact_cpu_values(game, bad + 1, table, known)
-        value = int(known[bad])
+        known, value = values, int(values[bad])
         if not is_rare(value, table.mask):
-            raise ComputationError(f"{game.code}: G({bad}) = {value} is common but the verifier rejected it (a bug)")
+            raise ComputationError(f"{game.code}: G({bad}) = {value} is common but not the speculated value (a bug)")
         log.info("new rare value G(%d) = %d: extending the rare table and planning again", bad, value)
         table = table.with_entry(bad, value, exact_to=bad + 1)
-
 
 def _check_prefix(table: RareTable, known: np.ndarray) -> RareTable:
     """The table, or one rebuilt from the exact prefix when it holds rare values the table lacks."""

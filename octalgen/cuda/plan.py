@@ -8,7 +8,7 @@ adds what only the GPU uses:
   speculative round kernel;
 * the *spread* form of a stored code, which turns "mark code m of position q"
   into one XOR of an address (see :func:`spread`);
-* for the verifier: the moves that leave two heaps, the list of heap sizes a
+* for the verifier: the moves that leave two heaps, the table of heap sizes a
   whose value is common (the pair scan skips rare ones, see below), and for
   every common code s the number of rare codes below it.
 
@@ -62,6 +62,10 @@ class CudaOptions:
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
         Pair-scan steps between two coverage checks in the verifier.
+    scan_steps : int
+        Length of the verifier's scan table: a position whose rare options are
+        not all found within this many steps is left unproven by the GPU and
+        settled on the CPU (for ``.6`` scans average about 2500 steps).
     arch : str
         nvcc target (``sm_90``: H100/H200).
     """
@@ -69,6 +73,7 @@ class CudaOptions:
     term_groups: int = 32
     verify_block: int = 128
     scan_chunk: int = 256
+    scan_steps: int = 1 << 17
     arch: str = "sm_90"
 
     def __post_init__(self):
@@ -78,6 +83,8 @@ class CudaOptions:
             raise InputError(f"verify_block must be a multiple of 32 in 32..256, not {self.verify_block}")
         if self.scan_chunk < 1:
             raise InputError(f"scan_chunk must be positive, not {self.scan_chunk}")
+        if not 1 <= self.scan_steps < 1 << 30:
+            raise InputError(f"scan_steps must be in 1 .. 2**30, not {self.scan_steps}")
 
 
 @dataclass(frozen=True)
@@ -144,18 +151,23 @@ class CudaPlan:
 
     @cached_property
     def scan_positions(self) -> np.ndarray:
-        """Heap sizes a in 1 .. last rare position whose value is common, ascending (int64).
-
-        Step i of the pair scan uses ``a = scan_positions[i]``, and past the end of
-        this list ``a = i + scan_shift`` (every later heap is common).
-        """
+        """Heap sizes a in 1 .. last rare position whose value is common, ascending (int64)."""
         rare = set(self.table.positions)
         return np.array([a for a in range(1, self.table.last_position + 1) if a not in rare], dtype=np.int64)
 
-    @property
-    def scan_shift(self) -> int:
-        """``a - i`` for scan steps i past :attr:`scan_positions`."""
-        return self.table.last_position + 1 - len(self.scan_positions)
+    def scan_table(self, codes: np.ndarray, hi: int) -> np.ndarray:
+        """The verifier's scan table for positions below ``hi``: rows ``(a, spread(codes[a]))``, int32.
+
+        Step i of the pair scan uses the i-th common heap size a (the listed
+        :attr:`scan_positions`, then every size past the last rare position),
+        for at most ``options.scan_steps`` steps and only while a pair can
+        exist below ``hi`` (a <= (hi - 1) / 2).
+        """
+        listed = self.scan_positions
+        steps = self.options.scan_steps
+        heaps = np.concatenate([listed, self.table.last_position + 1 + np.arange(max(0, steps - len(listed)))])[:steps]
+        heaps = heaps[heaps <= (hi - 1) // 2]
+        return np.stack([heaps, spread(np.asarray(codes, dtype=np.int64)[heaps])], axis=1).astype(np.int32)
 
     def provenance(self) -> list[str]:
         """Header lines of the generated CUDA (the plan's, plus the kernel options)."""

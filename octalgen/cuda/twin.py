@@ -241,11 +241,12 @@ def verify(plan: CudaPlan, codes: np.ndarray, lo: int, hi: int, batch: int = 512
     if lo < plan.start:
         raise ValueError(f"the verifier starts at the plan's first heap {plan.start}, not {lo}")
     codes = np.asarray(codes, dtype=np.int64)
+    scan = plan.scan_table(codes, hi)
     bad = []
     steps = np.zeros(hi - lo, dtype=np.int64)
     for b in range(lo, hi, batch):
         positions = np.arange(b, min(b + batch, hi))
-        ok, used = _verify_batch(plan, codes, positions)
+        ok, used = _verify_batch(plan, codes, positions, scan)
         steps[b - lo : b - lo + len(positions)] = used
         if not ok.all():
             bad.append(int(positions[np.argmin(ok)]))
@@ -253,44 +254,30 @@ def verify(plan: CudaPlan, codes: np.ndarray, lo: int, hi: int, batch: int = 512
     return Verdict(bad[0] if bad else None, steps)
 
 
-def _verify_batch(plan: CudaPlan, codes: np.ndarray, positions: np.ndarray):
+def _verify_batch(plan: CudaPlan, codes: np.ndarray, positions: np.ndarray, scan: np.ndarray):
     count = len(positions)
     stored = codes[positions]
     # 1. The stored code is the mex of the common options (the term marks).
     ok = speculative_codes(plan, codes, positions) == stored
-    # 2. Every rare code below it is an option: scan pairs of common heaps in chunks.
+    # 2. Every rare code below it is an option: scan pairs of common heaps, chunk by chunk.
     need = plan.rare_codes_below[np.minimum(stored, CODES - 1)]
-    seen = np.zeros((count, CODES), dtype=bool)
-    covered = need == 0
-    steps = np.zeros(count, dtype=np.int64)
-    chunk = plan.options.scan_chunk
-    todo = ok & ~covered
-    step = 0
     below = np.arange(CODES)[None, :] < need[:, None]
+    seen = np.zeros((count, CODES), dtype=bool)
+    steps = np.zeros(count, dtype=np.int64)
+    todo = ok & (need > 0)
+    halves = [(k, (positions - k) // 2) for k in plan.two_heap_moves]
+    step = 0
     while todo.any():
-        index = np.arange(step, step + chunk)
-        heaps = _scan_heaps(plan, index)
-        live = np.zeros(count, dtype=bool)
-        for k in plan.two_heap_moves:
-            rest = positions - k
-            valid = heaps[None, :] <= (rest // 2)[:, None]
-            other = np.where(valid, rest[:, None] - heaps[None, :], 0)
-            pair = codes[heaps][None, :] ^ codes[other]
-            r, c = np.nonzero(valid & todo[:, None])
-            seen[r, pair[r, c]] = True
-            live |= valid[:, -1]
-        step += chunk
+        heaps = scan[step : step + plan.options.scan_chunk, 0].astype(np.int64)
+        for k, half in halves:
+            r, c = np.nonzero((heaps[None, :] <= half[:, None]) & todo[:, None])
+            seen[r, codes[heaps[c]] ^ codes[positions[r] - k - heaps[c]]] = True
+        step += len(heaps)
         steps[todo] = step
         covered = ~(below & ~seen).any(axis=1)
-        exhausted = todo & ~live & ~covered
-        ok &= ~exhausted
+        # Live: the table goes on and the last heap still made a pair for the widest move.
+        live = step < len(scan) and len(halves) > 0 and len(heaps) > 0
+        live = live & (heaps[-1] <= halves[0][1]) if live else np.zeros(count, dtype=bool)
+        ok &= ~(todo & ~covered & ~live)
         todo &= ~covered & live
     return ok, steps
-
-
-def _scan_heaps(plan: CudaPlan, index: np.ndarray) -> np.ndarray:
-    """Heap a of pair-scan step i (see :attr:`CudaPlan.scan_positions`)."""
-    listed = plan.scan_positions
-    if not len(listed):
-        return index + plan.scan_shift
-    return np.where(index < len(listed), listed[np.minimum(index, len(listed) - 1)], index + plan.scan_shift)
