@@ -186,3 +186,16 @@ def test_scan_table_lists_common_heaps_in_order():
     assert not set(heaps.tolist()) & set(plan.table.positions)
     assert set(range(1, heaps[-1] + 1)) - set(heaps.tolist()) <= set(plan.table.positions)
     assert np.array_equal(table[:, 1], spread(codes[heaps]))
+
+
+def test_benchmark_figures_with_the_twin_engine():
+    from octalgen.checksum import fnv1a64
+    from octalgen.cuda.bench import run_benchmark
+
+    figures = run_benchmark(".644", 4000, engine=driver.TwinEngine(64))
+    assert figures["checksum"] == fnv1a64(exact_values(".644", 4000))
+    assert figures["first_unproven"] is None
+    start = make_cuda_plan(rare_table(".644")).start
+    assert figures["rounds"] == figures["advance_per_round"]["count"]
+    assert figures["advance_per_round"]["mean"] * figures["rounds"] == pytest.approx(4000 - start)
+    assert figures["rounds_per_window"]["count"] == (4000 - start) // 64

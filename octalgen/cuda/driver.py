@@ -18,7 +18,8 @@ same way for both, so CI runs the GPU backend's control flow with the twin:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -45,15 +46,31 @@ class Engine(Protocol):
 
 @dataclass
 class TwinEngine:
-    """The numpy twin as an engine (small sizes only: it is for tests and measurements)."""
+    """The numpy twin as an engine (small sizes only: it is for tests and measurements).
+
+    Fills :attr:`report` like the GPU engine, with wall-clock seconds.
+    """
 
     window: int = 1024
+    options: CudaOptions = field(default_factory=CudaOptions)
+    report: dict = field(default_factory=dict)
 
     def speculate(self, plan, prefix, end):
-        return twin.FixedPoint(plan, prefix, end, self.window).run()
+        began = time.perf_counter()
+        run = twin.FixedPoint(plan, prefix, end, self.window)
+        codes = run.run()
+        self.report["speculation"] = {"values": end - plan.start, "seconds": time.perf_counter() - began,
+                                      "window": self.window, "advances": run.advances()}
+        return codes
 
     def verify(self, plan, codes, lo, hi):
-        return twin.verify(plan, codes, lo, hi).first_bad
+        began = time.perf_counter()
+        verdict = twin.verify(plan, codes, lo, hi)
+        steps = verdict.scan_steps
+        self.report["verification"] = {"values": hi - lo, "seconds": time.perf_counter() - began,
+                                       "scan_steps_mean": float(steps.mean()) if len(steps) else 0.0,
+                                       "scan_steps_max": int(steps.max()) if len(steps) else 0}
+        return verdict.first_bad
 
 
 def exact_cpu_values(game, count: int, table: RareTable, known=None) -> np.ndarray:
