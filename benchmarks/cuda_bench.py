@@ -38,21 +38,23 @@ def main() -> int:
     runs = [main_run]
     if args.sweep:
         sm_window = main_run["window"]
-        for window in (sm_window // 4, sm_window // 2, sm_window, 2 * sm_window, 4 * sm_window):
-            for groups in (16, 32):
-                runs.append(run_benchmark(args.game, 10**7, window=window, options=CudaOptions(term_groups=groups),
-                                          verify=False, checksum=False))
+        shapes = [(window, CudaOptions()) for window in (sm_window // 4, sm_window // 2, sm_window, 2 * sm_window,
+                                                         4 * sm_window)]
+        shapes += [(sm_window, CudaOptions(term_groups=16)), (sm_window, CudaOptions(term_loop=True)),
+                   (sm_window, CudaOptions(term_groups=16, term_loop=True))]
+        for window, options in shapes:
+            runs.append(run_benchmark(args.game, 10**7, window=window, options=options, verify=False, checksum=False))
     if args.json:
         with open(args.json, "w") as out:
             json.dump(runs, out, indent=1, default=str)
 
     print(main_run["resource_usage"])
-    print(f"\n{'game':>5} {'count':>11} {'window':>7} {'warps':>5} {'spec M/s':>9} {'verified M/s':>12} "
+    print(f"\n{'game':>5} {'count':>11} {'window':>7} {'warps':>5} {'loop':>5} {'spec M/s':>9} {'verified M/s':>12} "
           f"{'rounds':>8} {'adv/round':>9} {'rounds/window p50 p90 max':>27}")
     for run in runs:
         rpw = run["rounds_per_window"]
         verified = run.get("verified_values_per_s")
-        print(f"{run['game']:>5} {run['count']:>11} {run['window']:>7} {run['term_groups']:>5} "
+        print(f"{run['game']:>5} {run['count']:>11} {run['window']:>7} {run['term_groups']:>5} {str(run['term_loop']):>5} "
               f"{run['speculative_values_per_s'] / 1e6:9.2f} "
               f"{(verified / 1e6 if verified else float('nan')):12.2f} {run['rounds']:>8} "
               f"{run['advance_per_round']['mean']:9.1f} "

@@ -10,7 +10,7 @@ import pytest
 from octalgen.backends import backends, get_backend
 from octalgen.cuda import runtime
 from octalgen.cuda.kernels import NVCC_FLAGS, compile_kernels, find_nvcc, render_kernels
-from octalgen.cuda.plan import make_cuda_plan
+from octalgen.cuda.plan import CudaOptions, make_cuda_plan
 from octalgen.errors import ToolMissingError
 from octalgen.rare import rare_table
 
@@ -38,6 +38,13 @@ def test_generated_cuda_compiles_without_warnings_or_spills(game):
     # Registers, never local memory: a spill would put the hot loops on device memory.
     assert usage.count("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == 2
     assert compiled.source.read_text() == render_kernels(compiled.plan)
+
+
+@needs_nvcc
+def test_term_loop_variant_compiles():
+    compiled = compile_kernels(make_cuda_plan(rare_table(".16"), options=CudaOptions(term_loop=True)))
+    assert "__constant__ int2 TERMS[53]" in compiled.source.read_text()
+    assert compiled.resource_usage.count("0 bytes spill stores") == 2
 
 
 def test_source_is_reproducible_and_names_its_origin():

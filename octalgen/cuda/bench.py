@@ -68,7 +68,7 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
         engine = CudaEngine(window=window, options=options or CudaOptions())
     table = rare_table(game)
     figures: dict = {"game": game, "count": count, "window": engine.window,
-                     "term_groups": engine.options.term_groups}
+                     "term_groups": engine.options.term_groups, "term_loop": engine.options.term_loop}
 
     began = time.perf_counter()
     known = _exact_prefix(game, make_cuda_plan(table).start)

@@ -77,6 +77,8 @@ def render_kernels(plan: CudaPlan) -> str:
         term_groups=len(groups),
         mex_words=-(-64 // len(groups)),
         groups=groups,
+        term_loop=plan.options.term_loop,
+        group_starts=[sum(len(g) for g in groups[:i]) for i in range(len(groups) + 1)],
         terms=[(offset, spread(code)) for offset, code in plan.kernel.encoded_terms()],
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,

@@ -58,6 +58,14 @@ class CudaOptions:
     term_groups : int
         Warps per block of the speculative round kernel.  A block computes 32
         consecutive positions; warp g marks the g-th slice of the terms.
+    term_loop : bool
+        False: every term of the round kernel is unrolled with its offset and
+        constant as immediates (each warp runs its own slice of straight-line
+        code, about 150 KB of machine code in all for .6).  True: each warp
+        loops over its slice of a ``__constant__`` term table (warp-uniform
+        loads, a few hundred bytes of code), for when instruction fetch limits
+        the unrolled kernel.  The verifier is always unrolled (all its warps
+        run the same code).
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
@@ -71,6 +79,7 @@ class CudaOptions:
     """
 
     term_groups: int = 32
+    term_loop: bool = False
     verify_block: int = 128
     scan_chunk: int = 256
     scan_steps: int = 1 << 17

@@ -133,6 +133,7 @@ class CudaEngine:
         state = cupy.asarray(twin.initial_state(start))
         fronts = cupy.zeros(FRONT_LOG_CAPACITY, dtype=cupy.int64)
         grid, block = (self.window // 32,), (len(plan.groups) * 32,)
+        cupy.cuda.runtime.deviceSynchronize()  # the copies above ran on the default stream
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             stream.begin_capture()
