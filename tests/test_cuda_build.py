@@ -87,3 +87,12 @@ def test_unavailable_gpu_backend_is_one_clear_line(name, cli):
 def test_default_backend_is_unaffected(cli):
     assert get_backend().name != "cuda"
     assert cli("values", ".6", "-n", 5).out.split() == ["0", "0", "1", "2", "0"]
+
+
+def test_emit_cuda_writes_the_generated_source(cli, tmp_path):
+    out = tmp_path / "officers.cu"
+    result = cli("emit", "cuda", ".6", "-o", out)
+    assert result.code == 0
+    assert out.read_text() == render_kernels(make_cuda_plan(rare_table(".6")))
+    bad = cli("emit", "cuda", ".6", "--term-groups", 40)
+    assert bad.code == 2 and bad.err.count("\n") == 1 and "term_groups must be 1..32" in bad.err
