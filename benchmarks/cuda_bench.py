@@ -1,15 +1,18 @@
 """The GPU measurement of issue 7: .6 to 10^8 on an H100, checked against the agreed checksum.
 
-Usage (on a GPU machine, from the repository root):
+Usage (on a GPU machine, from the repository root; CuPy and nvcc needed):
 
     python benchmarks/cuda_bench.py [--game .6] [--count 1e8] [--sweep] [--json FILE]
+
+On a machine where octalgen cannot be pip-installed (no network), run it from
+the checkout: ``ln -sfn ../templates octalgen/templates; PYTHONPATH=$PWD python3 ...``.
 
 Prints, for the main run: speculative values/s, verified values/s (both over
 kernel time for the positions the GPU computed), the checksum of G(0) ...
 G(count-1) against the agreed one, the advance of the front per round and the
 rounds the front needed per window of positions.  ``--sweep`` adds
-speculation-only runs of 10^7 values over window sizes and warps per block,
-the table the window size is chosen from.  Exit status 1 if the checksum or
+speculation-only runs of 10^7 values over window sizes, warps per block and
+unrolled terms against the term loop: the table the defaults are chosen from.  Exit status 1 if the checksum or
 the verification fails.
 """
 
@@ -30,7 +33,7 @@ def main() -> int:
     parser.add_argument("--game", default=".6")
     parser.add_argument("--count", type=count, default=10**8)
     parser.add_argument("--window", type=int, help="positions per round (default: 32 per SM)")
-    parser.add_argument("--sweep", action="store_true", help="also sweep window sizes and warps per block")
+    parser.add_argument("--sweep", action="store_true", help="also sweep window sizes, warps per block, term loop")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
 

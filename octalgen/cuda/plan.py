@@ -176,7 +176,7 @@ class CudaPlan:
         steps = self.options.scan_steps
         heaps = np.concatenate([listed, self.table.last_position + 1 + np.arange(max(0, steps - len(listed)))])[:steps]
         heaps = heaps[heaps <= (hi - 1) // 2]
-        return np.stack([heaps, spread(np.asarray(codes, dtype=np.int64)[heaps])], axis=1).astype(np.int32)
+        return np.stack([heaps, spread(np.asarray(codes)[heaps].astype(np.int64))], axis=1).astype(np.int32)
 
     def provenance(self) -> list[str]:
         """Header lines of the generated CUDA (the plan's, plus the kernel options)."""
