@@ -20,7 +20,10 @@ import numpy as np
 from .outcomes import Outcomes
 from .rules import Asymmetric
 
-__all__ = ["Period", "state_period", "least_period", "Summary", "summarize"]
+__all__ = ["Period", "state_period", "least_period", "Summary", "summarize", "summarize_game"]
+
+#: :func:`summarize_game` first tries this many pile sizes, then twice as many, and so on.
+FIRST_TRY = 1 << 12
 
 # An odd multiplier: window hashes are polynomials in it modulo 2^64 (numpy uint64 wraps).
 _HASH_BASE = np.uint64(0x9E3779B97F4A7C15)
@@ -147,3 +150,25 @@ def summarize(outcomes: Outcomes) -> Summary | None:
             if settled.period == 1 and wins[settled.start]:
                 always_wins = (player, settled.start)
     return Summary(periods, always_wins)
+
+
+def summarize_game(game, limit: int, backend: str | None = None) -> tuple[Summary | None, int]:
+    """:func:`summarize` a game from as few pile sizes as will do, at most ``limit``.
+
+    Tries :data:`FIRST_TRY` pile sizes, then doubles, so a short period is
+    found quickly however large ``limit`` is.
+
+    Returns
+    -------
+    (Summary or None, int)
+        The summary (None if no period is proven below ``limit``) and how many
+        pile sizes were computed for it.
+    """
+    from . import compute
+
+    count = min(limit, FIRST_TRY)
+    while True:
+        summary = summarize(compute(game, count, backend=backend, states=True))
+        if summary is not None or count >= limit:
+            return summary, count
+        count = min(limit, 2 * count)
