@@ -119,7 +119,7 @@ def _print_table(outcomes, out) -> None:
     print(f"{game.describe()}: {_LEGEND[game.rule]}", file=out)
     labels = {"left": "Left first", "right": "Right first"} if isinstance(game, Asymmetric) else {}
     label_width = max(map(len, labels.values()), default=0)
-    digit_rows = {name: "".join(map(str, outcomes.digits(name).tolist())) for name in outcomes.second_wins}
+    digit_rows = {name: (outcomes.digits(name) + ord("0")).tobytes().decode() for name in outcomes.second_wins}
     pile_width = max(4, len(str(max(outcomes.count - 1, 0))))
     header = " ".join(f"+{g}".ljust(TABLE_GROUP) for g in range(0, TABLE_ROW, TABLE_GROUP))
     print(f"{'pile':>{pile_width}}  {'':{label_width}}{'  ' if labels else ''}{header}".rstrip(), file=out)
