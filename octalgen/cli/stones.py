@@ -98,7 +98,7 @@ def run(args) -> int:
     if args.table:
         _print_table(outcomes, sys.stdout)
     else:
-        channel = args.first or next(iter(game.channels))
+        channel = args.first or game.channels[0]
         _write_digits(outcomes.digits(channel), sys.stdout.buffer)
     sys.stdout.flush()
     return 0

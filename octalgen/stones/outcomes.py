@@ -58,5 +58,5 @@ class Outcomes:
         channel : str, optional
             One of ``game.channels``; the first one by default.
         """
-        channel = channel or next(iter(self.game.channels))
+        channel = channel or self.game.channels[0]
         return self.second_wins[channel].astype(np.uint8) + 1

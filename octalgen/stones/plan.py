@@ -38,7 +38,8 @@ from .. import __version__
 from ..errors import InputError
 from .rules import Asymmetric, Classic, NoRepeat
 
-__all__ = ["Channel", "RegisterPlan", "Edge", "HistoryPlan", "make_plan", "MAX_HISTORY_EDGES"]
+__all__ = ["Channel", "RegisterPlan", "Edge", "HistoryPlan", "StonesTooLargeError", "make_plan", "provenance",
+           "MAX_HISTORY_EDGES"]
 
 #: Counts up to this are read from the 64-bit shift register; larger ones a word at a time.
 REGISTER_REACH = 64

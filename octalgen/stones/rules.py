@@ -127,8 +127,8 @@ class Classic:
 
     moves: tuple[int, ...]
     rule: ClassVar[str] = "classic"
-    #: Names of the outcome sequences, and what digit 2 means in each.
-    channels: ClassVar[dict[str, str]] = {"mover": "the player to move loses"}
+    #: Names of the outcome sequences (see :class:`~octalgen.stones.outcomes.Outcomes`).
+    channels: ClassVar[tuple[str, ...]] = ("mover",)
 
     def __post_init__(self):
         object.__setattr__(self, "moves", _checked_moves(self.moves, "move set"))
@@ -142,7 +142,7 @@ class Classic:
         return f"classic game, S = {describe_moves(self.moves)}"
 
     def options(self) -> dict[str, str]:
-        """The rules as ``key: value`` pairs (provenance headers, cache keys)."""
+        """The rules as ``key: value`` pairs (for provenance headers)."""
         return {"rule": self.rule, "moves": ",".join(map(str, self.moves))}
 
 
@@ -163,7 +163,7 @@ class NoRepeat:
     moves: tuple[int, ...]
     memory: int = 1
     rule: ClassVar[str] = "no-repeat"
-    channels: ClassVar[dict[str, str]] = {"safe": "the position is safe (the player to move loses whatever came before)"}
+    channels: ClassVar[tuple[str, ...]] = ("safe",)
 
     def __post_init__(self):
         moves = _checked_moves(self.moves, "move set")
@@ -237,10 +237,7 @@ class Asymmetric:
     left: tuple[int, ...]
     right: tuple[int, ...]
     rule: ClassVar[str] = "asymmetric"
-    channels: ClassVar[dict[str, str]] = {
-        "left": "Left moves first and loses",
-        "right": "Right moves first and loses",
-    }
+    channels: ClassVar[tuple[str, ...]] = ("left", "right")  # who moves first
 
     def __post_init__(self):
         object.__setattr__(self, "left", _checked_moves(self.left, "move set of Left"))
