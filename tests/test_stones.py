@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from octalgen import __version__
 from octalgen.backends import compute_values
 from octalgen.build import find_compiler
-from octalgen.cli import main
 from octalgen.errors import InputError, ToolMissingError
 from octalgen.game import subtraction_game
 from octalgen.stones import Asymmetric, Classic, NoRepeat, StonesRuleError, compute, parse_moves
@@ -246,33 +245,32 @@ def test_classic_period_holds_far_beyond(moves):
 # -- octalgen stones -------------------------------------------------------------------------------------
 
 
-def _run(capsys, *argv):
-    status = main(["-q", "stones", *argv])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+def _stones(cli, *argv):
+    result = cli("-q", "stones", *argv)
+    return result.code, result.out, result.err
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_digits_one_per_line(capsys, backend):
-    status, out, err = _run(capsys, "--moves", "1,5,8,10", "-n", "20", "--backend", backend)
+def test_digits_one_per_line(cli, backend):
+    status, out, err = _stones(cli, "--moves", "1,5,8,10", "-n", "20", "--backend", backend)
     assert status == 0 and err == ""
     assert out == "".join(f"{d}\n" for d in [2, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1, 1, 1, 2, 1, 2, 1, 2, 1, 2])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_asymmetric_first_player(capsys, backend):
+def test_asymmetric_first_player(cli, backend):
     game = ["--left", "2,5,9", "--right", "3,4,8", "-n", "12", "--backend", backend]
-    assert _run(capsys, *game)[1].split() == list("221111111111")
-    assert _run(capsys, *game, "--first", "right")[1].split() == list("222111221122")
+    assert _stones(cli, *game)[1].split() == list("221111111111")
+    assert _stones(cli, *game, "--first", "right")[1].split() == list("222111221122")
 
 
-def test_no_repeat_memory(capsys):
-    status, out, _ = _run(capsys, "--moves", "1,2,3,4,5", "--no-repeat", "--memory", "1", "-n", "14")
+def test_no_repeat_memory(cli):
+    status, out, _ = _stones(cli, "--moves", "1,2,3,4,5", "--no-repeat", "--memory", "1", "-n", "14")
     assert status == 0 and out.split() == list("21111112111112")
 
 
-def test_table(capsys):
-    status, out, _ = _run(capsys, "--moves", "1,5,8,10", "-n", "101", "--table")
+def test_table(cli):
+    status, out, _ = _stones(cli, "--moves", "1,5,8,10", "-n", "101", "--table")
     lines = out.splitlines()
     assert status == 0
     assert lines[0].startswith("classic game, S = {1, 5, 8, 10}: 1 = the player to move wins")
@@ -281,24 +279,24 @@ def test_table(capsys):
     assert lines[-1].split() == ["100", "1"]
 
 
-def test_table_of_an_asymmetric_game_shows_both_starts(capsys):
-    _, out, _ = _run(capsys, "--left", "2,5,9", "--right", "3,4,8", "-n", "20", "--table")
+def test_table_of_an_asymmetric_game_shows_both_starts(cli):
+    _, out, _ = _stones(cli, "--left", "2,5,9", "--right", "3,4,8", "-n", "20", "--table")
     lines = out.splitlines()
     assert lines[2].split() == ["0", "Left", "first", "2211111111", "1111111111"]
     assert lines[3].split() == ["Right", "first", "2221112211", "2222222222"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_summary(capsys, backend):
-    _, out, _ = _run(capsys, "--moves", "1,2,3,4,5", "--no-repeat", "-n", "10**6", "--summary", "--backend", backend)
+def test_summary(cli, backend):
+    _, out, _ = _stones(cli, "--moves", "1,2,3,4,5", "--no-repeat", "-n", "10**6", "--summary", "--backend", backend)
     assert "period 13 from n = 0: for n >= 0, 2 exactly at n = 0, 7 (mod 13)" in out
-    _, out, _ = _run(capsys, "--left", "2,5,9", "--right", "3,4,8", "-n", "1000", "--summary", "--backend", backend)
+    _, out, _ = _stones(cli, "--left", "2,5,9", "--right", "3,4,8", "-n", "1000", "--summary", "--backend", backend)
     assert "Right first  period 1 from n = 10: 2 for every n >= 10" in out
     assert "winner       Left wins whoever starts from n = 10 on" in out
 
 
-def test_summary_without_a_period_in_range(capsys):
-    status, out, err = _run(capsys, "--moves", "3,17,40,100", "-n", "1000", "--summary")
+def test_summary_without_a_period_in_range(cli):
+    status, out, err = _stones(cli, "--moves", "3,17,40,100", "-n", "1000", "--summary")
     assert status == 1 and out == ""
     assert err.startswith("octalgen: error: no period is proven among pile sizes below 1000")
     assert err.count("\n") == 1
@@ -324,12 +322,7 @@ def test_summary_without_a_period_in_range(capsys):
         (["--moves", "1", "--backend", "fpga"], "invalid choice"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(capsys, argv, words):
-    with_count = argv + ["-n", "10"]
-    try:
-        status = main(["-q", "stones", *with_count])
-    except SystemExit as exc:  # argparse's own errors
-        status = exc.code
-    captured = capsys.readouterr()
-    assert status == 2 and captured.out == ""
-    assert words in captured.err and captured.err.count("\n") == 1
+def test_bad_input_is_one_line_and_exit_2(cli, argv, words):
+    status, out, err = _stones(cli, *argv, "-n", "10")
+    assert status == 2 and out == ""
+    assert words in err and err.count("\n") == 1

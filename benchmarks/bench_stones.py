@@ -1,7 +1,7 @@
 """Speed of the generated pick-up-stones C, with baselines measured in the same run.
 
-    .venv/bin/python benchmarks/stones.py            # N = 10^6, 10^7, 10^8
-    .venv/bin/python benchmarks/stones.py --quick    # N = 10^6, 10^7
+    .venv/bin/python benchmarks/bench_stones.py            # N = 10^6, 10^7, 10^8
+    .venv/bin/python benchmarks/bench_stones.py --quick    # N = 10^6, 10^7
 
 For each rule set (the paper's games: classic S = {1, 5, 8, 10}, no-repeat
 S = {1, ..., 5} with memory 1, asymmetric Game 1 S_L = {2, 5, 9},
