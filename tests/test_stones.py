@@ -183,6 +183,12 @@ def test_c_no_repeat_equals_reference(moves, memory, count):
 
 
 @needs_cc
+def test_c_counts_far_beyond_the_pile_sizes():
+    _same(Classic((2, 10**9)), 500)
+    _same(Asymmetric((1, 3, 10**6), (2, 65)), 500)
+
+
+@needs_cc
 def test_c_packed_bits_match_outcomes():
     from octalgen.stones.ccode import StonesKernel
 

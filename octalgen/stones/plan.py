@@ -13,9 +13,10 @@ Shift-register kernel (``templates/stones/register.c.j2``), classic and asymmetr
     ``reg + reg + lose`` per pile size, a 3-cycle dependency chain.  After 64
     pile sizes the register, bit-reversed, is the next output word (bit i =
     pile 64w + i).  Counts above 64 are looked up a whole word at a time from
-    the finished output (:attr:`Channel.far_moves`): the output is preceded by
-    :attr:`RegisterPlan.pad_words` zero words, so windows that start below
-    pile 0 read zeros (nobody can move to a negative pile).
+    the finished output (:attr:`Channel.far_moves`); windows wholly below
+    pile 0 are zero (nobody can move to a negative pile), and the one zero
+    word of :attr:`RegisterPlan.pad_words` before each channel serves windows
+    across pile 0.
 
 History kernel (``templates/stones/history.c.j2``), the no-repeat game
     The state of pile size n is a bit vector over the reachable histories
@@ -85,9 +86,8 @@ class RegisterPlan:
 
     @property
     def pad_words(self) -> int:
-        """Zero words before each output channel, covering windows that start below pile 0."""
-        far = max((max(c.far_moves) for c in self.channels if c.far_moves), default=0)
-        return -(-far // 64) + 1 if far else 0
+        """Zero words before each output channel: one for windows across pile 0, when there are far moves."""
+        return 1 if any(c.far_moves for c in self.channels) else 0
 
     def context(self) -> dict:
         return {"channels": self.channels, "pad_words": self.pad_words}
