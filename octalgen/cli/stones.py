@@ -56,8 +56,8 @@ def register(sub) -> None:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--table", action="store_true", help=f"a compact table, {TABLE_ROW} pile sizes a row")
     mode.add_argument("--summary", action="store_true",
-                      help="the proven eventual period of the outcomes and where it starts; for asymmetric "
-                           "games the size from which one player wins whoever starts")
+                      help="the eventual period of the outcomes and where it starts, proven from pile sizes "
+                           "below N; for asymmetric games the size from which one player wins whoever starts")
     parser.add_argument("--backend", choices=BACKENDS,
                         help="python (the reference) or c (generated C); default c when a C compiler is present")
     parser.set_defaults(run=run)
