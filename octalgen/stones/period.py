@@ -63,7 +63,7 @@ def state_period(states: np.ndarray, reach: int) -> Period | None:
     """
     states = np.asarray(states, dtype=bool)
     count = len(states)
-    # One integer per distinct state, 0 for the all-zero state of the (negative) pile sizes before 0.
+    # One positive integer per distinct state; the pile sizes below 0 are in the all-zero state.
     padded = np.concatenate([np.zeros((reach, states.shape[1]), dtype=bool), states])
     _, ids = np.unique(np.packbits(padded, axis=1), axis=0, return_inverse=True)
     ids = ids.reshape(-1).astype(np.uint64) + np.uint64(1)
