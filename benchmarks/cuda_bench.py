@@ -53,13 +53,14 @@ def main() -> int:
 
     print(main_run["resource_usage"])
     print(f"\n{'game':>5} {'count':>11} {'window':>7} {'warps':>5} {'loop':>5} {'spec M/s':>9} {'verified M/s':>12} "
-          f"{'rounds':>8} {'adv/round':>9} {'rounds/window p50 p90 max':>27}")
+          f"{'rounds':>8} {'us/round':>8} {'adv/round':>9} {'rounds/window p50 p90 max':>27}")
     for run in runs:
         rpw = run["rounds_per_window"]
         verified = run.get("verified_values_per_s")
         print(f"{run['game']:>5} {run['count']:>11} {run['window']:>7} {run['term_groups']:>5} {str(run['term_loop']):>5} "
               f"{run['speculative_values_per_s'] / 1e6:9.2f} "
               f"{(verified / 1e6 if verified else float('nan')):12.2f} {run['rounds']:>8} "
+              f"{run['microseconds_per_round']:8.2f} "
               f"{run['advance_per_round']['mean']:9.1f} "
               f"{rpw.get('p50', 0):>9.0f} {rpw.get('p90', 0):>5.0f} {rpw.get('p100', 0):>5.0f}")
     print(f"\nadvance per round: {main_run['advance_per_round']}")
