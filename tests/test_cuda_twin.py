@@ -71,7 +71,7 @@ def test_verifier_proves_the_exact_sequence(game):
     plan, codes = exact_codes(game)
     verdict = twin.verify(plan, codes, plan.start, len(codes))
     assert verdict.first_bad is None
-    assert verdict.scan_steps.max() >= plan.options.scan_chunk or game == ".356"
+    assert verdict.scan_steps.min() >= plan.options.scan_chunk  # every position needed the pair scan
 
 
 @pytest.mark.parametrize("game", GAMES)
