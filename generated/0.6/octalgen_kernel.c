@@ -1889,11 +1889,20 @@ typedef struct {
     shared_t *shared;
 } worker_t;
 
-#define SPINS_BEFORE_SLEEP 1024u
+/* A thread spins this long for its baton before it sleeps: longer than waking a sleeping thread
+   takes, so that two threads do not keep putting each other to sleep. */
+#define SPIN_NANOSECONDS 200000
 /* Threads that sleep on more than one heap in BUSY_RATIO (after BUSY_MINIMUM sleeps) are losing
    their cores to other work: the run stops so that the caller can go on with one thread. */
-#define BUSY_MINIMUM 16u
+#define BUSY_MINIMUM 64u
 #define BUSY_RATIO 256u
+
+static int64_t nanoseconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
 
 static void wake_all(shared_t *shared)
 {
@@ -1922,13 +1931,18 @@ static inline void spin_pause(void)
 /* Waits until baton carries heap's values; 0 if the run stopped before heap. */
 static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t heap)
 {
-    for (uint32_t spins = 0; atomic_load_explicit(&baton->heap, memory_order_acquire) != heap; spins++) {
+    int64_t sleep_at = -1;
+    for (uint32_t spins = 1; atomic_load_explicit(&baton->heap, memory_order_acquire) != heap; spins++) {
         if (atomic_load_explicit(&shared->stop, memory_order_relaxed) < heap)
             return 0;
-        if (spins < SPINS_BEFORE_SLEEP) {
-            spin_pause();
+        spin_pause();
+        if (spins % 64)
+            continue;  /* read the clock only now and then: most waits are far shorter */
+        int64_t now = nanoseconds();
+        if (sleep_at < 0)
+            sleep_at = now + SPIN_NANOSECONDS;
+        if (now < sleep_at)
             continue;
-        }
         uint64_t sleeps = atomic_fetch_add(&shared->sleeps, 1) + 1;
         if (!shared->patient && sleeps >= BUSY_MINIMUM && sleeps * BUSY_RATIO > heap) {
             atomic_store(&shared->busy, 1);
@@ -2104,6 +2118,21 @@ static const uint16_t DECODE[256] = {
 #define RAW(code) (code)
 #endif
 
+/* While many values are missing nearly every option is one of them: options are then marked
+   blindly, DENSE_CHUNK at a time, and folded into need with a few vector compares.  Once at
+   most DENSE_UNTIL are missing, each option is tested against need instead. */
+#define DENSE_CHUNK 128u
+#define DENSE_UNTIL 24u
+#if STORAGE_U8
+/* Every value is below 512 (u8 storage holds commons below 512, and the plan has no rare value
+   above), so every option is too: seen needs no bounds check. */
+#define SEEN_SIZE 512u
+#define SEEN_INDEX(v, limit) (v)
+#else
+#define SEEN_SIZE (NEED_LIMIT + 64)
+#define SEEN_INDEX(v, limit) ((v) < (limit) ? (v) : (limit))
+#endif
+
 typedef struct {
     const uint16_t *prefix;
     uint64_t prefix_length;
@@ -2113,7 +2142,28 @@ typedef struct {
     uint64_t missing;  /* bits set in need */
     uint64_t scanned;
     int incomplete;    /* some pair was skipped: a heap of it is in neither array */
+    uint8_t stamp;     /* seen[v] == stamp: v is an option of this heap (dense phase) */
+    uint8_t seen[SEEN_SIZE] __attribute__((aligned(64)));
 } scan_t;
+
+/* need &= ~seen for values below limit; returns the number still missing. */
+static uint64_t fold_seen(scan_t *s, uint32_t limit)
+{
+    s->missing = 0;
+    for (uint32_t w = 0; w < (limit + 63) / 64; w++) {
+#if defined(__AVX512BW__)
+        uint64_t seen = _mm512_cmpeq_epi8_mask(_mm512_load_si512((const void *)(s->seen + 64 * w)),
+                                               _mm512_set1_epi8((char)s->stamp));
+#else
+        uint64_t seen = 0;
+        for (uint32_t j = 0; j < 64; j++)
+            seen |= (uint64_t)(s->seen[64 * w + j] == s->stamp) << j;
+#endif
+        s->need[w] &= ~seen;
+        s->missing += (uint64_t)__builtin_popcountll(s->need[w]);
+    }
+    return s->missing;
+}
 
 /* Takes v off the need list: -1 if it was not on it, else the number still missing. */
 static int64_t take(scan_t *s, uint32_t v)
@@ -2129,6 +2179,22 @@ static int64_t take(scan_t *s, uint32_t v)
 static int scan_run(scan_t *s, const uint16_t *xs, const uint16_t *ys, uint64_t count, uint32_t limit)
 {
     uint64_t i = 0;
+    while (i < count && s->missing > DENSE_UNTIL) {
+        uint64_t stop = count - i < DENSE_CHUNK ? count : i + DENSE_CHUNK;
+        const uint8_t stamp = s->stamp;
+        for (; i + 4 <= stop; i += 4) {
+            s->seen[SEEN_INDEX((uint32_t)(xs[i] ^ ys[-(int64_t)i]), limit)] = stamp;
+            s->seen[SEEN_INDEX((uint32_t)(xs[i + 1] ^ ys[-(int64_t)i - 1]), limit)] = stamp;
+            s->seen[SEEN_INDEX((uint32_t)(xs[i + 2] ^ ys[-(int64_t)i - 2]), limit)] = stamp;
+            s->seen[SEEN_INDEX((uint32_t)(xs[i + 3] ^ ys[-(int64_t)i - 3]), limit)] = stamp;
+        }
+        for (; i < stop; i++)
+            s->seen[SEEN_INDEX((uint32_t)(xs[i] ^ ys[-(int64_t)i]), limit)] = stamp;
+        if (fold_seen(s, limit) == 0) {
+            s->scanned += i;
+            return 1;
+        }
+    }
 #if defined(__AVX512BW__)
     if (limit <= 512) {
         /* need as 32 words of 16 bits: word v >> 4, bit v & 15; vpermw ignores index bits >= 5. */
@@ -2136,15 +2202,17 @@ static int scan_run(scan_t *s, const uint16_t *xs, const uint16_t *ys, uint64_t 
         const __m512i reverse = _mm512_set_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
                                                  17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
         const __m512i low4 = _mm512_set1_epi16(15), one = _mm512_set1_epi16(1), top = _mm512_set1_epi16((short)limit);
-        for (; i + 32 <= count; i += 32) {
-            __m512i x = _mm512_loadu_si512((const void *)(xs + i));
-            __m512i y = _mm512_permutexvar_epi16(reverse, _mm512_loadu_si512((const void *)(ys - i - 31)));
-            __m512i v = _mm512_xor_si512(x, y);
-            __m512i word = _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 4), need);
-            __m512i bit = _mm512_srlv_epi16(word, _mm512_and_si512(v, low4));
-            uint32_t hits = _mm512_test_epi16_mask(bit, one) & _mm512_cmplt_epu16_mask(v, top);
+        for (; i + 64 <= count; i += 64) {  /* two blocks of 32 pairs: one branch for both */
+            __m512i v0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xs + i)),
+                                          _mm512_permutexvar_epi16(reverse, _mm512_loadu_si512((const void *)(ys - i - 31))));
+            __m512i v1 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xs + i + 32)),
+                                          _mm512_permutexvar_epi16(reverse, _mm512_loadu_si512((const void *)(ys - i - 63))));
+            __m512i b0 = _mm512_srlv_epi16(_mm512_permutexvar_epi16(_mm512_srli_epi16(v0, 4), need), _mm512_and_si512(v0, low4));
+            __m512i b1 = _mm512_srlv_epi16(_mm512_permutexvar_epi16(_mm512_srli_epi16(v1, 4), need), _mm512_and_si512(v1, low4));
+            uint64_t hits = (uint64_t)(_mm512_test_epi16_mask(b0, one) & _mm512_cmplt_epu16_mask(v0, top))
+                          | (uint64_t)(_mm512_test_epi16_mask(b1, one) & _mm512_cmplt_epu16_mask(v1, top)) << 32;
             while (hits) {
-                uint64_t lane = (uint64_t)__builtin_ctz(hits);
+                uint64_t lane = (uint64_t)__builtin_ctzll(hits);
                 uint32_t value = (uint32_t)(xs[i + lane] ^ ys[-(int64_t)(i + lane)]);
                 hits &= hits - 1;
                 int64_t left = take(s, value);
@@ -2236,7 +2304,7 @@ void octalgen_verify(const uint16_t *prefix, uint64_t prefix_length,
     for (uint64_t i = 0; i < length; i++)
         raw[i] = DECODE[values[i]];
 #endif
-    scan_t s = {prefix, prefix_length, raw, base, length, {0}, 0, 0, 0};
+    scan_t s = {.prefix = prefix, .prefix_length = prefix_length, .raw = raw, .base = base, .length = length};
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
@@ -2260,6 +2328,10 @@ void octalgen_verify(const uint16_t *prefix, uint64_t prefix_length,
             s.missing += (uint64_t)__builtin_popcountll(s.need[w]);
         }
         s.incomplete = 0;
+        if (++s.stamp == 0) {
+            memset(s.seen, 0, sizeof s.seen);
+            s.stamp = 1;
+        }
         int proven = s.missing == 0 || scan_all(&s, n, candidate < NEED_LIMIT ? candidate : NEED_LIMIT);
         if (proven && !failed)
             continue;
