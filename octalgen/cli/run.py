@@ -6,7 +6,7 @@ import json
 import logging
 import sys
 
-from ..longrun.engine import CHUNK, LongRun, RunOptions
+from ..longrun.engine import CHECKPOINT_EVERY, CHUNK, LongRun, RunOptions
 from ..longrun.progress import Progress
 from .arguments import add_game, add_table, count_type
 
@@ -35,6 +35,8 @@ def register(sub) -> None:
                         help="c: generated kernel and verifier here (default); cuda: proven values from the GPU")
     parser.add_argument("--chunk", type=count_type, default=CHUNK, metavar="HEAPS",
                         help=f"heaps per kernel chunk and verification task (default {CHUNK})")
+    parser.add_argument("--checkpoint-every", type=float, default=CHECKPOINT_EVERY, metavar="SECONDS",
+                        help=f"seconds between checkpoints (default {CHECKPOINT_EVERY:g})")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     add_table(parser)
     parser.set_defaults(run=run)
@@ -51,7 +53,8 @@ def run(args) -> int:
     table = RareTable.load(args.table, game=args.game) if args.table else None
     options = RunOptions(until=args.until, digest_from=args.digest_from, keep_values=args.keep_values,
                          threads=max(1, args.threads), workers=args.workers, scheduler=args.scheduler,
-                         chunk=args.chunk, backend=args.backend)
+                         chunk=args.chunk, backend=args.backend,
+                         checkpoint_every=args.checkpoint_every)
     progress = Progress(args.until, enabled=log.isEnabledFor(logging.INFO))
     summary = LongRun(args.game, options, args.checkpoint, table=table, progress=progress).run()
     print_summary(summary, args.json)

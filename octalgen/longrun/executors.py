@@ -13,6 +13,9 @@ from multiprocessing import get_context
 
 from ..errors import InputError, ToolMissingError
 
+#: Seconds to wait for a Dask scheduler to answer.
+CONNECT_TIMEOUT = 20.0
+
 
 class _Done:
     """A finished future (verification run in this process)."""
@@ -63,14 +66,14 @@ class DaskCluster:
     cache).  Results come back in submission order through the futures.
     """
 
-    def __init__(self, address: str, timeout: float = 20.0):
+    def __init__(self, address: str, timeout: float | None = None):
         try:
             from distributed import Client
         except ImportError:
             raise ToolMissingError("--scheduler needs Dask distributed, which is not installed: "
                                    "pip install 'octalgen[cluster]'") from None
         try:
-            self._client = Client(address, timeout=timeout, set_as_default=False)
+            self._client = Client(address, timeout=timeout or CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
             raise InputError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
         self.workers = max(1, sum(w.get("nthreads", 1) for w in self._client.scheduler_info()["workers"].values()))
