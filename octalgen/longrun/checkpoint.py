@@ -113,6 +113,30 @@ def write_checkpoint(directory, body: dict) -> None:
                               "(the previous checkpoint is unchanged)") from None
 
 
+def write_side_file(directory, name: str, data: bytes) -> dict:
+    """Write a file the next checkpoint will refer to (atomically); returns its reference."""
+    path = Path(directory) / name
+    try:
+        write_file_atomically(path, data)
+    except OSError as exc:
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
+        raise CheckpointError(f"cannot write checkpoint {path}: {reason} "
+                              "(the previous checkpoint is unchanged)") from None
+    return {"file": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def read_side_file(directory, reference: dict) -> bytes:
+    """The bytes of a file a checkpoint refers to, after checking its length and sha256."""
+    path = Path(directory) / reference["file"]
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CheckpointError(f"cannot read {path}, part of the checkpoint: {exc.strerror}") from None
+    if len(data) != reference["bytes"] or hashlib.sha256(data).hexdigest() != reference["sha256"]:
+        raise CheckpointError(f"{path}, part of the checkpoint, fails its checksum; it was left untouched")
+    return data
+
+
 def read_checkpoint(directory) -> dict | None:
     """The body of ``directory``'s checkpoint, or None when it has none.
 

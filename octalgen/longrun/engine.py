@@ -34,8 +34,8 @@ all proven (no correction since the anchor) G(n + p) = G(n) holds for i0 <= n < 
 which proves period p from i0.  p is the least period (an earlier recurrence would have
 matched first); the least preperiod is at most i0 (``octalgen period`` finds it exactly).
 
-Memory is bounded whatever N: the prefix, a window, :data:`RECENT` recent values, and the
-backlog of chunks.
+Memory is bounded whatever N: the prefix (:data:`PREFIX_LIMIT` values), a window,
+:data:`RECENT` recent values, and the backlog of chunks.
 """
 
 from __future__ import annotations
@@ -56,10 +56,11 @@ from ..periodicity import proof_length
 from ..plan import KernelPlan, make_plan
 from ..rare import RareTable, is_rare, shipped_table
 from ..cpu.kernel import SpeculativeKernel, StorageOverflow, code_dtype, default_threads
-from ..cpu.pipeline import VERIFY_HISTORY, resolve_failure, starting_plan, verify_interval
+from ..cpu.pipeline import VERIFY_HISTORY, resolve_failure, starting_plan
 from ..cpu.verify import PROVEN, UNDECIDED, Verifier
-from .checkpoint import check_writable, pack_array, read_checkpoint, unpack_array, write_checkpoint
-from .executors import make_executor
+from .checkpoint import (check_writable, pack_array, read_checkpoint, read_side_file, unpack_array,
+                         write_checkpoint, write_side_file)
+from .executors import make_executor, verify_task
 from .progress import Progress
 from .scan import ANCHORED, HASH_MATCH, Scanner
 from .stats import Statistics
@@ -73,6 +74,10 @@ CHUNK = 1 << 21
 #: Proven values the consumer keeps (beyond the checkpointed window) for a verification that
 #: needs a longer history, and to recover early failures exactly.
 RECENT = 1 << 23
+
+#: The verifier's prefix grows to the first this many values: its proof scans pair G(x) with
+#: G(n - 1 - x) for x = 1, 2, ... and must reach G(x) (for .6 near G(19,067,570), x = 144,607).
+PREFIX_LIMIT = 1 << 23
 
 #: Seconds between checkpoints.
 CHECKPOINT_EVERY = 5.0
@@ -212,6 +217,8 @@ class LongRun:
         self.pending: deque[_Pending] = deque()
         self._kernels: dict[KernelPlan, tuple[SpeculativeKernel, Verifier]] = {}
         self._mutating = False
+        self._saved_prefix = None
+        self._shared = (None, None)
         self.session_values = 0
         self.session_seconds = 0.0
 
@@ -299,7 +306,11 @@ class LongRun:
         if self.directory is not None:
             check_writable(self.directory)
         if body is not None:
-            self._restore(body)
+            try:
+                self._restore(body)
+            except (KeyError, TypeError, ValueError) as exc:  # a layout this version does not know
+                raise CheckpointError(f"checkpoint in {self.directory} is malformed ({type(exc).__name__}: {exc}); "
+                                      "it was left untouched") from None
             log.info("resuming from the checkpoint in %s at G(%d)", self.directory, self.position)
             return
         plan, prefix = starting_plan(self.game, self.start_table)
@@ -335,7 +346,8 @@ class LongRun:
             raise CheckpointError(f"{where}: its rare table does not match its digest; it was left untouched")
         self.storage = body["storage"]
         self.plan = make_plan(self.table, storage=self.storage)
-        self.prefix = unpack_array(body["prefix"])
+        self._saved_prefix = body["prefix"]
+        self.prefix = np.frombuffer(read_side_file(self.directory, self._saved_prefix), dtype="<u2").astype(np.uint16)
         tail = unpack_array(body["tail"])
         counts = np.zeros(1 << 16, np.uint64)
         first_seen = np.full(1 << 16, np.iinfo(np.uint64).max, np.uint64)
@@ -366,7 +378,7 @@ class LongRun:
             "table": self.table.to_yaml(),
             "table_digest": self.table.digest,
             "storage": self.storage,
-            "prefix": pack_array(self.prefix),
+            "prefix": self._save_prefix(),
             "scanner": s.to_dict(),
             "tail": pack_array(s.tail),
             "present": pack_array(present),
@@ -380,6 +392,17 @@ class LongRun:
             "elapsed": self.elapsed,
         }
         write_checkpoint(self.directory, body)
+        for stale in self.directory.glob("prefix-*.u16"):  # earlier versions, no longer referred to
+            if stale.name != body["prefix"]["file"]:
+                stale.unlink()
+
+    def _save_prefix(self) -> dict:
+        """The prefix as a file beside the checkpoint (it changes only while it grows, so is rarely written)."""
+        length = len(self.prefix)
+        if self._saved_prefix is None or self._saved_prefix["length"] != length:
+            reference = write_side_file(self.directory, f"prefix-{length}.u16", self.prefix.astype("<u2").tobytes())
+            self._saved_prefix = {**reference, "length": length}
+        return self._saved_prefix
 
     # -- producer -----------------------------------------------------------------------
 
@@ -416,7 +439,9 @@ class LongRun:
         if a < b:
             start = max(self.ring_base, a - w - VERIFY_HISTORY)
             history = np.concatenate([self.ring[start - self.ring_base:], codes])
-            future = executor.submit(verify_interval, verifier, history, start, self.prefix, a, b)
+            if self._shared[0] is not self.prefix:
+                self._shared = (self.prefix, executor.share(self.prefix))
+            future = executor.submit(verify_task, verifier, history, start, self._shared[1], a, b)
             self.pending.append(_Pending(a, b, plan, codes, future))
             self.ring = np.concatenate([self.ring, codes])
             keep = w + VERIFY_HISTORY
@@ -458,6 +483,8 @@ class LongRun:
             self.store.append(first, values, self.plan.encoding if kernel else None)
         for event in self.scanner.fold(values):
             self._on_event(event.kind, event.heap)
+        if first <= len(self.prefix) < PREFIX_LIMIT and first + len(values) > len(self.prefix):
+            self.prefix = np.concatenate([self.prefix, values[len(self.prefix) - first: PREFIX_LIMIT - first]])
         self.recent.append((first, values))
         while sum(len(v) for _, v in self.recent) - len(self.recent[0][1]) >= RECENT:
             self.recent.popleft()
@@ -507,8 +534,9 @@ class LongRun:
             log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", m, value)
         else:
             raise ComputationError(
-                f"verification stopped at G({m}) and deciding it needs all of G(0) ... G({m - 1}), which this run "
-                "keeps only with --keep-values; the checkpoint holds everything proven before it")
+                f"verification stopped at G({m}) and deciding it needs more of G(0) ... G({m - 1}) than this run "
+                f"holds (the first {len(self.prefix)} and the last {RECENT} values; all of them with --keep-values); "
+                "the checkpoint holds everything proven before it")
         self.anchor_window = self.candidate = None
         if table is not self.table:
             self._new_rare_value(m, value, table, history)
@@ -523,13 +551,11 @@ class LongRun:
         self._reset_producer()
 
     def _verify_with_recent(self, head: _Pending, result):
-        """Retry an undecided verification from its heap on with all the recent values held here."""
+        """Retry an undecided verification from its heap on with the prefix and recent values held now."""
         m = result.heap
         recent = np.concatenate([v for _, v in self.recent])
         first = self.position - len(recent)
         start = max(first, self.plan.start - self.plan.window)
-        if start >= head.first - head.plan.window - VERIFY_HISTORY:
-            return result  # no longer history than the task had
         codes = head.plan.encoding.encode_array(recent[start - first:]).astype(head.codes.dtype)
         codes = np.concatenate([codes, head.codes])
         return Verifier(head.plan).verify(codes, start, self.prefix, m, head.stop)

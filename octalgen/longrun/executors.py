@@ -8,13 +8,45 @@ and a stretch of codes), so any engine that runs Python functions can run them.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import lru_cache
 from multiprocessing import get_context
+
+import numpy as np
+
+from ..cpu.pipeline import verify_interval
 
 from ..errors import InputError, ToolMissingError
 
 #: Seconds to wait for a Dask scheduler to answer.
 CONNECT_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class SharedArray:
+    """A read-only array in a file that local worker processes map instead of unpickling it."""
+
+    path: str
+    dtype: str
+    length: int
+
+    def array(self) -> np.ndarray:
+        return _mapped(self)
+
+
+@lru_cache(maxsize=4)
+def _mapped(shared: SharedArray) -> np.ndarray:
+    return np.memmap(shared.path, dtype=np.dtype(shared.dtype), mode="r", shape=(shared.length,))
+
+
+def verify_task(verifier, codes, base, prefix, a, b):
+    """A verification task: :func:`~octalgen.cpu.pipeline.verify_interval` with a shared prefix."""
+    if isinstance(prefix, SharedArray):
+        prefix = prefix.array()
+    return verify_interval(verifier, codes, base, prefix, a, b)
 
 
 class _Done:
@@ -41,6 +73,10 @@ class InProcess:
     def submit(self, fn, *args):
         return _Done(fn(*args))
 
+    def share(self, array: np.ndarray):
+        """A handle to pass ``array`` to many tasks (here: the array itself)."""
+        return array
+
     def close(self) -> None:
         pass
 
@@ -51,12 +87,23 @@ class LocalProcesses:
     def __init__(self, workers: int):
         self.workers = workers
         self._pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        self._files: list[str] = []
 
     def submit(self, fn, *args):
         return self._pool.submit(fn, *args)
 
+    def share(self, array: np.ndarray) -> SharedArray:
+        """Write ``array`` to a file in /dev/shm (memory) that the workers map."""
+        handle, path = tempfile.mkstemp(prefix="octalgen-prefix-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        with os.fdopen(handle, "wb") as out:
+            out.write(np.ascontiguousarray(array).tobytes())
+        self._files.append(path)
+        return SharedArray(path, array.dtype.str, len(array))
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+        for path in self._files:
+            os.unlink(path)
 
 
 class DaskCluster:
@@ -80,6 +127,10 @@ class DaskCluster:
 
     def submit(self, fn, *args):
         return self._client.submit(fn, *args, pure=False)
+
+    def share(self, array: np.ndarray):
+        """Send ``array`` to every worker once; tasks given the handle receive the array."""
+        return self._client.scatter(array, broadcast=True)
 
     def close(self) -> None:
         self._client.close()
