@@ -219,6 +219,7 @@ class LongRun:
         self._mutating = False
         self._saved_prefix = None
         self._shared = (None, None)
+        self._last_checkpoint = time.monotonic()
         self.session_values = 0
         self.session_seconds = 0.0
 
@@ -261,7 +262,6 @@ class LongRun:
         workers = default_threads() if options.workers is None else options.workers
         executor = make_executor(workers, options.scheduler)
         backlog = options.backlog or 2 * executor.workers + 2
-        last = time.monotonic()
         try:
             self._reset_producer()
             while not self._finished():
@@ -269,11 +269,11 @@ class LongRun:
                 if can_produce and len(self.pending) < backlog:
                     self._produce(executor)
                     self._consume(block=False)
-                else:
+                elif self.pending:
                     self._consume(block=True)
-                if self.directory is not None and time.monotonic() - last >= options.checkpoint_every:
-                    self._checkpoint()
-                    last = time.monotonic()
+                else:
+                    raise ComputationError(f"the run stalled at G({self.position}): a bug, please report it")
+                self._maybe_checkpoint()
                 self.progress.update(self.position, self.produced_to)
         finally:
             for pending in self.pending:
@@ -286,15 +286,17 @@ class LongRun:
         from ..backends import get_backend
 
         backend = get_backend(self.options.backend)
-        last = time.monotonic()
         for chunk in backend.compute(self.game, self.position, self.options.until - self.position):
             self._accept(chunk, None, kernel=False)
-            if self.directory is not None and time.monotonic() - last >= self.options.checkpoint_every:
-                self._checkpoint()
-                last = time.monotonic()
+            self._maybe_checkpoint()
             self.progress.update(self.position, self.position)
             if self._finished():
                 break
+
+    def _maybe_checkpoint(self) -> None:
+        if self.directory is not None and time.monotonic() - self._last_checkpoint >= self.options.checkpoint_every:
+            self._checkpoint()
+            self._last_checkpoint = time.monotonic()
 
     def _terminate(self, signum, frame):
         raise _Stop("terminated")
@@ -349,12 +351,7 @@ class LongRun:
         self._saved_prefix = body["prefix"]
         self.prefix = np.frombuffer(read_side_file(self.directory, self._saved_prefix), dtype="<u2").astype(np.uint16)
         tail = unpack_array(body["tail"])
-        counts = np.zeros(1 << 16, np.uint64)
-        first_seen = np.full(1 << 16, np.iinfo(np.uint64).max, np.uint64)
-        present = unpack_array(body["present"]).astype(np.int64)
-        counts[present] = unpack_array(body["counts"])
-        first_seen[present] = unpack_array(body["first_seen"])
-        self.scanner = Scanner.from_dict(body["scanner"], counts, first_seen, tail)
+        self.scanner = Scanner.from_dict(body["scanner"], *_counts(body), tail)
         if self.scanner.position != body["position"] or self.scanner.window != self.plan.window:
             raise CheckpointError(f"{where} is inconsistent (scanner and position disagree); it was left untouched")
         self.recent = deque([(self.position - len(tail), tail.copy())])
@@ -600,11 +597,7 @@ def summary_of_checkpoint(directory) -> RunSummary:
         raise CheckpointError(f"checkpoint in {directory} has an unknown layout")
     game = parse_game(body["parameters"]["game"])
     table = RareTable.from_yaml(body["table"], game=game, source=f"checkpoint in {directory}")
-    counts = np.zeros(1 << 16, np.uint64)
-    first_seen = np.full(1 << 16, np.iinfo(np.uint64).max, np.uint64)
-    present = unpack_array(body["present"]).astype(np.int64)
-    counts[present] = unpack_array(body["counts"])
-    first_seen[present] = unpack_array(body["first_seen"])
+    counts, first_seen = _counts(body)
     scanner = body["scanner"]
     statistics = Statistics.from_arrays(
         game.code, counts, first_seen, values=body["position"], digest=f"{scanner['fnv']:016x}",
@@ -612,6 +605,16 @@ def summary_of_checkpoint(directory) -> RunSummary:
         mask=table.mask, rare_found=[tuple(e) for e in body["rare_found"]])
     return RunSummary(statistics, body["period"], body["candidate"], scanner["hash_matches"], body["elapsed"],
                       0, 0.0, table)
+
+
+def _counts(body: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The scanner's count and first-heap arrays from a checkpoint (stored for values present only)."""
+    counts = np.zeros(1 << 16, np.uint64)
+    first_seen = np.full(1 << 16, np.iinfo(np.uint64).max, np.uint64)
+    present = unpack_array(body["present"]).astype(np.int64)
+    counts[present] = unpack_array(body["counts"])
+    first_seen[present] = unpack_array(body["first_seen"])
+    return counts, first_seen
 
 
 def _main_thread() -> bool:
