@@ -220,6 +220,7 @@ class LongRun:
         self._saved_prefix = None
         self._shared = (None, None)
         self._last_checkpoint = time.monotonic()
+        self._began = None  # when this session began running (None outside run())
         self.session_values = 0
         self.session_seconds = 0.0
 
@@ -232,7 +233,7 @@ class LongRun:
 
             get_backend(self.options.backend)  # one clear line here when it cannot run
         self._start()
-        began, first = time.monotonic(), self.position
+        self._began, first = time.monotonic(), self.position
         previous = signal.signal(signal.SIGTERM, self._terminate) if _main_thread() else None
         try:
             if self.options.backend == "c":
@@ -243,8 +244,9 @@ class LongRun:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
             self.session_values = self.position - first
-            self.session_seconds = time.monotonic() - began
+            self.session_seconds = time.monotonic() - self._began
             self.elapsed += self.session_seconds
+            self._began = None
             self.progress.close()
             if self.directory is not None and not self._mutating:
                 self._checkpoint()
@@ -386,7 +388,7 @@ class LongRun:
             "period": self.period,
             "rare_found": [list(e) for e in self.rare_found],
             "values_index": self.store.index if self.store is not None else [],
-            "elapsed": self.elapsed,
+            "elapsed": self.elapsed + (time.monotonic() - self._began if self._began is not None else 0.0),
         }
         write_checkpoint(self.directory, body)
         for stale in self.directory.glob("prefix-*.u16"):  # earlier versions, no longer referred to
