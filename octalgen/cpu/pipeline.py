@@ -83,17 +83,18 @@ def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan
     return make_plan(table, max_common=int(common.max()) if len(common) else None, storage=storage)
 
 
-def starting_plan(game, table: RareTable | None = None, storage: str | None = None):
+def starting_plan(game, table: RareTable | None = None, storage: str | None = None, values=()):
     """The plan ``values --backend c`` starts its kernel with, and the exact values before its start.
 
     The table (default: shipped, else computed from the first
     :data:`~octalgen.rare.DEFAULT_TABLE_UPTO` exact values) is reconciled with the exact prefix
     as in :func:`exact_values`.  Returns ``(plan, prefix)``; plan is None for a game the kernel
-    cannot compute (mask 0 or no move leaving a heap).
+    cannot compute (mask 0 or no move leaving a heap).  ``values`` are exact values G(0) ...
+    already known (e.g. up to a new rare value): the exact solver continues from them.
     """
     game = parse_game(game)
     table = table if table is not None else shipped_table(game)
-    solver = CExactSolver(game, mask=table.mask if table is not None else None)
+    solver = CExactSolver(game, mask=table.mask if table is not None else None, values=values)
     if table is None:
         table = RareTable.from_values(game, solver.extend(DEFAULT_TABLE_UPTO))
     while table.mask and plan_terms(table):
@@ -224,19 +225,10 @@ class _Run:
     def _recover(self, failure) -> np.ndarray:
         """G(n) at a failed heap, computed exactly, then a new table or storage as needed; returns [G(n)]."""
         n = failure.heap
-        self.solver = CExactSolver(self.game, mask=self.table.mask, values=self.values[:n])
-        value = int(self.solver.extend(n + 1)[n])
-        if failure.true_value is not None and failure.true_value != value:
-            raise ComputationError(f"the verifier says G({n}) = {failure.true_value}, the exact solver "
-                                   f"{value}: a bug, please report it")
-        if is_rare(value, self.table.mask):
-            log.warning("verification found a new rare value G(%d) = %d; adding it to the rare table and "
-                        "regenerating the kernel", n, value)
-            self.table = self.table.with_entry(n, value)
-        else:
-            log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", n, value)
-            if not self.plan.encoding.fits(value):
-                self.storage = "u16"
+        value, self.table, needs_u16 = resolve_failure(self.game, self.table, self.plan.encoding,
+                                                       self.values[:n], failure)
+        if needs_u16:
+            self.storage = "u16"
         self.values[n] = value
         self.known = n + 1
         self.codes = None  # rebuilt from the established values
@@ -268,6 +260,27 @@ class _Run:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=get_context("spawn"))
             self._stack.callback(self._pool.shutdown, cancel_futures=True)
         return self._pool
+
+
+def resolve_failure(game, table: RareTable, encoding, values, failure: VerifyResult):
+    """The exact G(n) where verification stopped (n = ``len(values)``), and what follows from it.
+
+    ``values`` are the established G(0) ... G(n-1).  Returns ``(value, table, needs_u16)``: a
+    rare value is added to the table (a new kernel is needed), a common one is a correction
+    (``needs_u16`` when it does not fit the storage).  Both are logged as warnings.
+    """
+    n = failure.heap
+    solver = CExactSolver(game, mask=table.mask, values=values)
+    value = int(solver.extend(n + 1)[n])
+    if failure.true_value is not None and failure.true_value != value:
+        raise ComputationError(f"the verifier says G({n}) = {failure.true_value}, the exact solver "
+                               f"{value}: a bug, please report it")
+    if is_rare(value, table.mask):
+        log.warning("verification found a new rare value G(%d) = %d; adding it to the rare table and "
+                    "regenerating the kernel", n, value)
+        return value, table.with_entry(n, value), False
+    log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", n, value)
+    return value, table, not encoding.fits(value)
 
 
 def verify_interval(verifier: Verifier, codes: np.ndarray, base: int, prefix, a: int, b: int):
