@@ -1,0 +1,307 @@
+"""Where every term of a kernel plan goes in the hardware pipeline, and when.
+
+This module decides everything about the circuit in plain Python (Amaranth
+only places what it computes), so the schedule can be read and tested on
+its own.
+
+The pipeline (see :class:`~octalgen.hdl.kernel.SpeculativeKernel`) computes
+one heap every ``fold`` clocks, a *slot*.  Heap ``first + h`` enters stage 0
+in slot h and moves one stage per slot along a chain of *stages*; each stage
+has up to ``lanes_per_stage`` *lanes* (mark units), and a lane marks one term
+per clock, so one term per phase of the slot.  A stage ORs its lanes' marks
+into the mark vector that it passes on, so all wires of the chain go between
+neighbours.  The chain holds the terms with the largest offsets (the oldest
+values) first; the terms whose values are computed too late for the chain
+(the *recent* terms, the smallest offsets) are left out of it: after the
+chain, the lowest ``len(recent) + 1`` unmarked codes are extracted, and one
+compare-and-select against the recent terms' marks finishes each value.  That
+last step is the only feedback loop, Grossman's speculative mex in hardware.
+
+Timing, for term j (its phase) of a lane in stage s, with offset o, and
+heap index h = n - first (clock 0 is the first clock after configuration):
+
+* clock t0 = (h + s) F + j: the lane's term ROM is read at address j;
+* t0 + 1: the history address is registered;
+* t0 + 2: the history memory samples it; index ``m = n - o`` must be written
+  by then, and not yet overwritten;
+* t0 + 3: the value arrives and is XORed with the term's constant;
+* t0 + 4: its decoded mark is ORed into the lane's accumulator.
+
+So a term reads its value ``alpha = (s + o) F + j`` clocks after index m's own
+slot began: its *age*.  History memories are per lane (one read per clock, one
+write per slot: a simple dual-port block RAM).  Each lane memory is written
+with the stream of values read by one *source* term elsewhere in the chain,
+or with the freshly computed values; in both cases a value arrives
+``write_age`` clocks after its slot began, and the lane's terms must be at
+least ``write_age - 1`` old and at most ``depth * F + write_age - 2``.  The
+chain thus forms one delay line (about ``window`` values long in total)
+without any memory serving more than one read per clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from ..errors import InputError
+from ..plan import KernelPlan
+
+#: Mark units per stage: with four-input LUTs, a stage's OR of three lane
+#: accumulators and the incoming vector is one LUT per bit.
+LANES_PER_STAGE = 3
+
+#: Clocks from a term's phase to its history read being sampled (ROM, address register).
+READ_SAMPLE = 2
+#: Clocks from a term's phase to its value being on the memory's data output.
+DATA_VALID = 3
+#: Clocks from a term's phase to its mark being ORed into the lane accumulator.
+MARK = 4
+#: Feed writes into lane memories start at this clock (the read pipeline is primed by then).
+PRIMED = 3
+
+
+@dataclass(frozen=True)
+class LaneTerm:
+    """One term as a lane marks it.
+
+    Attributes
+    ----------
+    phase : int
+        Clock of the slot in which it is marked (0 <= phase < fold).
+    offset : int
+        It marks ``code ^ G(n - offset)``.
+    code : int
+        The term's constant, encoded as stored.
+    age : int
+        Clocks between the start of the slot of ``n - offset`` and the
+        term's phase for heap n (see the module docstring).
+    """
+
+    phase: int
+    offset: int
+    code: int
+    age: int
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a lane memory's values come from: a term's reads, or the fresh values.
+
+    Attributes
+    ----------
+    stage, lane, phase : int or None
+        The source term (its reads, on that lane's memory data output), or all
+        None for the freshly computed values.
+    write_age : int
+        Clocks from the start of a value's slot to its write into the lane memory.
+    """
+
+    stage: int | None
+    lane: int | None
+    phase: int | None
+    write_age: int
+
+    @property
+    def fresh(self) -> bool:
+        return self.stage is None
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One mark unit: its terms (at most one per phase) and its history memory."""
+
+    stage: int
+    index: int
+    terms: tuple[LaneTerm, ...]
+    source: Source
+    depth: int
+
+    @property
+    def address_bits(self) -> int:
+        return (self.depth - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class RecentTerm:
+    """A term finished in the final compare-and-select: it marks ``code ^ G(n - offset)``."""
+
+    offset: int
+    code: int
+
+
+@dataclass(frozen=True)
+class PipelineLayout:
+    """The complete schedule of a speculative kernel circuit.
+
+    Build it with :func:`layout_pipeline`.
+
+    Attributes
+    ----------
+    plan : KernelPlan
+    fold : int
+        Clocks per value (F).
+    stages : tuple of tuple of Lane
+        The chain, oldest terms first.
+    recent : tuple of RecentTerm
+        Terms left to the final compare-and-select, largest offset first.
+    """
+
+    plan: KernelPlan
+    fold: int
+    stages: tuple[tuple[Lane, ...], ...]
+    recent: tuple[RecentTerm, ...]
+
+    # -- sizes --------------------------------------------------------------
+
+    @property
+    def lanes(self) -> tuple[Lane, ...]:
+        return tuple(lane for stage in self.stages for lane in stage)
+
+    @property
+    def mark_units(self) -> int:
+        """Number of lanes (each marks one term per clock)."""
+        return len(self.lanes)
+
+    @property
+    def candidates(self) -> int:
+        """Unmarked codes extracted from the chain's marks: one more than the recent terms."""
+        return min(len(self.recent) + 1, self.mark_bits)
+
+    @property
+    def mark_bits(self) -> int:
+        """Entries of the mark vector (one per code of ``plan.mex_order``)."""
+        return len(self.plan.mex_order)
+
+    @property
+    def code_bits(self) -> int:
+        """Width of a stored value (8 for u8 storage, 16 for u16)."""
+        return self.plan.encoding.bits
+
+    @property
+    def history_bits(self) -> int:
+        """Bits of history memory over all lanes."""
+        return sum(lane.depth for lane in self.lanes) * self.code_bits
+
+    # -- timing -------------------------------------------------------------
+
+    @property
+    def chain_output(self) -> int:
+        """Clock (for heap index 0) from which the chain's mark vector holds heap 0."""
+        return len(self.stages) * self.fold + MARK + 1
+
+    @property
+    def select_clock(self) -> int:
+        """Clock of heap 0's final compare-and-select (its value is registered at its end)."""
+        return self.chain_output + self.candidates
+
+    @property
+    def latency(self) -> int:
+        """Clocks from configuration to the first value: G(first) is valid during this clock."""
+        return self.select_clock + 1
+
+    @property
+    def warmup_values(self) -> int:
+        """Values before ``first`` that the circuit re-emits internally while its pipeline fills."""
+        return self.select_clock // self.fold
+
+    @cached_property
+    def oldest_index(self) -> int:
+        """Lowest ``index - first`` that any memory initialisation needs (negative)."""
+        lowest = -self.warmup_values - 1 - max((r.offset for r in self.recent), default=0)
+        for lane in self.lanes:
+            lowest = min(lowest, lane_first_write(lane, self.fold) - lane.depth)
+        return lowest
+
+
+def lane_first_write(lane: Lane, fold: int) -> int:
+    """``index - first`` of the first value written into the lane's memory after configuration.
+
+    Every earlier index is in the memory's initial contents.
+    """
+    return _first_write(lane.source, fold)
+
+
+def _first_write(source: Source, fold: int) -> int:
+    earliest = 0 if source.fresh else PRIMED
+    clock = earliest + (source.write_age - earliest) % fold
+    return (clock - source.write_age) // fold
+
+
+def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PER_STAGE) -> PipelineLayout:
+    """Assign every term of ``plan`` to the chain or to the final select, and size the memories.
+
+    Parameters
+    ----------
+    plan : KernelPlan
+    fold : int
+        Clocks per value, at least 1.
+    lanes_per_stage : int
+        Mark units per chain stage.
+
+    Notes
+    -----
+    The recent terms are the fewest smallest-offset terms such that every
+    chain term's value is written into some memory in time; each added recent
+    term delays the select by one clock, so the search stops at the first
+    consistent count.
+    """
+    if fold < 1:
+        raise InputError(f"fold {fold} must be at least 1")
+    if lanes_per_stage < 1:
+        raise InputError(f"lanes per stage {lanes_per_stage} must be at least 1")
+    terms = plan.encoded_terms()  # by decreasing offset
+    for recent_count in range(len(terms) + 1):
+        chain = terms[: len(terms) - recent_count]
+        recent = tuple(RecentTerm(o, c) for o, c in terms[len(terms) - recent_count :])
+        stages = _place(chain, fold, lanes_per_stage)
+        trial = PipelineLayout(plan, fold, stages, recent)
+        youngest = min((t.age for lane in trial.lanes for t in lane.terms), default=None)
+        if youngest is None or youngest >= trial.latency - 1:
+            return PipelineLayout(plan, fold, _connect(stages, fold, trial.latency), recent)
+    raise AssertionError("unreachable: an empty chain is always consistent")
+
+
+def _place(chain, fold: int, lanes_per_stage: int) -> tuple[tuple[Lane, ...], ...]:
+    """Cut the chain terms into lanes of ``fold`` terms and stages of lanes (memories not yet sized)."""
+    per_stage = fold * lanes_per_stage
+    stages = []
+    for s in range(-(-len(chain) // per_stage)):
+        lanes = []
+        stage_terms = chain[s * per_stage : (s + 1) * per_stage]
+        for i in range(-(-len(stage_terms) // fold)):
+            lane_terms = tuple(
+                LaneTerm(j, o, c, (s + o) * fold + j)
+                for j, (o, c) in enumerate(stage_terms[i * fold : (i + 1) * fold])
+            )
+            lanes.append(Lane(s, i, lane_terms, Source(None, None, None, 0), 1))
+        stages.append(tuple(lanes))
+    return tuple(stages)
+
+
+def _connect(stages, fold: int, latency: int) -> tuple[tuple[Lane, ...], ...]:
+    """Give every lane memory its source (the youngest usable one) and its depth."""
+    # Candidate sources: every chain term, and the fresh values (written at age `latency`).
+    sources = [Source(None, None, None, latency)]
+    for stage in stages:
+        for lane in stage:
+            for t in lane.terms:
+                sources.append(Source(lane.stage, lane.index, t.phase, t.age + DATA_VALID))
+    sources.sort(key=lambda src: src.write_age)
+    connected = []
+    for stage in stages:
+        lanes = []
+        for lane in stage:
+            youngest = min(t.age for t in lane.terms)
+            oldest = max(t.age for t in lane.terms)
+            usable = [src for src in sources if src.write_age <= youngest + 1]
+            source = usable[-1]  # the oldest usable stream: the smallest memory
+            # In steady state the memory holds the values between its write and its oldest read.
+            needed = -(-(oldest + READ_SAMPLE - source.write_age) // fold)
+            # After configuration it must also hold, from its initial contents, every value
+            # read before its first write (earlier writes are skipped while the pipeline fills).
+            first_read = -(oldest // fold)  # reads sampled from clock READ_SAMPLE on count
+            needed = max(needed, _first_write(source, fold) - first_read, 1)
+            depth = 1 << (needed - 1).bit_length()
+            lanes.append(Lane(lane.stage, lane.index, lane.terms, source, depth))
+        connected.append(tuple(lanes))
+    return tuple(connected)
