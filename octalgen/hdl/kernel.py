@@ -111,6 +111,13 @@ class SpeculativeKernel(wiring.Component):
         return self.layout.latency
 
     @property
+    def module_name(self) -> str:
+        """Name of the emitted Verilog module (and file), e.g. ``octal_0_6_f25`` for ``.6`` at fold 25."""
+        code = self.plan.game.code
+        code = ("0" + code if code.startswith(".") else code).replace(".", "_")
+        return f"octal_{code}_f{self.fold}"
+
+    @property
     def value_bits(self) -> int:
         """Width of :attr:`value`: 9 for u8 storage (values below 512), 16 for u16."""
         return 9 if self.plan.encoding.kind == "u8" else 16
@@ -264,27 +271,33 @@ class SpeculativeKernel(wiring.Component):
         """The lowest ``layout.candidates`` unmarked codes, one per pipeline stage, aligned at the end."""
         layout = self.layout
         width, count = layout.code_bits, layout.candidates
-        code_masks = [sum(1 << k for k, code in enumerate(order) if code >> b & 1) for b in range(width)]
         vector = marks
         found = []
         for k in range(count):
-            onehot = _lowest_zero(m, vector, f"cand{k}")
+            index, present, onehot = _lowest_zero(m, vector, f"cand{k}")
             code = Signal(width, name=f"cand{k}_code", reset_less=True)
-            present = Signal(name=f"cand{k}_valid", reset_less=True)
+            valid = Signal(name=f"cand{k}_valid", reset_less=True)
             rest = Signal(len(vector), name=f"cand{k}_marks", reset_less=True)
-            m.d.sync += [code.eq(Cat((onehot & mask).any() for mask in code_masks)),
-                         present.eq(onehot.any()), rest.eq(vector | onehot)]
-            found.append([code, present])
+            if order == tuple(range(len(order))):
+                code_of_index = index
+            else:  # u16 storage: the mark vector holds only the common codes, in order
+                table = Memory(shape=width, depth=len(order), init=order)
+                m.submodules[f"cand{k}_codes"] = table
+                lookup = table.read_port(domain="comb")
+                m.d.comb += lookup.addr.eq(index)
+                code_of_index = lookup.data
+            m.d.sync += [code.eq(code_of_index), valid.eq(present), rest.eq(vector | onehot)]
+            found.append((code, valid))
             vector = rest
         # Delay the earlier candidates so that all of them belong to the same heap.
         aligned = []
-        for k, (code, present) in enumerate(found):
+        for k, (code, valid) in enumerate(found):
             for d in range(count - 1 - k):
                 later_code = Signal(width, name=f"cand{k}_code_d{d}", reset_less=True)
-                later_present = Signal(name=f"cand{k}_valid_d{d}", reset_less=True)
-                m.d.sync += [later_code.eq(code), later_present.eq(present)]
-                code, present = later_code, later_present
-            aligned.append((code, present))
+                later_valid = Signal(name=f"cand{k}_valid_d{d}", reset_less=True)
+                m.d.sync += [later_code.eq(code), later_valid.eq(valid)]
+                code, valid = later_code, later_valid
+            aligned.append((code, valid))
         return aligned
 
     def _select(self, m, candidates, recent):
@@ -295,16 +308,16 @@ class SpeculativeKernel(wiring.Component):
         phase, _ = self._counters(m, "out", 0)
         finish = phase == layout.select_clock % fold
 
-        free = []
-        for code, present in candidates:
-            hit = Const(0, 1)
-            for term in layout.recent:
-                hit = hit | ((code ^ term.code) == recent[term.offset - 1])
-            free.append(present & ~hit)
-        result, none = Const(0, width), Const(1, 1)
-        for (code, _), ok in reversed(list(zip(candidates, free))):
-            result = Mux(ok, code, result)
-            none = none & ~ok
+        # Candidate k is free unless a recent term marks it: the only logic after the feedback.
+        free = Signal(len(candidates), name="free")
+        m.d.comb += free.eq(Cat(
+            present & ~Cat((code ^ term.code) == recent[term.offset - 1] for term in layout.recent).any()
+            for code, present in candidates
+        ))
+        none = ~free.any()
+        result = Const(0, width)
+        for k, (code, _) in reversed(list(enumerate(candidates))):
+            result = Mux(free[k], code, result)
 
         warmup = layout.warmup_values
         warm = Signal(range(warmup + 1), name="warmup_left", init=warmup)
@@ -347,22 +360,37 @@ class SpeculativeKernel(wiring.Component):
 
 
 def _lowest_zero(m, vector, name: str, group: int = 16):
-    """A signal with the one-hot of the lowest clear bit of ``vector`` (zero if none).
+    """The lowest clear bit of ``vector``: its index, whether there is one, and its one-hot.
 
-    Adders of ``group`` bits find the lowest clear bit of each group and the
-    lowest group that has one, so no carry chain is longer than a group.
+    The vector is cut into groups of ``group`` bits: the lowest group with a
+    clear bit is found first (a short adder over the groups), then the lowest
+    clear bit of that group alone (a short adder), so no carry chain or OR
+    tree spans the whole vector.
     """
     n = len(vector)
     groups = -(-n // group)
     pad = groups * group - n
-    padded = Cat(vector, Const((1 << pad) - 1, pad)) if pad else vector
-    parts = [padded[i * group : (i + 1) * group] for i in range(groups)]
+    padded = Cat(vector, Const((1 << pad) - 1, pad)) if pad else vector  # padding counts as marked
+    local_bits = (group - 1).bit_length()
     full = Signal(groups, name=f"{name}_full")
-    first_open = Signal(groups, name=f"{name}_group")
+    chosen = Signal(groups, name=f"{name}_group")  # one-hot: the lowest group with a clear bit
+    word = Signal(group, name=f"{name}_word")  # that group's bits
+    local = Signal(group, name=f"{name}_local")  # one-hot: its lowest clear bit
+    index = Signal(local_bits + max(1, (groups - 1).bit_length()), name=f"{name}_index")
     onehot = Signal(n, name=f"{name}_onehot")
+    group_index = _encode(chosen)
     m.d.comb += [
-        full.eq(Cat(p.all() for p in parts)),
-        first_open.eq((~full & (full + 1))[:groups]),
-        onehot.eq(Cat(Mux(first_open[i], (~p & (p + 1))[:group], 0) for i, p in enumerate(parts))),
+        full.eq(Cat(padded[i * group : (i + 1) * group].all() for i in range(groups))),
+        chosen.eq((~full & (full + 1))[:groups]),
+        word.eq(padded.word_select(group_index, group)),
+        local.eq((~word & (word + 1))[:group]),
+        index.eq(Cat(_encode(local), group_index)),
+        onehot.eq(Mux(full.all(), 0, Const(1, 1) << index)),
     ]
-    return onehot
+    return index, ~full.all(), onehot
+
+
+def _encode(onehot):
+    """Binary index of a one-hot value (for each index bit, an OR of the positions that have it)."""
+    bits = max(1, (len(onehot) - 1).bit_length())
+    return Cat((onehot & sum(1 << k for k in range(len(onehot)) if k >> b & 1)).any() for b in range(bits))
