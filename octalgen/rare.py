@@ -185,7 +185,7 @@ class RareTable:
 
     def with_entry(self, position: int, value: int, exact_to: int | None = None) -> "RareTable":
         """A new table with one more rare value (as found by a verifier)."""
-        entries = sorted(dict(self.entries) | {position: value}.items())
+        entries = sorted((dict(self.entries) | {position: value}).items())
         return RareTable(self.game, self.mask, tuple(entries), max(exact_to or 0, self.exact_to, position + 1))
 
     # -- making and storing ----------------------------------------------

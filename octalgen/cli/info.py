@@ -22,10 +22,11 @@ def run(args) -> int:
     table = shipped_table(game)
     if table is None:
         print("rare values  no shipped table (octalgen rare computes one)")
+    elif table.mask == 0:
+        print(f"rare mask    0 (no sparse space below {table.exact_to}: every value is rare)")
     else:
         bits = ", ".join(str(b) for b in range(table.mask.bit_length()) if table.mask >> b & 1)
-        mask = f"{table.mask:#x} (bits {bits})" if table.mask else "0 (no sparse space: every value is rare)"
-        print(f"rare mask    {mask}")
+        print(f"rare mask    {table.mask:#x} (bits {bits})")
         last = table.entries[-1]
         print(f"rare values  {table.count}, the last at G({last[0]}) = {last[1]} "
               f"(shipped table, exact below {table.exact_to})")

@@ -1,0 +1,99 @@
+"""Rare masks and rare-value tables: detection, shipped tables, YAML schema and its errors."""
+
+import numpy as np
+import pytest
+
+from octalgen.errors import TableError
+from octalgen.game import parse_game
+from octalgen.rare import RareTable, compute_table, find_rare_mask, is_rare, shipped_table
+from octalgen.reference import exact_values
+
+
+def test_rare_means_even_parity_under_the_mask():
+    assert is_rare(0, 0x1EE) and is_rare(277, 0x1EE)  # 277 = 0b100010101: bits 2 and 8 under the mask
+    assert not is_rare(2, 0x1EE) and not is_rare(1 | 2, 0x1EE)
+    assert is_rare(1, 0x1EE)  # bit 0 is outside the mask
+
+
+def test_officers_mask_is_found():
+    assert find_rare_mask(exact_values(".6", 40_000)) == 0x1EE
+
+
+def test_no_sparse_space_gives_mask_zero():
+    # Dawson's Kayles and Guiles have every residue class hit again and again (0 is in Guiles' period).
+    assert find_rare_mask(exact_values(".07", 4000)) == 0
+    assert find_rare_mask(exact_values(".15", 4000)) == 0
+
+
+@pytest.mark.parametrize("code, count", [(".356", 7), (".156", 15), (".45", 11), (".644", 31), (".16", 53)])
+def test_rare_counts_of_small_games(code, count):
+    assert shipped_table(code).count == count
+
+
+def test_shipped_officers_table():
+    table = shipped_table(".6")
+    assert table.mask == 0x1EE
+    assert table.count == 1584
+    assert table.entries[-1] == (20627, 277)
+    assert table.exact_to >= 10**6
+
+
+@pytest.mark.parametrize("code", [".6", ".77", ".07", ".137", ".15", ".007", ".16", ".356", ".156", ".45", ".644"])
+def test_shipped_tables_agree_with_the_reference(code):
+    table = shipped_table(code)
+    upto = min(table.exact_to, 60_000)
+    values = exact_values(code, upto, mask=table.mask)
+    rare = [(p, v) for p, v in table.entries if p < upto]
+    assert rare == [(int(p), int(values[p])) for p in np.flatnonzero(np.bitwise_count(values & table.mask) % 2 == 0)]
+
+
+def test_yaml_round_trip_is_exact():
+    table = compute_table(".356", 2000)
+    again = RareTable.from_yaml(table.to_yaml(), game=".356")
+    assert again == table and again.digest == table.digest
+    assert table.to_yaml() == again.to_yaml()  # byte-for-byte reproducible
+
+
+def test_digest_depends_on_entries_not_on_exact_to():
+    table = shipped_table(".356")
+    longer = RareTable(table.game, table.mask, table.entries, table.exact_to * 2)
+    assert longer.digest == table.digest
+    fewer = RareTable(table.game, table.mask, table.entries[:-1], table.exact_to)
+    assert fewer.digest != table.digest
+
+
+def test_with_entry_adds_a_rare_value():
+    table = shipped_table(".356")
+    p, v = table.entries[-1]
+    without = RareTable(table.game, table.mask, table.entries[:-1], table.exact_to)
+    assert without.with_entry(p, v) == table
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.replace("game: '.356'", "game: '.6'"), "is for .6, not .356"),
+        (lambda t: t.replace("schema: octalgen-rare-table/1", "schema: other/2"), "schema"),
+        (lambda t: t.rsplit("\n", 2)[0] + "\n", "truncated"),
+        (lambda t: t.replace("[43, 14]", "[43, 13]"), "digest"),
+        (lambda t: t.replace("[43, 14]", "[43, 12]"), "common"),
+        (lambda t: t.replace("exact_to:", "exakt_to:"), "exact_to"),
+        (lambda t: "rare: [1, 2", "not valid YAML"),
+        (lambda t: "- 1\n- 2\n", "mapping"),
+    ],
+)
+def test_bad_tables_are_refused_with_a_reason(edit, message):
+    text = shipped_table(".356").to_yaml()
+    assert "[43, 14]" in text
+    with pytest.raises(TableError, match=message):
+        RareTable.from_yaml(edit(text), game=".356")
+
+
+def test_table_invariants():
+    game = parse_game(".6")
+    with pytest.raises(TableError, match="first entry"):
+        RareTable(game, 0x1EE, ((1, 0),), 10)
+    with pytest.raises(TableError, match="ascend"):
+        RareTable(game, 0x1EE, ((0, 0), (5, 0), (3, 0)), 10)
+    with pytest.raises(TableError, match="exceed"):
+        RareTable(game, 0x1EE, ((0, 0), (5, 0)), 5)
