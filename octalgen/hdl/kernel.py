@@ -13,7 +13,7 @@ from amaranth.lib.wiring import Out
 
 from ..errors import InputError
 from ..plan import KernelPlan
-from .layout import DATA_VALID, MARK, PipelineLayout, lane_first_write, layout_pipeline
+from .layout import DATA_VALID, EXTRACT, GROUP, MARK, PipelineLayout, lane_first_write, layout_pipeline
 
 #: Decoder styles: ``shift`` (one shift: fast in amaranth.sim) or ``compare`` (one
 #: comparator per code: fast in Verilator).  Both give the same circuit after synthesis.
@@ -140,7 +140,7 @@ class SpeculativeKernel(wiring.Component):
         recent = [Signal(width, name=f"recent_{k}", init=self._code(before - k)) for k in range(max_recent)]
         newest = recent[0]
 
-        chain_out, memories, data_of = self._chain(m, newest)
+        chain_out, chain_full, memories, data_of = self._chain(m, newest)
 
         # History memories: each written with the stream of its source term or the fresh values.
         for lane, memory, stage_phase, primed in memories:
@@ -158,7 +158,7 @@ class SpeculativeKernel(wiring.Component):
             m.d.comb += [write.addr.eq(pointer), write.data.eq(data), write.en.eq(enable)]
             m.d.sync += pointer.eq(pointer + enable)
 
-        candidates = self._extract(m, chain_out, order)
+        candidates = self._extract(m, chain_out, chain_full, order)
         self._select(m, candidates, recent)
         return m
 
@@ -235,10 +235,14 @@ class SpeculativeKernel(wiring.Component):
                 combined = combined | term
             with m.If(load):
                 m.d.sync += marks.eq(combined)
-            previous = marks
+            previous, previous_combined, previous_load = marks, combined, load
         if previous is None:  # every term is recent: nothing is marked before the final select
-            previous = Const(0, bits)
-        return previous, memories, data_of
+            return Const(0, bits), Const(0, _groups(bits)), memories, data_of
+        # Which groups of the final vector are fully marked: the extraction starts from these.
+        full = Signal(_groups(bits), name="chain_full", reset_less=True)
+        with m.If(previous_load):
+            m.d.sync += full.eq(_full_groups(previous_combined))
+        return previous, full, memories, data_of
 
     def _rom(self, m, name, phase, words, abits, width, partial):
         """The lane's per-phase constants, one clock after ``phase`` (a ROM; plain constants at fold 1)."""
@@ -267,56 +271,141 @@ class SpeculativeKernel(wiring.Component):
         onehot = Mux(x < (1 << span), Const(1, 1) << x[:span], 0)
         return Cat(onehot[code] for code in order)
 
-    def _extract(self, m, marks, order):
-        """The lowest ``layout.candidates`` unmarked codes, one per pipeline stage, aligned at the end."""
+    def _extract(self, m, marks, full, order):
+        """The lowest ``layout.candidates`` unmarked codes, two every :data:`EXTRACT` clocks.
+
+        Returns ``(code, valid)`` registers; candidate k is there from
+        ``layout.candidate_clock(k)`` on.  Each step finds, in its first
+        clock, the two lowest groups with a clear bit (``full`` says which
+        groups have none) and, in its second, the two lowest clear bits among
+        them; both are marked for the next step.  Every carry chain is one
+        group long.
+        """
         layout = self.layout
-        width, count = layout.code_bits, layout.candidates
+        groups = _groups(len(marks))
         vector = marks
         found = []
-        for k in range(count):
-            index, present, onehot = _lowest_zero(m, vector, f"cand{k}")
-            code = Signal(width, name=f"cand{k}_code", reset_less=True)
-            valid = Signal(name=f"cand{k}_valid", reset_less=True)
-            rest = Signal(len(vector), name=f"cand{k}_marks", reset_less=True)
-            if order == tuple(range(len(order))):
-                code_of_index = index
-            else:  # u16 storage: the mark vector holds only the common codes, in order
-                table = Memory(shape=width, depth=len(order), init=order)
-                m.submodules[f"cand{k}_codes"] = table
-                lookup = table.read_port(domain="comb")
-                m.d.comb += lookup.addr.eq(index)
-                code_of_index = lookup.data
-            m.d.sync += [code.eq(code_of_index), valid.eq(present), rest.eq(vector | onehot)]
-            found.append((code, valid))
-            vector = rest
-        # Delay the earlier candidates so that all of them belong to the same heap.
-        aligned = []
-        for k, (code, valid) in enumerate(found):
-            for d in range(count - 1 - k):
-                later_code = Signal(width, name=f"cand{k}_code_d{d}", reset_less=True)
-                later_valid = Signal(name=f"cand{k}_valid_d{d}", reset_less=True)
-                m.d.sync += [later_code.eq(code), later_valid.eq(valid)]
-                code, valid = later_code, later_valid
-            aligned.append((code, valid))
-        return aligned
+        for step in range(-(-layout.candidates // 2)):
+            name = f"step{step}"
+            # First clock: the two lowest open groups and their bits.
+            first = Signal(groups, name=f"{name}_open1")
+            second = Signal(groups, name=f"{name}_open2")
+            m.d.comb += [first.eq(_lowest_clear(full)), second.eq(_lowest_clear(full | first))]
+            group1 = Signal(groups, name=f"{name}_group1", reset_less=True)
+            group2 = Signal(groups, name=f"{name}_group2", reset_less=True)
+            word1 = Signal(GROUP, name=f"{name}_word1", reset_less=True)
+            word2 = Signal(GROUP, name=f"{name}_word2", reset_less=True)
+            held = Signal(len(vector), name=f"{name}_marks", reset_less=True)
+            held_full = Signal(groups, name=f"{name}_full", reset_less=True)
+            padded = _padded(vector)
+            m.d.sync += [group1.eq(first), group2.eq(second), held.eq(vector), held_full.eq(full),
+                         word1.eq(padded.word_select(_encode(first), GROUP)),
+                         word2.eq(padded.word_select(_encode(second), GROUP))]
+            # Second clock: the lowest clear bit of group 1, then the next one there or in group 2.
+            low1 = _lowest_clear(word1)
+            rest1 = word1 | low1
+            next1 = Signal(GROUP, name=f"{name}_next1")
+            m.d.comb += next1.eq(_lowest_clear(rest1))
+            low2 = _lowest_clear(word2)
+            in_first = next1.any()  # group 1 holds both candidates
+            new1 = rest1 | Mux(in_first, next1, 0)
+            new2 = word2 | Mux(in_first, 0, low2)
+            parts = [_padded(held)[i * GROUP : (i + 1) * GROUP] for i in range(groups)]
+            updated = Signal(len(vector), name=f"{name}_rest", reset_less=True)
+            updated_full = Signal(groups, name=f"{name}_rest_full", reset_less=True)
+            m.d.sync += [
+                updated.eq(Cat(Mux(group1[i], new1, Mux(group2[i], new2, part)) for i, part in enumerate(parts))
+                           [: len(vector)]),
+                updated_full.eq(held_full | Mux(new1.all(), group1, 0) | Mux(new2.all(), group2, 0)),
+            ]
+            for which, (group, local, valid) in enumerate((
+                (group1, low1, group1.any()),
+                (Mux(in_first, group1, group2), Mux(in_first, next1, low2), in_first | group2.any()),
+            )):
+                k = 2 * step + which
+                if k >= layout.candidates:
+                    break
+                code = Signal(layout.code_bits, name=f"cand{k}_code", reset_less=True)
+                present = Signal(name=f"cand{k}_valid", reset_less=True)
+                m.d.sync += [code.eq(self._code_of_index(m, Cat(_encode(local), _encode(group)), order, k)),
+                             present.eq(valid)]
+                found.append((code, present))
+            vector, full = updated, updated_full
+        return found
+
+    def _code_of_index(self, m, index, order, k):
+        """The stored code at position ``index`` of ``order`` (the index itself for u8 storage)."""
+        if order == tuple(range(len(order))):
+            return index
+        table = Memory(shape=self.layout.code_bits, depth=len(order), init=order)  # u16: common codes only
+        m.submodules[f"cand{k}_codes"] = table
+        lookup = table.read_port(domain="comb")
+        m.d.comb += lookup.addr.eq(index)
+        return lookup.data
 
     def _select(self, m, candidates, recent):
-        """The final compare-and-select, the warm-up injection and the output ports."""
+        """Check the candidates against the recent terms' marks, pick the value; warm-up and outputs.
+
+        Each candidate is compared with every recent term's mark as soon as both
+        are known, while it waits for the last candidate.  Then the first few
+        unmarked candidates are shortlisted; in the select clock (the only
+        feedback loop) the shortlist is compared with the marks of the values
+        that arrived last, and the first one left is the value.
+        """
         layout = self.layout
         fold, width = layout.fold, layout.code_bits
         newest = recent[0]
         phase, _ = self._counters(m, "out", 0)
         finish = phase == layout.select_clock % fold
+        shortlist_clock = layout.shortlist_clock
+        late = layout.late_terms
+        early = [t for t in layout.recent if t not in late]
 
-        # Candidate k is free unless a recent term marks it: the only logic after the feedback.
-        free = Signal(len(candidates), name="free")
-        m.d.comb += free.eq(Cat(
-            present & ~Cat((code ^ term.code) == recent[term.offset - 1] for term in layout.recent).any()
-            for code, present in candidates
-        ))
+        def marked(code, terms, clock):
+            """Whether any of ``terms`` marks ``code``, in ``clock``."""
+            return Cat((code ^ t.code) == recent[layout.recent_register(t.offset, clock)] for t in terms).any()
+
+        # Compare every candidate with each early term once both are known, until the shortlist clock.
+        checked = []
+        for k, (code, valid) in enumerate(candidates):
+            clock = layout.candidate_clock(k)
+            blocked = ~valid
+            pending = list(early)
+            while clock < shortlist_clock:
+                now = [t for t in pending if layout.available(t.offset) <= clock]
+                pending = [t for t in pending if t not in now]
+                later_code = Signal(width, name=f"cand{k}_code_c{clock}", reset_less=True)
+                later_blocked = Signal(name=f"cand{k}_blocked_c{clock}", reset_less=True)
+                m.d.sync += [later_code.eq(code), later_blocked.eq(blocked | marked(code, now, clock))]
+                code, blocked, clock = later_code, later_blocked, clock + 1
+            assert not pending, "an early term arrives after the shortlist"
+            checked.append((code, blocked))
+
+        # The shortlist: the first len(late) + 1 candidates not marked by an early term.
+        shortlist = []
+        remaining = Signal(len(checked), name="unmarked")
+        m.d.comb += remaining.eq(Cat(~blocked for _, blocked in checked))
+        for i in range(min(len(late) + 1, len(checked))):
+            pick = Signal(len(checked), name=f"short{i}_pick")
+            m.d.comb += pick.eq(_lowest_set(remaining))
+            code = Signal(width, name=f"short{i}_code", reset_less=True)
+            ok = Signal(name=f"short{i}_ok", reset_less=True)
+            choice = Const(0, width)
+            for k, (candidate, _) in enumerate(checked):
+                choice = choice | Mux(pick[k], candidate, 0)
+            m.d.sync += [code.eq(choice), ok.eq(remaining.any())]
+            shortlist.append((code, ok))
+            rest = Signal(len(checked), name=f"short{i}_rest")
+            m.d.comb += rest.eq(remaining & ~pick)
+            remaining = rest
+
+        # The select clock: the late terms' marks, then the first shortlisted candidate left.
+        select = layout.select_clock
+        free = Signal(len(shortlist), name="free")
+        m.d.comb += free.eq(Cat(ok & ~marked(code, late, select) for code, ok in shortlist))
         none = ~free.any()
         result = Const(0, width)
-        for k, (code, _) in reversed(list(enumerate(candidates))):
+        for k, (code, _) in reversed(list(enumerate(shortlist))):
             result = Mux(free[k], code, result)
 
         warmup = layout.warmup_values
@@ -336,9 +425,7 @@ class SpeculativeKernel(wiring.Component):
         m.d.sync += valid.eq(finish & computing & ~none)
         with m.If(finish):
             with m.If(warm != 0):
-                m.d.sync += warm.eq(warm - 1)
-            with m.If(warm != 0):
-                m.d.sync += newest.eq(inject)
+                m.d.sync += [warm.eq(warm - 1), newest.eq(inject)]
             with m.Elif(~error & ~none):
                 m.d.sync += newest.eq(result)
             with m.If((warm != 0) | (~error & ~none)):
@@ -359,35 +446,30 @@ class SpeculativeKernel(wiring.Component):
         return Cat(low, ~parity, high)
 
 
-def _lowest_zero(m, vector, name: str, group: int = 16):
-    """The lowest clear bit of ``vector``: its index, whether there is one, and its one-hot.
+def _groups(bits: int) -> int:
+    return -(-bits // GROUP)
 
-    The vector is cut into groups of ``group`` bits: the lowest group with a
-    clear bit is found first (a short adder over the groups), then the lowest
-    clear bit of that group alone (a short adder), so no carry chain or OR
-    tree spans the whole vector.
-    """
-    n = len(vector)
-    groups = -(-n // group)
-    pad = groups * group - n
-    padded = Cat(vector, Const((1 << pad) - 1, pad)) if pad else vector  # padding counts as marked
-    local_bits = (group - 1).bit_length()
-    full = Signal(groups, name=f"{name}_full")
-    chosen = Signal(groups, name=f"{name}_group")  # one-hot: the lowest group with a clear bit
-    word = Signal(group, name=f"{name}_word")  # that group's bits
-    local = Signal(group, name=f"{name}_local")  # one-hot: its lowest clear bit
-    index = Signal(local_bits + max(1, (groups - 1).bit_length()), name=f"{name}_index")
-    onehot = Signal(n, name=f"{name}_onehot")
-    group_index = _encode(chosen)
-    m.d.comb += [
-        full.eq(Cat(padded[i * group : (i + 1) * group].all() for i in range(groups))),
-        chosen.eq((~full & (full + 1))[:groups]),
-        word.eq(padded.word_select(group_index, group)),
-        local.eq((~word & (word + 1))[:group]),
-        index.eq(Cat(_encode(local), group_index)),
-        onehot.eq(Mux(full.all(), 0, Const(1, 1) << index)),
-    ]
-    return index, ~full.all(), onehot
+
+def _padded(vector):
+    """``vector`` extended to whole groups with set bits (padding counts as marked)."""
+    pad = _groups(len(vector)) * GROUP - len(vector)
+    return Cat(vector, Const((1 << pad) - 1, pad)) if pad else vector
+
+
+def _full_groups(vector):
+    """One bit per group of ``vector``: all its bits are set."""
+    padded = _padded(vector)
+    return Cat(padded[i * GROUP : (i + 1) * GROUP].all() for i in range(_groups(len(vector))))
+
+
+def _lowest_clear(value):
+    """One-hot of the lowest clear bit of ``value`` (zero if none): a short adder."""
+    return (~value & (value + 1))[: len(value)]
+
+
+def _lowest_set(value):
+    """One-hot of the lowest set bit of ``value`` (zero if none)."""
+    return (value & (~value + 1))[: len(value)]
 
 
 def _encode(onehot):

@@ -58,6 +58,11 @@ DATA_VALID = 3
 MARK = 4
 #: Feed writes into lane memories start at this clock (the read pipeline is primed by then).
 PRIMED = 3
+#: Clocks per extraction step, which yields two candidates (the two lowest groups with a
+#: clear bit; then the two lowest clear bits in them).
+EXTRACT = 2
+#: Bits per group of the mark vector in the extraction.
+GROUP = 16
 
 
 @dataclass(frozen=True)
@@ -189,10 +194,32 @@ class PipelineLayout:
         """Clock (for heap index 0) from which the chain's mark vector holds heap 0."""
         return len(self.stages) * self.fold + MARK + 1
 
+    def candidate_clock(self, k: int) -> int:
+        """Clock (for heap 0) from which candidate k is in its register."""
+        return self.chain_output + EXTRACT * (k // 2 + 1)
+
+    @property
+    def shortlist_clock(self) -> int:
+        """Clock in which the first unmarked candidates are picked (after at least one check each)."""
+        return self.candidate_clock(self.candidates - 1) + 1
+
     @property
     def select_clock(self) -> int:
         """Clock of heap 0's final compare-and-select (its value is registered at its end)."""
-        return self.chain_output + self.candidates
+        return self.shortlist_clock + 1
+
+    def available(self, offset: int) -> int:
+        """First clock (for heap 0) in which G(n - offset) is in the output or recent registers."""
+        return self.select_clock - offset * self.fold + 1
+
+    def recent_register(self, offset: int, clock: int) -> int:
+        """Index k of the register ``recent[k]`` that holds G(n - offset) in ``clock`` (for heap 0)."""
+        return offset - 1 - (self.select_clock - clock) // self.fold
+
+    @property
+    def late_terms(self) -> tuple[RecentTerm, ...]:
+        """Recent terms compared only in the select clock (their values arrive after the shortlist)."""
+        return tuple(t for t in self.recent if self.available(t.offset) >= self.shortlist_clock)
 
     @property
     def latency(self) -> int:

@@ -66,7 +66,8 @@ class Comparison:
     Attributes
     ----------
     checked : int
-        Values compared (all that the circuit emitted).
+        Values compared: all that the circuit emitted, or up to and including
+        the first mismatch.
     mismatch : tuple of (int, int or None, int) or None
         The first disagreement: (heap size, circuit value or None for the
         error flag, reference value); None when all matched.
@@ -87,11 +88,11 @@ def compare(run: SimulationRun, reference, first: int) -> Comparison:
     bad = np.flatnonzero(got != expected)
     if len(bad):
         i = int(bad[0])
-        return Comparison(i, (first + i, int(got[i]), int(expected[i])))
+        return Comparison(i + 1, (first + i, int(got[i]), int(expected[i])))
     if run.error_cycle is not None:
         heap = first + len(got)
         if heap < len(reference):  # the circuit gave up where the reference has a value
-            return Comparison(len(got), (heap, None, int(reference[heap])))
+            return Comparison(len(got) + 1, (heap, None, int(reference[heap])))
     return Comparison(len(got), None)
 
 
