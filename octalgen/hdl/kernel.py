@@ -272,65 +272,96 @@ class SpeculativeKernel(wiring.Component):
         return Cat(onehot[code] for code in order)
 
     def _extract(self, m, marks, full, order):
-        """The lowest ``layout.candidates`` unmarked codes, two every :data:`EXTRACT` clocks.
+        """The lowest ``layout.candidates`` unmarked codes, two per step of :data:`EXTRACT` clocks.
 
         Returns ``(code, valid)`` registers; candidate k is there from
-        ``layout.candidate_clock(k)`` on.  Each step finds, in its first
-        clock, the two lowest groups with a clear bit (``full`` says which
-        groups have none) and, in its second, the two lowest clear bits among
-        them; both are marked for the next step.  Every carry chain is one
-        group long.
+        ``layout.candidate_clock(k)`` on.  A step (``full`` says which groups
+        of the mark vector have no clear bit):
+
+        1. mark the previous step's two candidates; the two lowest open groups;
+        2. their bits;
+        3. the lowest clear bit of the first group, and the next one there or
+           the lowest of the second group.
+
+        Every carry chain is at most one group long.
         """
         layout = self.layout
         groups = _groups(len(marks))
-        vector = marks
+        width = len(marks)
         found = []
-        for step in range(-(-layout.candidates // 2)):
+        vector, full, previous = marks, full, None
+        for step in range(-(-layout.candidates // 2) + 1):
             name = f"step{step}"
-            # First clock: the two lowest open groups and their bits.
+            if previous is not None:
+                # Clock 1 (continued from the previous step): mark its candidates and emit their codes.
+                (held, held_full, group1, group2, low1, next1, low2, in_first,
+                 filled1_once, filled1_twice, filled2) = previous
+                new1 = word_of(held, group1) | low1 | Mux(in_first, next1, 0)
+                new2 = word_of(held, group2) | Mux(in_first, 0, low2)
+                parts = [_padded(held)[i * GROUP : (i + 1) * GROUP] for i in range(groups)]
+                vector = Signal(width, name=f"{name}_marks_in")
+                full = Signal(groups, name=f"{name}_full_in")
+                m.d.comb += [
+                    vector.eq(Cat(Mux(group1[i], new1, Mux(group2[i], new2, part))
+                                  for i, part in enumerate(parts))[:width]),
+                    full.eq(held_full | Mux(Mux(in_first, filled1_twice, filled1_once), group1, 0)
+                            | Mux(~in_first & filled2, group2, 0)),
+                ]
+                for which, (group, local, valid) in enumerate((
+                    (group1, low1, group1.any()),
+                    (Mux(in_first, group1, group2), Mux(in_first, next1, low2), in_first | group2.any()),
+                )):
+                    k = 2 * (step - 1) + which
+                    if k >= layout.candidates:
+                        break
+                    code = Signal(layout.code_bits, name=f"cand{k}_code", reset_less=True)
+                    present = Signal(name=f"cand{k}_valid", reset_less=True)
+                    m.d.sync += [code.eq(self._code_of_index(m, Cat(_encode(local), _encode(group)), order, k)),
+                                 present.eq(valid)]
+                    found.append((code, present))
+            if step * 2 >= layout.candidates:
+                break
+            # Clock 1: the two lowest open groups.
             first = Signal(groups, name=f"{name}_open1")
-            second = Signal(groups, name=f"{name}_open2")
-            m.d.comb += [first.eq(_lowest_clear(full)), second.eq(_lowest_clear(full | first))]
-            group1 = Signal(groups, name=f"{name}_group1", reset_less=True)
-            group2 = Signal(groups, name=f"{name}_group2", reset_less=True)
-            word1 = Signal(GROUP, name=f"{name}_word1", reset_less=True)
-            word2 = Signal(GROUP, name=f"{name}_word2", reset_less=True)
-            held = Signal(len(vector), name=f"{name}_marks", reset_less=True)
-            held_full = Signal(groups, name=f"{name}_full", reset_less=True)
-            padded = _padded(vector)
-            m.d.sync += [group1.eq(first), group2.eq(second), held.eq(vector), held_full.eq(full),
-                         word1.eq(padded.word_select(_encode(first), GROUP)),
-                         word2.eq(padded.word_select(_encode(second), GROUP))]
-            # Second clock: the lowest clear bit of group 1, then the next one there or in group 2.
+            m.d.comb += first.eq(_lowest_clear(full))
+            stage1 = [Signal(width, name=f"{name}_marks_1", reset_less=True),
+                      Signal(groups, name=f"{name}_full_1", reset_less=True),
+                      Signal(groups, name=f"{name}_group1_1", reset_less=True),
+                      Signal(groups, name=f"{name}_group2_1", reset_less=True)]
+            m.d.sync += [stage1[0].eq(vector), stage1[1].eq(full), stage1[2].eq(first),
+                         stage1[3].eq(_lowest_clear(full | first))]
+            held, held_full, group1, group2 = stage1
+            # Clock 2: the bits of both groups.
+            stage2 = [Signal(width, name=f"{name}_marks_2", reset_less=True),
+                      Signal(groups, name=f"{name}_full_2", reset_less=True),
+                      Signal(groups, name=f"{name}_group1_2", reset_less=True),
+                      Signal(groups, name=f"{name}_group2_2", reset_less=True),
+                      Signal(GROUP, name=f"{name}_word1", reset_less=True),
+                      Signal(GROUP, name=f"{name}_word2", reset_less=True)]
+            m.d.sync += [stage2[0].eq(held), stage2[1].eq(held_full), stage2[2].eq(group1), stage2[3].eq(group2),
+                         stage2[4].eq(word_of(held, group1)), stage2[5].eq(word_of(held, group2))]
+            held, held_full, group1, group2, word1, word2 = stage2
+            # Clock 3: the two lowest clear bits, and whether each group fills up.
             low1 = _lowest_clear(word1)
-            rest1 = word1 | low1
-            next1 = Signal(GROUP, name=f"{name}_next1")
-            m.d.comb += next1.eq(_lowest_clear(rest1))
+            rest1 = Signal(GROUP, name=f"{name}_rest1")
+            m.d.comb += rest1.eq(word1 | low1)
+            next1 = _lowest_clear(rest1)
             low2 = _lowest_clear(word2)
-            in_first = next1.any()  # group 1 holds both candidates
-            new1 = rest1 | Mux(in_first, next1, 0)
-            new2 = word2 | Mux(in_first, 0, low2)
-            parts = [_padded(held)[i * GROUP : (i + 1) * GROUP] for i in range(groups)]
-            updated = Signal(len(vector), name=f"{name}_rest", reset_less=True)
-            updated_full = Signal(groups, name=f"{name}_rest_full", reset_less=True)
-            m.d.sync += [
-                updated.eq(Cat(Mux(group1[i], new1, Mux(group2[i], new2, part)) for i, part in enumerate(parts))
-                           [: len(vector)]),
-                updated_full.eq(held_full | Mux(new1.all(), group1, 0) | Mux(new2.all(), group2, 0)),
-            ]
-            for which, (group, local, valid) in enumerate((
-                (group1, low1, group1.any()),
-                (Mux(in_first, group1, group2), Mux(in_first, next1, low2), in_first | group2.any()),
-            )):
-                k = 2 * step + which
-                if k >= layout.candidates:
-                    break
-                code = Signal(layout.code_bits, name=f"cand{k}_code", reset_less=True)
-                present = Signal(name=f"cand{k}_valid", reset_less=True)
-                m.d.sync += [code.eq(self._code_of_index(m, Cat(_encode(local), _encode(group)), order, k)),
-                             present.eq(valid)]
-                found.append((code, present))
-            vector, full = updated, updated_full
+            stage3 = [Signal(width, name=f"{name}_marks_3", reset_less=True),
+                      Signal(groups, name=f"{name}_full_3", reset_less=True),
+                      Signal(groups, name=f"{name}_group1_3", reset_less=True),
+                      Signal(groups, name=f"{name}_group2_3", reset_less=True),
+                      Signal(GROUP, name=f"{name}_low1", reset_less=True),
+                      Signal(GROUP, name=f"{name}_next1", reset_less=True),
+                      Signal(GROUP, name=f"{name}_low2", reset_less=True),
+                      Signal(name=f"{name}_in_first", reset_less=True),
+                      Signal(name=f"{name}_filled1_once", reset_less=True),
+                      Signal(name=f"{name}_filled1_twice", reset_less=True),
+                      Signal(name=f"{name}_filled2", reset_less=True)]
+            m.d.sync += [a.eq(b) for a, b in zip(stage3, (
+                held, held_full, group1, group2, low1, next1, low2, next1.any(),
+                rest1.all(), (rest1 | next1).all(), (word2 | low2).all()))]
+            previous = stage3
         return found
 
     def _code_of_index(self, m, index, order, k):
@@ -460,6 +491,15 @@ def _full_groups(vector):
     """One bit per group of ``vector``: all its bits are set."""
     padded = _padded(vector)
     return Cat(padded[i * GROUP : (i + 1) * GROUP].all() for i in range(_groups(len(vector))))
+
+
+def word_of(vector, onehot):
+    """The group of ``vector`` that the one-hot ``onehot`` selects (an AND-OR: no binary index)."""
+    padded = _padded(vector)
+    word = Const(0, GROUP)
+    for i in range(len(onehot)):
+        word = word | Mux(onehot[i], padded[i * GROUP : (i + 1) * GROUP], 0)
+    return word
 
 
 def _lowest_clear(value):

@@ -59,8 +59,8 @@ MARK = 4
 #: Feed writes into lane memories start at this clock (the read pipeline is primed by then).
 PRIMED = 3
 #: Clocks per extraction step, which yields two candidates (the two lowest groups with a
-#: clear bit; then the two lowest clear bits in them).
-EXTRACT = 2
+#: clear bit; their bits; the two lowest clear bits in them).
+EXTRACT = 3
 #: Bits per group of the mark vector in the extraction.
 GROUP = 16
 
@@ -196,7 +196,7 @@ class PipelineLayout:
 
     def candidate_clock(self, k: int) -> int:
         """Clock (for heap 0) from which candidate k is in its register."""
-        return self.chain_output + EXTRACT * (k // 2 + 1)
+        return self.chain_output + EXTRACT * (k // 2 + 1) + 1
 
     @property
     def shortlist_clock(self) -> int:
