@@ -78,6 +78,7 @@ class SpeculativeKernel(wiring.Component):
 
     def __init__(self, plan: KernelPlan, history, *, fold: int = 1, first: int | None = None,
                  decoder: str = "shift"):
+        self._MustUse__silence = True  # no "never used" warning when the checks below refuse the input
         first = plan.start if first is None else first
         if first < plan.start:
             raise InputError(f"the kernel for {plan.game.code} can start at heap {plan.start} at the earliest, "
@@ -100,6 +101,7 @@ class SpeculativeKernel(wiring.Component):
             "valid": Out(1),
             "error": Out(1),
         })
+        self._MustUse__silence = False
 
     @property
     def fold(self) -> int:
@@ -322,14 +324,13 @@ class SpeculativeKernel(wiring.Component):
             if step * 2 >= layout.candidates:
                 break
             # Clock 1: the two lowest open groups.
-            first = Signal(groups, name=f"{name}_open1")
-            m.d.comb += first.eq(_lowest_clear(full))
+            open_groups = _LowestSet(m, ~full, 2, f"{name}_groups")
             stage1 = [Signal(width, name=f"{name}_marks_1", reset_less=True),
                       Signal(groups, name=f"{name}_full_1", reset_less=True),
                       Signal(groups, name=f"{name}_group1_1", reset_less=True),
                       Signal(groups, name=f"{name}_group2_1", reset_less=True)]
-            m.d.sync += [stage1[0].eq(vector), stage1[1].eq(full), stage1[2].eq(first),
-                         stage1[3].eq(_lowest_clear(full | first))]
+            m.d.sync += [stage1[0].eq(vector), stage1[1].eq(full), stage1[2].eq(open_groups.nth(0)),
+                         stage1[3].eq(open_groups.nth(1))]
             held, held_full, group1, group2 = stage1
             # Clock 2: the bits of both groups.
             stage2 = [Signal(width, name=f"{name}_marks_2", reset_less=True),
@@ -342,11 +343,9 @@ class SpeculativeKernel(wiring.Component):
                          stage2[4].eq(word_of(held, group1)), stage2[5].eq(word_of(held, group2))]
             held, held_full, group1, group2, word1, word2 = stage2
             # Clock 3: the two lowest clear bits, and whether each group fills up.
-            low1 = _lowest_clear(word1)
-            rest1 = Signal(GROUP, name=f"{name}_rest1")
-            m.d.comb += rest1.eq(word1 | low1)
-            next1 = _lowest_clear(rest1)
-            low2 = _lowest_clear(word2)
+            clear1 = _LowestSet(m, ~word1, 3, f"{name}_clear1")
+            clear2 = _LowestSet(m, ~word2, 2, f"{name}_clear2")
+            low1, next1, low2 = clear1.nth(0), clear1.nth(1), clear2.nth(0)
             stage3 = [Signal(width, name=f"{name}_marks_3", reset_less=True),
                       Signal(groups, name=f"{name}_full_3", reset_less=True),
                       Signal(groups, name=f"{name}_group1_3", reset_less=True),
@@ -358,9 +357,10 @@ class SpeculativeKernel(wiring.Component):
                       Signal(name=f"{name}_filled1_once", reset_less=True),
                       Signal(name=f"{name}_filled1_twice", reset_less=True),
                       Signal(name=f"{name}_filled2", reset_less=True)]
+            # Whether each group fills up once its candidates are marked.
             m.d.sync += [a.eq(b) for a, b in zip(stage3, (
-                held, held_full, group1, group2, low1, next1, low2, next1.any(),
-                rest1.all(), (rest1 | next1).all(), (word2 | low2).all()))]
+                held, held_full, group1, group2, low1, next1, low2, group1.any() & clear1.at_least(2),
+                ~clear1.at_least(2), ~clear1.at_least(3), ~clear2.at_least(2)))]
             previous = stage3
         return found
 
@@ -417,8 +417,7 @@ class SpeculativeKernel(wiring.Component):
         remaining = Signal(len(checked), name="unmarked")
         m.d.comb += remaining.eq(Cat(~blocked for _, blocked in checked))
         for i in range(min(len(late) + 1, len(checked))):
-            pick = Signal(len(checked), name=f"short{i}_pick")
-            m.d.comb += pick.eq(_lowest_set(remaining))
+            pick = _LowestSet(m, remaining, 1, f"short{i}_pick").nth(0)
             code = Signal(width, name=f"short{i}_code", reset_less=True)
             ok = Signal(name=f"short{i}_ok", reset_less=True)
             choice = Const(0, width)
@@ -502,14 +501,44 @@ def word_of(vector, onehot):
     return word
 
 
-def _lowest_clear(value):
-    """One-hot of the lowest clear bit of ``value`` (zero if none): a short adder."""
-    return (~value & (value + 1))[: len(value)]
+class _LowestSet:
+    """The lowest few set bits of a value, by a log-step prefix count (no carry chains).
 
+    ``at_least(k)`` (k <= ``most``) is true when ``k`` bits are set;
+    ``nth(j)`` (j < ``most``) is the one-hot of the ``j``-th lowest set bit
+    (zero when there are not that many).  Each of the log2(width) steps is
+    one LUT level per bit, and in amaranth.sim a handful of word operations.
+    """
 
-def _lowest_set(value):
-    """One-hot of the lowest set bit of ``value`` (zero if none)."""
-    return (value & (~value + 1))[: len(value)]
+    def __init__(self, m, value, most: int, name: str):
+        width = len(value)
+        self.value = Signal(width, name=f"{name}_bits")
+        m.d.comb += self.value.eq(value)
+        # counts[k - 1][i]: at least k of bits 0 ... i are set (inclusive prefix).
+        counts = [self.value] + [Const(0, width)] * (most - 1)
+        shift, level = 1, 0
+        while shift < width:
+            earlier = [(c << shift)[:width] for c in counts]
+            combined = []
+            for k in range(1, most + 1):
+                term = counts[k - 1] | earlier[k - 1]
+                for i in range(1, k):
+                    term = term | (counts[i - 1] & earlier[k - i - 1])
+                step = Signal(width, name=f"{name}_p{level}_{k}")
+                m.d.comb += step.eq(term)
+                combined.append(step)
+            counts, shift, level = combined, shift * 2, level + 1
+        self.counts = counts
+        self.most = most
+
+    def at_least(self, k: int):
+        return self.counts[k - 1][-1]
+
+    def nth(self, j: int):
+        """One-hot of the (j+1)-th lowest set bit: set, with exactly j set bits below it."""
+        below = [(c << 1)[: len(self.value)] for c in self.counts]  # exclusive prefix counts
+        exactly = ~below[0] if j == 0 else below[j - 1] & ~below[j]
+        return self.value & exactly
 
 
 def _encode(onehot):

@@ -28,7 +28,7 @@ SIMULATORS = ("amaranth", "verilator")
 
 #: Flags for Verilator and the C++ compiler it drives; part of the cache key.
 VERILATOR_FLAGS = ("--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-                   "--prefix", "Vkernel", "-CFLAGS", "-O2")
+                   "--prefix", "Vkernel", "-CFLAGS", "-O1")
 
 
 @dataclass(frozen=True)
