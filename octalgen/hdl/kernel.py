@@ -13,7 +13,7 @@ from amaranth.lib.wiring import Out
 
 from ..errors import InputError
 from ..plan import KernelPlan
-from .layout import DATA_VALID, EXTRACT, GROUP, MARK, PipelineLayout, lane_first_write, layout_pipeline
+from .layout import DATA_VALID, GROUP, MARK, PipelineLayout, lane_first_write, layout_pipeline
 
 #: Decoder styles: ``shift`` (one shift: fast in amaranth.sim) or ``compare`` (one
 #: comparator per code: fast in Verilator).  Both give the same circuit after synthesis.
@@ -70,10 +70,15 @@ class SpeculativeKernel(wiring.Component):
     to three mark units that OR one decoded mark per clock into an
     accumulator, passes the mark vector from neighbour to neighbour; each mark
     unit reads its values from its own slice of the history (a block RAM with
-    one read and one write per clock).  After the chain, the lowest few
-    unmarked codes are extracted one per pipeline stage, and a single
-    compare-and-select against the marks of the most recent values (the only
-    feedback loop) picks the value.
+    one read and one write per clock, written from a neighbour's reads), so
+    no wire spans the chain.  The terms whose values come too late for the
+    chain (the smallest offsets) are *recent*: after the chain, the lowest
+    ``len(recent) + 1`` unmarked codes are extracted, two per three-clock
+    step; each is compared with the recent terms' marks as their values
+    arrive, the first few left are shortlisted, and in the last clock (the
+    only feedback loop: a few comparators and a small multiplexer) the newest
+    values' marks are compared with the shortlist and the first code left is
+    the value: Grossman's speculative mex in hardware.
     """
 
     def __init__(self, plan: KernelPlan, history, *, fold: int = 1, first: int | None = None,
@@ -91,11 +96,13 @@ class SpeculativeKernel(wiring.Component):
         self.layout: PipelineLayout = layout_pipeline(plan, fold)
         self.first = first
         self.decoder = decoder
-        low = first + self.layout.oldest_index
-        self._codes = {i: plan.encoding.encode(int(history[i])) for i in range(max(low, 0), first)}
-        too_wide = [i for i, code in self._codes.items() if not 0 <= code < plan.encoding.capacity]
-        if too_wide:
-            raise InputError(f"G({too_wide[0]}) = {history[too_wide[0]]} does not fit {plan.encoding.describe()}")
+        # Heaps from `first` on read G(first - window) ... only; older memory slots are never read.
+        encoding = plan.encoding
+        self._codes = {i: encoding.encode(int(history[i])) for i in range(max(first - plan.window, 0), first)}
+        for i, code in self._codes.items():
+            if not 0 <= code < encoding.capacity or encoding.decode(code) != history[i]:
+                raise InputError(f"the preloaded G({i}) = {history[i]} cannot be stored as {encoding.describe()}: "
+                                 "too large, or rare past the table's last rare value")
         super().__init__({
             "value": Out(self.value_bits),
             "valid": Out(1),
@@ -125,7 +132,7 @@ class SpeculativeKernel(wiring.Component):
         return 9 if self.plan.encoding.kind == "u8" else 16
 
     def _code(self, relative: int) -> int:
-        """The stored code of G(first + relative) for the preload (0 before heap 0)."""
+        """The stored code of G(first + relative) for the preload (0 where it is never read)."""
         return self._codes.get(self.first + relative, 0)
 
     # -- construction ---------------------------------------------------------

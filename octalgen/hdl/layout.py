@@ -41,7 +41,6 @@ without any memory serving more than one read per clock.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from ..errors import InputError
 from ..plan import KernelPlan
@@ -230,14 +229,6 @@ class PipelineLayout:
     def warmup_values(self) -> int:
         """Values before ``first`` that the circuit re-emits internally while its pipeline fills."""
         return self.select_clock // self.fold
-
-    @cached_property
-    def oldest_index(self) -> int:
-        """Lowest ``index - first`` that any memory initialisation needs (negative)."""
-        lowest = -self.warmup_values - 1 - max((r.offset for r in self.recent), default=0)
-        for lane in self.lanes:
-            lowest = min(lowest, lane_first_write(lane, self.fold) - lane.depth)
-        return lowest
 
 
 def lane_first_write(lane: Lane, fold: int) -> int:

@@ -31,7 +31,7 @@ from .layout import PipelineLayout, layout_pipeline
 log = logging.getLogger("octalgen")
 
 #: Largest fraction of a device's LUTs, flip-flops or block RAMs a chosen fold may need.
-UTILISATION_LIMIT = 0.6
+UTILISATION_LIMIT = 0.5
 
 
 @dataclass(frozen=True)
@@ -112,29 +112,42 @@ class Estimate:
 def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     """Predicted LUTs, flip-flops and block RAMs of ``layout`` on ``target``.
 
-    Per mark unit: an accumulator bit per mark (one LUT and one flip-flop),
-    a third of a stage's OR (one LUT and one flip-flop per bit for three
-    lanes), the decoder's predecode and the address and constant pipeline;
-    per candidate extraction about two LUTs and one flip-flop per mark bit;
-    per recent term one comparator per candidate.  Memories of more than
-    :data:`SMALL_MEMORY_BITS` go to block RAM, smaller ones to LUTs.
+    Counted from the structure: per stage, the mark register and the OR of
+    its lanes (a LUT and a flip-flop per mark bit); per mark unit, its
+    accumulator (the same) and its address and constant pipeline; per
+    extraction step, three copies of the mark vector and its update; per
+    candidate, its checks against the recent terms.  Memories of more than
+    :data:`SMALL_MEMORY_BITS` go to block RAM, smaller ones to LUTs.  The
+    constants were fitted to synthesised kernels (see the issue 4 report).
     """
     bits, width, fold = layout.mark_bits, layout.code_bits, layout.fold
     luts = ffs = brams = 0
+
+    def memory(depth, w):
+        nonlocal luts, brams
+        if depth * w > SMALL_MEMORY_BITS:
+            brams += target.blocks(depth, w)
+        elif depth > 1:
+            luts += -(-depth * w // 8)  # LUT RAM or ROM: about 8 bits per LUT with its addressing
+
     for stage in layout.stages:
-        luts += bits  # the stage's OR of its lanes and the incoming vector
-        ffs += bits + 16  # the stage's mark register and counters
+        luts += bits
+        ffs += bits + 24
         for lane in stage:
-            luts += bits + 40 + 2 * lane.address_bits
-            ffs += bits + 3 * width + lane.address_bits + 4
-            rom = (fold, lane.address_bits + width + 1) if fold > 1 else (0, 0)
-            for depth, w in ((lane.depth, width), rom):
-                if depth * w > SMALL_MEMORY_BITS:
-                    brams += target.blocks(depth, w)
-                elif depth > 1:
-                    luts += -(-depth * w // 8)  # LUT RAM or ROM: about 8 bits per LUT with its addressing
-    luts += layout.candidates * (2 * bits + 4 * width * max(1, len(layout.recent)))
-    ffs += layout.candidates * (bits + 2 * width)
+            luts += bits + 80 + 2 * lane.address_bits
+            ffs += bits + 3 * width + 2 * lane.address_bits + 4
+            memory(lane.depth, width)
+            if fold > 1:
+                memory(fold, lane.address_bits + width + 1)
+    steps = -(-layout.candidates // 2)
+    luts += steps * (2 * bits + 650)
+    ffs += steps * (3 * bits + 200)
+    late = layout.late_terms
+    early = len(layout.recent) - len(late)
+    for k in range(layout.candidates):
+        ffs += (layout.shortlist_clock - layout.candidate_clock(k)) * (width + 1)
+    luts += layout.candidates * (early * 4 + (len(late) + 1) * width)
+    memory(layout.warmup_values, width)
     return Estimate(luts, ffs, brams)
 
 
