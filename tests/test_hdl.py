@@ -255,3 +255,36 @@ def test_generated_officers_verilog_is_current():
     if f"// toolchain: {toolchain()}\n" not in committed:
         pytest.skip("header current; the body was emitted by another Amaranth toolchain than this one")
     assert emit_verilog(kernel) == committed, f"generated/ is stale; {regenerate}"
+
+
+# -- synthesis planning (the flow itself is in test_hdl_tools.py) ----------------------
+
+
+def test_chosen_fold_is_the_smallest_that_the_estimate_fits():
+    from octalgen.hdl.synth import TARGETS, UTILISATION_LIMIT, choose_fold, estimate
+
+    plan = plan_of(".6")
+    target = TARGETS["ecp5-85k"]
+    fold, guess = choose_fold(plan, target)
+    assert guess == estimate(layout_pipeline(plan, fold), target)
+    assert guess.fraction(target) <= UTILISATION_LIMIT
+    assert estimate(layout_pipeline(plan, fold - 1), target).fraction(target) > UTILISATION_LIMIT
+
+
+def test_officers_does_not_fit_an_ice40(cli, monkeypatch):
+    """The history alone (20,628 values) exceeds the iCE40 HX8K's block RAM: one line, exit 1."""
+    import octalgen.hdl.synth as synth
+
+    monkeypatch.setattr(synth, "find_tool", lambda name: name)  # no tools needed to find that out
+    result = cli("synth", ".6", "--target", "ice40-hx8k")
+    assert result.code == 1
+    assert "does not fit ice40-hx8k at any fold" in result.err and result.err.count("\n") == 1
+
+
+def test_missing_synthesis_tools_name_the_extra(cli, monkeypatch):
+    import octalgen.hdl.synth as synth
+
+    monkeypatch.setattr(synth.shutil, "which", lambda *args, **kwargs: None)
+    result = cli("synth", ".356", "--target", "ecp5-85k")
+    assert result.code == 1
+    assert "pip install 'octalgen[synth]'" in result.err and result.err.count("\n") == 1

@@ -5,6 +5,7 @@ All slow (pytest -m slow); each skips cleanly when its tool is missing.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 
@@ -36,10 +37,15 @@ def synthesis_tools(family):
     return None
 
 
+@functools.lru_cache(maxsize=None)
+def reference_values(code, count):
+    return exact_values(code, count)
+
+
 def verilator_run(code, fold, values):
     """Run ``values`` values of ``code`` at ``fold`` under Verilator; returns (reference, run, comparison)."""
     plan = make_plan(rare_table(code))
-    reference = exact_values(code, plan.start + values)
+    reference = reference_values(code, plan.start + values)
     kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
     run = simulate_verilator(emit_verilog(kernel), kernel.module_name, kernel.latency + values * fold)
     return reference, run, compare(run, reference, plan.start)

@@ -209,6 +209,8 @@ class SynthesisReport:
         Clocks to the first value.
     estimate : dict
         The prediction used to choose the fold.
+    utilization : dict
+        nextpnr's own count of every cell type used and available.
     seconds : float
         Wall time of yosys and nextpnr together.
     tools : dict
@@ -230,6 +232,7 @@ class SynthesisReport:
     values_per_second: float
     latency: int
     estimate: dict
+    utilization: dict
     seconds: float
     tools: dict
 
@@ -301,7 +304,8 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
         luts_available=used[lut_cell]["available"], ffs_available=used[ff_cell]["available"],
         brams_available=used[ram_cell]["available"],
         fmax_mhz=round(fmax, 2), target_mhz=freq_mhz, values_per_second=round(fmax * 1e6 / kernel.fold),
-        latency=kernel.latency, estimate=asdict(estimated) if estimated else {}, seconds=round(seconds, 1),
+        latency=kernel.latency, estimate=asdict(estimated) if estimated else {},
+        utilization={cell: count for cell, count in used.items() if count["used"]}, seconds=round(seconds, 1),
         tools={"yosys": yosys, "nextpnr": nextpnr},
     )
 
