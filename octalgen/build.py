@@ -214,8 +214,8 @@ def keep_failed(staging: Path, name: str) -> Path:
     return kept
 
 
-def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> None:
-    """Run a compiler; on failure keep the directory and raise :class:`BuildError` with its messages."""
+def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> str:
+    """Run a compiler and return its messages; on failure keep the directory and raise :class:`BuildError`."""
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip()
@@ -228,6 +228,7 @@ def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> None
         error.compiler_output = output
         error.kept = kept
         raise error
+    return result.stdout + result.stderr
 
 
 # -- cffi extension modules ----------------------------------------------------

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import InputError, ToolMissingError
 
 #: Modules that register backends when imported, in no particular order.
-BACKEND_MODULES = ("octalgen.backends.reference",)
+BACKEND_MODULES = ("octalgen.backends.reference", "octalgen.backends.cuda")
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from .. import __version__
 from ..errors import OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("info", "values", "rare", "emit", "synth")
+COMMANDS = ("info", "values", "rare", "emit", "stones", "synth")
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -11,7 +11,7 @@ import importlib
 from . import OneLineParser
 
 #: Emit targets, each a module ``emit_<name>`` of this package.
-EMIT_TARGETS: tuple[str, ...] = ("hdl",)
+EMIT_TARGETS: tuple[str, ...] = ("cuda", "hdl")
 
 
 def register(sub) -> None:

@@ -1,0 +1,33 @@
+"""``octalgen emit cuda CODE``: write the generated CUDA (round kernel and verifier) for a game."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..cuda.kernels import render_kernels
+from ..cuda.plan import CudaOptions, make_cuda_plan
+from .arguments import add_game, add_table, count_type, load_table
+
+
+def register(targets) -> None:
+    parser = targets.add_parser("cuda", help="CUDA kernels: speculative fixed-point round and exact verifier")
+    add_game(parser)
+    add_table(parser)
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("--term-groups", type=count_type, default=CudaOptions.term_groups, metavar="G",
+                        help="warps per block of the round kernel (default %(default)s)")
+    parser.add_argument("--term-loop", action="store_true",
+                        help="loop over a __constant__ term table instead of unrolling every term")
+    parser.add_argument("--arch", default=CudaOptions.arch, help="nvcc target (default %(default)s)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    options = CudaOptions(term_groups=args.term_groups, term_loop=args.term_loop, arch=args.arch)
+    source = render_kernels(make_cuda_plan(load_table(args), options=options))
+    if args.output:
+        Path(args.output).write_text(source)
+    else:
+        sys.stdout.write(source)
+    return 0

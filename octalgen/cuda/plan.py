@@ -1,0 +1,209 @@
+"""Everything the CUDA kernels and their numpy twin need, decided in Python.
+
+A :class:`CudaPlan` wraps the shared :class:`~octalgen.plan.KernelPlan` (the
+term list, window, first heap and u8 storage are *not* re-derived here) and
+adds what only the GPU uses:
+
+* the split of the terms into ``term_groups`` slices, one warp each, in the
+  speculative round kernel;
+* the *spread* form of a stored code, which turns "mark code m of position q"
+  into one XOR of an address (see :func:`spread`);
+* for the verifier: the moves that leave two heaps, the table of heap sizes a
+  whose value is common (the pair scan skips rare ones, see below), and for
+  every common code s the number of rare codes below it.
+
+Verifier background.  Under u8 storage (bit b, the lowest bit of the rare
+mask, deleted) the 256 common values below 512 map one-to-one and in order
+onto the codes 0..255, and so do the 256 rare values.  The XOR of two codes is
+the code of the XOR of the values, so a pair of common heaps (a, rest - a)
+gives the code of a *rare* option directly.  A pair with a rare heap gives a
+common option, which the term list already covers, so the scan skips heap
+sizes a whose value is rare (the table's rare positions; every other a is
+common once the speculation is verified up to there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from ..errors import InputError
+from ..plan import KernelPlan, make_plan
+from ..rare import RareTable
+
+#: Codes per position in the mark arrays (u8 storage only).
+CODES = 256
+
+
+def spread(code):
+    """``(code & 3) | (code & 0xfc) << 5``: bits 2..7 of a code moved up to 7..12.
+
+    The mark array of the 32 positions of a warp interleaves them word by word
+    (byte m of lane q lives at ``q*4 + (m & 3) + (m >> 2)*128``), so every lane
+    writes a different bank.  That address is ``4*q ^ spread(m)``, and spread is
+    XOR-linear, so the mark of term (offset, c) is ``4*q ^ spread(c) ^ spread(x)``.
+    Works on ints and numpy arrays.
+    """
+    return (code & 3) | ((code & 0xFC) << 5)
+
+
+@dataclass(frozen=True)
+class CudaOptions:
+    """Kernel shapes (all part of the generated source and so of the cache key).
+
+    Attributes
+    ----------
+    term_groups : int
+        Warps per block of the speculative round kernel.  A block computes 32
+        consecutive positions; warp g marks the g-th slice of the terms.
+    term_loop : bool
+        False: every term of the round kernel is unrolled with its offset and
+        constant as immediates (each warp runs its own slice of straight-line
+        code, about 150 KB of machine code in all for .6).  True: each warp
+        loops over its slice of a ``__constant__`` term table (warp-uniform
+        loads, a few hundred bytes of code), for when instruction fetch limits
+        the unrolled kernel.  The verifier is always unrolled (all its warps
+        run the same code).
+    verify_block : int
+        Threads per block of the verifier (one position per thread).
+    scan_chunk : int
+        Pair-scan steps between two coverage checks in the verifier.
+    scan_steps : int
+        Length of the verifier's scan table: a position whose rare options are
+        not all found within this many steps is left unproven by the GPU and
+        settled on the CPU (for ``.6`` scans average about 2500 steps).
+    arch : str
+        nvcc target (``sm_90``: H100/H200).
+    """
+
+    term_groups: int = 32
+    term_loop: bool = False
+    verify_block: int = 128
+    scan_chunk: int = 256
+    scan_steps: int = 1 << 17
+    arch: str = "sm_90"
+
+    def __post_init__(self):
+        if not 1 <= self.term_groups <= 32:
+            raise InputError(f"term_groups must be 1..32 (warps per block), not {self.term_groups}")
+        if self.verify_block % 32 or not 32 <= self.verify_block <= 256:
+            raise InputError(f"verify_block must be a multiple of 32 in 32..256, not {self.verify_block}")
+        if self.scan_chunk < 1:
+            raise InputError(f"scan_chunk must be positive, not {self.scan_chunk}")
+        if not 1 <= self.scan_steps < 1 << 30:
+            raise InputError(f"scan_steps must be in 1 .. 2**30, not {self.scan_steps}")
+
+
+@dataclass(frozen=True)
+class CudaPlan:
+    """The plan of the CUDA kernels for one game and rare table.
+
+    Build it with :func:`make_cuda_plan`.
+    """
+
+    kernel: KernelPlan
+    options: CudaOptions = field(default_factory=CudaOptions)
+
+    @property
+    def table(self) -> RareTable:
+        return self.kernel.table
+
+    @property
+    def game(self):
+        return self.kernel.game
+
+    @property
+    def start(self) -> int:
+        """First heap the speculative kernel computes (:attr:`KernelPlan.start`)."""
+        return self.kernel.start
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Term offsets (int64), in the plan's order."""
+        return np.array([t.offset for t in self.kernel.terms], dtype=np.int64)
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        """Encoded term constants (int64), in the plan's order."""
+        return np.array([c for _, c in self.kernel.encoded_terms()], dtype=np.int64)
+
+    @cached_property
+    def groups(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """``(offset, code)`` terms of each warp of the round kernel: term i goes to warp i mod G.
+
+        Dealing the terms out round-robin keeps the slices equal in length and
+        mixes near and far offsets in every warp.
+        """
+        terms = self.kernel.encoded_terms()
+        count = min(self.options.term_groups, len(terms))
+        return tuple(terms[g::count] for g in range(count))
+
+    @cached_property
+    def two_heap_moves(self) -> tuple[int, ...]:
+        """Beans removed (k) by the moves that may leave two heaps."""
+        return tuple(k for k, _none, _one, two in self.game.moves() if two)
+
+    @cached_property
+    def rare_codes_below(self) -> np.ndarray:
+        """For common code s: how many rare values are below the common value it stores.
+
+        Rare codes are in value order, so "every rare value below G(n) is an
+        option" reads "rare codes 0 .. rare_codes_below[s]-1 are all marked".
+        """
+        encoding = self.kernel.encoding
+        values = np.array([encoding.decode(s) for s in range(CODES)], dtype=np.int64)
+        rare = np.bitwise_count(np.arange(2 * CODES) & self.table.mask) % 2 == 0
+        below = np.concatenate([[0], np.cumsum(rare)])  # below[v] = rare values < v
+        return below[values]
+
+    @cached_property
+    def scan_positions(self) -> np.ndarray:
+        """Heap sizes a in 1 .. last rare position whose value is common, ascending (int64)."""
+        rare = set(self.table.positions)
+        return np.array([a for a in range(1, self.table.last_position + 1) if a not in rare], dtype=np.int64)
+
+    def scan_table(self, codes: np.ndarray, hi: int) -> np.ndarray:
+        """The verifier's scan table for positions below ``hi``: rows ``(a, spread(codes[a]))``, int32.
+
+        Step i of the pair scan uses the i-th common heap size a (the listed
+        :attr:`scan_positions`, then every size past the last rare position),
+        for at most ``options.scan_steps`` steps and only while a pair can
+        exist below ``hi`` (a <= (hi - 1) / 2).
+        """
+        listed = self.scan_positions
+        steps = self.options.scan_steps
+        heaps = np.concatenate([listed, self.table.last_position + 1 + np.arange(max(0, steps - len(listed)))])[:steps]
+        heaps = heaps[heaps <= (hi - 1) // 2]
+        return np.stack([heaps, spread(np.asarray(codes)[heaps].astype(np.int64))], axis=1).astype(np.int32)
+
+    def provenance(self) -> list[str]:
+        """Header lines of the generated CUDA (the plan's, plus the kernel options)."""
+        return self.kernel.provenance(**{f"cuda {key}": value for key, value in asdict(self.options).items()})
+
+
+def make_cuda_plan(table: RareTable, max_common: int | None = None, options: CudaOptions | None = None) -> CudaPlan:
+    """Plan the CUDA kernels for ``table``.
+
+    Parameters
+    ----------
+    table : RareTable
+    max_common : int, optional
+        The largest common value in the exact prefix (see :func:`~octalgen.plan.make_plan`).
+    options : CudaOptions, optional
+
+    Raises
+    ------
+    InputError
+        When the game has no speculative kernel at all, or needs 16-bit storage:
+        the mark arrays of the kernels hold 256 codes per position.
+    """
+    kernel = make_plan(table, max_common=max_common)
+    if kernel.encoding.kind != "u8":
+        raise InputError(
+            f"{table.game.code}: the CUDA kernels store values in 8 bits, but this game needs "
+            f"{kernel.encoding.describe()}; use the C backend"
+        )
+    return CudaPlan(kernel, options or CudaOptions())
+
