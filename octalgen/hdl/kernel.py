@@ -149,55 +149,65 @@ class SpeculativeKernel(wiring.Component):
         recent = [Signal(width, name=f"recent_{k}", init=self._code(before - k)) for k in range(max_recent)]
         newest = recent[0]
 
-        chain_out, chain_full, memories, data_of = self._chain(m, newest)
+        chain_out, chain_full, memories, data_of, token = self._chain(m, newest)
 
         # History memories: each written with the stream of its source term or the fresh values.
-        for lane, memory, stage_phase, primed in memories:
+        for lane, memory, at_phase in memories:
             write = memory.write_port()
             pointer = Signal(lane.address_bits, name=f"wptr_{lane.stage}_{lane.index}",
                              init=(self.first + lane_first_write(lane, fold)) % lane.depth)
             source = lane.source
             if source.fresh:
-                data, when = newest, layout.latency % fold
-                enable = stage_phase == when
+                data = newest
+                enable = at_phase(layout.latency)
             else:
-                data = data_of[source.stage, source.lane]
-                when = (source.phase + DATA_VALID) % fold
-                enable = (stage_phase == when) & primed
+                # The source lane's read of that term, once its read pipeline holds a real read.
+                data, read_valid = data_of[source.stage, source.lane]
+                enable = at_phase(source.phase + DATA_VALID) & read_valid
             m.d.comb += [write.addr.eq(pointer), write.data.eq(data), write.en.eq(enable)]
             m.d.sync += pointer.eq(pointer + enable)
 
         candidates = self._extract(m, chain_out, chain_full, order)
-        self._select(m, candidates, recent)
+        self._select(m, candidates, recent, token)
         return m
 
-    def _counters(self, m, name: str, slot_bits: int):
-        """A local phase counter (and slot counter) for one stage, so no control net spans the chip."""
+    def _phase_token(self, m, name: str, previous):
+        """The phase of the slot, as this block sees it: one clock behind ``previous``'s.
+
+        Block k of the chain holds phase(t - k) (phase(t) = t mod fold), passed
+        from neighbour to neighbour, so no control net spans the chip and
+        synthesis cannot merge the copies into one.  Returns the register and
+        ``at(c)``, true when phase(t) = c mod fold.
+        """
         fold = self.layout.fold
-        phase = Signal(range(fold), name=f"{name}_phase")
-        slot = Signal(slot_bits, name=f"{name}_slot")
+        delay = 0 if previous is None else previous[2] + 1
+        phase = Signal(range(fold), name=f"{name}_phase", init=-delay % fold)
         if fold > 1:
-            wrap = phase == fold - 1
-            m.d.sync += phase.eq(Mux(wrap, 0, phase + 1))
-        else:
-            wrap = Const(1)
-        if slot_bits:
-            m.d.sync += slot.eq(slot + wrap)
-        return phase, slot
+            if previous is None:
+                m.d.sync += phase.eq(Mux(phase == fold - 1, 0, phase + 1))
+            else:
+                m.d.sync += phase.eq(previous[0])
+
+        def at(clock: int):
+            return phase == (clock - delay) % fold if fold > 1 else Const(1, 1)
+
+        return phase, at, delay
 
     def _chain(self, m, newest):
-        """The stages; returns the chain's mark vector, the lane memories and their read data."""
+        """The stages; returns the chain's mark vector and full groups, the lane memories, their
+        read data, and the last stage's phase token."""
         layout = self.layout
         fold, width, bits = layout.fold, layout.code_bits, layout.mark_bits
         memories, data_of = [], {}
         previous = None
+        token = None
         for s, stage in enumerate(layout.stages):
-            slot_bits = max(lane.address_bits for lane in stage)
-            phase, slot = self._counters(m, f"s{s}", slot_bits)
-            primed_shift = Signal(3, name=f"s{s}_primed")  # ones from clock 3 on: the read pipeline is full
-            m.d.sync += primed_shift.eq(Cat(1, primed_shift[:2]))
-            primed = primed_shift[2]
-            load = phase == MARK % fold  # the mark of phase 0 arrives: a new heap starts
+            token = self._phase_token(m, f"s{s}", token)
+            phase, at_phase, delay = token
+            # slot(t) = t // fold, counted here from this stage's own phase.
+            slot = Signal(max(lane.address_bits for lane in stage), name=f"s{s}_slot")
+            m.d.sync += slot.eq(slot + at_phase(fold - 1))
+            load = at_phase(MARK)  # the mark of phase 0 arrives: a new heap starts
             accumulators = []
             for lane in stage:
                 name = f"s{s}_l{lane.index}"
@@ -207,12 +217,13 @@ class SpeculativeKernel(wiring.Component):
                 words = {}
                 for t in lane.terms:
                     step = 1 if t.phase == fold - 1 else 0  # the slot counter advances before the address is formed
-                    words[t.phase] = ((self.first - s - t.offset - step) % lane.depth, t.code, 1)
-                rom_addr, rom_code, rom_en = self._rom(m, name, phase, words, abits, width, partial)
+                    # This stage's phase register lags by `delay`: the ROM is read at phase(t) - delay.
+                    words[(t.phase - delay) % fold] = ((self.first - s - t.offset - step) % lane.depth, t.code, 1)
+                rom_addr, rom_code, rom_en = self._rom(m, name, phase, words, abits, width)
                 address = Signal(abits, name=f"{name}_addr", reset_less=True)
                 code1 = Signal(width, name=f"{name}_code1", reset_less=True)
                 code2 = Signal(width, name=f"{name}_code2", reset_less=True)
-                en1, en2, en3 = (Signal(name=f"{name}_en{k}", reset_less=True) for k in (1, 2, 3))
+                en1, en2, en3 = (Signal(name=f"{name}_en{k}") for k in (1, 2, 3))  # 0 until real reads arrive
                 m.d.sync += [address.eq(slot[:abits] + rom_addr), code1.eq(rom_code), code2.eq(code1),
                              en1.eq(rom_en), en2.eq(en1), en3.eq(en2)]
 
@@ -224,8 +235,8 @@ class SpeculativeKernel(wiring.Component):
                 m.submodules[f"{name}_history"] = memory
                 read = memory.read_port()
                 m.d.comb += read.addr.eq(address)
-                data_of[s, lane.index] = read.data
-                memories.append((lane, memory, phase, primed))
+                data_of[s, lane.index] = (read.data, en2)  # en2: the read now on read.data is a real one
+                memories.append((lane, memory, at_phase))
 
                 x = Signal(width, name=f"{name}_x", reset_less=True)
                 m.d.sync += x.eq(read.data ^ code2)
@@ -246,29 +257,36 @@ class SpeculativeKernel(wiring.Component):
                 m.d.sync += marks.eq(combined)
             previous, previous_combined, previous_load = marks, combined, load
         if previous is None:  # every term is recent: nothing is marked before the final select
-            return Const(0, bits), Const(0, _groups(bits)), memories, data_of
+            return Const(0, bits), Const(0, _groups(bits)), memories, data_of, token
         # Which groups of the final vector are fully marked: the extraction starts from these.
         full = Signal(_groups(bits), name="chain_full", reset_less=True)
         with m.If(previous_load):
             m.d.sync += full.eq(_full_groups(previous_combined))
-        return previous, full, memories, data_of
+        return previous, full, memories, data_of, token
 
-    def _rom(self, m, name, phase, words, abits, width, partial):
-        """The lane's per-phase constants, one clock after ``phase`` (a ROM; plain constants at fold 1)."""
+    def _rom(self, m, name, phase, words, abits, width):
+        """The lane's per-phase constants, one clock after ``phase`` (a ROM; plain constants at fold 1).
+
+        A word: the read address constant, the XOR constant, and an enable bit
+        (0 for a phase without a term, and in the ROM's output register before
+        its first read).
+        """
         fold = self.layout.fold
         if fold == 1:
             a, c, e = words[0]
             return Const(a, abits), Const(c, width), Const(e, 1)
         packed = [0] * fold
         for j, (a, c, e) in words.items():
-            packed[j] = a | c << abits | (e << (abits + width) if partial else 0)
-        rom = Memory(shape=abits + width + partial, depth=fold, init=packed)
+            packed[j] = a | c << abits | e << (abits + width)
+        rom = Memory(shape=abits + width + 1, depth=fold, init=packed)
         m.submodules[f"{name}_terms"] = rom
-        port = rom.read_port()
+        port = rom.read_port(domain="comb")
+        # An explicit register (starting at 0: no term) rather than the memory's own output register,
+        # whose value before the first read is not defined everywhere.
+        word = Signal(abits + width + 1, name=f"{name}_word")
         m.d.comb += port.addr.eq(phase)
-        word = port.data
-        enable = word[abits + width] if partial else Const(1, 1)
-        return word[:abits], word[abits : abits + width], enable
+        m.d.sync += word.eq(port.data)
+        return word[:abits], word[abits : abits + width], word[abits + width]
 
     def _decode(self, x, order):
         """The mark of code ``x`` as a vector with one bit per code of ``order``."""
@@ -381,7 +399,7 @@ class SpeculativeKernel(wiring.Component):
         m.d.comb += lookup.addr.eq(index)
         return lookup.data
 
-    def _select(self, m, candidates, recent):
+    def _select(self, m, candidates, recent, token):
         """Check the candidates against the recent terms' marks, pick the value; warm-up and outputs.
 
         Each candidate is compared with every recent term's mark as soon as both
@@ -391,10 +409,10 @@ class SpeculativeKernel(wiring.Component):
         that arrived last, and the first one left is the value.
         """
         layout = self.layout
-        fold, width = layout.fold, layout.code_bits
+        width = layout.code_bits
         newest = recent[0]
-        phase, _ = self._counters(m, "out", 0)
-        finish = phase == layout.select_clock % fold
+        _, at_phase, _ = self._phase_token(m, "out", token)
+        finish = at_phase(layout.select_clock)
         shortlist_clock = layout.shortlist_clock
         late = layout.late_terms
         early = [t for t in layout.recent if t not in late]

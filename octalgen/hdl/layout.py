@@ -55,8 +55,16 @@ READ_SAMPLE = 2
 DATA_VALID = 3
 #: Clocks from a term's phase to its mark being ORed into the lane accumulator.
 MARK = 4
-#: Feed writes into lane memories start at this clock (the read pipeline is primed by then).
-PRIMED = 3
+
+
+def primed(fold: int) -> int:
+    """First clock in which a lane's memory output holds a value that was read on purpose.
+
+    Its valid bit travels with the read; feed writes start then.  At fold 1
+    there is no term ROM in front of the address, so one clock earlier.
+    """
+    return READ_SAMPLE if fold == 1 else DATA_VALID
+
 #: Clocks per extraction step, which yields two candidates (the two lowest groups with a
 #: clear bit; their bits; the two lowest clear bits in them).
 EXTRACT = 3
@@ -240,7 +248,7 @@ def lane_first_write(lane: Lane, fold: int) -> int:
 
 
 def _first_write(source: Source, fold: int) -> int:
-    earliest = 0 if source.fresh else PRIMED
+    earliest = 0 if source.fresh else primed(fold)
     clock = earliest + (source.write_age - earliest) % fold
     return (clock - source.write_age) // fold
 
@@ -317,7 +325,7 @@ def _connect(stages, fold: int, latency: int) -> tuple[tuple[Lane, ...], ...]:
             needed = -(-(oldest + READ_SAMPLE - source.write_age) // fold)
             # After configuration it must also hold, from its initial contents, every value
             # read before its first write (earlier writes are skipped while the pipeline fills).
-            first_read = -(oldest // fold)  # reads sampled from clock READ_SAMPLE on count
+            first_read = -((oldest + DATA_VALID - primed(fold)) // fold)  # reads whose data is used
             needed = max(needed, _first_write(source, fold) - first_read, 1)
             depth = 1 << (needed - 1).bit_length()
             lanes.append(Lane(lane.stage, lane.index, lane.terms, source, depth))
