@@ -106,6 +106,25 @@ def test_folded_kernel_equals_reference(code, fold, references):
     assert result.checked == 2000 and result.ok, result.mismatch
 
 
+@pytest.mark.parametrize("code, fold", [(".45", 1), (".356", 3)])
+def test_u16_storage_equals_reference(code, fold, references):
+    """Raw 16-bit storage: the mark vector holds only the common codes (plan.mex_order)."""
+    plan = make_plan(rare_table(code), storage="u16")
+    reference = references(code, plan.start + 2000)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    assert kernel.layout.mark_bits == len(plan.mex_order) < plan.mex_size
+    result = compare(simulate_amaranth(kernel, kernel.latency + 2000 * fold), reference, plan.start)
+    assert result.checked == 2000 and result.ok, result.mismatch
+
+
+def test_comparator_decoders_equal_reference(references):
+    plan = plan_of(".156")
+    reference = references(".156", plan.start + 500)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=2, decoder="compare")
+    result = compare(simulate_amaranth(kernel, kernel.latency + 500 * 2), reference, plan.start)
+    assert result.checked == 500 and result.ok, result.mismatch
+
+
 @pytest.mark.parametrize("fold", [1, 25])
 def test_officers_equals_reference(fold, references):
     _, _, result = run_kernel(".6", fold, 100, references)

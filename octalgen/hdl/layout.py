@@ -13,14 +13,18 @@ into the mark vector that it passes on, so all wires of the chain go between
 neighbours.  The chain holds the terms with the largest offsets (the oldest
 values) first; the terms whose values are computed too late for the chain
 (the *recent* terms, the smallest offsets) are left out of it: after the
-chain, the lowest ``len(recent) + 1`` unmarked codes are extracted, and one
-compare-and-select against the recent terms' marks finishes each value.  That
-last step is the only feedback loop, Grossman's speculative mex in hardware.
+chain, the lowest ``len(recent) + 1`` unmarked codes (the *candidates*) are
+extracted, two per step of :data:`EXTRACT` clocks; each is checked against
+the recent terms' marks as their values arrive; the first few left are
+shortlisted, and in the select clock the newest values' marks are compared
+with the shortlist.  That last step is the only feedback loop: Grossman's
+speculative mex in hardware.
 
 Timing, for term j (its phase) of a lane in stage s, with offset o, and
 heap index h = n - first (clock 0 is the first clock after configuration):
 
-* clock t0 = (h + s) F + j: the lane's term ROM is read at address j;
+* clock t0 = (h + s) F + j: the lane's term ROM is read (at its stage's
+  phase, which lags phase j by s clocks: the phase is passed along the chain);
 * t0 + 1: the history address is registered;
 * t0 + 2: the history memory samples it; index ``m = n - o`` must be written
   by then, and not yet overwritten;
@@ -57,6 +61,13 @@ DATA_VALID = 3
 MARK = 4
 
 
+#: Clocks per extraction step, which yields two candidates (the two lowest groups with a
+#: clear bit; their bits; the two lowest clear bits in them).
+EXTRACT = 3
+#: Bits per group of the mark vector in the extraction.
+GROUP = 16
+
+
 def primed(fold: int) -> int:
     """First clock in which a lane's memory output holds a value that was read on purpose.
 
@@ -64,12 +75,6 @@ def primed(fold: int) -> int:
     there is no term ROM in front of the address, so one clock earlier.
     """
     return READ_SAMPLE if fold == 1 else DATA_VALID
-
-#: Clocks per extraction step, which yields two candidates (the two lowest groups with a
-#: clear bit; their bits; the two lowest clear bits in them).
-EXTRACT = 3
-#: Bits per group of the mark vector in the extraction.
-GROUP = 16
 
 
 @dataclass(frozen=True)
