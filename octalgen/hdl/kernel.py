@@ -221,11 +221,12 @@ class SpeculativeKernel(wiring.Component):
                     words[(t.phase - delay) % fold] = ((self.first - s - t.offset - step) % lane.depth, t.code, 1)
                 rom_addr, rom_code, rom_en = self._rom(m, name, phase, words, abits, width)
                 address = Signal(abits, name=f"{name}_addr", reset_less=True)
-                code1 = Signal(width, name=f"{name}_code1", reset_less=True)
-                code2 = Signal(width, name=f"{name}_code2", reset_less=True)
-                en1, en2, en3 = (Signal(name=f"{name}_en{k}") for k in (1, 2, 3))  # 0 until real reads arrive
-                m.d.sync += [address.eq(slot[:abits] + rom_addr), code1.eq(rom_code), code2.eq(code1),
-                             en1.eq(rom_en), en2.eq(en1), en3.eq(en2)]
+                codes = [Signal(width, name=f"{name}_code{k}", reset_less=True) for k in (1, 2, 3)]
+                # en_k: the term in flight k clocks after the ROM word is real (0 until then).
+                en1, en2, en3, en4 = (Signal(name=f"{name}_en{k}") for k in (1, 2, 3, 4))
+                m.d.sync += [address.eq(slot[:abits] + rom_addr),
+                             codes[0].eq(rom_code), codes[1].eq(codes[0]), codes[2].eq(codes[1]),
+                             en1.eq(rom_en), en2.eq(en1), en3.eq(en2), en4.eq(en3)]
 
                 init = [0] * lane.depth
                 first_write = lane_first_write(lane, fold)
@@ -234,15 +235,17 @@ class SpeculativeKernel(wiring.Component):
                 memory = Memory(shape=width, depth=lane.depth, init=init)
                 m.submodules[f"{name}_history"] = memory
                 read = memory.read_port()
+                data = Signal(width, name=f"{name}_data", reset_less=True)
                 m.d.comb += read.addr.eq(address)
-                data_of[s, lane.index] = (read.data, en2)  # en2: the read now on read.data is a real one
+                m.d.sync += data.eq(read.data)
+                data_of[s, lane.index] = (data, en3)  # en3: the value now in `data` was read on purpose
                 memories.append((lane, memory, at_phase))
 
                 x = Signal(width, name=f"{name}_x", reset_less=True)
-                m.d.sync += x.eq(read.data ^ code2)
+                m.d.sync += x.eq(data ^ codes[2])
                 mark = self._decode(x, self.plan.mex_order)
                 if partial:
-                    mark = Mux(en3, mark, 0)
+                    mark = Mux(en4, mark, 0)
                 accumulator = Signal(bits, name=f"{name}_acc", reset_less=True)
                 m.d.sync += accumulator.eq(Mux(load, 0, accumulator) | mark)
                 accumulators.append(accumulator)

@@ -28,8 +28,9 @@ heap index h = n - first (clock 0 is the first clock after configuration):
 * t0 + 1: the history address is registered;
 * t0 + 2: the history memory samples it; index ``m = n - o`` must be written
   by then, and not yet overwritten;
-* t0 + 3: the value arrives and is XORed with the term's constant;
-* t0 + 4: its decoded mark is ORed into the lane's accumulator.
+* t0 + 3: the value arrives and is registered;
+* t0 + 4: it is XORed with the term's constant;
+* t0 + 5: its decoded mark is ORed into the lane's accumulator.
 
 So a term reads its value ``alpha = (s + o) F + j`` clocks after index m's own
 slot began: its *age*.  History memories are per lane (one read per clock, one
@@ -55,10 +56,11 @@ LANES_PER_STAGE = 3
 
 #: Clocks from a term's phase to its history read being sampled (ROM, address register).
 READ_SAMPLE = 2
-#: Clocks from a term's phase to its value being on the memory's data output.
-DATA_VALID = 3
+#: Clocks from a term's phase to its value being in the register after the memory (a block
+#: RAM's clock-to-output is slow: nothing but that register follows it).
+DATA_VALID = 4
 #: Clocks from a term's phase to its mark being ORed into the lane accumulator.
-MARK = 4
+MARK = 5
 
 
 #: Clocks per extraction step, which yields two candidates (the two lowest groups with a
@@ -74,7 +76,7 @@ def primed(fold: int) -> int:
     Its valid bit travels with the read; feed writes start then.  At fold 1
     there is no term ROM in front of the address, so one clock earlier.
     """
-    return READ_SAMPLE if fold == 1 else DATA_VALID
+    return DATA_VALID - 1 if fold == 1 else DATA_VALID
 
 
 @dataclass(frozen=True)

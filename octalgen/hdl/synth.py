@@ -48,8 +48,11 @@ class Target:
         nextpnr's device and package arguments.
     luts, ffs, brams : int
         Logic cells (4-input LUTs), flip-flops and block RAMs of the device.
-    bram_depth : dict
+    bram_depth : tuple of (int, int)
         Entries of one block RAM by data width (the widest configuration of at most that width).
+    small_memory_bits : int
+        Memories of at most this many bits are built from logic (LUT RAM on ECP5,
+        flip-flops on iCE40), as yosys maps them.
     """
 
     name: str
@@ -59,11 +62,10 @@ class Target:
     ffs: int
     brams: int
     bram_depth: tuple[tuple[int, int], ...]
+    small_memory_bits: int
 
     def blocks(self, depth: int, width: int) -> int:
-        """Block RAMs for a memory of ``depth`` x ``width`` bits (0 when it goes to logic instead)."""
-        if depth * width <= SMALL_MEMORY_BITS:
-            return 0
+        """Block RAMs for a memory of ``depth`` x ``width`` bits."""
         for max_width, entries in self.bram_depth:
             if width <= max_width:
                 return -(-depth // entries)
@@ -71,18 +73,14 @@ class Target:
         return -(-width // widest) * -(-depth // entries)
 
 
-#: Memories of at most this many bits become logic (yosys maps them to LUT RAM or flip-flops).
-SMALL_MEMORY_BITS = 512
-
+_ICE40_BRAM = ((2, 2048), (4, 1024), (8, 512), (16, 256))
 TARGETS = {
     t.name: t
     for t in (
-        Target("ice40-up5k", "ice40", ("--up5k", "--package", "sg48"), 5280, 5280, 30,
-               ((2, 2048), (4, 1024), (8, 512), (16, 256))),
-        Target("ice40-hx8k", "ice40", ("--hx8k", "--package", "ct256"), 7680, 7680, 32,
-               ((2, 2048), (4, 1024), (8, 512), (16, 256))),
+        Target("ice40-up5k", "ice40", ("--up5k", "--package", "sg48"), 5280, 5280, 30, _ICE40_BRAM, 64),
+        Target("ice40-hx8k", "ice40", ("--hx8k", "--package", "ct256"), 7680, 7680, 32, _ICE40_BRAM, 64),
         Target("ecp5-85k", "ecp5", ("--85k", "--package", "CABGA381"), 83640, 83640, 208,
-               ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512))),
+               ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)), 1024),
     )
 }
 
@@ -114,31 +112,36 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
 
     Counted from the structure: per stage, the mark register and the OR of
     its lanes (a LUT and a flip-flop per mark bit); per mark unit, its
-    accumulator (the same) and its address and constant pipeline; per
-    extraction step, three copies of the mark vector and its update; per
-    candidate, its checks against the recent terms.  Memories of more than
-    :data:`SMALL_MEMORY_BITS` go to block RAM, smaller ones to LUTs.  The
+    accumulator (the same), decoder, address adder, term ROM and pipeline;
+    per extraction step, three copies of the mark vector and its update; per
+    candidate, its checks against the recent terms; memories as yosys maps
+    them (block RAM, or logic up to ``target.small_memory_bits``).  The
     constants were fitted to synthesised kernels (see the issue 4 report).
     """
     bits, width, fold = layout.mark_bits, layout.code_bits, layout.fold
     luts = ffs = brams = 0
 
     def memory(depth, w):
-        nonlocal luts, brams
-        if depth * w > SMALL_MEMORY_BITS:
+        nonlocal luts, ffs, brams
+        if depth * w > target.small_memory_bits:
             brams += target.blocks(depth, w)
+        elif target.family == "ecp5":
+            luts += -(-depth * w // 18)  # LUT RAM and its read multiplexer
         elif depth > 1:
-            luts += -(-depth * w // 8)  # LUT RAM or ROM: about 8 bits per LUT with its addressing
+            ffs += depth * w
+            luts += -(-depth * w // 3)
 
     for stage in layout.stages:
         luts += bits
         ffs += bits + 24
         for lane in stage:
-            luts += bits + 80 + 2 * lane.address_bits
-            ffs += bits + 3 * width + 2 * lane.address_bits + 4
+            rom_bits = lane.address_bits + width + 1
+            luts += bits + 72 + 2 * lane.address_bits
+            ffs += bits + 4 * width + 2 * lane.address_bits + 8
+            if fold > 1:  # the term ROM: one LUT per output bit and 16 phases, and its register
+                luts += rom_bits * -(-fold // 16)
+                ffs += rom_bits
             memory(lane.depth, width)
-            if fold > 1:
-                memory(fold, lane.address_bits + width + 1)
     steps = -(-layout.candidates // 2)
     luts += steps * (2 * bits + 650)
     ffs += steps * (3 * bits + 200)
@@ -147,7 +150,7 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     for k in range(layout.candidates):
         ffs += (layout.shortlist_clock - layout.candidate_clock(k)) * (width + 1)
     luts += layout.candidates * (early * 4 + (len(late) + 1) * width)
-    memory(layout.warmup_values, width)
+    luts += width * -(-layout.warmup_values // 16)  # the warm-up values: a small ROM
     return Estimate(luts, ffs, brams)
 
 
