@@ -11,7 +11,7 @@ import importlib
 from . import OneLineParser
 
 #: Emit targets, each a module ``emit_<name>`` of this package.
-EMIT_TARGETS: tuple[str, ...] = ("c", "cuda")
+EMIT_TARGETS: tuple[str, ...] = ("c", "cuda", "hdl")
 
 
 def register(sub) -> None:

@@ -1,0 +1,106 @@
+"""``octalgen emit hdl CODE``: Verilog of the speculative kernel circuit, or its simulation.
+
+Without ``--sim`` the Verilog (with its provenance header) is written to
+``DIR/<module>.v`` (default ``generated/``).  With ``--sim`` the circuit is
+simulated from configuration and every value it emits is compared with the
+exact values of the default exact backend; exit status 0 when all match, 1
+on the first mismatch (reported with its heap size) or a raised error flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from ..backends import compute_values
+from ..errors import InputError
+from ..plan import make_plan
+from .arguments import add_game, add_table, count_type, load_table
+
+log = logging.getLogger("octalgen")
+
+#: Values simulated when --cycles is not given.
+DEFAULT_VALUES = {"amaranth": 2000, "verilator": 1_000_000}
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("hdl", help="Verilog of the FPGA pipeline (one value per F clocks), or simulate it")
+    add_game(parser)
+    parser.add_argument("--fold", type=count_type, default=1, metavar="F",
+                        help="clocks per value: F-fold fewer mark units (default 1: one value per clock)")
+    add_table(parser)
+    parser.add_argument("-o", "--output", metavar="DIR",
+                        help="directory for the Verilog (default generated/; with --sim only if given)")
+    parser.add_argument("--sim", action="store_true",
+                        help="simulate and compare every value with the reference instead of only writing Verilog")
+    parser.add_argument("--cycles", type=count_type, metavar="N",
+                        help="clocks to simulate (default: the latency plus "
+                             + ", ".join(f"{n} values with {s}" for s, n in DEFAULT_VALUES.items()) + ")")
+    parser.add_argument("--simulator", choices=tuple(DEFAULT_VALUES), default="amaranth",
+                        help="amaranth (amaranth.sim, default) or verilator (the emitted Verilog, for long runs)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..hdl.kernel import SpeculativeKernel
+    from ..hdl.verilog import emit_verilog, preload_history
+
+    if args.fold < 1:
+        raise InputError("--fold must be at least 1")
+    if not args.sim and (args.cycles is not None or args.simulator != "amaranth"):
+        raise InputError("--cycles and --simulator need --sim")
+    plan = make_plan(load_table(args))
+    first = plan.start
+    if not args.sim:
+        kernel = SpeculativeKernel(plan, preload_history(plan), fold=args.fold)
+        path = _write(emit_verilog(kernel), Path(args.output or "generated"), kernel.module_name)
+        layout = kernel.layout
+        print(f"wrote {path}: {plan.game.code} at fold {layout.fold}, {layout.mark_units} mark units, "
+              f"latency {kernel.latency} clocks, one value every {layout.fold} clocks from G({first})")
+        return 0
+
+    from ..hdl.layout import layout_pipeline
+    from ..hdl.simulate import compare, simulate
+
+    layout = layout_pipeline(plan, args.fold)
+    cycles = args.cycles if args.cycles is not None else layout.latency + DEFAULT_VALUES[args.simulator] * layout.fold
+    expected = max(0, -(-(cycles - layout.latency) // layout.fold))
+    if expected == 0:
+        raise InputError(f"--cycles {cycles} ends before the first value (latency {layout.latency} clocks)")
+    log.info("computing %d reference values of %s", first + expected, plan.game.code)
+    reference = compute_values(plan.game, 0, first + expected, table=plan.table)
+    kernel = SpeculativeKernel(plan, reference[:first], fold=args.fold)
+    verilog = None
+    if args.simulator == "verilator" or args.output:
+        verilog = emit_verilog(kernel)
+        if args.output:
+            log.info("wrote %s", _write(verilog, Path(args.output), kernel.module_name))
+    log.info("simulating %d clocks with %s", cycles, args.simulator)
+    sim = simulate(kernel, cycles, args.simulator, verilog=verilog)
+    result = compare(sim, reference, first)
+    last = first + result.checked - 1
+    span = f"G({first}) ... G({last})" if result.checked else "none"
+    print(f"{plan.game.code} at fold {layout.fold} ({sim.simulator}): {result.checked} values checked "
+          f"against the reference ({span}), {sim.cycles} clocks, latency {kernel.latency}")
+    print(f"speed: {sim.cycles_per_second:,.0f} cycles/s, {sim.cycles_per_second / layout.fold:,.0f} values/s")
+    if result.ok:
+        print("all values match the reference")
+        return 0
+    heap, got, want = result.mismatch
+    if got is None:
+        print(f"first mismatch at heap {heap}: the circuit raised its error flag "
+              f"(a value does not fit {plan.encoding.describe()}); the reference has G({heap}) = {want}")
+    else:
+        print(f"first mismatch at heap {heap}: circuit G({heap}) = {got}, reference G({heap}) = {want}")
+    return 1
+
+
+def _write(text: str, directory: Path, module: str) -> Path:
+    """Write ``text`` to ``directory/module.v`` atomically."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{module}.v"
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+    return path

@@ -1,0 +1,309 @@
+"""The FPGA kernel: its schedule, and amaranth.sim against the exact reference, value by value.
+
+Verilator and synthesis checks live in tests/test_hdl_tools.py (slow, skipped without the tools).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from octalgen.hdl.kernel import SpeculativeKernel
+from octalgen.hdl.layout import DATA_VALID, READ_SAMPLE, layout_pipeline
+from octalgen.hdl.simulate import SimulationRun, compare, simulate_amaranth
+from octalgen.plan import make_plan
+from octalgen.rare import rare_table, shipped_table
+from octalgen.reference import exact_values
+
+SMALL_GAMES = (".356", ".156", ".45", ".644", ".16")
+
+
+def plan_of(code):
+    return make_plan(rare_table(code))
+
+
+@pytest.fixture(scope="module")
+def references():
+    """Exact values per game, computed once (long enough for every simulation here)."""
+    cache = {}
+
+    def get(code, count):
+        if code not in cache or len(cache[code]) < count:
+            cache[code] = exact_values(code, count)
+        return cache[code][:count]
+
+    return get
+
+
+def run_kernel(code, fold, values, references):
+    """Simulate ``values`` values of ``code`` at ``fold``; returns (kernel, run, comparison)."""
+    plan = plan_of(code)
+    reference = references(code, plan.start + values)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    run = simulate_amaranth(kernel, kernel.latency + values * fold)
+    return kernel, run, compare(run, reference, plan.start)
+
+
+# -- the schedule ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("code", SMALL_GAMES + (".6",))
+@pytest.mark.parametrize("fold", [1, 2, 5, 25])
+def test_layout_places_every_term_once_and_in_time(code, fold):
+    plan = plan_of(code)
+    layout = layout_pipeline(plan, fold)
+    placed = [(t.offset, t.code) for lane in layout.lanes for t in lane.terms]
+    placed += [(r.offset, r.code) for r in layout.recent]
+    assert sorted(placed) == sorted(plan.encoded_terms())
+    ages = {}
+    for lane in layout.lanes:
+        phases = [t.phase for t in lane.terms]
+        assert len(set(phases)) == len(phases) and all(0 <= p < fold for p in phases)
+        for t in lane.terms:
+            assert t.age == (lane.stage + t.offset) * fold + t.phase
+            ages[lane.stage, lane.index, t.phase] = t.age
+    for lane in layout.lanes:
+        source = lane.source
+        if source.fresh:
+            assert source.write_age == layout.latency
+        else:  # fed by the reads of a younger term
+            assert source.write_age == ages[source.stage, source.lane, source.phase] + DATA_VALID
+        for t in lane.terms:
+            # Written before it is read, and not overwritten before that.
+            assert source.write_age <= t.age + 1
+            assert lane.depth * fold >= t.age + READ_SAMPLE - source.write_age
+    # Every recent term's value is in a register by the time it is compared.
+    for r in layout.recent:
+        clock = layout.select_clock if r in layout.late_terms else layout.shortlist_clock - 1
+        assert layout.recent_register(r.offset, clock) >= 0
+
+
+def test_layout_one_value_per_clock_keeps_memory_close_to_the_window():
+    plan = plan_of(".6")
+    layout = layout_pipeline(plan, 1)
+    assert layout.mark_units >= len(plan.terms) - len(layout.recent)
+    assert layout.history_bits < 2 * plan.window * 8
+
+
+# -- simulation against the reference ----------------------------------------
+
+
+@pytest.mark.parametrize("code", [
+    ".356", ".156", ".45", ".16",
+    # .644's dense small offsets leave 37 recent terms at fold 1: a big select, slow in amaranth.sim
+    # (its fold-3 run below is in CI).
+    pytest.param(".644", marks=pytest.mark.slow),
+])
+def test_one_value_per_clock_equals_reference(code, references):
+    kernel, run, result = run_kernel(code, 1, 2000, references)
+    assert result.checked == 2000 and result.ok, result.mismatch
+    assert run.error_cycle is None
+
+
+@pytest.mark.parametrize("code, fold", [(".356", 3), (".156", 7), (".45", 2), (".644", 3)])
+def test_folded_kernel_equals_reference(code, fold, references):
+    _, _, result = run_kernel(code, fold, 2000, references)
+    assert result.checked == 2000 and result.ok, result.mismatch
+
+
+@pytest.mark.parametrize("code, fold", [(".45", 1), (".356", 3)])
+def test_u16_storage_equals_reference(code, fold, references):
+    """Raw 16-bit storage: the mark vector holds only the common codes (plan.mex_order)."""
+    plan = make_plan(rare_table(code), storage="u16")
+    reference = references(code, plan.start + 2000)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    assert kernel.layout.mark_bits == len(plan.mex_order) < plan.mex_size
+    result = compare(simulate_amaranth(kernel, kernel.latency + 2000 * fold), reference, plan.start)
+    assert result.checked == 2000 and result.ok, result.mismatch
+
+
+def test_comparator_decoders_equal_reference(references):
+    plan = plan_of(".156")
+    reference = references(".156", plan.start + 500)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=2, decoder="compare")
+    result = compare(simulate_amaranth(kernel, kernel.latency + 500 * 2), reference, plan.start)
+    assert result.checked == 500 and result.ok, result.mismatch
+
+
+@pytest.mark.parametrize("fold", [1, 25])
+def test_officers_equals_reference(fold, references):
+    _, _, result = run_kernel(".6", fold, 100, references)
+    assert result.checked == 100 and result.ok, result.mismatch
+
+
+@pytest.mark.parametrize("fold", [1, 4])
+def test_latency_property_and_one_value_every_fold_clocks(fold, references):
+    """``latency`` is the clock of the first valid value; then one every ``fold`` clocks."""
+    from amaranth.sim import Simulator
+
+    plan = plan_of(".45")
+    kernel = SpeculativeKernel(plan, references(".45", plan.start), fold=fold)
+    clocks = []
+    sim = Simulator(kernel)
+    sim.add_clock(1e-8)
+
+    async def bench(ctx):
+        clock = 0
+        async for _, _, valid in ctx.tick().sample(kernel.valid):
+            if valid:
+                clocks.append(clock)
+            clock += 1
+            if clock == kernel.latency + 20 * fold:
+                return
+
+    sim.add_testbench(bench)
+    sim.run()
+    assert clocks == [kernel.latency + i * fold for i in range(20)]
+
+
+def test_error_flag_when_every_code_is_marked(references):
+    """A history whose marks cover all 256 codes: the value does not fit u8, so error instead of a value."""
+    plan = plan_of(".6")
+    encoding = plan.encoding
+    history = np.array(references(".6", plan.start), dtype=np.int64)
+    # G(first - offset) = constant ^ code i for the i-th term (mod 256): all codes are marked at heap first.
+    for i, (offset, constant) in enumerate(plan.encoded_terms()):
+        history[plan.start - offset] = encoding.decode((i % 256) ^ constant)
+    kernel = SpeculativeKernel(plan, history, fold=25)
+    run = simulate_amaranth(kernel, kernel.latency + 3 * 25)
+    assert run.error_cycle == kernel.latency
+    assert len(run.values) == 0
+    result = compare(run, references(".6", plan.start + 1), plan.start)
+    assert result.mismatch == (plan.start, None, int(references(".6", plan.start + 1)[plan.start]))
+
+
+def test_compare_reports_the_first_mismatching_heap():
+    run = SimulationRun(np.array([5, 6, 9, 9]), 10, None, 1.0, "amaranth")
+    reference = np.array([0, 0, 5, 6, 7, 8])
+    result = compare(run, reference, 2)
+    assert (result.checked, result.mismatch) == (3, (4, 9, 7))
+
+
+def test_kernel_rejects_a_start_inside_the_rare_region(references):
+    from octalgen.errors import InputError
+
+    plan = plan_of(".356")
+    with pytest.raises(InputError, match="at the earliest"):
+        SpeculativeKernel(plan, references(".356", plan.start), first=plan.start - 1)
+
+
+# -- the command line -----------------------------------------------------------
+
+
+def test_emit_hdl_sim_checks_every_value(cli):
+    result = cli("emit", "hdl", ".45", "--sim", "--cycles", "3000")
+    assert result.code == 0, result.err
+    plan = plan_of(".45")
+    layout = layout_pipeline(plan, 1)
+    values = 3000 - layout.latency
+    assert f"{values} values checked" in result.out
+    assert f"G({plan.start}) ... G({plan.start + values - 1})" in result.out
+    assert "all values match the reference" in result.out
+    assert "cycles/s" in result.out
+
+
+def test_emit_hdl_sim_catches_a_planted_fault(cli, tmp_path):
+    """One rare-table entry changed: the run names the first wrong heap and exits 1."""
+    table = shipped_table(".356").with_entry(24, 10)  # G(24) = 9 in truth; 10 is rare too
+    path = tmp_path / "planted.yaml"
+    table.save(path)
+    result = cli("emit", "hdl", ".356", "--sim", "--table", path)
+    assert result.code == 1
+    # The first heap where the wrong table changes the value (the reference solver, which
+    # does not use the table's values, disagrees from there on).
+    assert "first mismatch at heap 95: circuit G(95) = 15, reference G(95) = 8" in result.out
+
+
+def test_emit_hdl_writes_verilog_with_provenance(cli, tmp_path):
+    result = cli("emit", "hdl", ".356", "--fold", "4", "-o", tmp_path)
+    assert result.code == 0, result.err
+    path = tmp_path / "octal_0_356_f4.v"
+    text = path.read_text()
+    table = shipped_table(".356")
+    header = text.split("\n\n")[0]
+    assert f"rare table: {table.digest}" in header
+    assert "fold: 4 (one value every 4 clocks)" in header
+    latency = layout_pipeline(plan_of(".356"), 4).latency
+    assert f"latency: {latency} clocks to the first value" in header
+    assert "module octal_0_356_f4(" in text
+    assert "/work/" not in text and "src =" not in text  # no source paths: reproducible anywhere
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--fold", "0"), "--fold must be at least 1"),
+    (("--cycles", "100"), "--cycles and --simulator need --sim"),
+    (("--sim", "--cycles", "5"), "ends before the first value"),
+])
+def test_emit_hdl_bad_options_are_one_line(cli, args, message):
+    result = cli("emit", "hdl", ".356", *args)
+    assert result.code == 2
+    assert message in result.err and result.err.count("\n") == 1
+
+
+def test_verilator_missing_is_one_clear_line(cli, monkeypatch):
+    import octalgen.hdl.simulate as simulate
+
+    monkeypatch.setattr(simulate.shutil, "which", lambda name: None)
+    result = cli("emit", "hdl", ".356", "--sim", "--simulator", "verilator", "--cycles", "100")
+    assert result.code == 1
+    assert "verilator not found" in result.err and result.err.count("\n") == 1
+
+
+# -- generated/ -------------------------------------------------------------------
+
+
+def test_generated_officers_verilog_is_current():
+    """generated/ holds the .6 kernel at the fold chosen for ECP5-85k, as this octalgen emits it."""
+    from pathlib import Path
+
+    from octalgen.hdl.synth import TARGETS, choose_fold
+    from octalgen.hdl.verilog import emit_verilog, header_lines, preload_history, toolchain
+
+    plan = plan_of(".6")
+    fold = choose_fold(plan, TARGETS["ecp5-85k"])[0]
+    generated = Path(__file__).resolve().parent.parent / "generated"
+    regenerate = f"regenerate with: octalgen emit hdl .6 --fold {fold}"
+    files = sorted(generated.glob("octal_0_6_f*.v"))
+    assert [f.name for f in files] == [f"octal_0_6_f{fold}.v"], f"generated/ is stale; {regenerate}"
+    committed = files[0].read_text()
+    kernel = SpeculativeKernel(plan, preload_history(plan), fold=fold)
+    header = [line for line in header_lines(kernel) if not line.startswith("toolchain:")]
+    committed_header = [line[3:] for line in committed.split("\n\n")[0].splitlines()]
+    assert [line for line in committed_header if not line.startswith("toolchain:")] == header, \
+        f"generated/ is stale; {regenerate}"
+    if f"// toolchain: {toolchain()}\n" not in committed:
+        pytest.skip("header current; the body was emitted by another Amaranth toolchain than this one")
+    assert emit_verilog(kernel) == committed, f"generated/ is stale; {regenerate}"
+
+
+# -- synthesis planning (the flow itself is in test_hdl_tools.py) ----------------------
+
+
+def test_chosen_fold_is_the_smallest_that_the_estimate_fits():
+    from octalgen.hdl.synth import TARGETS, UTILISATION_LIMIT, choose_fold, estimate
+
+    plan = plan_of(".6")
+    target = TARGETS["ecp5-85k"]
+    fold, guess = choose_fold(plan, target)
+    assert guess == estimate(layout_pipeline(plan, fold), target)
+    assert guess.fraction(target) <= UTILISATION_LIMIT
+    assert estimate(layout_pipeline(plan, fold - 1), target).fraction(target) > UTILISATION_LIMIT
+
+
+def test_officers_does_not_fit_an_ice40(cli, monkeypatch):
+    """The history alone (20,628 values) exceeds the iCE40 HX8K's block RAM: one line, exit 1."""
+    import octalgen.hdl.synth as synth
+
+    monkeypatch.setattr(synth, "find_tool", lambda name: name)  # no tools needed to find that out
+    result = cli("synth", ".6", "--target", "ice40-hx8k")
+    assert result.code == 1
+    assert "does not fit ice40-hx8k at any fold" in result.err and result.err.count("\n") == 1
+
+
+def test_missing_synthesis_tools_name_the_extra(cli, monkeypatch):
+    import octalgen.hdl.synth as synth
+
+    monkeypatch.setattr(synth.shutil, "which", lambda *args, **kwargs: None)
+    result = cli("synth", ".356", "--target", "ecp5-85k")
+    assert result.code == 1
+    assert "pip install 'octalgen[synth]'" in result.err and result.err.count("\n") == 1

@@ -1,0 +1,90 @@
+"""The FPGA kernel with external tools: Verilator for long runs, yosys/nextpnr for synthesis.
+
+All slow (pytest -m slow); each skips cleanly when its tool is missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from octalgen.errors import ToolMissingError
+from octalgen.hdl.kernel import SpeculativeKernel
+from octalgen.hdl.simulate import compare, simulate_verilator
+from octalgen.hdl.synth import TARGETS, choose_fold, find_tool
+from octalgen.hdl.verilog import emit_verilog
+from octalgen.periodicity import is_proven_period, proof_length, solved_games
+from octalgen.game import parse_game
+from octalgen.plan import make_plan
+from octalgen.rare import rare_table
+from octalgen.reference import exact_values
+
+pytestmark = pytest.mark.slow
+
+needs_verilator = pytest.mark.skipif(shutil.which("verilator") is None, reason="verilator is not installed")
+
+
+def synthesis_tools(family):
+    try:
+        find_tool("yosys")
+        find_tool(f"nextpnr-{family}")
+    except ToolMissingError as exc:
+        return str(exc)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def reference_values(code, count):
+    return exact_values(code, count)
+
+
+def verilator_run(code, fold, values):
+    """Run ``values`` values of ``code`` at ``fold`` under Verilator; returns (reference, run, comparison)."""
+    plan = make_plan(rare_table(code))
+    reference = reference_values(code, plan.start + values)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    run = simulate_verilator(emit_verilog(kernel), kernel.module_name, kernel.latency + values * fold)
+    return reference, run, compare(run, reference, plan.start)
+
+
+@needs_verilator
+def test_verilator_reproduces_the_proven_period_of_dot16():
+    """.16 past its whole Guy-Smith proof length: the hardware's values prove the known period."""
+    game = parse_game(".16")
+    solved = solved_games()[game]
+    plan = make_plan(rare_table(game))
+    values = 510_622  # from the first computed heap on: beyond the proof length (509,622 values from G(0))
+    reference, run, result = verilator_run(".16", 1, values)
+    assert result.checked == values and result.ok, result.mismatch
+    circuit = np.concatenate([reference[: plan.start], run.values])  # preload, then the circuit's own values
+    assert len(circuit) >= proof_length(solved.period, solved.preperiod, game.max_take)
+    assert is_proven_period(circuit, game, solved.period, solved.preperiod)
+
+
+@needs_verilator
+@pytest.mark.parametrize("fold", [1, "synthesis"])
+def test_verilator_officers_a_million_values(fold):
+    """.6 at one value per clock and at the fold chosen for ECP5-85k, each for 10^6 values."""
+    if fold == "synthesis":
+        fold = choose_fold(make_plan(rare_table(".6")), TARGETS["ecp5-85k"])[0]
+    _, _, result = verilator_run(".6", fold, 10**6)
+    assert result.checked == 10**6 and result.ok, result.mismatch
+
+
+@pytest.mark.parametrize("target", ["ice40-hx8k", "ecp5-85k"])
+@pytest.mark.parametrize("code", [".356", ".156"])
+def test_small_games_place_and_route(code, target, cli, tmp_path):
+    reason = synthesis_tools(TARGETS[target].family)
+    if reason:
+        pytest.skip(reason)
+    result = cli("synth", code, "--target", target, "-o", tmp_path)
+    assert result.code == 0, result.err
+    report = json.loads((tmp_path / "synth.json").read_text())
+    assert report["fold_chosen"] and report["fold"] == choose_fold(make_plan(rare_table(code)), TARGETS[target])[0]
+    assert 0 < report["luts"] <= report["luts_available"]
+    assert report["fmax_mhz"] > 0
+    assert report["values_per_second"] == round(report["fmax_mhz"] * 1e6 / report["fold"])
