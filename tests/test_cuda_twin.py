@@ -199,3 +199,24 @@ def test_benchmark_figures_with_the_twin_engine():
     assert figures["rounds"] == figures["advance_per_round"]["count"]
     assert figures["advance_per_round"]["mean"] * figures["rounds"] == pytest.approx(4000 - start)
     assert figures["rounds_per_window"]["count"] == (4000 - start) // 64
+
+
+def test_bench_command_on_the_twin_engine_reports_the_checksum(cli, monkeypatch):
+    from octalgen.checksum import fnv1a64
+    from octalgen.cuda import runtime
+
+    monkeypatch.setattr(runtime, "require_gpu", lambda: None)
+    monkeypatch.setattr(runtime, "CudaEngine", lambda **_: driver.TwinEngine(64))
+    result = cli("bench", ".644", "-n", 4000, "--backend", "cuda")
+    assert result.code == 0, result.err
+    assert f"fnv1a64 {fnv1a64(exact_values('.644', 4000))}" in result.out
+    assert "x the C kernel, 1 thread" in result.out
+
+
+def test_bench_command_without_a_gpu_is_one_line(cli):
+    from octalgen.cuda.runtime import unavailable
+
+    if unavailable() is None:
+        pytest.skip("a GPU is here")
+    result = cli("bench", ".6", "-n", 1000, "--backend", "cuda")
+    assert result.code == 1 and result.err.count("\n") == 1 and unavailable() in result.err

@@ -6,6 +6,10 @@ the verifier in one process, and the whole exact backend with T threads and T ve
 processes; the pure-Python reference is timed on its first, smaller count.  It also checks
 that all of them agree, so a fast wrong kernel cannot pass.  Tests never time anything:
 speed is measured here.
+
+``--backend cuda`` measures the GPU instead (:func:`octalgen.cuda.bench.run_benchmark`):
+speculative and verified values/s, rounds per window and the checksum, against the
+one-thread C kernel timed in the same command.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ def register(sub) -> None:
                         help=f"heaps to compute from the kernel's first heap (default {DEFAULT_COUNT})")
     parser.add_argument("--threads", type=count_type, metavar="T",
                         help="threads and verifying processes for the multi-threaded figures (default: all cores)")
+    parser.add_argument("--backend", choices=("c", "cuda"), default="c",
+                        help="what to time: the generated C (default) or the GPU (needs octalgen[cuda] and a GPU)")
     parser.set_defaults(run=run)
 
 
@@ -49,14 +55,55 @@ def _load() -> str:
         return "unknown"
 
 
-def run(args) -> int:
-    game, count = args.game, args.count
-    threads = args.threads or default_threads()
-    if count < 1 or threads < 1:
-        raise InputError("-n and --threads must be at least 1")
+def _kernel_plan(game):
     plan, prefix = starting_plan(game)
     if plan is None:
         raise InputError(f"{game.code} has no speculative kernel (no sparse space): nothing to bench")
+    return plan, prefix
+
+
+def run(args) -> int:
+    if args.count < 1 or (args.threads is not None and args.threads < 1):
+        raise InputError("-n and --threads must be at least 1")
+    return _bench_cuda(args) if args.backend == "cuda" else _bench_c(args)
+
+
+def _bench_cuda(args) -> int:
+    from ..cuda.bench import run_benchmark
+    from ..cuda.runtime import require_gpu
+
+    require_gpu()  # one line, before the C baseline spends any time
+    game, count = args.game, args.count
+    plan, prefix = _kernel_plan(game)
+    baseline_count = min(count, DEFAULT_COUNT)
+    codes = np.empty(plan.window + baseline_count, dtype=SpeculativeKernel(plan).dtype)
+    codes[: plan.window] = plan.encoding.encode_array(prefix[plan.start - plan.window:])
+    kernel = SpeculativeKernel(plan)
+    kernel.module  # compile (or load) before the clock starts
+    _, c_seconds = _timed(kernel.fill, codes, plan.start, 1)
+    c_rate = baseline_count / c_seconds
+    figures = run_benchmark(game.code, max(count, plan.start + 1))
+    print(f"octalgen bench {game.code} --backend cuda: G(0) ... G({figures['count'] - 1}), "
+          f"window {figures['window']} positions per round")
+    for name, key in (("speculative (GPU)", "speculative_values_per_s"), ("verified (GPU)", "verified_values_per_s")):
+        if key in figures:
+            print(f"  {name:<40} {figures[key] / 1e6:9.3f} M values/s   "
+                  f"{figures[key] / c_rate:.1f}x the C kernel, 1 thread")
+    print(f"  {'C speculative kernel, 1 thread':<40} {c_rate / 1e6:9.3f} M values/s   "
+          f"the baseline ({baseline_count} heaps, this machine)")
+    print(f"rounds {figures['rounds']}; rounds per window {figures['rounds_per_window']}")
+    known = figures.get("checksum_known")
+    print(f"fnv1a64 {figures['checksum']}" + (f" (agreed: {known})" if known else ""))
+    if figures.get("first_unproven") is not None or not figures["checksum_ok"]:
+        raise ComputationError(f"bench: the GPU values are wrong (first unproven heap "
+                               f"{figures.get('first_unproven')}, checksum {figures['checksum']}); please report")
+    return 0
+
+
+def _bench_c(args) -> int:
+    game, count = args.game, args.count
+    threads = args.threads or default_threads()
+    plan, prefix = _kernel_plan(game)
     threads = min(threads, SpeculativeKernel(plan).max_threads)
     start, window = plan.start, plan.window
     print(f"octalgen bench {game.code}: N = {count} heaps from G({start}); kernel of {len(plan.terms)} terms, "
