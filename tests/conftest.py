@@ -35,6 +35,28 @@ def cli(capsysbinary):
     return run
 
 
+@pytest.fixture
+def kernel_fault(monkeypatch):
+    """Flip one bit of the speculative kernel's first output chunk, 5000 heaps in.
+
+    A fault the rare table cannot explain (e.g. a bit flipped in memory): the verifier must
+    catch it and the run correct the value.  Returns the list that receives the heap size.
+    """
+    from octalgen.cpu.kernel import SpeculativeKernel
+
+    fill = SpeculativeKernel.fill
+    planted = []
+
+    def faulty_fill(self, buffer, first_heap, threads=1, patient=False):
+        fill(self, buffer, first_heap, threads, patient)
+        if not planted and len(buffer) > self.plan.window + 5000:
+            buffer[self.plan.window + 5000] ^= 1
+            planted.append(first_heap + 5000)
+
+    monkeypatch.setattr(SpeculativeKernel, "fill", faulty_fill)
+    return planted
+
+
 @pytest.fixture(scope="session")
 def oeis_sequences():
     """OEIS data lines of nim-sequences (tests/data/oeis.yaml)."""

@@ -126,19 +126,9 @@ def test_verification_finds_new_rare_values_and_regenerates(caplog):
     assert "verification found a new rare value G(13932)" in caplog.text
 
 
-def test_a_wrong_kernel_value_is_corrected(officers_reference, monkeypatch, caplog):
-    # A fault the table cannot explain (e.g. a bit flipped in memory): the verifier catches it and
-    # the run corrects the value and resumes the kernel after it.
-    fill = SpeculativeKernel.fill
-    planted = []
-
-    def faulty_fill(self, buffer, first_heap, threads=1, patient=False):
-        fill(self, buffer, first_heap, threads, patient)
-        if not planted and len(buffer) > self.plan.window + 5000:
-            buffer[self.plan.window + 5000] ^= 1
-            planted.append(first_heap + 5000)
-
-    monkeypatch.setattr(SpeculativeKernel, "fill", faulty_fill)
+def test_a_wrong_kernel_value_is_corrected(officers_reference, kernel_fault, caplog):
+    # The run corrects the value and resumes the kernel after it.
+    planted = kernel_fault
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         found = values(".6", 60_000)
     assert np.array_equal(found, officers_reference[:60_000])

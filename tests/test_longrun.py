@@ -18,7 +18,6 @@ import pytest
 
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
-from octalgen.cpu.kernel import SpeculativeKernel
 from octalgen.longrun import checkpoint as checkpoint_module
 from octalgen.longrun.checkpoint import read_checkpoint
 from octalgen.longrun.engine import LongRun, RunOptions, summary_of_checkpoint
@@ -224,17 +223,8 @@ def test_a_new_rare_value_is_announced_recorded_and_the_run_goes_on(tmp_path, ca
     assert summary_of_checkpoint(tmp_path).statistics.rare_found == summary.statistics.rare_found
 
 
-def test_a_wrong_kernel_value_is_corrected(monkeypatch, caplog):
-    fill = SpeculativeKernel.fill
-    planted = []
-
-    def faulty_fill(self, buffer, first_heap, threads=1, patient=False):
-        fill(self, buffer, first_heap, threads, patient)
-        if not planted and len(buffer) > self.plan.window + 5000:
-            buffer[self.plan.window + 5000] ^= 1
-            planted.append(first_heap + 5000)
-
-    monkeypatch.setattr(SpeculativeKernel, "fill", faulty_fill)
+def test_a_wrong_kernel_value_is_corrected(kernel_fault, caplog):
+    planted = kernel_fault
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         summary = run_in_process(".6", 150_000, workers=0, chunk=1 << 15)
     assert f"verification corrected G({planted[0]})" in caplog.text
