@@ -100,8 +100,7 @@ def test_one_value_per_clock_equals_reference(code, references):
     assert run.error_cycle is None
 
 
-# .644 at fold 4: seven stages whose lane memories are fed from stages 0 to 5, each with its
-# own ready bit (fold >= 4); fold 3 uses the lanes' shared en3 instead.
+# .644 at fold 4: seven stages whose lane memories are fed from the reads of stages 0 to 5.
 @pytest.mark.parametrize("code, fold", [(".356", 3), (".156", 7), (".45", 2), (".644", 3), (".644", 4)])
 def test_folded_kernel_equals_reference(code, fold, references):
     _, _, result = run_kernel(code, fold, 2000, references)

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import Out
 
 from ..errors import InputError
 from ..plan import KernelPlan
-from .layout import DATA_VALID, GROUP, MARK, PipelineLayout, lane_first_write, layout_pipeline, primed
+from .layout import DATA_VALID, GROUP, MARK, PipelineLayout, lane_first_write, layout_pipeline
 
 #: Decoder styles: ``shift`` (one shift) or ``compare`` (one comparator per code).  With
 #: Verilator 5 and amaranth.sim here ``shift`` is the faster (benchmarks/bench_hdl.py: compare/shift
@@ -194,23 +194,6 @@ class SpeculativeKernel(wiring.Component):
 
         return phase, at, delay
 
-    def _stage_ready(self, m, stage: int, at_phase):
-        """A register high from clock ``primed(fold)`` on (the stage's reads are real), or None.
-
-        The full lanes' ``en3`` registers are all the same function of time, so
-        yosys merges them into one flip-flop whose net reaches memory write
-        enables across the chip (the critical path of ``.6`` at fold 20).  This
-        bit is set by the stage's own phase token instead, so each stage keeps
-        its own.  It needs ``fold >= primed(fold)`` (the phase shows
-        ``primed - 1`` first in clock ``primed - 1``); smaller folds use ``en3``.
-        """
-        fold = self.layout.fold
-        if fold < primed(fold):
-            return None
-        ready = Signal(name=f"s{stage}_ready")
-        m.d.sync += ready.eq(ready | at_phase(primed(fold) - 1))
-        return ready
-
     def _chain(self, m, newest):
         """The stages; returns the chain's mark vector and full groups, the lane memories, their
         read data, and the last stage's phase token."""
@@ -222,7 +205,6 @@ class SpeculativeKernel(wiring.Component):
         for s, stage in enumerate(layout.stages):
             token = self._phase_token(m, f"s{s}", token)
             phase, at_phase, delay = token
-            ready = self._stage_ready(m, s, at_phase)
             # slot(t) = t // fold, counted here from this stage's own phase.
             slot = Signal(max(lane.address_bits for lane in stage), name=f"s{s}_slot")
             m.d.sync += slot.eq(slot + at_phase(fold - 1))
@@ -257,8 +239,7 @@ class SpeculativeKernel(wiring.Component):
                 data = Signal(width, name=f"{name}_data", reset_less=True)
                 m.d.comb += read.addr.eq(address)
                 m.d.sync += data.eq(read.data)
-                # The value now in `data` was read on purpose: en3, or the stage's own copy of it.
-                data_of[s, lane.index] = (data, en3 if ready is None else ready)
+                data_of[s, lane.index] = (data, en3)  # en3: the value now in `data` was read on purpose
                 memories.append((lane, memory, at_phase))
 
                 x = Signal(width, name=f"{name}_x", reset_less=True)
