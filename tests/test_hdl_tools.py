@@ -93,4 +93,6 @@ def test_small_games_place_and_route(code, target, cli, tmp_path):
     assert report["fold_chosen"] and report["fold"] == choose_fold(make_plan(rare_table(code)), TARGETS[target])[0]
     assert 0 < report["luts"] <= report["luts_available"]
     assert report["fmax_mhz"] > 0
-    assert report["values_per_second"] == round(report["fmax_mhz"] * 1e6 / report["fold"])
+    # fmax_mhz is rounded to 0.01 MHz in the report; values/s comes from nextpnr's unrounded figure.
+    assert report["values_per_second"] == pytest.approx(report["fmax_mhz"] * 1e6 / report["fold"],
+                                                        abs=0.005e6 / report["fold"] + 1)
