@@ -100,7 +100,8 @@ def test_one_value_per_clock_equals_reference(code, references):
     assert run.error_cycle is None
 
 
-@pytest.mark.parametrize("code, fold", [(".356", 3), (".156", 7), (".45", 2), (".644", 3)])
+# .644 at fold 4: seven stages whose lane memories are fed from the reads of stages 0 to 5.
+@pytest.mark.parametrize("code, fold", [(".356", 3), (".156", 7), (".45", 2), (".644", 3), (".644", 4)])
 def test_folded_kernel_equals_reference(code, fold, references):
     _, _, result = run_kernel(code, fold, 2000, references)
     assert result.checked == 2000 and result.ok, result.mismatch
@@ -125,8 +126,13 @@ def test_comparator_decoders_equal_reference(references):
     assert result.checked == 500 and result.ok, result.mismatch
 
 
-@pytest.mark.parametrize("fold", [1, 25])
+@pytest.mark.parametrize("fold", [1, "synthesis"])
 def test_officers_equals_reference(fold, references):
+    """.6 at one value per clock and at the fold chosen for ECP5-85k (what `octalgen synth .6` builds)."""
+    if fold == "synthesis":
+        from octalgen.hdl.synth import TARGETS, choose_fold
+
+        fold = choose_fold(plan_of(".6"), TARGETS["ecp5-85k"])[0]
     _, _, result = run_kernel(".6", fold, 100, references)
     assert result.checked == 100 and result.ok, result.mismatch
 
@@ -217,7 +223,8 @@ def test_emit_hdl_sim_catches_a_planted_fault(cli, tmp_path):
 def test_emit_hdl_writes_verilog_with_provenance(cli, tmp_path):
     result = cli("emit", "hdl", ".356", "--fold", "4", "-o", tmp_path)
     assert result.code == 0, result.err
-    path = tmp_path / "octal_0_356_f4.v"
+    path = tmp_path / "0.356" / "octalgen_hdl_f4.v"
+    assert result.out.startswith(f"wrote {path}: .356 at fold 4")
     text = path.read_text()
     table = shipped_table(".356")
     header = text.split("\n\n")[0]
@@ -253,20 +260,21 @@ def test_verilator_missing_is_one_clear_line(cli, monkeypatch):
 
 
 def test_generated_officers_verilog_is_current():
-    """generated/ holds the .6 kernel at the fold chosen for ECP5-85k, as this octalgen emits it."""
+    """generated/0.6/ holds the .6 kernel at the fold chosen for ECP5-85k, as this octalgen emits it."""
     from pathlib import Path
 
+    from octalgen.cli.emit_hdl import verilog_path
     from octalgen.hdl.synth import TARGETS, choose_fold
     from octalgen.hdl.verilog import emit_verilog, header_lines, preload_history, toolchain
 
     plan = plan_of(".6")
     fold = choose_fold(plan, TARGETS["ecp5-85k"])[0]
-    generated = Path(__file__).resolve().parent.parent / "generated"
-    regenerate = f"regenerate with: octalgen emit hdl .6 --fold {fold}"
-    files = sorted(generated.glob("octal_0_6_f*.v"))
-    assert [f.name for f in files] == [f"octal_0_6_f{fold}.v"], f"generated/ is stale; {regenerate}"
-    committed = files[0].read_text()
     kernel = SpeculativeKernel(plan, preload_history(plan), fold=fold)
+    generated = Path(__file__).resolve().parent.parent / "generated"
+    path = verilog_path(generated, kernel)
+    regenerate = f"regenerate with: octalgen emit hdl .6 --fold {fold} (and remove the other folds)"
+    assert sorted(path.parent.glob("octalgen_hdl_f*.v")) == [path], f"generated/ is stale; {regenerate}"
+    committed = path.read_text()
     header = [line for line in header_lines(kernel) if not line.startswith("toolchain:")]
     committed_header = [line[3:] for line in committed.split("\n\n")[0].splitlines()]
     assert [line for line in committed_header if not line.startswith("toolchain:")] == header, \

@@ -1,10 +1,12 @@
 """``octalgen emit hdl CODE``: Verilog of the speculative kernel circuit, or its simulation.
 
 Without ``--sim`` the Verilog (with its provenance header) is written to
-``DIR/<module>.v`` (default ``generated/``).  With ``--sim`` the circuit is
-simulated from configuration and every value it emits is compared with the
-exact values of the default exact backend; exit status 0 when all match, 1
-on the first mismatch (reported with its heap size) or a raised error flag.
+``DIR/<game>/octalgen_hdl_f<F>.v`` (default ``generated/``, next to what
+``emit c`` writes).  With ``--sim`` the circuit is simulated from
+configuration and every value it emits is compared with the exact values of
+the default exact backend (the Verilog is written only when ``-o`` is given);
+exit status 0 when all match, 1 on the first mismatch (reported with its
+heap size) or a raised error flag.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from pathlib import Path
 from ..backends import compute_values
 from ..errors import InputError
 from ..plan import make_plan
+from ..rare import table_filename
 from .arguments import add_game, add_table, count_type, load_table
 
 log = logging.getLogger("octalgen")
+
+DEFAULT_DIRECTORY = "generated"
 
 #: Values simulated when --cycles is not given.
 DEFAULT_VALUES = {"amaranth": 2000, "verilator": 1_000_000}
@@ -31,7 +36,8 @@ def register(sub) -> None:
                         help="clocks per value: F-fold fewer mark units (default 1: one value per clock)")
     add_table(parser)
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="directory for the Verilog (default generated/; with --sim only if given)")
+                        help=f"directory to write into, in a folder per game (default {DEFAULT_DIRECTORY}/; "
+                             "with --sim only if given)")
     parser.add_argument("--sim", action="store_true",
                         help="simulate and compare every value with the reference instead of only writing Verilog")
     parser.add_argument("--cycles", type=count_type, metavar="N",
@@ -54,7 +60,7 @@ def run(args) -> int:
     first = plan.start
     if not args.sim:
         kernel = SpeculativeKernel(plan, preload_history(plan), fold=args.fold)
-        path = _write(emit_verilog(kernel), Path(args.output or "generated"), kernel.module_name)
+        path = _write(emit_verilog(kernel), Path(args.output or DEFAULT_DIRECTORY), kernel)
         layout = kernel.layout
         print(f"wrote {path}: {plan.game.code} at fold {layout.fold}, {layout.mark_units} mark units, "
               f"latency {kernel.latency} clocks, one value every {layout.fold} clocks from G({first})")
@@ -75,7 +81,7 @@ def run(args) -> int:
     if args.simulator == "verilator" or args.output:
         verilog = emit_verilog(kernel)
         if args.output:
-            log.info("wrote %s", _write(verilog, Path(args.output), kernel.module_name))
+            log.info("wrote %s", _write(verilog, Path(args.output), kernel))
     log.info("simulating %d clocks with %s", cycles, args.simulator)
     sim = simulate(kernel, cycles, args.simulator, verilog=verilog)
     result = compare(sim, reference, first)
@@ -96,11 +102,20 @@ def run(args) -> int:
     return 1
 
 
-def _write(text: str, directory: Path, module: str) -> Path:
-    """Write ``text`` to ``directory/module.v`` atomically."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{module}.v"
+def verilog_path(directory: Path, kernel) -> Path:
+    """Where ``emit hdl -o DIR`` puts a kernel: ``DIR/<game>/octalgen_hdl_f<F>.v`` (``<game>`` as for ``emit c``)."""
+    folder = table_filename(kernel.plan.game).removesuffix(".yaml")
+    return directory / folder / f"octalgen_hdl_f{kernel.fold}.v"
+
+
+def _write(text: str, directory: Path, kernel) -> Path:
+    """Write ``text`` to :func:`verilog_path` atomically."""
+    path = verilog_path(directory, kernel)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(text)
-    os.replace(partial, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(text)
+        os.replace(partial, path)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}") from None
     return path

@@ -217,7 +217,7 @@ class SynthesisReport:
     seconds : float
         Wall time of yosys and nextpnr together.
     tools : dict
-        The commands used.
+        Each tool's name and version, as it reports them (yosys, nextpnr).
     """
 
     game: str
@@ -309,8 +309,18 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
         fmax_mhz=round(fmax, 2), target_mhz=freq_mhz, values_per_second=round(fmax * 1e6 / kernel.fold),
         latency=kernel.latency, estimate=asdict(estimated) if estimated else {},
         utilization={cell: count for cell, count in used.items() if count["used"]}, seconds=round(seconds, 1),
-        tools={"yosys": yosys, "nextpnr": nextpnr},
+        tools={"yosys": tool_version(yosys, "-V"), "nextpnr": tool_version(nextpnr, "--version")},
     )
+
+
+def tool_version(command: str, flag: str) -> str:
+    """The first line a tool prints for its version flag (without the build paths), or its name."""
+    result = subprocess.run([command, flag], capture_output=True, text=True)
+    lines = (result.stdout or result.stderr).strip().splitlines()
+    if result.returncode != 0 or not lines:
+        return Path(command).name
+    line = lines[0].replace('"', "").split(", ")[0]  # yosys goes on with its compiler and build paths
+    return line + ")" if line.count("(") > line.count(")") else line
 
 
 def _netlist_counts(path: Path, family: str) -> tuple[int, int]:

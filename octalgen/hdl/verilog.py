@@ -40,7 +40,8 @@ def header_lines(kernel: SpeculativeKernel) -> list[str]:
     """The provenance lines of a kernel's Verilog (without comment markers)."""
     layout = kernel.layout
     return [
-        "octalgen speculative kernel: generated Verilog, do not edit",
+        f"octalgen speculative kernel: generated Verilog, do not edit; regenerate with "
+        f"`octalgen emit hdl {kernel.plan.game.code} --fold {layout.fold}`",
         *kernel.plan.provenance(
             fold=f"{layout.fold} (one value every {layout.fold} clocks)",
             latency=f"{kernel.latency} clocks to the first value, G({kernel.first})",
