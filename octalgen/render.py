@@ -7,15 +7,15 @@ Undefined names are errors, so a template cannot silently emit nothing.
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
-
 import jinja2
+
+from .shipped import shipped_folder
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The shared Jinja environment (strict undefined, no autoescape, stable whitespace)."""
-    root = resources.files("octalgen.templates")
+    root = shipped_folder("octalgen.templates", "templates")
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
         undefined=jinja2.StrictUndefined,

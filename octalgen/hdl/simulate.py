@@ -15,13 +15,13 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from ..build import cached_build, run_compiler, tool_identity
 from ..errors import BuildError, ToolMissingError
+from ..shipped import shipped_folder
 from .kernel import SpeculativeKernel
 
 SIMULATORS = ("amaranth", "verilator")
@@ -144,7 +144,7 @@ def simulate_amaranth(kernel: SpeculativeKernel, cycles: int) -> SimulationRun:
 
 def testbench_source() -> str:
     """The Verilator C++ test bench shipped with octalgen (``hdl/verilator_tb.cpp``)."""
-    return (resources.files("octalgen.hdl.files") / "verilator_tb.cpp").read_text()
+    return (shipped_folder("octalgen.hdl.files", "hdl") / "verilator_tb.cpp").read_text()
 
 
 def find_verilator() -> str:
