@@ -10,16 +10,17 @@ import pytest
 
 from octalgen.backends import compute_values
 from octalgen.cuda import runtime, twin
-from octalgen.cuda.plan import make_cuda_plan
+from octalgen.cuda.plan import CudaOptions, make_cuda_plan
 from octalgen.rare import rare_table
 from octalgen.reference import exact_values
 
 pytestmark = pytest.mark.skipif(runtime.unavailable() is not None, reason=f"no GPU: {runtime.unavailable()}")
 
 
-@pytest.fixture(scope="module")
-def engine():
-    return runtime.CudaEngine(window=256, rounds_per_launch=12)
+@pytest.fixture(scope="module", params=[CudaOptions(), CudaOptions(term_loop=False, term_groups=32)],
+                ids=["term-loop", "unrolled"])
+def engine(request):
+    return runtime.CudaEngine(window=256, options=request.param, rounds_per_launch=12)
 
 
 @pytest.mark.parametrize("game, span", [(".6", 6000), (".16", 8000), (".644", 8000)])

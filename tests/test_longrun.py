@@ -141,6 +141,20 @@ def _command(directory, until, *extra):
             str(directory), "--chunk", str(1 << 16), "--checkpoint-every", "0.2", "--keep-values", "--json", *extra]
 
 
+def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
+    """While the verifiers' prefix still grows, chunks produced ahead carry the codes their proof
+    scans need: none comes back undecided to be re-verified in this process (that serialised
+    the first 8 million values).  .6 first needs G(x) for x past the starting prefix at 2,170,328."""
+    retried = []
+    retry = LongRun._verify_with_recent
+    monkeypatch.setattr(LongRun, "_verify_with_recent",
+                        lambda self, head, result: retried.append(result.heap) or retry(self, head, result))
+    until = 2_400_000
+    summary = run_in_process(".6", until, workers=1, chunk=1 << 19, backlog=8)  # all produced ahead
+    assert retried == []
+    assert summary.statistics.digest == fnv1a64(c_values(".6", until))
+
+
 def _position(directory) -> int:
     try:
         body = read_checkpoint(directory)

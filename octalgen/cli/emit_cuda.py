@@ -17,8 +17,8 @@ def register(targets) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--term-groups", type=count_type, default=CudaOptions.term_groups, metavar="G",
                         help="warps per block of the round kernel (default %(default)s)")
-    parser.add_argument("--term-loop", action="store_true",
-                        help="loop over a __constant__ term table instead of unrolling every term")
+    parser.add_argument("--unrolled", dest="term_loop", action="store_false",
+                        help="unroll every term as immediates instead of looping over a __constant__ term table")
     parser.add_argument("--arch", default=CudaOptions.arch, help="nvcc target (default %(default)s)")
     parser.set_defaults(run=run)
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..checksum import Fnv1a64
 from ..rare import rare_table
 from ..reference import exact_values
+from .driver import prove
 from .plan import CudaOptions, make_cuda_plan
 
 log = logging.getLogger("octalgen")
@@ -94,12 +95,16 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
     figures["advance_per_round"] = distribution(spec["advances"])
     figures["rounds_per_window"] = distribution(rounds_per_window(spec["advances"], engine.window))
     if verify:
-        bad = engine.verify(plan, codes, plan.start, count)
-        ver = engine.report["verification"]
-        figures["first_unproven"] = bad
-        figures["verification_seconds"] = ver["seconds"]
-        figures["scan_steps_mean"], figures["scan_steps_max"] = ver["scan_steps_mean"], ver["scan_steps_max"]
-        figures["verified_values_per_s"] = computed / (spec["seconds"] + ver["seconds"])
+        # The exact loop's proof: GPU launches, and the CPU for positions whose pair scan gave up.
+        proof = prove(engine, plan, table, known, codes, count)
+        gpu_seconds = sum(launch["seconds"] for launch in proof.launches)
+        figures["first_unproven"] = proof.first_wrong
+        figures["settled_on_cpu"] = proof.settled_on_cpu
+        figures["verification_seconds"] = gpu_seconds
+        figures["cpu_settle_seconds"] = proof.cpu_seconds
+        figures["scan_steps_mean"] = proof.launches[0]["scan_steps_mean"]
+        figures["scan_steps_max"] = max(launch["scan_steps_max"] for launch in proof.launches)
+        figures["verified_values_per_s"] = computed / (spec["seconds"] + gpu_seconds + proof.cpu_seconds)
     if checksum:
         values = plan.kernel.encoding.decode_array(codes)
         values[: plan.start] = known[: plan.start]

@@ -118,20 +118,65 @@ def compute(game, end: int, engine: Engine, table: RareTable | None = None, exac
         codes = _speculate(engine, plan, known, end)
         if not exact:
             return _decode(plan, known, codes)
-        lo = plan.start
-        while (bad := engine.verify(plan, codes, lo, end)) is not None:
-            values = exact_cpu_values(game, bad + 1, table, _decode(plan, known, codes[:bad]))
-            if values[bad] != plan.kernel.encoding.decode(int(codes[bad])):
-                break
-            log.info("the GPU pair scan gave up at G(%d); proven on the CPU", bad)
-            lo = bad + 1
-        else:
+        proof = prove(engine, plan, table, known, codes, end)
+        if proof.first_wrong is None:
             return _decode(plan, known, codes)
-        known, value = values, int(values[bad])
+        bad = proof.first_wrong
+        known, value = proof.values, int(proof.values[bad])
         if not is_rare(value, table.mask):
             raise ComputationError(f"{game.code}: G({bad}) = {value} is common but not the speculated value (a bug)")
         log.info("new rare value G(%d) = %d: extending the rare table and planning again", bad, value)
         table = table.with_entry(bad, value, exact_to=bad + 1)
+
+@dataclass
+class Proof:
+    """What :func:`prove` found.
+
+    Attributes
+    ----------
+    first_wrong : int or None
+        The first position whose speculated value is wrong (a new rare value), or None.
+    values : numpy.ndarray or None
+        With ``first_wrong``: the exact values G(0) ... G(first_wrong).
+    settled_on_cpu : list of int
+        Positions whose pair scan the engine gave up on, proven on the CPU instead.
+    launches : list of dict
+        The engine's ``report["verification"]`` of each of its verify calls.
+    cpu_seconds : float
+        Wall-clock time of the CPU's part.
+    """
+
+    first_wrong: int | None
+    values: np.ndarray | None = None
+    settled_on_cpu: list[int] = field(default_factory=list)
+    launches: list[dict] = field(default_factory=list)
+    cpu_seconds: float = 0.0
+
+
+def prove(engine: Engine, plan: CudaPlan, table: RareTable, known: np.ndarray, codes: np.ndarray,
+          end: int) -> Proof:
+    """Prove the speculated ``codes`` from ``plan.start`` up to ``end`` (``known``: the exact prefix).
+
+    The engine proves positions in bulk; where it stops, every value before that
+    position is exact, so the CPU computes that one value from them: the speculated
+    value (the engine's pair scan gave up: proving goes on after it) or a new rare value.
+    """
+    proof = Proof(None)
+    lo = plan.start
+    while (bad := engine.verify(plan, codes, lo, end)) is not None:
+        proof.launches.append(engine.report["verification"])
+        began = time.perf_counter()
+        values = exact_cpu_values(table.game, bad + 1, table, _decode(plan, known, codes[:bad]))
+        proof.cpu_seconds += time.perf_counter() - began
+        if values[bad] != plan.kernel.encoding.decode(int(codes[bad])):
+            proof.first_wrong, proof.values = bad, values
+            return proof
+        log.info("the GPU pair scan gave up at G(%d); proven on the CPU", bad)
+        proof.settled_on_cpu.append(bad)
+        lo = bad + 1
+    proof.launches.append(engine.report["verification"])
+    return proof
+
 
 def _check_prefix(table: RareTable, known: np.ndarray) -> RareTable:
     """The table, or one rebuilt from the exact prefix when it holds rare values the table lacks."""

@@ -59,13 +59,15 @@ class CudaOptions:
         Warps per block of the speculative round kernel.  A block computes 32
         consecutive positions; warp g marks the g-th slice of the terms.
     term_loop : bool
-        False: every term of the round kernel is unrolled with its offset and
-        constant as immediates (each warp runs its own slice of straight-line
-        code, about 150 KB of machine code in all for .6).  True: each warp
-        loops over its slice of a ``__constant__`` term table (warp-uniform
-        loads, a few hundred bytes of code), for when instruction fetch limits
-        the unrolled kernel.  The verifier is always unrolled (all its warps
-        run the same code).
+        True: each warp loops over its slice of a ``__constant__`` term table
+        (warp-uniform loads, a few hundred bytes of code).  False: every term
+        of the round kernel is unrolled with its offset and constant as
+        immediates (each warp runs its own slice of straight-line code, about
+        150 KB of machine code in all for .6), which instruction fetch limits:
+        on an H100, .6 to 10^7 speculated at 39.7 M values/s with the loop and
+        16 warps against 25.5 M/s unrolled with 32 (benchmarks/cuda_bench.py
+        --sweep).  The verifier is always unrolled (all its warps run the same
+        code).
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
@@ -73,16 +75,18 @@ class CudaOptions:
     scan_steps : int
         Length of the verifier's scan table: a position whose rare options are
         not all found within this many steps is left unproven by the GPU and
-        settled on the CPU (for ``.6`` scans average about 2500 steps).
+        settled on the CPU.  For ``.6`` below 10^8 scans average 2,330 steps
+        and the longest took 614,144; with 2^17 steps 95 positions fell to the
+        CPU and cost 142 s of a 180 s proof, with 2^20 none (H100).
     arch : str
         nvcc target (``sm_90``: H100/H200).
     """
 
-    term_groups: int = 32
-    term_loop: bool = False
+    term_groups: int = 16
+    term_loop: bool = True
     verify_block: int = 128
     scan_chunk: int = 256
-    scan_steps: int = 1 << 17
+    scan_steps: int = 1 << 20
     arch: str = "sm_90"
 
     def __post_init__(self):

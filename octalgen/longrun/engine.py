@@ -35,7 +35,8 @@ which proves period p from i0.  p is the least period (an earlier recurrence wou
 matched first); the least preperiod is at most i0 (``octalgen period`` finds it exactly).
 
 Memory is bounded whatever N: the prefix (:data:`PREFIX_LIMIT` values), a window,
-:data:`RECENT` recent values, and the backlog of chunks.
+:data:`RECENT` recent values, and the backlog of chunks (while the prefix is still growing,
+the kernel's ring keeps every code since the kernel's first heap: at most PREFIX_LIMIT more).
 """
 
 from __future__ import annotations
@@ -436,7 +437,12 @@ class LongRun:
             overflow, b = exc, exc.heap
         codes = buffer[w: w + b - a]
         if a < b:
-            start = max(self.ring_base, a - w - VERIFY_HISTORY)
+            # Until the verifiers' shared prefix is complete, a chunk produced ahead may need any
+            # value since that prefix ends (a proof scan pairs G(x) with G(n - 1 - x)), so it gets
+            # every code the ring holds: otherwise its scans stop undecided and this process
+            # re-verifies the chunk alone, which serialises the first PREFIX_LIMIT values.
+            prefix_complete = len(self.prefix) >= PREFIX_LIMIT
+            start = max(self.ring_base, a - w - VERIFY_HISTORY) if prefix_complete else self.ring_base
             history = np.concatenate([self.ring[start - self.ring_base:], codes])
             if self._shared[0] is not self.prefix:
                 self._shared = (self.prefix, executor.share(self.prefix))
@@ -444,7 +450,7 @@ class LongRun:
             self.pending.append(_Pending(a, b, plan, codes, future))
             self.ring = np.concatenate([self.ring, codes])
             keep = w + VERIFY_HISTORY
-            if len(self.ring) > keep:
+            if prefix_complete and len(self.ring) > keep:
                 self.ring_base += len(self.ring) - keep
                 self.ring = self.ring[len(self.ring) - keep:].copy()
             self.produced_to = b
