@@ -10,10 +10,13 @@ one) has no such subpackages, so the folder beside the package is used instead.
 from __future__ import annotations
 
 from importlib import resources
-from importlib.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import OctalgenError
+
+if TYPE_CHECKING:  # importlib.abc.Traversable is deprecated from Python 3.12, its successor is 3.11+
+    from importlib.resources.abc import Traversable
 
 
 def shipped_folder(package: str, folder: str) -> Traversable:
