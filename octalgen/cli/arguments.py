@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..errors import OctalgenError
 from ..game import OctalGame, parse_game
-from ..rare import RareTable, rare_table
+from ..rare import RareTable, rare_table, table_filename
+
+#: Where ``octalgen emit`` writes by default (the repository's generated/).
+GENERATED_DIRECTORY = "generated"
+
+
+def game_folder(directory, game: OctalGame) -> Path:
+    """``directory/<game>``: the folder ``emit c`` and ``emit hdl`` write a game's files into (``0.6`` for .6)."""
+    return Path(directory) / table_filename(game).removesuffix(".yaml")
 
 
 def game_type(text: str) -> OctalGame:

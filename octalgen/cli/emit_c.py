@@ -9,24 +9,21 @@ before the kernel's first heap, and the storage chosen from them.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from ..cpu.generate import DEFAULT_MAX_THREADS, exact_unit, kernel_unit
 from ..cpu.pipeline import starting_plan
 from ..errors import InputError
-from ..rare import RareTable, table_filename
-from .arguments import add_game, add_table, count_type
+from ..rare import RareTable
+from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder
 
 log = logging.getLogger("octalgen")
-
-DEFAULT_DIRECTORY = "generated"
 
 
 def register(targets) -> None:
     parser = targets.add_parser("c", help="the generated C of a game: exact solver, speculative kernel, verifier")
     add_game(parser)
-    parser.add_argument("-o", "--output", metavar="DIR", default=DEFAULT_DIRECTORY,
-                        help=f"directory to write into, in a folder per game (default: {DEFAULT_DIRECTORY}/)")
+    parser.add_argument("-o", "--output", metavar="DIR", default=GENERATED_DIRECTORY,
+                        help=f"directory to write into, in a folder per game (default: {GENERATED_DIRECTORY}/)")
     add_table(parser)
     parser.add_argument("--threads", type=count_type, default=DEFAULT_MAX_THREADS, metavar="T",
                         help=f"the most threads the kernel will run with (default {DEFAULT_MAX_THREADS}, "
@@ -50,7 +47,7 @@ def run(args) -> int:
     if args.threads < 1:
         raise InputError("--threads must be at least 1")
     table = RareTable.load(args.table, game=args.game) if args.table else None
-    folder = Path(args.output) / table_filename(args.game).removesuffix(".yaml")
+    folder = game_folder(args.output, args.game)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for unit in units(args.game, table, args.threads):

@@ -18,12 +18,9 @@ from pathlib import Path
 from ..backends import compute_values
 from ..errors import InputError
 from ..plan import make_plan
-from ..rare import table_filename
-from .arguments import add_game, add_table, count_type, load_table
+from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder, load_table
 
 log = logging.getLogger("octalgen")
-
-DEFAULT_DIRECTORY = "generated"
 
 #: Values simulated when --cycles is not given.
 DEFAULT_VALUES = {"amaranth": 2000, "verilator": 1_000_000}
@@ -36,7 +33,7 @@ def register(sub) -> None:
                         help="clocks per value: F-fold fewer mark units (default 1: one value per clock)")
     add_table(parser)
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help=f"directory to write into, in a folder per game (default {DEFAULT_DIRECTORY}/; "
+                        help=f"directory to write into, in a folder per game (default {GENERATED_DIRECTORY}/; "
                              "with --sim only if given)")
     parser.add_argument("--sim", action="store_true",
                         help="simulate and compare every value with the reference instead of only writing Verilog")
@@ -60,7 +57,7 @@ def run(args) -> int:
     first = plan.start
     if not args.sim:
         kernel = SpeculativeKernel(plan, preload_history(plan), fold=args.fold)
-        path = _write(emit_verilog(kernel), Path(args.output or DEFAULT_DIRECTORY), kernel)
+        path = _write(emit_verilog(kernel), Path(args.output or GENERATED_DIRECTORY), kernel)
         layout = kernel.layout
         print(f"wrote {path}: {plan.game.code} at fold {layout.fold}, {layout.mark_units} mark units, "
               f"latency {kernel.latency} clocks, one value every {layout.fold} clocks from G({first})")
@@ -104,8 +101,7 @@ def run(args) -> int:
 
 def verilog_path(directory: Path, kernel) -> Path:
     """Where ``emit hdl -o DIR`` puts a kernel: ``DIR/<game>/octalgen_hdl_f<F>.v`` (``<game>`` as for ``emit c``)."""
-    folder = table_filename(kernel.plan.game).removesuffix(".yaml")
-    return directory / folder / f"octalgen_hdl_f{kernel.fold}.v"
+    return game_folder(directory, kernel.plan.game) / f"octalgen_hdl_f{kernel.fold}.v"
 
 
 def _write(text: str, directory: Path, kernel) -> Path:
