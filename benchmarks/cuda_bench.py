@@ -33,7 +33,7 @@ def main() -> int:
     parser.add_argument("--game", default=".6")
     parser.add_argument("--count", type=count, default=10**8)
     parser.add_argument("--window", type=int, help="positions per round (default: 32 per SM)")
-    parser.add_argument("--scan-steps", type=count, help="verifier scan table length (default: CudaOptions')")
+    parser.add_argument("--scan-steps", type=count, help=f"verifier scan table length (default {CudaOptions.scan_steps})")
     parser.add_argument("--sweep", action="store_true", help="also sweep window sizes, warps per block, term loop")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
