@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..longrun.period import find_period
+from ..engine.period import find_period
 from .arguments import add_game, add_table, count_type, load_table
 
 DEFAULT_MAX = 10**8

@@ -6,8 +6,8 @@ import json
 import logging
 import sys
 
-from ..longrun.engine import CHECKPOINT_EVERY, CHUNK, LongRun, RunOptions
-from ..longrun.progress import Progress
+from ..engine.engine import CHECKPOINT_EVERY, CHUNK, LongRun, RunOptions
+from ..engine.progress import Progress
 from .arguments import add_game, add_table, count_type
 
 log = logging.getLogger("octalgen")

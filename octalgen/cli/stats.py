@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import InputError
-from ..longrun.engine import summary_of_checkpoint
-from ..longrun.stats import plot_histogram
+from ..engine.engine import summary_of_checkpoint
+from ..engine.stats import plot_histogram
 from .run import print_summary
 
 

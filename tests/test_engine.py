@@ -18,13 +18,13 @@ import pytest
 
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
-from octalgen.longrun import checkpoint as checkpoint_module
-from octalgen.longrun.checkpoint import read_checkpoint
-from octalgen.longrun.engine import LongRun, RunOptions, summary_of_checkpoint
-from octalgen.longrun.period import find_period
-from octalgen.longrun.progress import Progress
-from octalgen.longrun.scan import ANCHORED, HASH_MATCH, Scanner, crc_of_window
-from octalgen.longrun.store import read_kept_values
+from octalgen.engine import checkpoint as checkpoint_module
+from octalgen.engine.checkpoint import read_checkpoint
+from octalgen.engine.engine import LongRun, RunOptions, summary_of_checkpoint
+from octalgen.engine.period import find_period
+from octalgen.engine.progress import Progress
+from octalgen.engine.scan import ANCHORED, HASH_MATCH, Scanner, crc_of_window
+from octalgen.engine.store import read_kept_values
 from octalgen.periodicity import solved_games
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
@@ -216,7 +216,7 @@ def test_dask_cluster_gives_the_local_digest():
 
 
 def test_an_unreachable_scheduler_is_one_line(cli, monkeypatch):
-    monkeypatch.setattr("octalgen.longrun.executors.CONNECT_TIMEOUT", 2.0)
+    monkeypatch.setattr("octalgen.engine.executors.CONNECT_TIMEOUT", 2.0)
     result = cli("run", ".6", "--until", 100_000, "--scheduler", "tcp://127.0.0.1:9")
     assert result.code == 2 and result.err.count("\n") == 1 and "cannot reach the Dask scheduler" in result.err
 
