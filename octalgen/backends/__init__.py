@@ -34,7 +34,8 @@ class Backend:
     summary : str
         One line for ``--help``.
     compute : callable
-        ``compute(game, start, count, table=None, threads=None)`` yielding int64
+        ``compute(game, start, count, table=None, threads=None)`` (game: an
+        :class:`~octalgen.game.OctalGame`) yielding int64
         numpy chunks that together are G(start) ... G(start+count-1).
     unavailable : callable
         Returns None when the backend can run here, else the reason (one line).
@@ -88,6 +89,11 @@ def get_backend(name: str | None = None) -> Backend:
 
 
 def compute_values(game, start: int, count: int, backend: str | None = None, **options) -> np.ndarray:
-    """G(start) ... G(start+count-1) as one int64 array (see :class:`Backend`)."""
-    chunks = list(get_backend(backend).compute(game, start, count, **options))
+    """G(start) ... G(start+count-1) as one int64 array (see :class:`Backend`).
+
+    ``game`` is an :class:`~octalgen.game.OctalGame` or anything :func:`~octalgen.game.parse_game` takes.
+    """
+    from ..game import parse_game
+
+    chunks = list(get_backend(backend).compute(parse_game(game), start, count, **options))
     return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)

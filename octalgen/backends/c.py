@@ -1,8 +1,8 @@
-"""The generated-C backends (see :mod:`octalgen.cpu`).
+"""The generated-C backends, through the engine (:mod:`octalgen.engine`).
 
-* ``c``: exact.  Exact prefix, speculative kernel, verification in parallel processes, and
-  recovery when verification finds a new rare value: every value returned is proven.  The
-  default exact backend wherever a C compiler is found.
+* ``c``: exact.  Exact prefix, speculative kernel, verification, and recovery when
+  verification finds a new rare value: every value returned is proven.  The default exact
+  backend wherever a C compiler is found.
 * ``c-speculative``: the same kernel without verification: fast, and NOT proven.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from ..build import find_compiler
 from ..errors import ToolMissingError
-from ..cpu.pipeline import exact_values, speculative_values
 from . import Backend, register
 
 
@@ -22,21 +21,13 @@ def _compiler_missing() -> str | None:
     return None
 
 
-def _from(chunks, start: int):
-    """The values from heap ``start`` on, out of chunks that begin at heap 0."""
-    position = 0
-    for chunk in chunks:
-        if position + len(chunk) > start:
-            yield chunk[max(0, start - position):]
-        position += len(chunk)
+def _computer(verify: bool):
+    def compute(game, start, count, table=None, threads=None, **options):
+        from ..engine.values import stream_values
 
+        yield from stream_values(game, start, count, table, threads=threads or 1, verify=verify, **options)
 
-def _exact(game, start, count, table=None, threads=None, **options):
-    yield from _from(exact_values(game, start + count, table=table, threads=threads, **options), start)
-
-
-def _speculative(game, start, count, table=None, threads=None, **options):
-    yield from _from(speculative_values(game, start + count, table=table, threads=threads, **options), start)
+    return compute
 
 
 register(Backend(
@@ -44,7 +35,7 @@ register(Backend(
     exact=True,
     speed_rank=10,
     summary="generated C: speculative kernel + exact verifier (exact, millions of values/s)",
-    compute=_exact,
+    compute=_computer(verify=True),
     unavailable=_compiler_missing,
 ))
 
@@ -53,6 +44,6 @@ register(Backend(
     exact=False,
     speed_rank=20,
     summary="generated C kernel without verification (fast, NOT proven)",
-    compute=_speculative,
+    compute=_computer(verify=False),
     unavailable=_compiler_missing,
 ))

@@ -13,10 +13,11 @@ import argparse
 import importlib
 import logging
 import os
+import shlex
 import sys
 
 from .. import __version__
-from ..errors import OctalgenError
+from ..errors import Interrupted, OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "synth")
@@ -54,6 +55,12 @@ def main(argv=None) -> int:
     )
     try:
         return args.run(args) or 0
+    except Interrupted as exc:
+        resume = ""
+        if exc.checkpoint is not None:
+            resume = "; resume with: " + shlex.join(["octalgen", *(sys.argv[1:] if argv is None else argv)])
+        print(f"octalgen: {exc}{resume}", file=sys.stderr)
+        return exc.exit_code
     except OctalgenError as exc:
         print(f"octalgen: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import OctalgenError
@@ -26,21 +27,75 @@ def game_type(text: str) -> OctalGame:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def count_type(text: str) -> int:
-    """argparse type for counts and positions: a non-negative integer, 10**6 and 1e6 allowed."""
+#: The largest count or heap position an option accepts: far beyond any run so far (Grossman's
+#: reached 1.4 x 10^14 values of .6), and small enough that every such number is exact.
+MAX_HEAP = 10**15
+
+#: The largest thread or process count an option accepts.
+MAX_WORKERS = 1024
+
+
+def whole_number(text: str, low: int, high: int) -> int:
+    """``text`` as a whole number in [low, high]: 1000000, 1_000_000, 1e6, 1.05e8 and 10**6 allowed.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        With one line saying what is wrong (not a number, not whole, negative, too large).
+    """
+    from decimal import Decimal, InvalidOperation
+
+    cleaned = text.strip().replace("_", "")
     try:
-        if "**" in text:
-            base, exponent = text.split("**")
-            value = int(base) ** int(exponent)
-        elif "e" in text.lower():
-            mantissa, exponent = text.lower().split("e")
-            value = int(mantissa) * 10 ** int(exponent)
+        if "**" in cleaned:
+            base, exponent = cleaned.split("**")
+            value = Decimal(int(base)) ** int(exponent) if len(exponent) < 4 else Decimal("Infinity")
         else:
-            value = int(text.replace("_", ""))
-    except ValueError:
+            value = Decimal(cleaned)
+    except (InvalidOperation, ValueError):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    if not value.is_finite():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    if value != value.to_integral_value():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{text!r} is below {low}" if low else f"{text!r} is negative")
+    if value > high:
+        raise argparse.ArgumentTypeError(f"{text!r} is beyond the largest accepted, {high:.0e}".replace("e+", "e")
+                                         if high >= 10**6 else f"{text!r} is beyond the largest accepted, {high}")
+    return int(value)
+
+
+def count_type(text: str) -> int:
+    """argparse type for counts and heap positions: 0 ... :data:`MAX_HEAP`."""
+    return whole_number(text, 0, MAX_HEAP)
+
+
+def positive_count_type(text: str) -> int:
+    """argparse type for counts that must be at least 1 (up to :data:`MAX_HEAP`)."""
+    return whole_number(text, 1, MAX_HEAP)
+
+
+def threads_type(text: str) -> int:
+    """argparse type for thread counts: 1 ... :data:`MAX_WORKERS`."""
+    return whole_number(text, 1, MAX_WORKERS)
+
+
+def workers_type(text: str) -> int:
+    """argparse type for process counts: 0 (this process) ... :data:`MAX_WORKERS`."""
+    return whole_number(text, 0, MAX_WORKERS)
+
+
+def seconds_type(text: str) -> float:
+    """argparse type for a positive, finite number of seconds."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more, finite)")
     return value
 
 
@@ -59,3 +114,26 @@ def load_table(args) -> RareTable:
     if getattr(args, "table", None):
         return RareTable.load(args.table, game=args.game)
     return rare_table(args.game)
+
+
+def mask_type(text: str) -> int:
+    """argparse type for a rare mask: hexadecimal (0x1ee) or decimal, 0 ... 2^16 - 1."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a mask (write it in hexadecimal, e.g. 0x1ee)") from None
+    if not 0 <= value < 1 << 16:
+        raise argparse.ArgumentTypeError(f"mask {text!r} must lie in 0 ... 0xffff (values are 16-bit)")
+    return value
+
+
+@contextmanager
+def progress_for(args, goal: int, label: str):
+    """The progress display of a command (nothing with -q), closed at the end."""
+    from ..engine.progress import Progress
+
+    progress = Progress(goal, enabled=not getattr(args, "quiet", False))
+    try:
+        yield progress
+    finally:
+        progress.close()

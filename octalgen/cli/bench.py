@@ -20,7 +20,8 @@ import time
 import numpy as np
 
 from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
-from ..cpu.pipeline import exact_values, starting_plan
+from ..engine.core import kernel_start
+from ..engine.values import stream_values
 from ..cpu.verify import Verifier
 from ..errors import ComputationError, InputError
 from ..reference import exact_values as reference_values
@@ -56,7 +57,7 @@ def _load() -> str:
 
 
 def _kernel_plan(game):
-    plan, prefix = starting_plan(game)
+    plan, prefix = kernel_start(game)
     if plan is None:
         raise InputError(f"{game.code} has no speculative kernel (no sparse space): nothing to bench")
     return plan, prefix
@@ -124,7 +125,7 @@ def _bench_c(args) -> int:
     plain = buffer()
     _, naive_s = _timed(naive.fill, plain, start)
     verdict, verify_s = _timed(verifier.verify, one, start - window, prefix, start, start + count)
-    chunks, exact_s = _timed(lambda: list(exact_values(game, start + count, threads=threads)))
+    chunks, exact_s = _timed(lambda: list(stream_values(game, 0, start + count, threads=threads, workers=threads)))
     reference, reference_s = _timed(reference_values, game, min(REFERENCE_COUNT, start + count))
 
     exact = np.concatenate(chunks)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 
 from ..cpu.generate import DEFAULT_MAX_THREADS, exact_unit, kernel_unit
-from ..cpu.pipeline import starting_plan
+from ..engine.core import kernel_start
 from ..errors import InputError
 from ..rare import RareTable
-from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder
+from .arguments import GENERATED_DIRECTORY, add_game, add_table, game_folder, threads_type
 
 log = logging.getLogger("octalgen")
 
@@ -25,7 +25,7 @@ def register(targets) -> None:
     parser.add_argument("-o", "--output", metavar="DIR", default=GENERATED_DIRECTORY,
                         help=f"directory to write into, in a folder per game (default: {GENERATED_DIRECTORY}/)")
     add_table(parser)
-    parser.add_argument("--threads", type=count_type, default=DEFAULT_MAX_THREADS, metavar="T",
+    parser.add_argument("--threads", type=threads_type, default=DEFAULT_MAX_THREADS, metavar="T",
                         help=f"the most threads the kernel will run with (default {DEFAULT_MAX_THREADS}, "
                              "capped by the baton: 57 for u8 storage, 29 for u16)")
     parser.set_defaults(run=run)
@@ -33,7 +33,7 @@ def register(targets) -> None:
 
 def units(game, table: RareTable | None = None, threads: int = DEFAULT_MAX_THREADS):
     """The units ``emit c`` writes for ``game``: the exact solver, and the kernel if the game has one."""
-    plan, _prefix = starting_plan(game, table)
+    plan, _prefix = kernel_start(game, table)
     found = [exact_unit(game)]
     if plan is None:
         log.info("%s has no sparse space (or no move leaving a heap): no speculative kernel, only the exact solver",
@@ -44,8 +44,6 @@ def units(game, table: RareTable | None = None, threads: int = DEFAULT_MAX_THREA
 
 
 def run(args) -> int:
-    if args.threads < 1:
-        raise InputError("--threads must be at least 1")
     table = RareTable.load(args.table, game=args.game) if args.table else None
     folder = game_folder(args.output, args.game)
     try:

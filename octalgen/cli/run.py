@@ -2,69 +2,117 @@
 
 from __future__ import annotations
 
+import argparse
 import json
-import logging
 import sys
 
-from ..engine.engine import CHECKPOINT_EVERY, CHUNK, LongRun, RunOptions
-from ..engine.progress import Progress
-from .arguments import add_game, add_table, count_type
+from ..engine.core import CHECKPOINT_EVERY, CHUNK, Engine, EngineOptions
+from ..engine.summary import summarize
+from ..engine.tally import RecurrenceProof, Tally
+from .arguments import (add_game, add_table, count_type, load_table, mask_type, positive_count_type, progress_for,
+                        seconds_type, threads_type, whole_number, workers_type)
 
-log = logging.getLogger("octalgen")
+DESCRIPTION = """\
+Prove G(0) ... G(N-1) of a game and report what a long search needs: the FNV-1a-64 digest
+that independent programs agree on, the largest value and where it first appears, the zeros,
+rare values found by verification, and the period search (a rolling CRC-64 over the last W
+values, anchored at powers of two; a repeated window is proven a period with the Guy-Smith
+theorem).  The speculative kernel (generated C) runs ahead; verifying processes prove every
+value; a failed proof is recovered exactly (a new rare value extends the table).  Memory stays
+bounded whatever N.  With --checkpoint the run is written to DIR every few seconds and at exit,
+and the same command resumes it, also after kill -9; a larger --until extends a finished run.
+Ctrl-C or SIGTERM stops within a second or two and prints the command that resumes
+(exit status 130 and 143)."""
+
+EXAMPLES = """\
+examples:
+  octalgen run .6 --until 1e8 --checkpoint runs/officers
+  octalgen run .6 --until 1e9 --checkpoint runs/officers            (extends the run above)
+  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values  (octalgen export reads them)
+  octalgen run .16 --until 1e6                                      (stops once its period is proven)"""
 
 
 def register(sub) -> None:
-    parser = sub.add_parser(
-        "run", help="long run: prove G(0) ... G(N-1) with statistics, digests and period search; resumable",
-        description="Speculative kernel, parallel verification, statistics and the CRC-64 period search, "
-                    "in bounded memory.  With --checkpoint, running the same command again resumes.")
+    parser = sub.add_parser("run", help="long run: prove G(0) ... G(N-1) with statistics, digests and period search; "
+                                        "resumable", description=DESCRIPTION, epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     add_game(parser)
-    parser.add_argument("--until", type=count_type, required=True, metavar="N", help="prove G(0) ... G(N-1)")
+    parser.add_argument("--until", type=positive_count_type, required=True, metavar="N",
+                        help="prove G(0) ... G(N-1) (N up to 1e15; 1e8, 1.05e8 and 10**8 are accepted)")
     parser.add_argument("--checkpoint", metavar="DIR",
-                        help="checkpoint directory: written every few seconds and at exit; resumed from")
-    parser.add_argument("--threads", type=count_type, default=1, metavar="T", help="kernel threads (default 1)")
-    parser.add_argument("--workers", type=count_type, metavar="W",
-                        help="local verification processes (default: all cores; 0: in this process)")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="send verification to a running Dask scheduler, e.g. tcp://host:8786")
+                        help="checkpoint directory: written every few seconds and at exit; the same command resumes "
+                             "from it")
+    add_engine_options(parser)
     parser.add_argument("--keep-values", action="store_true",
-                        help="also write the proven values to DIR/values/ (compressed bytes where the game allows)")
+                        help="keep every proven value in DIR/values/ (one byte per value where the game allows); "
+                             "octalgen export reads them back")
     parser.add_argument("--digest-from", type=count_type, default=0, metavar="S",
                         help="also print the FNV-1a-64 digest of G(S) ... G(N-1)")
     parser.add_argument("--backend", choices=("c", "cuda"), default="c",
-                        help="c: generated kernel and verifier here (default); cuda: proven values from the GPU")
-    parser.add_argument("--chunk", type=count_type, default=CHUNK, metavar="HEAPS",
-                        help=f"heaps per kernel chunk and verification task (default {CHUNK})")
-    parser.add_argument("--checkpoint-every", type=float, default=CHECKPOINT_EVERY, metavar="SECONDS",
-                        help=f"seconds between checkpoints (default {CHECKPOINT_EVERY:g})")
+                        help="c: generated kernel and verifier on this machine's cores (default); cuda: the kernel "
+                             "and verifier on an NVIDIA GPU")
+    parser.add_argument("--mask", type=mask_type, action="append", default=[], metavar="M",
+                        help="also count the values that are rare under mask M (hexadecimal, e.g. 0x1ee); repeatable")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     add_table(parser)
     parser.set_defaults(run=run)
 
 
+def add_engine_options(parser) -> None:
+    """--threads, --workers, --scheduler, --chunk, --checkpoint-every: how the engine computes."""
+    parser.add_argument("--threads", type=threads_type, default=1, metavar="T",
+                        help="kernel threads (default 1): thread j computes every T-th value and hands the newest "
+                             "values to the next thread (Grossman's baton passing), so T threads need T free cores")
+    parser.add_argument("--workers", type=workers_type, metavar="W",
+                        help="verifying processes (default: one per core, or none for a small job; 0: verify in this "
+                             "process)")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="send verification to a running Dask scheduler, e.g. tcp://host:8786")
+    parser.add_argument("--chunk", type=lambda text: whole_number(text, 1 << 10, 1 << 26), default=CHUNK,
+                        metavar="HEAPS", help=f"heaps per kernel chunk and verification task (default {CHUNK})")
+    parser.add_argument("--checkpoint-every", type=seconds_type, default=CHECKPOINT_EVERY, metavar="SECONDS",
+                        help=f"seconds between checkpoints (default {CHECKPOINT_EVERY:g})")
+
+
+def engine_options(args, until: int) -> EngineOptions:
+    """The :class:`EngineOptions` of the options :func:`add_engine_options` added."""
+    return EngineOptions(until=until, threads=args.threads, workers=args.workers, scheduler=args.scheduler,
+                         chunk=args.chunk, checkpoint_every=args.checkpoint_every)
+
+
+def kernels_for(backend: str):
+    """The engine's kernel plug-in for ``--backend`` (None: the generated C)."""
+    if backend == "c":
+        return None
+    from ..backends import get_backend
+
+    get_backend(backend)  # one clear line when the GPU backend cannot run here
+    from ..cuda.plugin import CudaKernels
+
+    return CudaKernels()
+
+
 def run(args) -> int:
     from ..errors import InputError
-    from ..rare import RareTable
 
     if args.keep_values and not args.checkpoint:
         raise InputError("--keep-values needs --checkpoint DIR (the values go to DIR/values/)")
-    if args.chunk < 1:
-        raise InputError("--chunk must be at least 1")
-    table = RareTable.load(args.table, game=args.game) if args.table else None
-    options = RunOptions(until=args.until, digest_from=args.digest_from, keep_values=args.keep_values,
-                         threads=max(1, args.threads), workers=args.workers, scheduler=args.scheduler,
-                         chunk=args.chunk, backend=args.backend,
-                         checkpoint_every=args.checkpoint_every)
-    progress = Progress(args.until, enabled=log.isEnabledFor(logging.INFO))
-    summary = LongRun(args.game, options, args.checkpoint, table=table, progress=progress).run()
-    print_summary(summary, args.json)
+    kernels = kernels_for(args.backend)
+    table = load_table(args) if args.table else None
+    tally = Tally(args.digest_from, RecurrenceProof(args.game.max_take))
+    with progress_for(args, args.until, "run") as progress:
+        engine = Engine(args.game, engine_options(args, args.until), [tally], table=table, directory=args.checkpoint,
+                        identity={"command": "run", "digest_from": args.digest_from}, keep_all=args.keep_values,
+                        progress=progress, kernels=kernels)
+        engine.run()
+    print_summary(summarize(engine, tally), args.json, args.mask)
     return 0
 
 
-def print_summary(summary, as_json: bool) -> None:
+def print_summary(summary, as_json: bool, masks=()) -> None:
     if as_json:
-        json.dump(summary.to_json(), sys.stdout, indent=1)
+        json.dump(summary.to_json(masks), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n".join(summary.lines()) + "\n")
+        sys.stdout.write("\n".join(summary.lines(masks)) + "\n")
     sys.stdout.flush()

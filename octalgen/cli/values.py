@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -11,49 +12,83 @@ import numpy as np
 
 from ..backends import backends, get_backend
 from ..errors import InputError
-from .arguments import add_game, add_table, count_type, load_table
+from .arguments import (MAX_HEAP, add_game, add_table, count_type, load_table, positive_count_type, progress_for,
+                        threads_type, workers_type)
 
 log = logging.getLogger("octalgen")
 
 FORMATS = {"text": None, "u16": np.dtype("<u2"), "u32": np.dtype("<u4")}
 
+DESCRIPTION = """\
+Compute the nim-sequence values G(S) ... G(S+N-1) of a game and write them out, one decimal per
+line or as raw little-endian integers.  The default backend is the fastest exact one on this
+machine (the generated C: speculative kernel, verifier and exact recovery), so every value
+written is proven; 'reference' is the pure-Python definition every backend is tested against;
+the '-speculative' backends give unproven values and say so.  Memory stays bounded for any N:
+values are streamed as they are proven.  With -o the file appears only once it is complete."""
+
+EXAMPLES = """\
+examples:
+  octalgen values .6 -n 100000                    exact values of Officers, one per line
+  octalgen values .6 -n 10 --start 20620          G(20620) ... G(20629)
+  octalgen values .77 -n 1000 --format u16 -o kayles.u16
+  octalgen values .6 -n 5000 --backend reference  the pure-Python reference"""
+
 
 def register(sub) -> None:
     names = ", ".join(f"{b.name} ({b.summary})" for b in backends().values())
-    parser = sub.add_parser("values", help="compute values G(S) ... G(S+N-1)")
+    parser = sub.add_parser("values", help="compute values G(S) ... G(S+N-1)", description=DESCRIPTION,
+                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_game(parser)
-    parser.add_argument("-n", "--count", type=count_type, required=True, metavar="N", help="how many values")
+    parser.add_argument("-n", "--count", type=positive_count_type, required=True, metavar="N",
+                        help="how many values (at least 1; S + N up to 1e15)")
     parser.add_argument("--start", type=count_type, default=0, metavar="S", help="first heap size (default 0)")
     parser.add_argument("--backend", metavar="NAME",
                         help=f"how to compute; default: the fastest exact one available. Backends: {names}")
     parser.add_argument("--format", choices=tuple(FORMATS), default="text",
                         help="text: one decimal per line; u16/u32: raw little-endian integers")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
-    parser.add_argument("--threads", type=count_type, metavar="T", help="threads for backends that use them")
+    parser.add_argument("--threads", type=threads_type, metavar="T", help="kernel threads (C backends; default 1)")
+    parser.add_argument("--workers", type=workers_type, metavar="W",
+                        help="verifying processes (c backend; default: one per core, none for a small job)")
     add_table(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
+    if args.start + args.count > MAX_HEAP:
+        raise InputError(f"--start + -n is beyond the largest heap accepted ({MAX_HEAP:.0e})".replace("e+", "e"))
     backend = get_backend(args.backend)
     if not backend.exact:
         log.warning("backend %s gives speculative values: they are NOT proven", backend.name)
     table = load_table(args) if args.table else None
-    chunks = backend.compute(args.game, args.start, args.count, table=table, threads=args.threads)
-    if args.output:
-        path = Path(args.output)
-        partial = path.with_name(path.name + ".partial")
-        try:
-            with open(partial, "wb") as out:
-                _write(chunks, args.format, args.start, out)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
-        os.replace(partial, path)
-    else:
-        _write(chunks, args.format, args.start, sys.stdout.buffer)
-        sys.stdout.flush()
+    options = {"workers": args.workers} if args.workers is not None and backend.name == "c" else {}
+    stop = args.start + args.count
+    with progress_for(args, stop, "values") as progress:
+        chunks = backend.compute(args.game, args.start, args.count, table=table, threads=args.threads, **options)
+        chunks = _reporting(chunks, args.start, progress)
+        if args.output:
+            path = Path(args.output)
+            partial = path.with_name(path.name + ".partial")
+            try:
+                with open(partial, "wb") as out:
+                    _write(chunks, args.format, args.start, out)
+            except BaseException:
+                partial.unlink(missing_ok=True)
+                raise
+            os.replace(partial, path)
+        else:
+            _write(chunks, args.format, args.start, sys.stdout.buffer)
+            sys.stdout.flush()
     return 0
+
+
+def _reporting(chunks, start: int, progress):
+    position = start
+    for chunk in chunks:
+        position += len(chunk)
+        progress.update(position, position)
+        yield chunk
 
 
 def _write(chunks, fmt: str, start: int, out) -> None:

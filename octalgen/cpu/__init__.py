@@ -1,8 +1,8 @@
-"""The CPU engine: generated C for exact and speculative values (Grossman, sections 2-3.3).
+"""The CPU backend: generated C for exact and speculative values (Grossman, sections 2-3.3).
 
 Flow: plan (:mod:`octalgen.plan`) -> render (:mod:`.generate`, ``templates/c/``) -> build
-(:func:`octalgen.build.build_module`, cached) -> the wrappers below.  Other engines (the
-long-run pipeline, the CUDA backend) use this API; it is stable.
+(:func:`octalgen.build.build_module`, cached) -> the wrappers below.  The engine
+(:mod:`octalgen.engine`) and the CUDA backend use this API; it is stable.
 
 Exact solver — :class:`~.exact.CExactSolver` ``(game, mask=None, values=())``
     The rare-value algorithm (Figure 2) for any octal game, from ``game.moves()``.  Computes
@@ -34,20 +34,13 @@ Verifier — :class:`~.verify.Verifier` ``(plan)``
     ``true_value`` (None if the history could not decide it); ``"undecided"`` at ``heap`` (more
     history needed; never reported as proven).  With ``base <= P`` it is always decisive.
     Verifier and inputs pickle; a worker process loads the module from the cache.
-    :func:`~.pipeline.verify_interval` tries recent history first, then everything.
 
-Pipeline — :func:`~.pipeline.exact_values` / :func:`~.pipeline.speculative_values`
-    ``(game, count, table=None, threads=None, workers=None, storage=None, ...)`` yield int64
-    chunks of G(0) ... G(count-1): the ``c`` and ``c-speculative`` backends.  The table is
-    reconciled with the exact prefix (:func:`~.pipeline.reconcile`, a warning per fix); a
-    verification failure adds the rare value (``RareTable.with_entry``), regenerates the kernel
-    and goes on; u8 overflow switches to u16.  :func:`~.pipeline.starting_plan` gives the plan
-    and exact prefix a run starts with (what ``octalgen emit c`` writes).
+The engine (:mod:`octalgen.engine`) runs these: exact steps, the kernel as producer, verifiers
+in parallel, recovery from a failed proof, and the consumers of proven values.
 """
 
 from .exact import CExactSolver
 from .kernel import NaiveKernel, SpeculativeKernel, StorageOverflow
-from .pipeline import exact_values, reconcile, speculative_values, starting_plan, verify_interval
 from .verify import Verifier, VerifyResult
 
 __all__ = [
@@ -57,9 +50,4 @@ __all__ = [
     "StorageOverflow",
     "Verifier",
     "VerifyResult",
-    "exact_values",
-    "speculative_values",
-    "reconcile",
-    "starting_plan",
-    "verify_interval",
 ]

@@ -1,13 +1,21 @@
-"""Long runs: what a researcher leaves running for months (Grossman, sections 3.1 and 4).
+"""The one engine every proving command uses: produce, verify, recover, hand on.
 
-* :mod:`.engine` — :class:`~.engine.LongRun` (``octalgen run``): speculative producer, verifier
-  workers (local processes or Dask, :mod:`.executors`), a consumer of proven values, recovery
-  when a new rare value appears, bounded memory, atomic self-checking checkpoints
-  (:mod:`.checkpoint`) and kept values (:mod:`.store`).
+* :mod:`.core` — :class:`~.core.Engine`: exact steps, the speculative producer, verifiers
+  (this process, local processes, Dask: :mod:`.executors`), recovery (:mod:`.plans`), the
+  consumers, checkpoints (:mod:`.checkpoint`) and resume.
+* :mod:`.history` — the proven values a proof scan or a recovery may need again, bounded in
+  memory, on disk in the run's directory (:mod:`.store`).
+* Consumers: :mod:`.tally` (digests, counts, zeros, period candidates; the recurrence proof of
+  ``run``), :mod:`.period` (the exact period proof of ``period``), :mod:`.values` (the value
+  stream of ``values`` and the ``c`` backends).
 * :mod:`.scan` — the per-value work in C: FNV-1a-64 digests, value counts and first heaps, the
   rolling CRC-64 over the last W values with power-of-two anchors.
-* :mod:`.period` — ``octalgen period``: candidates from the CRC search, checked value by value
-  and proven with the Guy–Smith theorem.
-* :mod:`.stats` — the figures ``run`` and ``stats`` print, JSON, and the histogram plot.
-* :mod:`.progress` — the progress bar (terminal) or periodic lines (log).
+* :mod:`.stats`, :mod:`.summary` — the figures ``run``, ``period`` and ``stats`` print.
+
+Front-ends (``octalgen values``, ``run``, ``period``, ``stats``, ``bench``) choose the consumers
+and options and pass an :class:`~octalgen.game.OctalGame` down; nothing below them parses text.
 """
+
+from .summary import RunSummary, summary_of_checkpoint
+
+__all__ = ["RunSummary", "summary_of_checkpoint"]

@@ -27,6 +27,10 @@ from ..errors import CheckpointError
 SCHEMA = "octalgen-run-checkpoint/1"
 FILENAME = "checkpoint.json"
 
+#: Layout of the body this version writes (``octalgen_checkpoint``).  Layout 1 (octalgen 0.1)
+#: held only the last W values besides the prefix: a run could not always go on from it.
+LAYOUT = 2
+
 
 def pack_array(array) -> dict:
     """A numpy array as a JSON-friendly dict (dtype, length, zlib + base64 bytes)."""
@@ -113,30 +117,6 @@ def write_checkpoint(directory, body: dict) -> None:
                               "(the previous checkpoint is unchanged)") from None
 
 
-def write_side_file(directory, name: str, data: bytes) -> dict:
-    """Write a file the next checkpoint will refer to (atomically); returns its reference."""
-    path = Path(directory) / name
-    try:
-        write_file_atomically(path, data)
-    except OSError as exc:
-        reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        raise CheckpointError(f"cannot write checkpoint {path}: {reason} "
-                              "(the previous checkpoint is unchanged)") from None
-    return {"file": name, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-
-
-def read_side_file(directory, reference: dict) -> bytes:
-    """The bytes of a file a checkpoint refers to, after checking its length and sha256."""
-    path = Path(directory) / reference["file"]
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CheckpointError(f"cannot read {path}, part of the checkpoint: {exc.strerror}") from None
-    if len(data) != reference["bytes"] or hashlib.sha256(data).hexdigest() != reference["sha256"]:
-        raise CheckpointError(f"{path}, part of the checkpoint, fails its checksum; it was left untouched")
-    return data
-
-
 def read_checkpoint(directory) -> dict | None:
     """The body of ``directory``'s checkpoint, or None when it has none.
 
@@ -163,3 +143,15 @@ def read_checkpoint(directory) -> dict | None:
     if hashlib.sha256(_canonical(document["body"])).hexdigest() != document.get("sha256"):
         raise CheckpointError(f"{refuse} fails its checksum (corrupt or edited); it was left untouched")
     return document["body"]
+
+
+def check_layout(body: dict, directory) -> None:
+    """Raise :class:`CheckpointError` unless ``body`` has the layout this version writes."""
+    layout = body.get("octalgen_checkpoint")
+    if layout == LAYOUT:
+        return
+    if layout == 1:
+        raise CheckpointError(f"checkpoint in {directory} was written by octalgen 0.1, whose checkpoints lack the "
+                              "recent values a run needs to go on; start the run again in a new directory "
+                              "(this one was left untouched)")
+    raise CheckpointError(f"checkpoint in {directory} has an unknown layout {layout!r}; it was left untouched")

@@ -1,28 +1,45 @@
 """Where verification tasks run: this process, local worker processes, or a Dask cluster.
 
-Every executor has ``submit(fn, *args)`` returning a future with ``result()``, ``done()`` and
-``cancel()``, and ``close()``.  Tasks are plain picklable calls
-(:func:`octalgen.cpu.pipeline.verify_interval` on a :class:`~octalgen.cpu.verify.Verifier`
-and a stretch of codes), so any engine that runs Python functions can run them.
+Every executor has ``submit(fn, *args)`` returning a future with ``result(timeout)``,
+``done()`` and ``cancel()``; ``share(array)`` (a handle that passes a large read-only array to
+many tasks cheaply); ``close(kill)``.  Tasks are plain picklable calls (:func:`verify_task` on
+a verifier with a ``verify(codes, base, prefix, a, b)`` method and a stretch of codes), so any
+engine that runs Python functions can run them.
+
+Local worker processes never outlive the run: each asks the kernel to kill it when its parent
+dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent itself, and ignores Ctrl-C (the
+parent stops them).  ``close(kill=True)`` ends them at once instead of letting them finish.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
+import threading
+import time
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing import get_context
+from multiprocessing.connection import wait
 
 import numpy as np
 
-from ..cpu.pipeline import verify_interval
-
-from ..errors import InputError, ToolMissingError
+from ..cpu.verify import PROVEN, UNDECIDED, VerifyResult
+from ..errors import ComputationError, InputError, ToolMissingError
 
 #: Seconds to wait for a Dask scheduler to answer.
 CONNECT_TIMEOUT = 20.0
+
+#: Heaps of history before an interval (beyond the kernel's window) that verification is first
+#: given: proof scans rarely reach further, and one that does is retried with more.
+VERIFY_HISTORY = 1 << 20
+
+#: Heaps verified per call into C in this process (so that a stop request is noticed soon).
+IN_PROCESS_PIECE = 1 << 17
 
 
 @dataclass(frozen=True)
@@ -42,15 +59,88 @@ def _mapped(shared: SharedArray) -> np.ndarray:
     return np.memmap(shared.path, dtype=np.dtype(shared.dtype), mode="r", shape=(shared.length,))
 
 
-def verify_task(verifier, codes, base, prefix, a, b):
-    """A verification task: :func:`~octalgen.cpu.pipeline.verify_interval` with a shared prefix."""
+def verify_interval(verifier, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
+    """Verify [a, b) from recent history first, then all of ``codes`` (heaps base ...) where undecided."""
+    window = verifier.plan.window
+    recent = max(base, a - window - VERIFY_HISTORY)
+    result = verifier.verify(codes[recent - base: b - base], recent, prefix, a, b)
+    if result.status == UNDECIDED and recent > base:
+        retry = verifier.verify(codes[: b - base], base, prefix, result.heap, b)
+        result = retry if retry.status != PROVEN else VerifyResult(
+            PROVEN, options_scanned=result.options_scanned + retry.options_scanned)
+    return result
+
+
+def verify_task(verifier, codes, base, prefix, a, b) -> tuple[VerifyResult, float]:
+    """A verification task: :func:`verify_interval` and the CPU seconds it took."""
+    began = time.thread_time()
     if isinstance(prefix, SharedArray):
         prefix = prefix.array()
-    return verify_interval(verifier, codes, base, prefix, a, b)
+    result = verify_interval(verifier, codes, base, prefix, a, b)
+    return result, time.thread_time() - began
+
+
+class StopRequested(Exception):
+    """Raised by an in-process task when the engine was asked to stop (between pieces)."""
+
+
+class _Deferred:
+    """A task run in this process when its result is asked for, in pieces (see :class:`InProcess`)."""
+
+    def __init__(self, executor: "InProcess", args):
+        self._executor, self._args, self._value = executor, args, None
+
+    def result(self, timeout=None):
+        if self._value is None:
+            self._value = self._executor.run_in_pieces(*self._args)
+        return self._value
+
+    def done(self) -> bool:
+        return True
+
+    def cancel(self) -> bool:
+        return True
+
+
+class InProcess:
+    """Runs each task in this process when its result is wanted (``--workers 0``).
+
+    Intervals are verified :data:`IN_PROCESS_PIECE` heaps at a time, and ``should_stop`` is
+    asked between pieces, so that Ctrl-C stops a run promptly.
+    """
+
+    workers = 1
+
+    def __init__(self, should_stop=lambda: False):
+        self.should_stop = should_stop
+
+    def submit(self, fn, *args):
+        if fn is not verify_task:
+            return _Done(fn(*args))
+        return _Deferred(self, args)
+
+    def run_in_pieces(self, verifier, codes, base, prefix, a, b):
+        scanned, seconds = 0, 0.0
+        for lo in range(a, b, IN_PROCESS_PIECE):
+            if self.should_stop():
+                raise StopRequested
+            result, spent = verify_task(verifier, codes, base, prefix, lo, min(b, lo + IN_PROCESS_PIECE))
+            seconds += spent
+            scanned += result.options_scanned
+            if result.status != PROVEN:
+                return result, seconds
+        return VerifyResult(PROVEN, options_scanned=scanned), seconds
+
+    def share(self, array: np.ndarray):
+        """A handle to pass ``array`` to many tasks (here: the array itself)."""
+        return array
+
+    def close(self, kill: bool = False) -> None:
+        pass
 
 
 class _Done:
-    """A finished future (verification run in this process)."""
+    """A finished future."""
 
     def __init__(self, value):
         self._value = value
@@ -65,32 +155,123 @@ class _Done:
         return False
 
 
-class InProcess:
-    """Runs each task at once, in this process (``--workers 0``)."""
+_PR_SET_PDEATHSIG = 1
 
-    workers = 1
 
-    def submit(self, fn, *args):
-        return _Done(fn(*args))
+def _worker_start(parent: int) -> None:
+    """Initializer of local worker processes: die with the parent, leave Ctrl-C to it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the request above
+        os._exit(1)
 
-    def share(self, array: np.ndarray):
-        """A handle to pass ``array`` to many tasks (here: the array itself)."""
-        return array
+    def watch():  # also where PR_SET_PDEATHSIG does not exist or fires late
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
 
-    def close(self) -> None:
-        pass
+    threading.Thread(target=watch, daemon=True, name="octalgen-parent-watch").start()
+
+
+class _WorkerFuture:
+    """The result of a task given to :class:`LocalProcesses` (filled in by its ``pump``)."""
+
+    def __init__(self, pool: "LocalProcesses"):
+        self._pool, self._finished, self._value, self._error, self.cancelled = pool, False, None, None, False
+
+    def done(self) -> bool:
+        self._pool.pump(0)
+        return self._finished
+
+    def result(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._finished:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError
+            self._pool.pump(left)
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return True
+
+
+def _worker_main(connection, parent: int) -> None:
+    """A local worker process: run the tasks it is sent until it is sent None."""
+    _worker_start(parent)
+    while True:
+        try:
+            task = connection.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        fn, args = task
+        try:
+            reply = (True, fn(*args))
+        except Exception as exc:  # noqa: BLE001 - handed back to the parent, which raises it
+            reply = (False, exc)
+        connection.send(reply)
 
 
 class LocalProcesses:
-    """A pool of ``workers`` local processes (spawned: no inherited threads or locks)."""
+    """``workers`` local processes (spawned: no inherited threads or locks), one task each at a time.
+
+    No thread of its own: results are collected (and queued tasks handed out) whenever a future
+    is asked whether it is done, so nothing can hang at exit, and ``close(kill=True)`` ends the
+    processes at once.
+    """
 
     def __init__(self, workers: int):
         self.workers = workers
-        self._pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        context = get_context("spawn")
+        self._idle, self._busy, self._queue = [], {}, []
+        self._processes = []
+        for _ in range(workers):
+            ours, theirs = context.Pipe()
+            process = context.Process(target=_worker_main, args=(theirs, os.getpid()), daemon=True,
+                                      name="octalgen-verifier")
+            process.start()
+            theirs.close()
+            self._processes.append(process)
+            self._idle.append(ours)
         self._files: list[str] = []
 
-    def submit(self, fn, *args):
-        return self._pool.submit(fn, *args)
+    def submit(self, fn, *args) -> _WorkerFuture:
+        future = _WorkerFuture(self)
+        self._queue.append((future, fn, args))
+        self.pump(0)
+        return future
+
+    def pump(self, timeout) -> None:
+        """Collect finished results (waiting up to ``timeout`` seconds for one) and hand out queued tasks."""
+        if self._busy:
+            for connection in wait(list(self._busy), timeout):
+                future = self._busy.pop(connection)
+                try:
+                    ok, value = connection.recv()
+                    self._idle.append(connection)
+                except (EOFError, OSError):
+                    ok, value = False, ComputationError("a verifying process died (out of memory, or killed)")
+                future._finished = True
+                if ok:
+                    future._value = value
+                else:
+                    future._error = value
+        while self._queue and self._idle:
+            future, fn, args = self._queue.pop(0)
+            if future.cancelled:
+                continue
+            connection = self._idle.pop()
+            connection.send((fn, args))
+            self._busy[connection] = future
 
     def share(self, array: np.ndarray) -> SharedArray:
         """Write ``array`` to a file in /dev/shm (memory) that the workers map."""
@@ -100,22 +281,41 @@ class LocalProcesses:
         self._files.append(path)
         return SharedArray(path, array.dtype.str, len(array))
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, kill: bool = False) -> None:
+        """Stop the workers: at once when ``kill``, else once their current tasks are done."""
+        for connection in self._idle + list(self._busy):
+            try:
+                if not kill:
+                    connection.send(None)
+            except OSError:
+                pass
+        for process in self._processes:
+            if kill:
+                process.kill()
+            process.join()
+        for connection in self._idle + list(self._busy):
+            connection.close()
+        self._idle, self._busy, self._queue, self._processes = [], {}, [], []
         for path in self._files:
-            os.unlink(path)
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        self._files = []
 
 
 class DaskCluster:
     """Tasks go to a running Dask distributed scheduler (``--scheduler tcp://host:port``).
 
     The workers need octalgen and a C compiler (each builds or loads the verifier from its own
-    cache).  Results come back in submission order through the futures.
+    cache).  Results come back through the futures.
     """
 
     def __init__(self, address: str, timeout: float | None = None):
         try:
             from distributed import Client
+            # Tasks carry their stretch of codes (a few MiB); Dask warns about every such graph.
+            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         except ImportError:
             raise ToolMissingError("--scheduler needs Dask distributed, which is not installed: "
                                    "pip install 'octalgen[cluster]'") from None
@@ -132,14 +332,14 @@ class DaskCluster:
         """Send ``array`` to every worker once; tasks given the handle receive the array."""
         return self._client.scatter(array, broadcast=True)
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
         self._client.close()
 
 
-def make_executor(workers: int, scheduler: str | None):
+def make_executor(workers: int, scheduler: str | None, should_stop=lambda: False):
     """The executor for ``--workers`` / ``--scheduler``."""
     if scheduler:
         return DaskCluster(scheduler)
     if workers <= 0:
-        return InProcess()
+        return InProcess(should_stop)
     return LocalProcesses(workers)

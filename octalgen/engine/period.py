@@ -1,179 +1,184 @@
-"""``octalgen period``: find and prove the period of a nim-sequence (Grossman 4, Guy–Smith).
+"""``octalgen period``: the least period and least preperiod, proven with the Guy–Smith theorem.
 
-Values come from the exact ``c`` pipeline and are kept in memory (two bytes per value).  The
-scanner's rolling CRC-64 over the last W values is compared with its value at power-of-two
-anchors; a hash match whose two windows hold equal values is a *candidate* period p.  Its least
-preperiod i is found by comparing G(n) with G(n + p) backwards, every later value is checked
-against the one p before it, and once G(0) ... G(2i + 2p + t - 1) are computed the candidate is
-proven by the Guy–Smith theorem (:func:`~octalgen.periodicity.is_proven_period`, which also
-checks that p and i are least).  Every claim rests on that explicit check, never on the hash.
+:class:`ExactProof` is the prover of :class:`~.tally.Tally` for ``period``.  It reads values
+back from the run's history, which keeps every value on disk (:class:`~.history.History`
+with ``keep_all``), so memory stays bounded whatever N:
 
-W is the span that determines the next value for a game with a rare-value kernel
-(``plan.window``: 20,628 for ``.6``).  A game without sparse space has no such span (each
-value depends on all earlier ones), so W is :data:`UNSPARSE_WINDOW`: the window only decides
-*when* a period is noticed (at the first anchor a >= i + W - 1 with a > p), never whether a
-reported period is right.
+* a hash-match candidate p (see :mod:`.tally`) gets its least preperiod i by comparing G(n)
+  with G(n + p) backwards from the match until they differ;
+* every later value m is compared with G(m - p) as it is proven; a difference drops the
+  candidate;
+* once G(0) ... G(2i + 2p + t - 1) are proven, G(n + p) = G(n) holds for i <= n < 2i + p + t,
+  so the period is proven (Guy–Smith); p is then reduced to the least period (for each prime
+  r dividing p, p/r is a period from i when G(n + p/r) = G(n) over one period) and i recomputed
+  for it.
+
+Every claim rests on these explicit comparisons, never on the hash, and none relies on a
+kernel: games without a sparse space are searched the same way.  Given a claim (``--period P
+--preperiod I``) the same comparisons check it from the start and name the first n where
+G(n + P) != G(n), or where I or P is not least.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..cpu.pipeline import exact_values, starting_plan
-from ..game import parse_game
-from ..periodicity import is_proven_period, proof_length
-from .scan import HASH_MATCH, Scanner
+from ..errors import ComputationError
+from ..periodicity import _prime_factors, proof_length
 
 log = logging.getLogger("octalgen")
 
-#: Window of the hash for games without a sparse space (see the module docstring).
-UNSPARSE_WINDOW = 64
-
-#: Values per step of the pipeline, with a kernel and without one.
-KERNEL_CHUNK, EXACT_CHUNK = 1 << 20, 1 << 12
+#: Values compared per read when scanning back and forth.
+BLOCK = 1 << 21
 
 
-@dataclass
-class Candidate:
-    """A period p seen from i on, checked up to ``checked_to``; proven with G(0) ... G(length-1)."""
+class ExactProof:
+    """Candidates checked value by value against the stored history (see the module docstring).
 
-    period: int
-    preperiod: int
-    length: int
-    checked_to: int
-
-
-@dataclass
-class PeriodReport:
-    """What :func:`find_period` found.
+    Parameters
+    ----------
+    max_take : int
+        t of the Guy–Smith theorem (the game's largest move).
+    claim : (int, int), optional
+        ``(P, I)`` to check instead of searching.
 
     Attributes
     ----------
-    period, preperiod : int or None
-        The least period and least preperiod when proven.
-    proof_length : int or None
-        L: the proof used G(0) ... G(L-1).
-    computed : int
-        Values computed.
-    window : int
-        W of the hash.
-    candidates : list of Candidate
-        Candidates still open when the search stopped (needing more values than allowed).
-    seconds : float
+    candidates : list of dict
+        Open candidates: ``{"period", "preperiod", "checked_to", "proof_length"}``.
+    proven : dict or None
+        ``{"period", "preperiod", "proof_length"}``: least period and preperiod, proven.
+    refuted : str or None
+        For a claim: why it does not hold (the first n where it fails).
     """
 
-    game: str
-    period: int | None
-    preperiod: int | None
-    proof_length: int | None
-    computed: int
-    window: int
-    max_take: int
-    candidates: list = field(default_factory=list)
-    seconds: float = 0.0
+    name = "exact"
 
-    def lines(self, limit: int) -> list[str]:
-        if self.period is not None:
-            p, i, t = self.period, self.preperiod, self.max_take
-            return [f"period {p} preperiod {i}",
-                    f"proof: G(n + {p}) = G(n) for {i} <= n < {2 * i + p + t} (Guy-Smith, t = {t}), "
-                    f"checked on G(0) ... G({self.proof_length - 1})",
-                    f"computed {self.computed} values in {self.seconds:.1f} s"]
-        lines = [f"no period up to {limit}"]
-        for c in self.candidates:
-            lines.append(f"candidate period {c.period} preperiod {c.preperiod}: G(n + {c.period}) = G(n) checked for "
-                         f"{c.preperiod} <= n < {limit - c.period}; the proof needs G(0) ... G({c.length - 1}): "
-                         f"run with --max {c.length}")
-        lines.append(f"(a period p with preperiod i is found once N > 2i + 2p + t and N > 2a, a the first power "
-                     f"of two with a > p and a >= i + {self.window - 1}; window W = {self.window})")
-        return lines
+    def __init__(self, max_take: int, claim: tuple[int, int] | None = None):
+        self.max_take = max_take
+        self.claim = claim
+        self.history = None
+        self.candidates: list[dict] = []
+        self.proven = None
+        self.refuted = None
+        if claim is not None:
+            period, preperiod = claim
+            self.candidates.append(self._candidate(period, preperiod, 0))
 
+    def attach(self, engine) -> None:
+        self.history = engine.history
+        if not self.history.keep_all:
+            raise ComputationError("the exact period proof needs a history that keeps every value")
 
-class _Search:
-    def __init__(self, game, window: int):
-        self.game = game
-        self.scanner = Scanner(window)
-        self.values = np.zeros(1 << 16, dtype=np.uint16)
-        self.count = 0
-        self.candidates: list[Candidate] = []
-        self.proven: Candidate | None = None
+    def _candidate(self, period: int, preperiod: int, checked_to: int) -> dict:
+        return {"period": period, "preperiod": preperiod, "checked_to": checked_to,
+                "proof_length": proof_length(period, preperiod, self.max_take)}
 
-    def add(self, chunk) -> None:
-        chunk = np.asarray(chunk)
-        while self.count + len(chunk) > len(self.values):
-            self.values = np.concatenate([self.values, np.zeros_like(self.values)])
-        first = self.count
-        self.values[first: first + len(chunk)] = chunk
-        self.count += len(chunk)
-        for event in self.scanner.fold(chunk):
-            if event.kind == HASH_MATCH and self._match(int(self.scanner.state.anchor), event.heap):
-                self._check()  # with every value computed so far, which may already prove it
-                if self.proven is not None:
+    @property
+    def finished(self) -> bool:
+        return self.proven is not None or self.refuted is not None
+
+    def _values(self, start: int, stop: int) -> np.ndarray:
+        values = self.history.values(start, stop)
+        if values is None:
+            raise ComputationError(f"G({start}) ... G({stop - 1}) are no longer held: a bug, please report it")
+        return values
+
+    # -- search ---------------------------------------------------------------------------
+
+    def propose(self, period: int, anchor: int, window: int, heap: int) -> None:
+        if self.claim is not None or self.finished:
+            return
+        if any(period % c["period"] == 0 for c in self.candidates):
+            return  # a multiple of an open candidate: nothing new
+        preperiod = self._least_preperiod(period, heap - period + 1)
+        candidate = self._candidate(period, preperiod, heap + 1)
+        log.info("candidate: the %d values ending at G(%d) recur ending at G(%d): period %d, least preperiod "
+                 "%d; the proof needs G(0) ... G(%d)", window, anchor, heap, period, preperiod,
+                 candidate["proof_length"] - 1)
+        self.candidates.append(candidate)
+
+    def _least_preperiod(self, period: int, upper: int) -> int:
+        """The least i with G(n + period) = G(n) for i <= n < upper (all values below upper + period held)."""
+        hi = upper
+        while hi > 0:
+            lo = max(0, hi - BLOCK)
+            differ = np.flatnonzero(self._values(lo, hi) != self._values(lo + period, hi + period))
+            if len(differ):
+                return lo + int(differ[-1]) + 1
+            hi = lo
+        return 0
+
+    # -- checking -------------------------------------------------------------------------
+
+    def accept(self, position: int) -> None:
+        for candidate in list(self.candidates):
+            if not self._check(candidate, position):
+                if self.claim is not None:
                     return
-        self._check()
+                self.candidates.remove(candidate)
+                continue
+            if position >= candidate["proof_length"]:
+                self._prove(candidate)
+                return
 
-    def _match(self, anchor: int, heap: int) -> bool:
-        """A hash match: True when it makes a new candidate."""
-        g, w = self.values, self.scanner.window
-        period = heap - anchor
-        if any(period % c.period == 0 for c in self.candidates):
-            return False  # a multiple of an open candidate's period: nothing new
-        if not np.array_equal(g[anchor - w + 1: anchor + 1], g[heap - w + 1: heap + 1]):
-            log.debug("hash match at G(%d) with the anchor G(%d), windows differ", heap, anchor)
-            return False
-        known = g[: heap + 1]
-        mismatch = np.flatnonzero(known[period:] != known[:-period])
-        preperiod = int(mismatch[-1]) + 1 if len(mismatch) else 0
-        length = proof_length(period, preperiod, self.game.max_take)
-        log.info("candidate: the %d values ending at G(%d) recur ending at G(%d): period %d from G(%d); "
-                 "proof needs G(0) ... G(%d)", w, anchor, heap, period, preperiod, length - 1)
-        self.candidates.append(Candidate(period, preperiod, length, heap + 1))
+    def _check(self, candidate: dict, position: int) -> bool:
+        """Compare G(m) with G(m - p) for the values proven since the last check; False at a difference."""
+        p, i = candidate["period"], candidate["preperiod"]
+        start = max(candidate["checked_to"], i + p)
+        if self.claim is not None and i > 0 and candidate["checked_to"] <= i - 1 + p < position:
+            if self._values(i - 1, i) [0] == self._values(i - 1 + p, i + p)[0]:
+                self.refuted = (f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) "
+                                f"= {int(self._values(i - 1, i)[0])}")
+                return False
+        for lo in range(start, position, BLOCK):
+            hi = min(position, lo + BLOCK)
+            differ = np.flatnonzero(self._values(lo, hi) != self._values(lo - p, hi - p))
+            if len(differ):
+                n = lo - p + int(differ[0])
+                log.info("candidate period %d fails: G(%d + %d) != G(%d)", p, n, p, n)
+                if self.claim is not None:
+                    self.refuted = (f"G(n + {p}) != G(n) at n = {n}: G({n + p}) = {int(self._values(n + p, n + p + 1)[0])}, "
+                                    f"G({n}) = {int(self._values(n, n + 1)[0])}")
+                return False
+        candidate["checked_to"] = max(candidate["checked_to"], position)
         return True
 
-    def _check(self) -> None:
-        g = self.values
-        for c in list(self.candidates):
-            stop = self.count
-            if stop > c.checked_to:
-                bad = np.flatnonzero(g[c.checked_to: stop] != g[c.checked_to - c.period: stop - c.period])
-                if len(bad):
-                    log.info("candidate period %d fails at G(%d)", c.period, c.checked_to + int(bad[0]))
-                    self.candidates.remove(c)
-                    continue
-                c.checked_to = stop
-            if self.count >= c.length:
-                if is_proven_period(g[: c.length], self.game, c.period, c.preperiod):
-                    self.proven = c
-                    return
-                self.candidates.remove(c)
+    def _prove(self, candidate: dict) -> None:
+        """Guy–Smith holds for the candidate: reduce it to the least period and preperiod."""
+        p, i = candidate["period"], candidate["preperiod"]
+        reduced = True
+        while reduced:
+            reduced = False
+            for r in _prime_factors(p):
+                q = p // r
+                if self._is_period_over_one_period(q, i, p):
+                    if self.claim is not None:
+                        self.refuted = f"the period {p} is not least: {q} is also a period from G({i})"
+                        return
+                    log.info("period %d from G(%d) is %d times the period %d", p, i, r, q)
+                    p, i, reduced = q, self._least_preperiod(q, i), True
+                    break
+        self.proven = {"period": p, "preperiod": i, "proof_length": proof_length(p, i, self.max_take)}
+        self.candidates = []
+        log.info("PERIOD PROVEN: period %d, preperiod %d (Guy-Smith, with G(0) ... G(%d))", p, i,
+                    self.proven["proof_length"] - 1)
 
+    def _is_period_over_one_period(self, q: int, start: int, period: int) -> bool:
+        """G(n + q) = G(n) for start <= n < start + period (so q is a period from start, as period is)."""
+        for lo in range(start, start + period, BLOCK):
+            hi = min(start + period, lo + BLOCK)
+            if not np.array_equal(self._values(lo, hi), self._values(lo + q, hi + q)):
+                return False
+        return True
 
-def find_period(game, max_values: int, table=None, threads=None, workers=None, window: int | None = None) -> PeriodReport:
-    """Search G(0) ... G(max_values - 1) of ``game`` for a proven period; see the module docstring."""
-    game = parse_game(game)
-    began = time.perf_counter()
-    plan, _prefix = starting_plan(game, table)
-    if window is None:
-        window = plan.window if plan is not None else UNSPARSE_WINDOW
-    search = _Search(game, window)
-    # Small chunks without a kernel: the exact solver is quadratic, so stop soon after a proof.
-    chunk = KERNEL_CHUNK if plan is not None else EXACT_CHUNK
-    chunks = exact_values(game, max_values, table=table, threads=threads, workers=workers, chunk=chunk)
-    try:
-        for chunk in chunks:
-            search.add(chunk)
-            if search.proven is not None:
-                break
-    finally:
-        chunks.close()
-    seconds = time.perf_counter() - began
-    found = search.proven
-    if found is not None:
-        return PeriodReport(game.code, found.period, found.preperiod, found.length, search.count, window,
-                            game.max_take, seconds=seconds)
-    return PeriodReport(game.code, None, None, None, search.count, window, game.max_take,
-                        candidates=search.candidates, seconds=seconds)
+    def reset(self) -> None:
+        """Nothing to drop: every comparison was made on proven values."""
+
+    def state(self) -> dict:
+        return {"candidates": self.candidates, "proven": self.proven, "refuted": self.refuted}
+
+    def restore(self, state: dict) -> None:
+        self.candidates, self.proven, self.refuted = state["candidates"], state["proven"], state["refuted"]

@@ -1,7 +1,7 @@
-"""Statistics of a long run: what Grossman reports for Officers (section 4, Figure 10).
+"""Statistics of the proven values: what Grossman reports for Officers (section 4, Figure 10).
 
 Counts and first heaps come from the scanner (:mod:`.scan`); this module turns them into the
-figures ``octalgen run`` and ``octalgen stats`` print, their JSON form, and the histogram plot.
+figures ``run``, ``period`` and ``stats`` print, their JSON form, and the histogram plot.
 """
 
 from __future__ import annotations
@@ -23,20 +23,27 @@ class Statistics:
     Attributes
     ----------
     game : str
+        Canonical code; ``name`` its common name (e.g. officers) if it has one.
     values : int
         How many values (N).
     counts, first : dict of int to int
         For every value that occurs: how often, and its first heap.
-    rare_found : list of (int, int)
-        (heap, value) of rare values found by verification during the run.
     digest : str
         FNV-1a-64 of G(0) ... G(N-1).
     digest_from : int
         S of the ranged digest (0 when none was asked for).
     range_digest : str
         FNV-1a-64 of G(S) ... G(N-1).
-    mask : int
-        The rare mask (to tell common values from rare ones).
+    mask : int or None
+        The rare mask of the sparse space (0: none; None: not decided yet).
+    rare_positions : int
+        How many rare positions the run's table holds (every one below N is exact).
+    last_rare : (int, int) or None
+        (position, value) of the last of them.
+    zero_positions : list of int
+        Heaps n with G(n) = 0 (the first :data:`~.tally.ZERO_POSITIONS`; the count is exact).
+    rare_found : list of (int, int)
+        (heap, value) of rare values found by verification during the run.
     """
 
     game: str
@@ -46,8 +53,12 @@ class Statistics:
     digest: str
     digest_from: int = 0
     range_digest: str | None = None
-    mask: int = 0
+    mask: int | None = None
+    rare_positions: int = 0
+    last_rare: tuple[int, int] | None = None
+    zero_positions: list = field(default_factory=list)
     rare_found: list = field(default_factory=list)
+    name: str | None = None
 
     @classmethod
     def from_arrays(cls, game: str, counts: np.ndarray, first_seen: np.ndarray, **figures) -> "Statistics":
@@ -75,24 +86,42 @@ class Statistics:
     def zeros(self) -> int:
         return self.counts.get(0, 0)
 
-    def to_json(self) -> dict:
+    @property
+    def sparse_space(self) -> str:
+        """The kind of sparse space: ``range`` (rare values under a mask), ``none``, or ``undecided``."""
+        if self.mask is None:
+            return "undecided"
+        return "range" if self.mask else "none"
+
+    def rare_count(self, mask: int) -> int:
+        """How many of the N values are rare under ``mask`` (an even number of set bits of G(n) & mask)."""
+        return sum(c for v, c in self.counts.items() if is_rare(v, mask))
+
+    def to_json(self, masks=()) -> dict:
         largest, last_new = self.largest, self.last_new
         return {
             "game": self.game,
+            "name": self.name,
             "values": self.values,
             "fnv1a64": self.digest,
             "fnv1a64_from": {"start": self.digest_from, "stop": self.values, "digest": self.range_digest}
             if self.digest_from else None,
             "largest": {"value": largest[0], "first_heap": largest[1]} if largest else None,
             "last_new": {"value": last_new[0], "first_heap": last_new[1]} if last_new else None,
+            "sparse_space": self.sparse_space,
+            "mask": f"{self.mask:#x}" if self.mask is not None else None,
+            "rare_positions": self.rare_positions,
+            "last_rare": {"heap": self.last_rare[0], "value": self.last_rare[1]} if self.last_rare else None,
+            "rare_under_mask": {f"{m:#x}": self.rare_count(m) for m in masks},
             "zeros": self.zeros,
+            "zero_positions": self.zero_positions,
             "distinct_values": len(self.counts),
             "rare_found": [{"heap": p, "value": v} for p, v in self.rare_found],
             "counts": {str(v): c for v, c in sorted(self.counts.items())},
             "first_heap": {str(v): p for v, p in sorted(self.first.items())},
         }
 
-    def lines(self) -> list[str]:
+    def lines(self, masks=()) -> list[str]:
         """The figures as text lines (the first is the digest line)."""
         lines = [f"fnv1a64 {self.digest}"]
         if self.digest_from:
@@ -101,7 +130,17 @@ class Statistics:
         if self.largest:
             lines.append("largest value {} first at G({})".format(*self.largest))
             lines.append("last new value {} first at G({})".format(*self.last_new))
-        lines.append(f"zeros {self.zeros}")
+        if self.mask:
+            last = "" if self.last_rare is None else " the last G({}) = {}".format(*self.last_rare)
+            lines.append(f"sparse space: rare values under mask {self.mask:#x}; {self.rare_positions} rare "
+                         f"positions,{last}")
+        elif self.mask == 0:
+            lines.append("sparse space: none (every value computed by the exact solver)")
+        for mask in masks:
+            lines.append(f"rare under mask {mask:#x}: {self.rare_count(mask)} of {self.values} values")
+        shown = ", ".join(map(str, self.zero_positions[:20]))
+        more = f", ... ({self.zeros - 20} more)" if self.zeros > 20 else ""
+        lines.append(f"zeros {self.zeros}" + (f" at {shown}{more}" if self.zeros else ""))
         lines.append(f"distinct values {len(self.counts)}")
         found = ", ".join(f"G({p}) = {v}" for p, v in self.rare_found) or "none"
         lines.append(f"rare values found by verification: {found}")
@@ -127,13 +166,19 @@ def plot_histogram(stats: Statistics, path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ToolMissingError("--plot needs matplotlib, which is not installed: pip install 'octalgen[plot]'") from None
-    common = sorted(v for v in stats.counts if not is_rare(v, stats.mask)) if stats.mask else sorted(stats.counts)
+    mask = stats.mask or 0
+    shown = sorted(v for v in stats.counts if not is_rare(v, mask)) if mask else sorted(stats.counts)
+    left_out = sum(c for v, c in stats.counts.items() if mask and is_rare(v, mask))
     figure, axes = plt.subplots(figsize=(10, 4))
-    axes.bar(common, [stats.counts[v] for v in common], width=1.0, color="#3b6ea5")
+    axes.bar(shown, [stats.counts[v] for v in shown], width=1.0, color="#3b6ea5")
     axes.set_yscale("log")
-    axes.set_xlabel("value G(n)" + (" (common values)" if stats.mask else ""))
-    axes.set_ylabel("count")
-    axes.set_title(f"{stats.game}: values of G(0) ... G({stats.values - 1})")
+    axes.set_xlabel("value G(n)" + (" (common values)" if mask else ""))
+    axes.set_ylabel("how many n")
+    title = f"{stats.game}" + (f" ({stats.name})" if stats.name else "")
+    title += f": values of G(0) ... G({stats.values - 1:,})"
+    if mask:
+        title += f"; the {left_out:,} rare values (mask {mask:#x}) left out"
+    axes.set_title(title)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)

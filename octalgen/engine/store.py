@@ -1,28 +1,40 @@
-"""Proven values on disk (``run --keep-values``): chunk files and their index.
+"""Proven values on disk: chunk files and their index.
 
-Each proven stretch is one file ``DIR/values/G<first heap, 15 digits>.<kind>``, written
-atomically (temporary file, fsync, rename).  ``kind`` is ``u8`` where the kernel stores
-compressed codes (the plan's order-preserving byte encoding: one byte per value; the index
-records the mask and dropped bit that decode it) and ``u16`` otherwise (the exact prefix, which
-holds the rare values, and runs in 16-bit storage).
+A run with a checkpoint directory writes every proven value to ``DIR/values/``, one file per
+stretch: ``G<first heap, 15 digits>.<kind>``.  ``kind`` is ``u8`` where the values are common
+and below 512, stored as the plan's order-preserving byte codes (:class:`~octalgen.plan.Encoding`:
+the lowest bit b of the rare mask is deleted and the higher bits shifted down; decoding puts b
+back so that the value is common, i.e. has an odd number of set bits under the mask), and
+``u16`` (little-endian, raw) otherwise.  The index (first heap, count, kind, mask, dropped bit,
+file name, sha256 per file) lives in the run's checkpoint, so it always matches the proven
+position: files the index does not list (left by a run that was killed) are removed when the
+run resumes.
 
-The index (a list of entries: first heap, count, kind, mask, dropped bit, file name, sha256) is
-kept in the run's checkpoint, so it always matches the proven position: files past it, left by
-an interrupted run, are removed on resume.
+What is kept is the run's choice (:class:`ValueStore` ``keep``): every value
+(``--keep-values``, and ``octalgen period``, which reads values back to find the least
+preperiod), or only the stretches the engine may need again (the exact prefix and the recent
+values: see :mod:`.history`).  Files are written without waiting for the disk and made
+durable (fsync) just before the checkpoint that lists them; a file is deleted only once a
+checkpoint that no longer lists it is on disk.  So the checkpoint on disk always refers to
+files that are there.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import CheckpointError
 from ..plan import Encoding
-from .checkpoint import read_checkpoint, write_file_atomically
+from .checkpoint import fsync_directory, read_checkpoint
 
 _DTYPES = {"u8": np.dtype("u1"), "u16": np.dtype("<u2")}
+
+#: Values buffered before a file is written (a file is also written at every checkpoint).
+FILE_VALUES = 1 << 21
 
 
 class ValueStore:
@@ -33,19 +45,33 @@ class ValueStore:
     directory : path
         The run's checkpoint directory (files go to its ``values/``).
     index : list of dict, optional
-        Entries restored from a checkpoint.
+        Entries restored from a checkpoint (files already on disk).
     """
 
     def __init__(self, directory, index=()):
         self.root = Path(directory) / "values"
         self.index = [dict(entry) for entry in index]
+        self._buffer: list[np.ndarray] = []
+        self._buffer_first = self.files_stop
+        self._buffer_encoding: Encoding | None = None
+        self._unsynced: list[Path] = []
+
+    @property
+    def files_stop(self) -> int:
+        """The heap after the last value written to a file."""
+        return self.index[-1]["first"] + self.index[-1]["count"] if self.index else 0
 
     @property
     def stop(self) -> int:
-        """The heap after the last stored value."""
-        return self.index[-1]["first"] + self.index[-1]["count"] if self.index else 0
+        """The heap after the last value appended (written or buffered)."""
+        return self._buffer_first + sum(len(part) for part in self._buffer)
 
-    def prune(self) -> None:
+    @property
+    def first(self) -> int:
+        """The first heap the files hold (0 unless early files were deleted)."""
+        return self.index[0]["first"] if self.index else self._buffer_first
+
+    def prune_unlisted(self) -> None:
         """Remove chunk files not in the index (left by a run that was killed)."""
         if not self.root.is_dir():
             return
@@ -55,44 +81,137 @@ class ValueStore:
                 path.unlink()
 
     def append(self, first: int, values: np.ndarray, encoding: Encoding | None) -> None:
-        """Store proven values G(first) ...: as codes of ``encoding`` when it is u8, else raw u16."""
+        """Store proven values G(first) ...; ``encoding`` is the plan's (u8 codes where they fit)."""
         if first != self.stop:
             raise ValueError(f"values must be stored in order: expected G({self.stop}), got G({first})")
-        if encoding is not None and encoding.kind == "u8":
+        if self._buffer and encoding != self._buffer_encoding:
+            self.flush()
+        if not self._buffer:
+            self._buffer_first, self._buffer_encoding = first, encoding
+        self._buffer.append(np.asarray(values, dtype=np.uint16))
+        if self.stop - self._buffer_first >= FILE_VALUES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the buffered values as one file (not yet durable: see :meth:`sync`)."""
+        if not self._buffer:
+            return
+        values = np.concatenate(self._buffer)
+        first, encoding = self._buffer_first, self._buffer_encoding
+        self._buffer, self._buffer_first = [], first + len(values)
+        if encoding is not None and encoding.kind == "u8" and _encodable(values, encoding):
             data = encoding.encode_array(values).astype(np.uint8)
             entry = {"kind": "u8", "mask": encoding.mask, "dropped_bit": encoding.dropped_bit}
         else:
-            data = np.asarray(values).astype("<u2")
+            data = values.astype("<u2")
             entry = {"kind": "u16"}
         name = f"G{first:015d}.{entry['kind']}"
         payload = data.tobytes()
         self.root.mkdir(parents=True, exist_ok=True)
-        write_file_atomically(self.root / name, payload)
+        path = self.root / name
+        try:
+            with open(path, "wb") as handle:
+                handle.write(payload)
+        except OSError as exc:
+            path.unlink(missing_ok=True)
+            raise CheckpointError(f"cannot write {path}: {_reason(exc)} (the last checkpoint is unchanged)") from None
+        self._unsynced.append(path)
         self.index.append({"first": first, "count": len(values), "file": name,
                            "sha256": hashlib.sha256(payload).hexdigest(), **entry})
 
-    def read(self, start: int = 0, stop: int | None = None) -> np.ndarray:
-        """G(start) ... G(stop-1) from the files, as uint16 (each file's checksum is checked)."""
-        stop = self.stop if stop is None else stop
-        if not 0 <= start <= stop <= self.stop:
-            raise CheckpointError(f"the kept values cover G(0) ... G({self.stop - 1}), not G({start}) ... G({stop - 1})")
+    def sync(self) -> None:
+        """Flush, then make every file written since the last sync durable (before a checkpoint lists it)."""
+        self.flush()
+        if not self._unsynced:
+            return
+        try:
+            for path in self._unsynced:
+                descriptor = os.open(path, os.O_RDONLY)
+                try:
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
+            fsync_directory(self.root)
+        except OSError as exc:
+            raise CheckpointError(f"cannot write {self.root}: {_reason(exc)} (the last checkpoint is unchanged)") from None
+        self._unsynced = []
+
+    def retain(self, keep) -> list[dict]:
+        """Drop from the index the files for which ``keep(first, stop)`` is false; returns them.
+
+        Call :meth:`delete` with the result once a checkpoint without them is on disk.
+        """
+        kept, dropped = [], []
+        for entry in self.index:
+            (kept if keep(entry["first"], entry["first"] + entry["count"]) else dropped).append(entry)
+        self.index = kept
+        return dropped
+
+    def delete(self, entries) -> None:
+        """Remove the files of ``entries`` (no longer listed by the checkpoint on disk)."""
+        for entry in entries:
+            (self.root / entry["file"]).unlink(missing_ok=True)
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        """G(start) ... G(stop-1) from the files and the buffer, as uint16 (each file's sha256 checked)."""
         parts = []
+        position = start
         for entry in self.index:
             lo, hi = entry["first"], entry["first"] + entry["count"]
-            if hi <= start or lo >= stop:
+            if hi <= position or lo >= stop:
                 continue
-            path = self.root / entry["file"]
-            try:
-                payload = path.read_bytes()
-            except OSError as exc:
-                raise CheckpointError(f"cannot read kept values {path}: {exc.strerror}") from None
-            if hashlib.sha256(payload).hexdigest() != entry["sha256"]:
-                raise CheckpointError(f"kept values {path} fail their checksum (corrupt or edited)")
-            data = np.frombuffer(payload, dtype=_DTYPES[entry["kind"]])
-            if entry["kind"] == "u8":
-                data = Encoding("u8", entry["mask"], entry["dropped_bit"]).decode_array(data)
-            parts.append(np.asarray(data[max(start, lo) - lo: min(stop, hi) - lo], dtype=np.uint16))
+            if lo > position:
+                break
+            parts.append(self._read_file(entry)[position - lo: min(stop, hi) - lo])
+            position = min(stop, hi)
+        if position < stop and self._buffer and self._buffer_first <= position:
+            buffered = np.concatenate(self._buffer)
+            parts.append(buffered[position - self._buffer_first: stop - self._buffer_first])
+            position = min(stop, self.stop)
+        if position < stop:
+            raise CheckpointError(f"the stored values do not cover G({position}) ... G({stop - 1})")
         return np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+
+    def _read_file(self, entry: dict) -> np.ndarray:
+        path = self.root / entry["file"]
+        try:
+            payload = path.read_bytes()
+        except OSError as exc:
+            raise CheckpointError(f"cannot read stored values {path}: {exc.strerror}") from None
+        if len(payload) != entry["count"] * _DTYPES[entry["kind"]].itemsize \
+                or hashlib.sha256(payload).hexdigest() != entry["sha256"]:
+            raise CheckpointError(f"stored values {path} fail their checksum (corrupt or edited)")
+        data = np.frombuffer(payload, dtype=_DTYPES[entry["kind"]])
+        if entry["kind"] == "u8":
+            data = Encoding("u8", entry["mask"], entry["dropped_bit"]).decode_array(data)
+        return np.asarray(data, dtype=np.uint16)
+
+    def covers(self, start: int, stop: int) -> bool:
+        """True when G(start) ... G(stop-1) can be read (no file missing in between)."""
+        position = start
+        for entry in self.index:
+            lo, hi = entry["first"], entry["first"] + entry["count"]
+            if hi <= position:
+                continue
+            if lo > position:
+                return False
+            position = hi
+            if position >= stop:
+                return True
+        return position >= stop or (bool(self._buffer) and self._buffer_first <= position and self.stop >= stop)
+
+
+def _encodable(values: np.ndarray, encoding: Encoding) -> bool:
+    """True when every value is common and fits the u8 codes (so decoding gives it back)."""
+    values = values.astype(np.int64)
+    common = np.bitwise_count(values & encoding.mask) % 2 == 1
+    return bool(common.all()) and (len(values) == 0 or int(encoding.encode_array(values).max()) < 256)
+
+
+def _reason(exc: OSError) -> str:
+    import errno
+
+    return "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
 
 
 class KeptValues:
@@ -119,15 +238,18 @@ class KeptValues:
     """
 
     def __init__(self, directory):
+        from .checkpoint import check_layout
+
         body = read_checkpoint(directory)
         if body is None:
             raise CheckpointError(f"{directory} holds no run checkpoint (checkpoint.json)")
+        check_layout(body, directory)
         if not body["parameters"]["keep_values"]:
             raise CheckpointError(f"the run in {directory} did not keep its values (run it with --keep-values)")
         self.game = body["parameters"]["game"]
         self.stop = body["position"]
-        self.digest = f"{body['scanner']['fnv']:016x}"
-        self._store = ValueStore(directory, body["values_index"])
+        self.digest = f"{body['tally']['scanner']['fnv']:016x}"
+        self._store = ValueStore(directory, body["history"]["files"])
 
     def chunks(self, start: int = 0, stop: int | None = None):
         """Yield ``(first heap, uint16 array)`` covering G(start) ... G(stop-1), one file at a time.
@@ -135,8 +257,8 @@ class KeptValues:
         Each file's sha256 is checked before its values are yielded.
         """
         stop = self.stop if stop is None else stop
-        if not 0 <= start <= stop <= self._store.stop:
-            raise CheckpointError(f"the kept values cover G(0) ... G({self._store.stop - 1}), "
+        if not 0 <= start <= stop <= self.stop:
+            raise CheckpointError(f"the kept values cover G(0) ... G({self.stop - 1}), "
                                   f"not G({start}) ... G({stop - 1})")
         for entry in self._store.index:
             lo, hi = entry["first"], entry["first"] + entry["count"]

@@ -1,0 +1,167 @@
+"""The proven values the engine may need again, in bounded memory, and on disk for resuming.
+
+A proof scan for heap n pairs G(x) with G(n - k - x) for x = 1, 2, ... and stops once every
+rare value below the speculated value is seen; recovering from a failed proof at heap m needs
+every value below m.  :class:`History` holds
+
+* the **prefix** G(0) ... G(P-1), P growing with the run up to ``prefix_limit`` (and never
+  less than the kernel's first heap, which the verifier needs);
+* the **recent** values: at least the last ``recent_limit`` proven values;
+* with a checkpoint directory, the **store** (:mod:`.store`): the same values on disk, so
+  that a resumed run holds exactly what the uninterrupted run held at that position — by
+  construction, not by luck.  With ``keep_all`` every value stays on disk.
+
+Whatever falls between the prefix and the recent values is read back from the store when it
+kept them; otherwise :meth:`History.values_before` answers None and the engine recomputes
+them (see :meth:`octalgen.engine.core.Engine.values_before`).  Memory: two bytes a value for
+``prefix_limit + recent_limit`` values (32 MiB by default), whatever N.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from ..plan import Encoding
+from .store import ValueStore
+
+#: The prefix grows to the first this many values: .6's proof scans reach x = 144,607 near
+#: G(19,067,570) and the longest below 10^8 took 614,144 steps.
+PREFIX_LIMIT = 1 << 23
+
+#: Proven values kept in memory besides the prefix (for scans whose pairs lie further back
+#: than a verification task's own history, and for recovery).
+RECENT_LIMIT = 1 << 23
+
+
+class History:
+    """Prefix, recent values and (optionally) their store on disk.
+
+    Parameters
+    ----------
+    store : ValueStore, optional
+        Where the values also go (a run with a checkpoint directory).
+    keep_all : bool
+        Keep every value in the store (otherwise only what the prefix and recent values cover).
+    prefix_limit, recent_limit : int
+    """
+
+    def __init__(self, store: ValueStore | None = None, keep_all: bool = False,
+                 prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT):
+        self.store = store
+        self.keep_all = keep_all
+        self.prefix_limit = prefix_limit
+        self.recent_limit = recent_limit
+        self._prefix = np.zeros(1 << 16, dtype=np.uint16)
+        self._prefix_length = 0
+        self.recent: deque[tuple[int, np.ndarray]] = deque()
+        self.position = 0
+
+    # -- growing --------------------------------------------------------------------------
+
+    def append(self, values: np.ndarray, encoding: Encoding | None = None, prefix_at_least: int = 0) -> None:
+        """Add proven values G(position) ...; ``prefix_at_least`` lets the prefix grow past its limit."""
+        values = np.asarray(values, dtype=np.uint16)
+        first = self.position
+        if self.store is not None:
+            self.store.append(first, values, encoding)
+        limit = max(self.prefix_limit, prefix_at_least)
+        if self._prefix_length == first < limit:
+            self._grow_prefix(values[: limit - first])
+        self.recent.append((first, values))
+        self.position = first + len(values)
+        while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= self.recent_limit:
+            self.recent.popleft()
+
+    def _grow_prefix(self, values: np.ndarray) -> None:
+        need = self._prefix_length + len(values)
+        if need > len(self._prefix):
+            grown = np.zeros(max(need, 2 * len(self._prefix)), dtype=np.uint16)
+            grown[: self._prefix_length] = self.prefix
+            self._prefix = grown
+        self._prefix[self._prefix_length: need] = values
+        self._prefix_length = need
+
+    def extend_prefix(self, stop: int) -> bool:
+        """Grow the prefix to G(0) ... G(stop-1) from values held (a later kernel start); False if missing."""
+        if stop <= self._prefix_length:
+            return True
+        more = self.values(self._prefix_length, stop)
+        if more is None:
+            return False
+        self._grow_prefix(more)
+        return True
+
+    @property
+    def prefix(self) -> np.ndarray:
+        """G(0) ... G(P-1) (a view: it is replaced, not changed, as the prefix grows)."""
+        return self._prefix[: self._prefix_length]
+
+    @property
+    def prefix_complete(self) -> bool:
+        """True once the prefix has stopped growing."""
+        return self._prefix_length >= self.prefix_limit
+
+    # -- reading --------------------------------------------------------------------------
+
+    @property
+    def recent_first(self) -> int:
+        return self.recent[0][0] if self.recent else self.position
+
+    def recent_values(self) -> tuple[int, np.ndarray]:
+        """(first heap, values) of everything held in memory after the prefix's reach."""
+        if not self.recent:
+            return self.position, np.zeros(0, np.uint16)
+        if len(self.recent) > 1:
+            merged = np.concatenate([v for _, v in self.recent])
+            self.recent = deque([(self.recent[0][0], merged)])
+        return self.recent[0]
+
+    def values(self, start: int, stop: int) -> np.ndarray | None:
+        """G(start) ... G(stop-1) (``stop <= position``) if held in memory or in the store, else None."""
+        if start >= stop:
+            return np.zeros(0, np.uint16)
+        parts, position = [], start
+        if position < self._prefix_length:
+            parts.append(self.prefix[position: min(stop, self._prefix_length)])
+            position = min(stop, self._prefix_length)
+        first, recent = self.recent_values()
+        if position < stop and position < first:
+            if self.store is None or not self.store.covers(position, min(stop, first)):
+                return None
+            parts.append(self.store.read(position, min(stop, first)))
+            position = min(stop, first)
+        if position < stop:
+            parts.append(recent[position - first: stop - first])
+        return np.concatenate(parts) if len(parts) != 1 else parts[0].copy()
+
+    def values_before(self, heap: int) -> np.ndarray | None:
+        """G(0) ... G(heap-1) if this history has them, else None."""
+        return self.values(0, heap)
+
+    def tail(self, count: int) -> np.ndarray:
+        """The last ``count`` values (zeros before heap 0)."""
+        out = np.zeros(count, dtype=np.uint16)
+        have = min(count, self.position)
+        if have:
+            out[count - have:] = self.values(self.position - have, self.position)
+        return out
+
+    # -- on disk --------------------------------------------------------------------------
+
+    def needed(self, first: int, stop: int) -> bool:
+        """Whether a stored stretch [first, stop) must stay on disk."""
+        return (self.keep_all or first < max(self.prefix_limit, self._prefix_length)
+                or stop > self.position - self.recent_limit - 1)
+
+    @classmethod
+    def restore(cls, store: ValueStore, position: int, prefix_length: int, keep_all: bool,
+                prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT) -> "History":
+        """The history of a checkpoint: the prefix and the recent values read back from ``store``."""
+        history = cls(store, keep_all, prefix_limit, recent_limit)
+        history._grow_prefix(store.read(0, prefix_length))
+        first = max(prefix_length, position - recent_limit, store.first)
+        history.recent.append((first, store.read(first, position)))
+        history.position = position
+        return history

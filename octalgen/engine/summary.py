@@ -1,0 +1,150 @@
+"""What a run reports, at its end or read back from its checkpoint (``octalgen stats``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import CheckpointError
+from ..game import parse_game
+from ..rare import RareTable
+from .checkpoint import check_layout, read_checkpoint
+from .stats import Statistics
+from .tally import counts_of
+
+
+@dataclass
+class RunSummary:
+    """The figures of a run.
+
+    Attributes
+    ----------
+    statistics : Statistics
+    table : RareTable or None
+        The rare table the run ended with.
+    period : dict or None
+        A proven period: ``{"period", "from", "proof_length", ...}`` (``from`` is an upper
+        bound of the least preperiod: ``run``) or ``{"period", "preperiod", "proof_length"}``
+        (least period and least preperiod: ``period``).
+    candidates : list of dict
+        Periods seen but not proven yet (the values they need).
+    refuted : str or None
+        Why a claimed period does not hold (``period --period P --preperiod I``).
+    hash_matches : int
+    seconds : float
+        Wall seconds of every session of the run.
+    session_values, session_seconds : int, float
+        Values proven and wall seconds of this session (0 when read from a checkpoint).
+    roles : dict or None
+        CPU seconds per role of this session (:meth:`~octalgen.engine.core.Engine.accounting`).
+    """
+
+    statistics: Statistics
+    table: RareTable | None
+    period: dict | None
+    candidates: list = field(default_factory=list)
+    refuted: str | None = None
+    hash_matches: int = 0
+    seconds: float = 0.0
+    session_values: int = 0
+    session_seconds: float = 0.0
+    roles: dict | None = None
+
+    @property
+    def values_per_second(self) -> float | None:
+        """This session's values per wall second (None when it proved nothing or is a checkpoint)."""
+        if self.session_values <= 0 or self.session_seconds <= 0:
+            return None
+        return self.session_values / self.session_seconds
+
+    def period_lines(self) -> list[str]:
+        p = self.period
+        if p and "preperiod" in p:
+            return [f"period {p['period']} preperiod {p['preperiod']} (least period and least preperiod, proven by "
+                    f"Guy-Smith with G(0) ... G({p['proof_length'] - 1}))"]
+        if p:
+            return [f"period {p['period']} from G({p['from']}) proven by Guy-Smith with G(0) ... "
+                    f"G({p['proof_length'] - 1}) (least preperiod at most {p['from']}; octalgen period finds it)"]
+        if self.refuted:
+            return [f"claim refuted: {self.refuted}"]
+        lines = []
+        for c in self.candidates:
+            start = c.get("preperiod", c.get("from"))
+            lines.append(f"period candidate {c['period']} from G({start}): proven once G(0) ... "
+                         f"G({c['proof_length'] - 1}) are verified")
+        return lines or [f"period none found (hash matches {self.hash_matches}, none a repeated window)"]
+
+    def lines(self, masks=()) -> list[str]:
+        lines = self.statistics.lines(masks) + self.period_lines()
+        if self.table is not None:
+            lines.append(f"rare table {self.table.digest} ({self.table.count} rare values)")
+        rate = self.values_per_second
+        if rate is not None:
+            lines.append(f"values/s {rate:,.0f} ({self.session_values} values in {self.session_seconds:.1f} s this "
+                         "session)")
+        elif self.session_seconds > 0:
+            lines.append(f"nothing left to do ({self.statistics.values} values were already proven)")
+        return lines
+
+    def to_json(self, masks=()) -> dict:
+        result = self.statistics.to_json(masks)
+        rate = self.values_per_second
+        result.update(period=self.period, period_candidates=self.candidates, refuted=self.refuted,
+                      hash_matches=self.hash_matches,
+                      rare_table=self.table.digest if self.table is not None else None, seconds=self.seconds,
+                      session={"values": self.session_values, "seconds": round(self.session_seconds, 3),
+                               "values_per_second": round(rate) if rate is not None else None},
+                      cpu_roles=self.roles)
+        return result
+
+
+def summarize(engine, tally) -> RunSummary:
+    """The summary of a finished (or stopped) engine run with a :class:`~.tally.Tally`."""
+    statistics = _statistics(engine.game, engine.table, tally.state(), engine.position, tally.digest_from,
+                             engine.rare_found)
+    prover = tally.prover
+    return RunSummary(statistics, engine.table, *_period(prover.state() if prover is not None else None),
+                      hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.elapsed,
+                      session_values=engine.session.values, session_seconds=engine.session.wall,
+                      roles=engine.accounting())
+
+
+def summary_of_checkpoint(directory) -> RunSummary:
+    """The figures of the run whose checkpoint is in ``directory`` (``octalgen stats``)."""
+    from pathlib import Path
+
+    if not Path(directory).is_dir():
+        raise CheckpointError(f"{directory} does not exist (give the --checkpoint directory of a run)")
+    body = read_checkpoint(directory)
+    if body is None:
+        raise CheckpointError(f"{directory} holds no run checkpoint (checkpoint.json): give the --checkpoint "
+                              "directory of a run")
+    check_layout(body, directory)
+    game = parse_game(body["parameters"]["game"])
+    table = RareTable.from_yaml(body["table"], game=game, source=f"checkpoint in {directory}") \
+        if body["table"] is not None else None
+    state = body["consumers"]["tally"]
+    statistics = _statistics(game, table, state, body["position"], body["parameters"].get("digest_from", 0),
+                             [tuple(e) for e in body["rare_found"]])
+    return RunSummary(statistics, table, *_period(state["prover"]), hash_matches=state["scanner"]["hash_matches"],
+                      seconds=body["elapsed"])
+
+
+def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found) -> Statistics:
+    counts, first_seen = counts_of(state)
+    scanner = state["scanner"]
+    return Statistics.from_arrays(
+        game.code, counts, first_seen, values=position, digest=f"{scanner['fnv']:016x}", digest_from=digest_from,
+        range_digest=f"{scanner['fnv_range']:016x}", mask=table.mask if table is not None else None,
+        rare_positions=sum(1 for p, _ in table.entries if p < position) if table is not None else 0,
+        last_rare=next(((p, v) for p, v in reversed(table.entries) if p < position), None) if table else None,
+        zero_positions=list(state["zeros"]), rare_found=list(rare_found), name=game.name)
+
+
+def _period(prover_state: dict | None) -> tuple:
+    """(period, candidates, refuted) from a prover's state."""
+    if prover_state is None:
+        return None, [], None
+    if "candidates" in prover_state:  # the exact proof of ``period``
+        return prover_state["proven"], list(prover_state["candidates"]), prover_state["refuted"]
+    candidate = prover_state["candidate"]
+    return prover_state["proven"], [candidate] if candidate else [], None
