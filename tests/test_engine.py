@@ -372,10 +372,12 @@ def test_a_new_rare_value_is_announced_recorded_and_the_run_goes_on(tmp_path, ca
 
 @pytest.mark.parametrize("directory", [False, True], ids=["in-memory", "checkpointed"])
 def test_a_recovery_beyond_the_values_held_recomputes_them(tmp_path, caplog, directory):
-    # With 2^12 values in memory, deciding G(13932) needs values the run no longer holds.
+    # The prefix reaches the kernel's first heap, 7211, and the last 2^12 values are held (in chunks
+    # of 2^10): deciding G(13932) needs G(7211) ... G(8811) too, which the run no longer holds (with a
+    # checkpoint after every step, their files are gone from disk as well).
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         summary = run_engine(".16", 40_000, tmp_path if directory else None, table=_cut_16(), workers=0,
-                             chunk=1 << 13, prefix_limit=1 << 12, recent_limit=1 << 12)
+                             chunk=1 << 10, prefix_limit=1 << 12, recent_limit=1 << 12, checkpoint_every=0)
     assert "no longer holds them: recomputing" in caplog.text
     assert summary.statistics.digest == fnv1a64(exact_values(".16", 40_000))
 

@@ -404,7 +404,7 @@ class Engine:
             saved = body["history"]
             store = ValueStore(self.directory, saved["files"])
             store.prune_unlisted()
-            self.history = History.restore(store, position, saved["prefix_length"], saved["keep_all"],
+            self.history = History.restore(store, position, saved["prefix_length"], saved["window"], saved["keep_all"],
                                            self.options.prefix_limit, self.options.recent_limit)
             if self.table is not None:
                 self.plan = plan_for(self.table, self.history.prefix, self.storage)
@@ -434,7 +434,7 @@ class Engine:
             "table_digest": self.table.digest if self.table is not None else None,
             "storage": self.storage,
             "history": {"files": store.index if store is not None else [], "prefix_length": len(history.prefix),
-                        "keep_all": history.keep_all},
+                        "window": history.window, "keep_all": history.keep_all},
             "consumers": {c.name: c.state() for c in self.consumers if hasattr(c, "state")},
             "rare_found": [list(e) for e in self.rare_found],
             "elapsed": self.elapsed + (time.monotonic() - self._session_began if self._session_began else 0.0),
@@ -468,9 +468,12 @@ class Engine:
             return
         self._accept_exact(min(until, self.plan.start, self.position + EXACT_STEP), mask=self.table.mask)
         if self.position >= self.plan.start:  # the exact values decide the table and the storage
-            self.table = reconcile(self.table, self.history.values_before(self.position))
+            values = self._exact_values()
+            self.table = reconcile(self.table, values)
             if self._replan():
                 self._restart_consumers(self._anchor_from())
+            if self.plan is not None:
+                self.history.ensure_prefix(values[: self.plan.start])
 
     def _accept_exact(self, stop: int, mask: int | None) -> None:
         """G(position) ... G(stop-1) from the exact solver, handed on."""
@@ -484,6 +487,12 @@ class Engine:
         self.session.exact += time.thread_time() - began
         self._accept(values, from_kernel=False)
 
+    def _exact_values(self) -> np.ndarray:
+        """G(0) ... G(position-1): the exact solver holds them all after exact steps."""
+        if self._solver is not None and len(self._solver) == self.position:
+            return self._solver.values
+        return self.values_before(self.position)
+
     def _replan(self) -> bool:
         """Plan the kernel for the current table and storage; True when the plan changed."""
         plan = plan_for(self.table, self.history.prefix, self.storage)
@@ -493,6 +502,7 @@ class Engine:
                      self.game.code)
         changed = plan != self.plan
         self.plan = plan
+        self.history.window = plan.window if plan is not None else 0
         if changed and plan is not None:
             log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", self.game.code,
                      len(plan.terms), plan.window, plan.start, plan.encoding.kind)
@@ -503,7 +513,12 @@ class Engine:
 
     def _restart_consumers(self, anchor_from: int) -> None:
         window = self.plan.window if self.plan is not None else UNSPARSE_WINDOW
-        tail = self.history.tail(window)
+        if self._solver is not None and len(self._solver) == self.position:  # it holds every value
+            tail = np.zeros(window, dtype=np.uint16)
+            have = min(window, self.position)
+            tail[window - have:] = self._solver.values[self.position - have:]
+        else:
+            tail = self.history.tail(window)
         for consumer in self.consumers:
             if hasattr(consumer, "restart"):
                 consumer.restart(window, tail, anchor_from)

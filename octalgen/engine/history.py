@@ -57,6 +57,12 @@ class History:
         self._prefix_length = 0
         self.recent: deque[tuple[int, np.ndarray]] = deque()
         self.position = 0
+        self.window = 0  # the kernel's window: recent values always cover it
+
+    @property
+    def recent_length(self) -> int:
+        """How many of the last values are held in memory (at least the kernel's window)."""
+        return max(self.recent_limit, self.window)
 
     # -- growing --------------------------------------------------------------------------
 
@@ -71,7 +77,7 @@ class History:
             self._grow_prefix(values[: limit - first])
         self.recent.append((first, values))
         self.position = first + len(values)
-        while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= self.recent_limit:
+        while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= self.recent_length:
             self.recent.popleft()
 
     def _grow_prefix(self, values: np.ndarray) -> None:
@@ -83,15 +89,11 @@ class History:
         self._prefix[self._prefix_length: need] = values
         self._prefix_length = need
 
-    def extend_prefix(self, stop: int) -> bool:
-        """Grow the prefix to G(0) ... G(stop-1) from values held (a later kernel start); False if missing."""
-        if stop <= self._prefix_length:
-            return True
-        more = self.values(self._prefix_length, stop)
-        if more is None:
-            return False
-        self._grow_prefix(more)
-        return True
+    def ensure_prefix(self, values: np.ndarray) -> None:
+        """Make the prefix at least ``values`` (G(0) ...): the kernel's first heap moved past it."""
+        if len(values) > self._prefix_length:
+            self._prefix_length = 0
+            self._grow_prefix(np.asarray(values, dtype=np.uint16))
 
     @property
     def prefix(self) -> np.ndarray:
@@ -153,15 +155,16 @@ class History:
     def needed(self, first: int, stop: int) -> bool:
         """Whether a stored stretch [first, stop) must stay on disk."""
         return (self.keep_all or first < max(self.prefix_limit, self._prefix_length)
-                or stop > self.position - self.recent_limit - 1)
+                or stop > self.position - self.recent_length - 1)
 
     @classmethod
-    def restore(cls, store: ValueStore, position: int, prefix_length: int, keep_all: bool,
+    def restore(cls, store: ValueStore, position: int, prefix_length: int, window: int, keep_all: bool,
                 prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT) -> "History":
         """The history of a checkpoint: the prefix and the recent values read back from ``store``."""
         history = cls(store, keep_all, prefix_limit, recent_limit)
+        history.window = window
         history._grow_prefix(store.read(0, prefix_length))
-        first = max(prefix_length, position - recent_limit, store.first)
+        first = max(prefix_length, position - history.recent_length, store.first)
         history.recent.append((first, store.read(first, position)))
         history.position = position
         return history

@@ -248,7 +248,7 @@ class KeptValues:
             raise CheckpointError(f"the run in {directory} did not keep its values (run it with --keep-values)")
         self.game = body["parameters"]["game"]
         self.stop = body["position"]
-        self.digest = f"{body['tally']['scanner']['fnv']:016x}"
+        self.digest = f"{body['consumers']['tally']['scanner']['fnv']:016x}"
         self._store = ValueStore(directory, body["history"]["files"])
 
     def chunks(self, start: int = 0, stop: int | None = None):
