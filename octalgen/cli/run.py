@@ -7,7 +7,7 @@ import logging
 import sys
 
 from ..engine.engine import CHECKPOINT_EVERY, CHUNK, LongRun, RunOptions
-from ..engine.progress import Progress
+from . import progress_for
 from .arguments import add_game, add_table, count_type
 
 log = logging.getLogger("octalgen")
@@ -55,7 +55,7 @@ def run(args) -> int:
                          threads=max(1, args.threads), workers=args.workers, scheduler=args.scheduler,
                          chunk=args.chunk, backend=args.backend,
                          checkpoint_every=args.checkpoint_every)
-    progress = Progress(args.until, enabled=log.isEnabledFor(logging.INFO))
+    progress = progress_for(args, args.until, label=args.game.code)
     summary = LongRun(args.game, options, args.checkpoint, table=table, progress=progress).run()
     print_summary(summary, args.json)
     return 0

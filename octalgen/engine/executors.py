@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache
@@ -119,6 +120,8 @@ class DaskCluster:
         except ImportError:
             raise ToolMissingError("--scheduler needs Dask distributed, which is not installed: "
                                    "pip install 'octalgen[cluster]'") from None
+        # Each task carries its chunk of codes, so Dask finds every graph "large": not the user's concern.
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         try:
             self._client = Client(address, timeout=timeout or CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:
