@@ -29,7 +29,7 @@ def test_quiet_and_verbose_together_is_a_usage_error(cli):
 
 # The integrator adds run, values, period and stats when he writes their descriptions.
 COMMANDS = [("info",), ("rare",), ("emit",), ("emit", "c"), ("emit", "cuda"), ("emit", "hdl"), ("bench",),
-            ("stones",), ("synth",)]
+            ("stones",), ("synth",), ("export",)]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -26,7 +26,7 @@ from .. import __version__
 from ..errors import OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "synth")
+COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "synth")
 
 _QUIET_HELP = "no progress display: only warnings, errors and the results"
 _VERBOSE_HELP = "also say what octalgen is doing (builds, plans, cache); -vv for debugging detail"
