@@ -157,7 +157,7 @@ class Progress:
         remaining = (self.goal - self._proven) / self._rate
         return "ETA > 10 years" if remaining > HORIZON else f"ETA {duration(remaining)}"
 
-    def fields(self, full: bool) -> list[tuple[str, str]]:
+    def _fields(self, full: bool) -> list[tuple[str, str]]:
         """(name, text) of every figure there is now, in display order.
 
         ``full``: exact positions (plain lines); else compact numbers (the live line).
@@ -192,7 +192,7 @@ class Progress:
         if not force and now - self._last_line < self.every:
             return
         self._last_line = now
-        text = "  ".join(text for _name, text in self.fields(full=True))
+        text = "  ".join(text for _name, text in self._fields(full=True))
         self.stream.write(f"octalgen: {text}\n")
         self.stream.flush()
 
@@ -216,7 +216,7 @@ class Progress:
 
         width = self._live.console.width - 1 if self._live is not None else 79
         spinner = self._spinner.render(_clock())
-        fields = self.fields(full=False)
+        fields = self._fields(full=False)
         chosen = _fit(fields, width - len(spinner.plain) - 1)
         line = Text.assemble(spinner, " ", no_wrap=True, overflow="ellipsis")
         for i, (name, text) in enumerate(fields):
