@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-import logging
 import sys
 
 from ..engine.engine import CHECKPOINT_EVERY, CHUNK, LongRun, RunOptions
 from . import progress_for
 from .arguments import add_game, add_table, count_type
-
-log = logging.getLogger("octalgen")
 
 
 def register(sub) -> None:
