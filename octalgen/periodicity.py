@@ -45,14 +45,15 @@ def is_proven_period(values, game, period: int, preperiod: int) -> bool:
     if least_preperiod(window, period) != preperiod:
         return False
     one_period = window[preperiod : preperiod + period]
-    for q in _prime_factors(period):
+    for q in prime_factors(period):
         shorter = period // q
         if np.array_equal(window[preperiod + shorter : preperiod + shorter + period], one_period):
             return False
     return True
 
 
-def _prime_factors(n: int) -> list[int]:
+def prime_factors(n: int) -> list[int]:
+    """The distinct prime factors of ``n``, ascending."""
     factors, d = [], 2
     while d * d <= n:
         if n % d == 0:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import OctalgenError
+from ..errors import InputError, OctalgenError
 from ..game import OctalGame, parse_game
 from ..rare import RareTable, rare_table, table_filename
 
@@ -128,12 +130,25 @@ def mask_type(text: str) -> int:
 
 
 @contextmanager
-def progress_for(args, goal: int, label: str):
-    """The progress display of a command (nothing with -q), closed at the end."""
-    from ..engine.progress import Progress
+def output_stream(path=None):
+    """A binary file to write a command's output to: ``path`` atomically, else stdout.
 
-    progress = Progress(goal, enabled=not getattr(args, "quiet", False))
+    ``path`` is written as ``path.partial`` and renamed when the block ends normally; on any
+    error the partial file is removed, so a failed command leaves no half-written output.
+    """
+    if path is None:
+        yield sys.stdout.buffer
+        sys.stdout.flush()
+        return
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
     try:
-        yield progress
-    finally:
-        progress.close()
+        with open(partial, "wb") as out:
+            yield out
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise

@@ -32,7 +32,16 @@ REFERENCE_COUNT = 20_000
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("bench", help="time the generated C against the naive C loop and the Python reference")
+    parser = sub.add_parser(
+        "bench", help="time the generated C against the naive C loop and the Python reference",
+        description="Time the generated C of a game on N heaps from the kernel's first heap: the speculative "
+                    "kernel with one thread and with T, the naive C loop over the same terms, the verifier, the "
+                    "whole exact backend and the Python reference, each as values/s and as a ratio to a baseline "
+                    "timed in the same command; it also checks that they all agree.  --backend cuda times the GPU "
+                    "instead.  Timings depend on the load of the machine, which is printed.",
+        epilog="examples:\n"
+               "  octalgen bench .6 -n 1e7 --threads 2\n"
+               "  octalgen bench .6 -n 1e8 --backend cuda")
     add_game(parser)
     parser.add_argument("-n", "--count", type=count_type, default=DEFAULT_COUNT, metavar="N",
                         help=f"heaps to compute from the kernel's first heap (default {DEFAULT_COUNT})")

@@ -20,14 +20,24 @@ log = logging.getLogger("octalgen")
 
 
 def register(targets) -> None:
-    parser = targets.add_parser("c", help="the generated C of a game: exact solver, speculative kernel, verifier")
+    parser = targets.add_parser(
+        "c", help="the generated C of a game: exact solver, speculative kernel, verifier",
+        description="Write the generated C of a game into DIR/<game>/: octalgen_exact.{c,h} (the exact solver) "
+                    "and, for a game whose values have a sparse space (a rare mask), octalgen_kernel.{c,h}: the "
+                    "speculative kernel, unrolled over the rare-value terms, and the verifier that proves its "
+                    "values.  Prints the paths written.",
+        epilog="examples:\n"
+               "  octalgen emit c .6                     # generated/0.6/...\n"
+               "  octalgen emit c .16 -o /tmp/gen --threads 4")
     add_game(parser)
     parser.add_argument("-o", "--output", metavar="DIR", default=GENERATED_DIRECTORY,
                         help=f"directory to write into, in a folder per game (default: {GENERATED_DIRECTORY}/)")
     add_table(parser)
     parser.add_argument("--threads", type=threads_type, default=DEFAULT_MAX_THREADS, metavar="T",
-                        help=f"the most threads the kernel will run with (default {DEFAULT_MAX_THREADS}, "
-                             "capped by the baton: 57 for u8 storage, 29 for u16)")
+                        help=f"the most threads the kernel will run with (default {DEFAULT_MAX_THREADS}).  Threads "
+                             "take heaps in turn and hand the newest values to the next thread in one 64-byte "
+                             "cache line (the 'baton', Grossman section 3.3), which holds 56 one-byte or 28 "
+                             "two-byte values: at most 57 threads with u8 storage, 29 with u16")
     parser.set_defaults(run=run)
 
 

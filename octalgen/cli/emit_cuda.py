@@ -11,7 +11,14 @@ from .arguments import add_game, add_table, count_type, load_table
 
 
 def register(targets) -> None:
-    parser = targets.add_parser("cuda", help="CUDA kernels: speculative fixed-point round and exact verifier")
+    parser = targets.add_parser(
+        "cuda", help="CUDA kernels: speculative fixed-point round and exact verifier",
+        description="Write the generated CUDA of a game: the round kernel, which recomputes a window of "
+                    "speculative values from the previous round until nothing changes (the fixed point), and the "
+                    "verifier that proves every value.  Needs no GPU (--backend cuda runs them).",
+        epilog="examples:\n"
+               "  octalgen emit cuda .6 -o officers.cu\n"
+               "  octalgen emit cuda .6 --unrolled --arch sm_90")
     add_game(parser)
     add_table(parser)
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")

@@ -11,23 +11,31 @@ heap size) or a raised error flag.
 
 from __future__ import annotations
 
-import logging
 import os
 from pathlib import Path
 
 from ..backends import compute_values
 from ..errors import InputError
 from ..plan import make_plan
+from . import progress_for
 from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder, load_table
-
-log = logging.getLogger("octalgen")
 
 #: Values simulated when --cycles is not given.
 DEFAULT_VALUES = {"amaranth": 2000, "verilator": 1_000_000}
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("hdl", help="Verilog of the FPGA pipeline (one value per F clocks), or simulate it")
+    parser = sub.add_parser(
+        "hdl", help="Verilog of the FPGA pipeline (one value per F clocks), or simulate it",
+        description="Write the Verilog of the speculative kernel as an FPGA pipeline that emits one value every F "
+                    "clocks (--fold F: F times fewer mark units), or with --sim simulate it and compare every "
+                    "value with the exact values; exit status 1 on the first mismatch.  --simulator verilator "
+                    "runs the emitted Verilog itself (for long runs); it needs verilator on PATH "
+                    "(Debian/Ubuntu: apt install verilator), checked before any work.",
+        epilog="examples:\n"
+               "  octalgen emit hdl .6 --fold 20                     # generated/0.6/octalgen_hdl_f20.v\n"
+               "  octalgen emit hdl .356 --sim                       # amaranth.sim, 2000 values\n"
+               "  octalgen emit hdl .6 --sim --simulator verilator --cycles 1e6")
     add_game(parser)
     parser.add_argument("--fold", type=count_type, default=1, metavar="F",
                         help="clocks per value: F-fold fewer mark units (default 1: one value per clock)")
@@ -53,6 +61,10 @@ def run(args) -> int:
         raise InputError("--fold must be at least 1")
     if not args.sim and (args.cycles is not None or args.simulator != "amaranth"):
         raise InputError("--cycles and --simulator need --sim")
+    if args.simulator == "verilator":
+        from ..hdl.simulate import find_verilator
+
+        find_verilator()  # one line naming how to install it, before any work
     plan = make_plan(load_table(args))
     first = plan.start
     if not args.sim:
@@ -64,23 +76,28 @@ def run(args) -> int:
         return 0
 
     from ..hdl.layout import layout_pipeline
-    from ..hdl.simulate import compare, simulate
+    from ..hdl.simulate import build_verilator, compare, simulate
 
     layout = layout_pipeline(plan, args.fold)
     cycles = args.cycles if args.cycles is not None else layout.latency + DEFAULT_VALUES[args.simulator] * layout.fold
     expected = max(0, -(-(cycles - layout.latency) // layout.fold))
     if expected == 0:
         raise InputError(f"--cycles {cycles} ends before the first value (latency {layout.latency} clocks)")
-    log.info("computing %d reference values of %s", first + expected, plan.game.code)
-    reference = compute_values(plan.game, 0, first + expected, table=plan.table)
-    kernel = SpeculativeKernel(plan, reference[:first], fold=args.fold)
-    verilog = None
-    if args.simulator == "verilator" or args.output:
-        verilog = emit_verilog(kernel)
-        if args.output:
-            log.info("wrote %s", _write(verilog, Path(args.output), kernel))
-    log.info("simulating %d clocks with %s", cycles, args.simulator)
-    sim = simulate(kernel, cycles, args.simulator, verilog=verilog)
+    with progress_for(args, None, label=f"{plan.game.code} fold {layout.fold}") as progress:
+        progress.phase(f"computing {first + expected:,} reference values")
+        reference = compute_values(plan.game, 0, first + expected, table=plan.table)
+        progress.phase("building the circuit")
+        kernel = SpeculativeKernel(plan, reference[:first], fold=args.fold)
+        verilog = None
+        if args.simulator == "verilator" or args.output:
+            verilog = emit_verilog(kernel)
+            if args.output:
+                print(f"wrote {_write(verilog, Path(args.output), kernel)}")
+        if args.simulator == "verilator":
+            progress.phase("verilator: compiling the model (minutes the first time; cached)")
+            build_verilator(verilog, kernel.module_name)
+        progress.phase(f"simulating {cycles:,} clocks with {args.simulator}")
+        sim = simulate(kernel, cycles, args.simulator, verilog=verilog)
     result = compare(sim, reference, first)
     last = first + result.checked - 1
     span = f"G({first}) ... G({last})" if result.checked else "none"

@@ -8,7 +8,12 @@ from .arguments import add_game
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("info", help="describe a game: moves, rare values, known period")
+    parser = sub.add_parser(
+        "info", help="describe a game: moves, rare values, known period",
+        description="Describe an octal game: its moves in words, its rare mask (the bits whose parity tells the "
+                    "few rare values from the common ones) and the rare-value table octalgen ships for it, and "
+                    "its period and preperiod when the game is in the table of solved games.  Computes nothing.",
+        epilog="example:\n  octalgen info officers     # .6: moves, mask 0x1ee, 1584 rare values, open question")
     add_game(parser)
     parser.set_defaults(run=run)
 

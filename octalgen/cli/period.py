@@ -15,7 +15,8 @@ from ..engine.summary import summarize
 from ..engine.tally import Tally
 from ..errors import InputError
 from ..periodicity import proof_length
-from .arguments import add_game, add_table, count_type, load_table, positive_count_type, progress_for
+from . import progress_for
+from .arguments import add_game, add_table, count_type, load_table, positive_count_type
 from .run import add_engine_options, engine_options
 
 DEFAULT_MAX = 10**8
@@ -67,7 +68,7 @@ def run(args) -> int:
     table = load_table(args) if args.table else None
     prover = ExactProof(t, claim)
     tally = Tally(0, prover)
-    with progress_for(args, limit, "period") as progress:
+    with progress_for(args, limit, label=f"period {args.game.code}") as progress:
         engine = Engine(args.game, engine_options(args, limit), [tally], table=table, directory=args.checkpoint,
                         identity={"command": "period", "claim": list(claim) if claim else None}, keep_all=True,
                         progress=progress)

@@ -13,7 +13,16 @@ log = logging.getLogger("octalgen")
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("rare", help="print or write the rare-value table of a game (YAML)")
+    parser = sub.add_parser(
+        "rare", help="print or write the rare-value table of a game (YAML)",
+        description="Print the rare-value table of a game as YAML: the rare mask and every (heap, value) whose "
+                    "value is rare, i.e. has an even number of set bits under the mask.  The generated kernels are "
+                    "built from this table.  Without --upto the shipped table is printed when there is one; "
+                    "otherwise (or when --upto asks for more than it covers) the table is computed from exact "
+                    "values G(0) ... G(N-1).",
+        epilog="examples:\n"
+               "  octalgen rare .6                          # the shipped table of Officers\n"
+               "  octalgen rare .16 --upto 100000 -o 16.yaml  # computed from 100,000 exact values")
     add_game(parser)
     parser.add_argument("--upto", type=count_type, metavar="N",
                         help=f"establish the table exactly for G(0) ... G(N-1) (default: the shipped table, "

@@ -9,8 +9,9 @@ import sys
 from ..engine.core import CHECKPOINT_EVERY, CHUNK, Engine, EngineOptions
 from ..engine.summary import summarize
 from ..engine.tally import RecurrenceProof, Tally
-from .arguments import (add_game, add_table, count_type, load_table, mask_type, positive_count_type, progress_for,
-                        seconds_type, threads_type, whole_number, workers_type)
+from . import progress_for
+from .arguments import (add_game, add_table, count_type, load_table, mask_type, positive_count_type, seconds_type,
+                        threads_type, whole_number, workers_type)
 
 DESCRIPTION = """\
 Prove G(0) ... G(N-1) of a game and report what a long search needs: the FNV-1a-64 digest
@@ -100,7 +101,7 @@ def run(args) -> int:
     kernels = kernels_for(args.backend)
     table = load_table(args) if args.table else None
     tally = Tally(args.digest_from, RecurrenceProof(args.game.max_take))
-    with progress_for(args, args.until, "run") as progress:
+    with progress_for(args, args.until, label=args.game.code) as progress:
         engine = Engine(args.game, engine_options(args, args.until), [tally], table=table, directory=args.checkpoint,
                         identity={"command": "run", "digest_from": args.digest_from}, keep_all=args.keep_values,
                         progress=progress, kernels=kernels)

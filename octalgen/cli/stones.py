@@ -38,9 +38,15 @@ def register(sub) -> None:
     parser = sub.add_parser(
         "stones",
         help="pick-up stones (Fisher): who wins at each pile size, classic, no-repeat or asymmetric",
-        description="Print who wins at pile sizes 0 ... N-1, one digit per line: 1 = the player to move wins, "
-                    "2 = the other player wins (no-repeat: 2 = safe, i.e. the player to move loses whatever "
-                    "the previous moves were).",
+        description="Pick-up stones (T. Fisher): players take turns removing a number of stones allowed by a "
+                    "move set; who cannot move loses.  Print who wins at pile sizes 0 ... N-1, one digit per "
+                    "line: 1 = the player to move wins, 2 = the other player wins (no-repeat: 2 = safe, i.e. the "
+                    "player to move loses whatever the previous moves were), or a --table, or a --summary with "
+                    "the eventual period of the outcomes.",
+        epilog="examples:\n"
+               "  octalgen stones --moves 1,5,8,10 -n 1e6 --summary\n"
+               "  octalgen stones --moves 1,2,3,4,5 --no-repeat --memory 1 -n 100 --table\n"
+               "  octalgen stones --left 2,5,9 --right 3,4,8 --first left -n 1e7 --summary",
     )
     parser.add_argument("--moves", metavar="LIST", help="removal counts of both players, e.g. 1,5,8,10")
     parser.add_argument("--no-repeat", action="store_true",

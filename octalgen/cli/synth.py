@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..plan import make_plan
+from . import progress_for
 from .arguments import add_game, add_table, count_type, load_table
 
 log = logging.getLogger("octalgen")
@@ -22,7 +23,16 @@ log = logging.getLogger("octalgen")
 def register(sub) -> None:
     from ..hdl.synth import TARGETS
 
-    parser = sub.add_parser("synth", help="synthesise, place and route the FPGA kernel; report resources and fmax")
+    parser = sub.add_parser(
+        "synth", help="synthesise, place and route the FPGA kernel; report resources and fmax",
+        description="Synthesise the FPGA pipeline of a game with yosys and place and route it with nextpnr "
+                    "(pip install 'octalgen[synth]', or the tools on PATH), then report the LUTs, flip-flops and "
+                    "block RAMs used, the fmax nextpnr reports and the values/s it implies (fmax / fold); the "
+                    "figures are also written to synth.json.  Without --fold the smallest fold whose estimate "
+                    "fits the device is chosen, and said.  Large designs take minutes.",
+        epilog="examples:\n"
+               "  octalgen synth .356 --target ice40-hx8k\n"
+               "  octalgen synth .6 --target ecp5-85k --fold 20")
     add_game(parser)
     parser.add_argument("--target", required=True, choices=tuple(TARGETS), help="the FPGA")
     parser.add_argument("--fold", type=count_type, metavar="F",
@@ -61,7 +71,9 @@ def run(args) -> int:
                         "placement will probably fail", fold, target.name, 100 * guess.fraction(target))
     kernel = SpeculativeKernel(plan, preload_history(plan), fold=fold)
     workdir = Path(args.output or Path("build") / "synth" / f"{kernel.module_name}-{target.name}")
-    report = synthesise(kernel, target, args.freq, workdir, fold_chosen=args.fold is None, estimated=guess)
+    with progress_for(args, None, label=f"synth {plan.game.code} {target.name} fold {fold}") as progress:
+        progress.phase("synthesis (yosys), then placing and routing (nextpnr)")
+        report = synthesise(kernel, target, args.freq, workdir, fold_chosen=args.fold is None, estimated=guess)
     (workdir / "synth.json").write_text(report.to_json())
     print(f"{report.game} on {report.target} at fold {report.fold} ({kernel.layout.mark_units} mark units, "
           f"latency {report.latency} clocks)")

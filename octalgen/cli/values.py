@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import sys
-from pathlib import Path
 
 import numpy as np
 
 from ..backends import backends, get_backend
 from ..errors import InputError
-from .arguments import (MAX_HEAP, add_game, add_table, count_type, load_table, positive_count_type, progress_for,
+from . import progress_for
+from .arguments import (MAX_HEAP, add_game, add_table, count_type, load_table, output_stream, positive_count_type,
                         threads_type, workers_type)
 
 log = logging.getLogger("octalgen")
@@ -64,22 +62,11 @@ def run(args) -> int:
     table = load_table(args) if args.table else None
     options = {"workers": args.workers} if args.workers is not None and backend.name == "c" else {}
     stop = args.start + args.count
-    with progress_for(args, stop, "values") as progress:
+    with progress_for(args, stop, label=args.game.code, writes_stdout=args.output is None) as progress:
         chunks = backend.compute(args.game, args.start, args.count, table=table, threads=args.threads, **options)
         chunks = _reporting(chunks, args.start, progress)
-        if args.output:
-            path = Path(args.output)
-            partial = path.with_name(path.name + ".partial")
-            try:
-                with open(partial, "wb") as out:
-                    _write(chunks, args.format, args.start, out)
-            except BaseException:
-                partial.unlink(missing_ok=True)
-                raise
-            os.replace(partial, path)
-        else:
-            _write(chunks, args.format, args.start, sys.stdout.buffer)
-            sys.stdout.flush()
+        with output_stream(args.output) as out:
+            _write(chunks, args.format, args.start, out)
     return 0
 
 

@@ -706,7 +706,7 @@ class Engine:
             self.plan, self.storage = plan, plan.encoding.kind
         began = time.thread_time()
         first = self.position
-        encoding = self.plan.encoding if self.plan is not None else None
+        encoding = self.plan.encoding if self.plan is not None and from_kernel else None
         self.history.append(values, encoding, prefix_at_least=self.plan.start if self.plan is not None else 0)
         for consumer in self.consumers:
             consumer.accept(first, values)

@@ -314,11 +314,11 @@ class DaskCluster:
     def __init__(self, address: str, timeout: float | None = None):
         try:
             from distributed import Client
-            # Tasks carry their stretch of codes (a few MiB); Dask warns about every such graph.
-            warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         except ImportError:
             raise ToolMissingError("--scheduler needs Dask distributed, which is not installed: "
                                    "pip install 'octalgen[cluster]'") from None
+        # Each task carries its chunk of codes, so Dask finds every graph "large": not the user's concern.
+        warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         try:
             self._client = Client(address, timeout=timeout or CONNECT_TIMEOUT, set_as_default=False)
         except (OSError, TimeoutError, ValueError) as exc:

@@ -26,7 +26,7 @@ import logging
 import numpy as np
 
 from ..errors import ComputationError
-from ..periodicity import _prime_factors, proof_length
+from ..periodicity import prime_factors, proof_length
 
 log = logging.getLogger("octalgen")
 
@@ -129,9 +129,9 @@ class ExactProof:
         p, i = candidate["period"], candidate["preperiod"]
         start = max(candidate["checked_to"], i + p)
         if self.claim is not None and i > 0 and candidate["checked_to"] <= i - 1 + p < position:
-            if self._values(i - 1, i) [0] == self._values(i - 1 + p, i + p)[0]:
-                self.refuted = (f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) "
-                                f"= {int(self._values(i - 1, i)[0])}")
+            before, after = int(self._values(i - 1, i)[0]), int(self._values(i - 1 + p, i + p)[0])
+            if before == after:
+                self.refuted = f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) = {before}"
                 return False
         for lo in range(start, position, BLOCK):
             hi = min(position, lo + BLOCK)
@@ -140,8 +140,8 @@ class ExactProof:
                 n = lo - p + int(differ[0])
                 log.info("candidate period %d fails: G(%d + %d) != G(%d)", p, n, p, n)
                 if self.claim is not None:
-                    self.refuted = (f"G(n + {p}) != G(n) at n = {n}: G({n + p}) = {int(self._values(n + p, n + p + 1)[0])}, "
-                                    f"G({n}) = {int(self._values(n, n + 1)[0])}")
+                    later, earlier = int(self._values(n + p, n + p + 1)[0]), int(self._values(n, n + 1)[0])
+                    self.refuted = f"G(n + {p}) != G(n) at n = {n}: G({n + p}) = {later}, G({n}) = {earlier}"
                 return False
         candidate["checked_to"] = max(candidate["checked_to"], position)
         return True
@@ -152,7 +152,7 @@ class ExactProof:
         reduced = True
         while reduced:
             reduced = False
-            for r in _prime_factors(p):
+            for r in prime_factors(p):
                 q = p // r
                 if self._is_period_over_one_period(q, i, p):
                     if self.claim is not None:

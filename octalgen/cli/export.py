@@ -1,0 +1,117 @@
+"""``octalgen export DIR``: the values a run kept (``run --keep-values``), read back and checked.
+
+**Chunk format.**  ``octalgen run --keep-values --checkpoint DIR`` writes the proven values
+G(0) ... G(N-1) to files ``DIR/values/G<first heap, 15 digits>.<kind>``, one per proven
+stretch, in heap order; the index of the files is kept in the run's checkpoint
+(``DIR/checkpoint.json``, itself checksummed), one entry per file: its first heap, its count,
+its kind, its sha256, and for ``u8`` the rare mask and the dropped bit.  A ``u16`` file holds
+one little-endian 16-bit value per heap (the exact prefix, which holds the rare values, and
+games whose values need 16 bits).  A ``u8`` file holds one byte per heap, only for common
+values (an odd number of set bits under the rare mask M): with b the dropped bit (the lowest
+set bit of M), a value v is stored as the byte c = ((v >> (b+1)) << b) | (v & (2^b - 1)),
+i.e. bit b deleted and the higher bits shifted down; decoding re-inserts a 0 at bit b,
+v' = ((c >> b) << (b+1)) | (c & (2^b - 1)), and sets bit b when v' has an even number of set
+bits under M, so that the value is common again (b is in M, so exactly one of the two choices
+is).  For Officers (M = 0x1ee, b = 1) this stores every value below 512 in one byte.
+
+``export`` reads every file, checks each against its sha256 and the whole of G(0) ... G(N-1)
+against the run's FNV-1a-64 digest (so it reads all kept values even for a short range), in
+bounded memory, and writes the asked range as text, raw ``u16`` or a ``.npy`` file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CheckpointError, InputError, OctalgenError
+from . import progress_for
+from .arguments import count_type, output_stream
+
+FORMATS = ("text", "u16", "npy")
+
+#: Values per piece written (bounded memory within a large chunk file).
+_PIECE = 1 << 20
+
+
+def register(sub) -> None:
+    parser = sub.add_parser(
+        "export", help="read back the values a run kept (run --keep-values): text, u16 or npy",
+        description="Read the proven values that `octalgen run ... --keep-values --checkpoint DIR` kept in "
+                    "DIR/values/, decode them, check every file against its sha256 in the checkpoint's index "
+                    "and all of them against the run's FNV-1a-64 digest, and write G(S) ... G(S+N-1): as text "
+                    "(one value per line), u16 (raw little-endian 16-bit integers) or npy (a NumPy array of "
+                    "dtype <u2).  Memory stays bounded whatever the run's size; all kept values are read for "
+                    "the digest check even when a short range is asked for.  With -o the file appears only "
+                    "when everything checked out.",
+        epilog="examples:\n"
+               "  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values\n"
+               "  octalgen export runs/kept --start 20620 -n 10          # G(20620) ... G(20629)\n"
+               "  octalgen export runs/kept --format npy -o officers.npy  # numpy.load('officers.npy')")
+    parser.add_argument("directory", metavar="DIR", help="the run's --checkpoint directory")
+    parser.add_argument("--start", type=count_type, default=0, metavar="S", help="first heap (default 0)")
+    parser.add_argument("-n", "--count", type=count_type, metavar="N",
+                        help="how many values (default: all kept values from S on)")
+    parser.add_argument("--format", choices=FORMATS, default="text",
+                        help="text: one decimal per line (default); u16: raw little-endian uint16; npy: NumPy file")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..engine.store import KeptValues
+
+    if not Path(args.directory).is_dir():
+        raise InputError(f"{args.directory}: no such directory")
+    kept = KeptValues(args.directory)
+    start = args.start
+    count = kept.stop - start if args.count is None else args.count
+    if args.count == 0:
+        raise InputError("-n 0 asks for no values")
+    if kept.stop == 0:
+        raise InputError(f"the run in {args.directory} has kept no values yet")
+    if start >= kept.stop or start + count > kept.stop:
+        raise InputError(f"the run in {args.directory} kept G(0) ... G({kept.stop - 1}); "
+                         f"G({start}) ... G({start + count - 1}) goes beyond it")
+    with progress_for(args, kept.stop, label=f"export {kept.game}", writes_stdout=args.output is None) as progress:
+        progress.phase("reading and checking")
+        with output_stream(args.output) as out:
+            if args.format == "npy":
+                np.lib.format.write_array_header_1_0(out, {"descr": "<u2", "fortran_order": False,
+                                                           "shape": (count,)})
+            digest = _copy_checked(kept, start, start + count, args.format, out, progress)
+            if digest != kept.digest:
+                done = "nothing written" if args.output else "discard what was written"
+                raise OctalgenError(f"the values kept in {args.directory} have digest {digest}, but the run proved "
+                                    f"{kept.digest}: they are not the run's values ({done})")
+    return 0
+
+
+def _copy_checked(kept, start: int, stop: int, fmt: str, out, progress) -> str:
+    """Write G(start) ... G(stop-1) of ``kept`` (a KeptValues) to ``out``; return the digest of all kept values."""
+    from ..engine.scan import Scanner
+
+    digest = Scanner(1, anchor_from=1 << 62)  # only its digest is used: no period-search anchors
+    position = 0
+    for first, values in kept.chunks(0, kept.stop):
+        if first != position:
+            raise CheckpointError(f"the index of kept values jumps from G({position}) to G({first})")
+        for _event in digest.fold(values):
+            pass
+        lo, hi = max(start, first), min(stop, first + len(values))
+        for piece in range(lo, hi, _PIECE):
+            _write(values[piece - first: min(hi, piece + _PIECE) - first], fmt, out)
+        position = first + len(values)
+        progress.update(position)
+    if position != kept.stop:
+        raise CheckpointError(f"the kept values end at G({position - 1}), but the run proved G(0) ... "
+                              f"G({kept.stop - 1})")
+    return digest.digest()
+
+
+def _write(values: np.ndarray, fmt: str, out) -> None:
+    if fmt == "text":
+        out.write(("\n".join(map(str, values.tolist())) + "\n").encode())
+    else:
+        out.write(values.astype("<u2", copy=False).tobytes())

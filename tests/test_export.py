@@ -1,0 +1,101 @@
+"""``octalgen export``: kept values read back, checked, in every format, against the reference."""
+
+import io
+import shutil
+
+import numpy as np
+import pytest
+
+from octalgen.cli import main
+from octalgen.engine.store import KeptValues
+from octalgen.plan import Encoding
+from octalgen.reference import exact_values
+
+# .356 keeps its values in one-byte codes (bit 0 of mask 0x1b dropped) from G(90) on: the run writes
+# a u16 file (the exact values, rare ones among them) and u8 files, and stops once its period is proven.
+GAME = ".356"
+
+
+@pytest.fixture(scope="module")
+def kept(tmp_path_factory):
+    """(directory, N, the reference's G(0) ... G(N-1)) of a run with --keep-values."""
+    directory = tmp_path_factory.mktemp("kept")
+    assert main(["-q", "run", GAME, "--until", "40000", "--checkpoint", str(directory), "--keep-values",
+                 "--workers", "0", "--chunk", "8192"]) == 0
+    files = sorted(p.name for p in (directory / "values").iterdir())
+    assert files[0] == "G000000000000000.u16" and len(files) >= 2 and files[-1].endswith(".u8")
+    count = KeptValues(directory).stop
+    assert count == 90 + sum(p.stat().st_size for p in (directory / "values").glob("*.u8"))
+    return directory, count, np.asarray(exact_values(GAME, count))
+
+
+def test_text_of_every_kept_value(cli, kept):
+    directory, count, reference = kept
+    result = cli("export", directory)
+    assert result.code == 0 and result.err == ""
+    assert [int(v) for v in result.out.split()] == reference.tolist()
+
+
+def test_a_range_as_u16(cli, kept, tmp_path):
+    directory, count, reference = kept
+    out = tmp_path / "range.u16"
+    result = cli("export", directory, "--start", 8000, "-n", 9000, "--format", "u16", "-o", out)
+    assert result.code == 0 and result.out == ""
+    assert np.array_equal(np.fromfile(out, dtype="<u2"), reference[8000:17000])
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_npy_to_a_file_and_to_stdout(cli, kept, tmp_path, capsysbinary):
+    directory, count, reference = kept
+    out = tmp_path / "values.npy"
+    assert cli("export", directory, "--format", "npy", "-o", out).code == 0
+    saved = np.load(out)
+    assert saved.dtype == np.dtype("<u2") and np.array_equal(saved, reference)
+    code = main(["export", str(directory), "--start", "85", "-n", "10", "--format", "npy"])
+    streamed = np.load(io.BytesIO(capsysbinary.readouterr().out))
+    assert code == 0 and np.array_equal(streamed, reference[85:95])  # across the u16 / u8 boundary
+
+
+def one_line_error(result, code, message):
+    assert result.code == code, result
+    assert result.err.count("\n") == 1 and message in result.err, result.err
+
+
+def test_a_corrupt_chunk_is_refused_and_nothing_is_written(cli, kept, tmp_path):
+    directory, count, reference = kept
+    copy = tmp_path / "run"
+    shutil.copytree(directory, copy)
+    chunk = sorted((copy / "values").glob("*.u8"))[-1]
+    data = bytearray(chunk.read_bytes())
+    data[100] ^= 1
+    chunk.write_bytes(bytes(data))
+    out = tmp_path / "values.u16"
+    one_line_error(cli("export", copy, "--format", "u16", "-o", out), 2, "fail their checksum")
+    assert not out.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_values_that_do_not_match_the_runs_digest_are_refused(cli, kept, tmp_path, monkeypatch):
+    directory, count, reference = kept
+    decode = Encoding.decode_array
+
+    def wrong_decoding(self, codes):  # a decoding bug: one value off, every file still intact
+        values = decode(self, codes)
+        values[len(values) // 2] ^= 1
+        return values
+
+    monkeypatch.setattr(Encoding, "decode_array", wrong_decoding)
+    out = tmp_path / "values.txt"
+    one_line_error(cli("export", directory, "-o", out), 1, "but the run proved")
+    assert not out.exists() and not list(tmp_path.glob("*.partial"))
+
+
+def test_bad_requests_are_one_line(cli, kept, tmp_path):
+    directory, count, reference = kept
+    one_line_error(cli("export", directory, "--start", count - 5, "-n", 10), 2,
+                   f"kept G(0) ... G({count - 1}); G({count - 5}) ... G({count + 4}) goes beyond it")
+    one_line_error(cli("export", directory, "-n", 0), 2, "-n 0 asks for no values")
+    one_line_error(cli("export", tmp_path / "missing"), 2, "no such directory")
+    one_line_error(cli("export", tmp_path), 2, "holds no run checkpoint")
+    unkept = tmp_path / "unkept"
+    assert cli("-q", "run", GAME, "--until", 2000, "--checkpoint", unkept, "--workers", 0).code == 0
+    one_line_error(cli("export", unkept), 2, "did not keep its values")
