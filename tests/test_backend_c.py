@@ -117,13 +117,13 @@ def test_a_wrong_table_entry_is_corrected(caplog):
 def test_verification_finds_new_rare_values_and_regenerates(caplog):
     # .16 cut after its rare value at 3604: the kernel starts at 7211 and the verifier stops it at
     # 13932, a new rare value; the exact solver goes on to the new start and finds 13935 as well.
-    # Small chunks and a low pool threshold put verification into two worker processes.
+    # Small chunks put verification into two worker processes.
     table = shipped_table(".16")
     cut = RareTable(table.game, table.mask, tuple(e for e in table.entries if e[0] <= 3604), 3605)
     with caplog.at_level(logging.WARNING, logger="octalgen"):
-        found = values(".16", 40_000, table=cut, threads=2, chunk=1 << 13, pool_threshold=1 << 12)
+        found = values(".16", 40_000, table=cut, threads=2, workers=2, chunk=1 << 13)
     assert np.array_equal(found, exact_values(".16", 40_000))
-    assert "verification found a new rare value G(13932)" in caplog.text
+    assert "NEW RARE VALUE: G(13932) = 6 of .16, found by verification" in caplog.text
 
 
 def test_a_wrong_kernel_value_is_corrected(officers_reference, kernel_fault, caplog):

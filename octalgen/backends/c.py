@@ -25,7 +25,7 @@ def _computer(verify: bool):
     def compute(game, start, count, table=None, threads=None, **options):
         from ..engine.values import stream_values
 
-        yield from stream_values(game, start, count, table, threads=threads or 1, verify=verify, **options)
+        yield from stream_values(game, start, count, table, threads=threads, verify=verify, **options)
 
     return compute
 

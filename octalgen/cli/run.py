@@ -61,12 +61,14 @@ def register(sub) -> None:
 
 def add_engine_options(parser) -> None:
     """--threads, --workers, --scheduler, --chunk, --checkpoint-every: how the engine computes."""
-    parser.add_argument("--threads", type=threads_type, default=1, metavar="T",
-                        help="kernel threads (default 1): thread j computes every T-th value and hands the newest "
-                             "values to the next thread (Grossman's baton passing), so T threads need T free cores")
+    parser.add_argument("--threads", type=threads_type, metavar="T",
+                        help="kernel threads: thread j computes every T-th value and hands the newest values to the "
+                             "next thread (Grossman's baton passing), so T threads need T free cores.  Default: chosen "
+                             "with --workers from the cores and the rates measured on this machine (or 1 when "
+                             "--workers is given)")
     parser.add_argument("--workers", type=workers_type, metavar="W",
-                        help="verifying processes (default: one per core, or none for a small job; 0: verify in this "
-                             "process)")
+                        help="verifying processes (default: chosen with --threads, or one per core; none for a small "
+                             "job; 0: verify in this process)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="send verification to a running Dask scheduler, e.g. tcp://host:8786")
     parser.add_argument("--chunk", type=lambda text: whole_number(text, 1 << 10, 1 << 26), default=CHUNK,

@@ -58,6 +58,7 @@ from ..plan import KernelPlan, make_plan
 from ..rare import DEFAULT_TABLE_UPTO, RareTable, is_rare, shipped_table
 from .checkpoint import LAYOUT, check_layout, check_writable, read_checkpoint, write_checkpoint
 from .executors import InProcess, StopRequested, VERIFY_HISTORY, make_executor, verify_task
+from . import split
 from .history import PREFIX_LIMIT, RECENT_LIMIT, History
 from .plans import decide_failure, plan_for, reconcile
 from .store import ValueStore
@@ -88,10 +89,10 @@ class EngineOptions:
     ----------
     until : int
         Compute G(0) ... G(until - 1).
-    threads : int
-        Kernel threads.
+    threads : int or None
+        Kernel threads (None: 1, or chosen with ``workers`` when both are None; see :mod:`.split`).
     workers : int or None
-        Local verification processes (None: all cores; 0: verify in this process).
+        Local verification processes (None: all cores, none for a small job; 0: verify in this process).
     scheduler : str or None
         Address of a Dask scheduler to send verification to instead.
     chunk : int
@@ -109,7 +110,7 @@ class EngineOptions:
     """
 
     until: int
-    threads: int = 1
+    threads: int | None = None
     workers: int | None = None
     scheduler: str | None = None
     chunk: int = CHUNK
@@ -239,6 +240,8 @@ class Engine:
         self._started = False
         self._session_began = None
         self._verifying_here = False
+        self.threads = options.threads or 1
+        self.split = None  # the automatic split of the cores, when one was made
         self._solver_mask: int | None = None
         self._last_checkpoint = time.monotonic()
 
@@ -504,8 +507,7 @@ class Engine:
         self.plan = plan
         self.history.window = plan.window if plan is not None else 0
         if changed and plan is not None:
-            log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", self.game.code,
-                     len(plan.terms), plan.window, plan.start, plan.encoding.kind)
+            _log_plan(plan)
         return changed
 
     def _anchor_from(self) -> int:
@@ -533,6 +535,12 @@ class Engine:
             workers = options.workers
         elif options.scheduler is None and options.until - self.position <= SMALL_JOB:
             workers = 0  # starting worker processes would cost more than they save
+        elif options.threads is None and options.scheduler is None:
+            kernel, verifier = self.kernels(self.plan)
+            window = self.plan.encoding.encode_array(self.history.tail(self.plan.window)).astype(kernel.dtype)
+            self.split = split.choose(self.plan, kernel, verifier, window, self.history.prefix, self.position)
+            log.info("cores: %s", self.split.describe())
+            self.threads, workers = self.split.threads, self.split.workers
         else:
             workers = default_threads()
         executor = make_executor(workers, options.scheduler, self.stop_requested)
@@ -571,7 +579,7 @@ class Engine:
         buffer = np.empty(w + b - a, dtype=kernel.dtype)
         buffer[:w] = self.ring[len(self.ring) - w:]
         overflow = None
-        threads = min(self.options.threads, kernel.max_threads)
+        threads = min(self.threads, kernel.max_threads)
         began = time.process_time()
         try:
             for lo in range(0, b - a, FILL_STEP):  # in steps, so that a stop request is noticed
@@ -585,7 +593,7 @@ class Engine:
         codes = buffer[w: w + b - a]
         self.session.kernel_values += b - a
         if a < b and not self.options.verify:
-            self._accept(plan.encoding.decode_array(codes), plan, from_kernel=True)
+            self._accept(plan.encoding.decode_values(codes), plan, from_kernel=True)
             self.ring = np.concatenate([self.ring[len(self.ring) - w:], codes])
             self.ring_base = b - len(self.ring)
             self.produced_to = b
@@ -611,6 +619,7 @@ class Engine:
             log.warning("%s; continuing with 16-bit storage", overflow)
             values = plan.encoding.decode_array(self.ring)
             self.producer_plan = make_plan(plan.table, storage="u16")
+            _log_plan(self.producer_plan)
             self.ring = values.astype(np.uint16)
 
     def _result(self, future):
@@ -635,7 +644,7 @@ class Engine:
             if result.status == UNDECIDED:
                 result = self._verify_again(head, result)
             if result.status == PROVEN:
-                self._accept(head.plan.encoding.decode_array(head.codes), head.plan, from_kernel=True)
+                self._accept(head.plan.encoding.decode_values(head.codes), head.plan, from_kernel=True)
             else:
                 self._failed(head, result)
                 return
@@ -665,7 +674,7 @@ class Engine:
     def _failed(self, head: _Pending, result) -> None:
         """A proof failed at heap m of ``head``: hand on what is proven, decide G(m), go on."""
         m = result.heap
-        self._accept(head.plan.encoding.decode_array(head.codes[: m - head.first]), head.plan, from_kernel=True)
+        self._accept(head.plan.encoding.decode_values(head.codes[: m - head.first]), head.plan, from_kernel=True)
         self._consistent = False
         known = self.history.values_before(m)
         if known is None and result.true_value is not None and not is_rare(result.true_value, self.table.mask):
@@ -735,6 +744,11 @@ class Engine:
     def accounting(self) -> dict:
         """CPU seconds per role this session, per 10^8 values, and each role's rate."""
         return self.session.roles()
+
+
+def _log_plan(plan: KernelPlan) -> None:
+    log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", plan.game.code, len(plan.terms),
+             plan.window, plan.start, plan.encoding.kind)
 
 
 def _table_identity(game, table: RareTable | None) -> str:

@@ -36,6 +36,8 @@ class RunSummary:
         Values proven and wall seconds of this session (0 when read from a checkpoint).
     roles : dict or None
         CPU seconds per role of this session (:meth:`~octalgen.engine.core.Engine.accounting`).
+    split : Split or None
+        The automatic split of the cores, with its predicted rate (:mod:`.split`).
     """
 
     statistics: Statistics
@@ -48,6 +50,7 @@ class RunSummary:
     session_values: int = 0
     session_seconds: float = 0.0
     roles: dict | None = None
+    split: object = None
 
     @property
     def values_per_second(self) -> float | None:
@@ -83,6 +86,17 @@ class RunSummary:
                          "session)")
         elif self.session_seconds > 0:
             lines.append(f"nothing left to do ({self.statistics.values} values were already proven)")
+        if self.split is not None:
+            achieved = f"; achieved {rate / 1e6:.2f} M values/s" if rate else ""
+            lines.append(f"cores: {self.split.describe()}{achieved}")
+        if self.roles and self.session_values:
+            shown = [(role, figures) for role, figures in self.roles.items() if figures["cpu_seconds"]]
+            lines.append("CPU seconds per 10^8 values: " + ", ".join(
+                f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in shown))
+            rates = [(role, figures["values_per_cpu_second"]) for role, figures in shown
+                     if figures["values_per_cpu_second"] and role in ("kernel", "verifiers")]
+            if rates:
+                lines.append("values per CPU-second: " + ", ".join(f"{role} {rate / 1e6:.2f} M" for role, rate in rates))
         return lines
 
     def to_json(self, masks=()) -> dict:
@@ -93,7 +107,12 @@ class RunSummary:
                       rare_table=self.table.digest if self.table is not None else None, seconds=self.seconds,
                       session={"values": self.session_values, "seconds": round(self.session_seconds, 3),
                                "values_per_second": round(rate) if rate is not None else None},
-                      cpu_roles=self.roles)
+                      cpu_roles=self.roles,
+                      cores=None if self.split is None else {
+                          "kernel_threads": self.split.threads, "verifying_processes": self.split.workers,
+                          "predicted_values_per_second": round(self.split.predicted),
+                          "kernel_values_per_second": {str(t): round(r) for t, r in self.split.kernel_rates.items()},
+                          "verifier_values_per_second_per_core": round(self.split.verify_rate)})
         return result
 
 
@@ -105,7 +124,7 @@ def summarize(engine, tally) -> RunSummary:
     return RunSummary(statistics, engine.table, *_period(prover.state() if prover is not None else None),
                       hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.elapsed,
                       session_values=engine.session.values, session_seconds=engine.session.wall,
-                      roles=engine.accounting())
+                      roles=engine.accounting(), split=engine.split)
 
 
 def summary_of_checkpoint(directory) -> RunSummary:

@@ -1,0 +1,124 @@
+"""How to share the cores between kernel threads and verifying processes (issue: every core at work).
+
+With neither ``--threads`` nor ``--workers``, the engine measures, once per machine and kernel
+(cached under the build cache), how fast the kernel runs with 1, 2, 4, ... threads and how
+fast one process verifies, and chooses the split that this model predicts to be fastest on
+C cores:
+
+* one kernel thread never waits for another, so it can share the cores with C verifying
+  processes: rate = min(k(1), C / (1/k(1) + 1/v)), the CPU per value being 1/k + 1/v;
+* T >= 2 threads pass a baton and spin while they wait, so each needs a core of its own and
+  the verifiers get the rest: rate = min(k(T), (C - T) v).
+
+The prediction and the rate achieved are both reported, so a wrong model shows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..build import cache_dir, machine_identity
+from ..cpu.kernel import code_dtype, default_threads
+from ..plan import KernelPlan
+
+log = logging.getLogger("octalgen")
+
+#: Heaps the kernel computes per measurement, and the verifier proves.
+KERNEL_SAMPLE, VERIFY_SAMPLE = 1 << 17, 1 << 14
+
+
+@dataclass(frozen=True)
+class Split:
+    """Kernel threads, verifying processes, and the rates behind the choice (values/s)."""
+
+    threads: int
+    workers: int
+    predicted: float
+    kernel_rates: dict
+    verify_rate: float
+
+    def describe(self) -> str:
+        return (f"{self.threads} kernel thread{'s' * (self.threads > 1)} and {self.workers} verifying "
+                f"process{'es' * (self.workers != 1)}, predicted {self.predicted / 1e6:.2f} M values/s (kernel "
+                f"{self.kernel_rates[self.threads] / 1e6:.2f} M/s, verifier {self.verify_rate / 1e6:.2f} M/s per core)")
+
+
+def predict(kernel_rates: dict[int, float], verify_rate: float, cores: int) -> tuple[int, int, float]:
+    """(threads, workers, values/s) of the fastest split by the model of the module docstring."""
+    k1 = kernel_rates[1]
+    best = (1, cores, min(k1, cores / (1 / k1 + 1 / verify_rate)))
+    for threads, rate in sorted(kernel_rates.items()):
+        if 2 <= threads < cores:
+            predicted = min(rate, (cores - threads) * verify_rate)
+            if predicted > best[2] * 1.05:  # more threads only for a clear gain
+                best = (threads, cores - threads, predicted)
+    return best
+
+
+def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.ndarray, start: int,
+           cores: int | None = None) -> Split:
+    """Measure (or read from the cache) the rates of ``plan``'s kernel and verifier; choose the split.
+
+    ``window`` holds the codes of the ``plan.window`` heaps before ``start`` (a proven position);
+    ``prefix`` the exact values the verifier needs.
+    """
+    cores = cores or default_threads()
+    rates = _cached(plan, cores)
+    if rates is None:
+        rates = _measure(plan, kernel, verifier, window, prefix, start, cores)
+        _store(plan, cores, rates)
+    kernel_rates = {int(t): r for t, r in rates["kernel"].items()}
+    threads, workers, predicted = predict(kernel_rates, rates["verify"], cores)
+    return Split(threads, workers, predicted, kernel_rates, rates["verify"])
+
+
+def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
+    buffer = np.empty(plan.window + KERNEL_SAMPLE, dtype=code_dtype(plan))
+    kernel_rates = {}
+    threads = 1
+    while threads == 1 or (threads < cores and threads <= kernel.max_threads):
+        buffer[: plan.window] = window
+        began = time.perf_counter()
+        kernel.fill(buffer, start, threads, patient=True)
+        kernel_rates[threads] = KERNEL_SAMPLE / (time.perf_counter() - began)
+        threads *= 2
+    began = time.perf_counter()
+    verifier.verify(buffer[: plan.window + VERIFY_SAMPLE], start - plan.window, prefix, start, start + VERIFY_SAMPLE)
+    verify_rate = VERIFY_SAMPLE / (time.perf_counter() - began)
+    return {"kernel": kernel_rates, "verify": verify_rate}
+
+
+def _key(plan: KernelPlan, cores: int) -> str:
+    return f"{machine_identity()} {cores} cores {plan.table.digest} {plan.encoding.kind}"
+
+
+def _path():
+    return cache_dir() / "core-split.json"
+
+
+def _cached(plan: KernelPlan, cores: int) -> dict | None:
+    try:
+        return json.loads(_path().read_text()).get(_key(plan, cores))
+    except (OSError, ValueError):
+        return None
+
+
+def _store(plan: KernelPlan, cores: int, rates: dict) -> None:
+    try:
+        known = json.loads(_path().read_text())
+    except (OSError, ValueError):
+        known = {}
+    known[_key(plan, cores)] = rates
+    try:
+        _path().parent.mkdir(parents=True, exist_ok=True)
+        tmp = _path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(known, indent=1))
+        tmp.replace(_path())
+    except OSError as exc:  # a cache that cannot be written only costs a measurement next time
+        log.info("cannot cache the measured rates in %s: %s", _path(), exc.strerror)
+
