@@ -55,20 +55,20 @@ class Interrupted(OctalgenError):
     ----------
     signal_number : int
         ``signal.SIGINT`` or ``signal.SIGTERM``.
-    proven : int
-        N: G(0) ... G(N-1) were proven when it stopped.
+    proven : int or None
+        N: G(0) ... G(N-1) were proven when it stopped (None: ``what`` says what was done).
     checkpoint : path or None
         Where the checkpoint was written (None: the command keeps none).
     exit_code : int
         130 for SIGINT, 143 for SIGTERM (128 + the signal number, as shells report it).
     """
 
-    def __init__(self, signal_number: int, proven: int, checkpoint=None):
+    def __init__(self, signal_number: int, proven: int | None, checkpoint=None, what: str | None = None):
         import signal
 
         self.signal_number, self.proven, self.checkpoint = signal_number, proven, checkpoint
         self.exit_code = 128 + signal_number
-        what = "Ctrl-C" if signal_number == signal.SIGINT else "SIGTERM"
-        done = f"G(0) ... G({proven - 1}) proven" if proven else "nothing proven yet"
+        by = "Ctrl-C" if signal_number == signal.SIGINT else "SIGTERM"
+        done = what or (f"G(0) ... G({proven - 1}) proven" if proven else "nothing proven yet")
         where = f"; checkpoint in {checkpoint}" if checkpoint is not None else " (no checkpoint was asked for)"
-        super().__init__(f"stopped by {what}: {done}{where}")
+        super().__init__(f"stopped by {by}: {done}{where}")

@@ -80,6 +80,8 @@ class Progress:
         One live line (default: when ``stream`` is a terminal); else plain lines.
     every : float
         Seconds between plain lines.
+    items : str, optional
+        What is counted when it is not values (e.g. ``"games"``): counts instead of positions.
     enabled : bool
         False: report nothing at all (``--quiet``).
 
@@ -91,9 +93,10 @@ class Progress:
     """
 
     def __init__(self, goal: int | None, *, label: str = "", stream=None, interactive: bool | None = None,
-                 every: float = 10.0, enabled: bool = True):
+                 every: float = 10.0, enabled: bool = True, items: str | None = None):
         self.goal = goal
         self.label = label
+        self.items = items
         self.stream = stream if stream is not None else sys.stderr
         self.interactive = is_terminal(self.stream) if interactive is None else interactive
         self.every = every
@@ -162,6 +165,8 @@ class Progress:
 
         ``full``: exact positions (plain lines); else compact numbers (the live line).
         """
+        if self.items is not None:  # counting things (games), not positions in a sequence
+            return self._count_fields(full)
         number = (lambda n: f"G({n:,})") if full else compact
         found = [("phase", " ".join(filter(None, (self.label, self._phase)))),
                  ("elapsed", f"{'elapsed ' if full else ''}{duration(_clock() - self._began)}")]
@@ -174,6 +179,19 @@ class Progress:
                 found.append(("produced", f"produced {'to ' if full else ''}{number(self._produced)}"))
         if self._rate:
             found.append(("rate", f"{compact(self._rate)}{' values/s' if full else '/s'}"))
+        eta = self._eta()
+        if eta:
+            found.append(("eta", eta))
+        return found
+
+    def _count_fields(self, full: bool) -> list[tuple[str, str]]:
+        found = [("phase", " ".join(filter(None, (self.label, self._phase)))),
+                 ("elapsed", f"{'elapsed ' if full else ''}{duration(_clock() - self._began)}")]
+        if self._proven is not None:
+            of = f" of {self.goal:,}" if self.goal else ""
+            found.append(("proven", f"{self._proven:,}{of} {self.items} done"))
+        if self._rate:
+            found.append(("rate", f"{compact(self._rate * 60)} {self.items}/min"))
         eta = self._eta()
         if eta:
             found.append(("eta", eta))

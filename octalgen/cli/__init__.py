@@ -27,7 +27,8 @@ from .. import __version__
 from ..errors import Interrupted, OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "synth")
+COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "survey",
+            "synth")
 
 _QUIET_HELP = "no progress display: only warnings, errors and the results"
 _VERBOSE_HELP = "also say what octalgen is doing (builds, plans, cache); -vv for debugging detail"
@@ -117,7 +118,7 @@ def set_verbosity(verbose: int) -> None:
         logger.setLevel(level)
 
 
-def progress_for(args, goal: int | None, label: str = "", writes_stdout: bool = False):
+def progress_for(args, goal: int | None, label: str = "", writes_stdout: bool = False, items: str | None = None):
     """The progress display of a command: a live line on a terminal, plain lines in a log.
 
     None of it with ``-q``, nor when the command writes its results to the same terminal
@@ -126,7 +127,7 @@ def progress_for(args, goal: int | None, label: str = "", writes_stdout: bool = 
     from ..progress import Progress, is_terminal
 
     shown = not args.quiet and not (writes_stdout and is_terminal(sys.stdout))
-    return Progress(goal, label=label, enabled=shown)
+    return Progress(goal, label=label, enabled=shown, items=items)
 
 
 def main(argv=None) -> int:

@@ -242,6 +242,7 @@ class Engine:
         self._verifying_here = False
         self.threads = options.threads or 1
         self.split = None  # the automatic split of the cores, when one was made
+        self._phase_shown = None
         self._solver_mask: int | None = None
         self._last_checkpoint = time.monotonic()
 
@@ -322,8 +323,9 @@ class Engine:
             self.progress.update(self.position, max(self.produced_to, self.position))
 
     def _phase(self, text: str) -> None:
-        if self.progress is not None and hasattr(self.progress, "phase"):
+        if self.progress is not None and text != self._phase_shown:
             self.progress.phase(text)
+            self._phase_shown = text
 
     # -- stopping -------------------------------------------------------------------------
 
@@ -480,7 +482,7 @@ class Engine:
 
     def _accept_exact(self, stop: int, mask: int | None) -> None:
         """G(position) ... G(stop-1) from the exact solver, handed on."""
-        self._phase("exact values")
+        self._phase("exact prefix" if self.plan is not None or self.table is None else "exact values")
         solver = self._solver
         if solver is None or len(solver) != self.position or self._solver_mask != mask:
             solver = self._solver = CExactSolver(self.game, mask=mask, values=self.values_before(self.position))
@@ -571,9 +573,12 @@ class Engine:
             self.ring_base = self.position - self.plan.window
 
     def _produce(self, executor) -> None:
-        self._phase("running")
         plan = self.producer_plan
         kernel, verifier = self.kernels(plan)
+        if self._phase_shown != "running":
+            self._phase("building kernel")
+            getattr(kernel, "module", None)  # compile (or load) it now, while the phase says so
+            self._phase("running")
         w, a = plan.window, self.produced_to
         b = min(self.options.until, a + self.options.chunk)
         buffer = np.empty(w + b - a, dtype=kernel.dtype)

@@ -1,0 +1,87 @@
+"""``octalgen survey``: every octal game of a shape, computed and searched for a period."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import textwrap
+import time
+
+from ..cpu.kernel import default_threads
+from ..engine.executors import make_executor
+from ..errors import Interrupted
+from ..survey import Survey, parse_wholes, run_survey, survey_games
+from . import progress_for
+from .arguments import positive_count_type, whole_number, workers_type
+
+#: Values per game by default: the whole 3-digit survey in about an hour on two cores.
+DEFAULT_MAX = 1 << 17
+
+DESCRIPTION = """\
+Compute every octal game of a shape - 0.d1d2d3 and 4.d1d2d3 for --digits 3, skipping games with
+no move - up to N values each, and prove each game's period where one shows (least period and
+least preperiod, by the Guy-Smith theorem, as octalgen period does; a game whose proof needs
+more than N values is 'open').  Games run in parallel in local processes (or on a Dask
+cluster), one game per task.  The result is a table, OUT.tsv and OUT.json: per game its status
+(periodic: period, preperiod, the values the proof used, the largest value; open: the values
+computed, the largest value and where, the sparse space and its mask, the rare positions and
+the last one) and the group of games with identical sequences.  Every finished game is kept in
+OUT.done.jsonl at once, so the same command goes on after Ctrl-C or a kill."""
+
+EXAMPLES = """\
+examples:
+  octalgen survey                                  every game 0.ddd and 4.ddd, N = 2^17
+  octalgen survey --digits 2 --max 1e5 --out two-digit
+  octalgen survey --whole 0 --max 1e6 --scheduler tcp://host:8786"""
+
+
+def register(sub) -> None:
+    parser = sub.add_parser("survey", help="every octal game of a shape: computed, periods proven, identical "
+                                           "sequences grouped", description=DESCRIPTION, epilog=EXAMPLES,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--digits", type=lambda text: whole_number(text, 1, 4), default=3, metavar="D",
+                        help="digits after the point (1 to 4; default 3)")
+    parser.add_argument("--whole", default="0,4", metavar="W",
+                        help="whole-number digits: 0, 4 or 0,4 (default 0,4)")
+    parser.add_argument("--max", type=positive_count_type, default=DEFAULT_MAX, metavar="N",
+                        help=f"values per game at most (default {DEFAULT_MAX})")
+    parser.add_argument("--out", default="survey", metavar="FILE",
+                        help="results go to FILE.tsv and FILE.json, finished games to FILE.done.jsonl "
+                             "(default: survey)")
+    parser.add_argument("--workers", type=workers_type, metavar="W",
+                        help="local processes, one game each (default: one per core; 0: this process)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="run the games on a Dask cluster instead")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    games = survey_games(args.digits, parse_wholes(args.whole))
+    survey = Survey(args.out, games, args.max)
+    already = survey.resume()
+    workers = default_threads() if args.workers is None else args.workers
+    began = time.monotonic()
+    stop = []
+    previous = {s: signal.signal(s, lambda signum, frame: stop.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
+    executor = make_executor(workers, args.scheduler, lambda: bool(stop))
+    try:
+        with progress_for(args, len(games), label=f"survey of {len(games)} games", items="games") as progress:
+            run_survey(survey, executor, progress, lambda: bool(stop))
+    finally:
+        executor.close(kill=True)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        written = survey.write()
+    if stop:
+        raise Interrupted(stop[0], None, survey.done_path, what=f"{len(survey.results)} of {len(games)} games done")
+    counts = survey.counts()
+    results = survey.finished()
+    print(f"survey of {counts['games']} games (digits {args.digits}, whole {args.whole}), up to {args.max} values each: "
+          f"{counts['periodic']} periodic, {counts['open']} open; {counts['distinct_sequences']} distinct sequences")
+    print(f"{len(results) - already} games computed in {time.monotonic() - began:.0f} s"
+          + (f" ({already} finished before)" if already else ""))
+    open_games = [r["code"] for r in results if r["status"] == "open"]
+    if open_games:
+        print(textwrap.fill("open: " + " ".join(open_games), width=100, subsequent_indent="      "))
+    print("wrote " + " and ".join(str(p) for p in written), file=sys.stderr)
+    return 0

@@ -1,0 +1,245 @@
+"""``octalgen survey``: every octal game of a shape, computed and searched for a period.
+
+Flammenkamp's tables cover every game 0.d1d2d3 and 4.d1d2d3; a survey computes each of them
+with the engine, up to N values, and proves its period where one shows (the exact proof of
+``octalgen period``: least period and least preperiod, Guy–Smith; nothing is reported periodic
+without it).  Games run in parallel (local processes or a Dask cluster), one game per task;
+each finished game is appended at once to the survey's record of finished games, so a survey
+stopped at any moment goes on from there.  Games whose sequences agree on G(0) ... G(N-1) are
+grouped (a periodic game's values beyond its proof follow from its period).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import tempfile
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from .engine.core import Engine, EngineOptions
+from .engine.period import ExactProof
+from .engine.scan import Scanner
+from .engine.summary import summarize
+from .engine.tally import Tally
+from .errors import CheckpointError, InputError
+from .game import OctalGame, parse_game
+
+#: Values computed per step of the periodic extension of a digest.
+_EXTEND = 1 << 20
+
+
+def survey_games(digits: int = 3, wholes=(0, 4)) -> list[OctalGame]:
+    """Every game ``w.d1 ... d_digits`` (w in ``wholes``), by canonical code, without move-less games.
+
+    Codes with trailing zeros are the shorter games (0.600 is .6), so each game appears once.
+    """
+    games = {}
+    for whole in wholes:
+        for rest in itertools.product(range(8), repeat=digits):
+            game = OctalGame((whole, *rest))
+            if any(True for _ in game.moves()):
+                games.setdefault(game.code, game)
+    return list(games.values())
+
+
+@dataclass
+class GameResult:
+    """What the survey found for one game.
+
+    ``status`` is ``periodic`` (then period, preperiod and the values the proof used) or
+    ``open`` (N values computed, no period proven; then the sparse space, its mask, the rare
+    positions below N and the last one).  ``digest`` is the FNV-1a-64 of G(0) ...
+    G(N-1) (for a periodic game, with the values past its proof given by the period).
+    """
+
+    code: str
+    status: str
+    values: int
+    largest: int
+    largest_at: int
+    sparse_space: str | None
+    mask: str | None
+    rare_count: int | None
+    last_rare: int | None
+    digest: str
+    period: int | None = None
+    preperiod: int | None = None
+    proof_values: int | None = None
+    seconds: float = 0.0
+    group: str | None = None
+
+
+def survey_game(code: str, limit: int) -> dict:
+    """Compute one game up to ``limit`` values and prove its period if one shows (a survey task).
+
+    Runs in a worker process: verification in this process, the values on a temporary disk.
+    """
+    game = parse_game(code)
+    began = time.perf_counter()
+    prover = ExactProof(game.max_take)
+    tally = Tally(0, prover)
+    with tempfile.TemporaryDirectory(prefix="octalgen-survey-") as directory:
+        engine = Engine(game, EngineOptions(until=limit, threads=1, workers=0, checkpoint_every=1e9), [tally],
+                        directory=directory, identity={"command": "survey"}, keep_all=True)
+        engine.run()
+        summary = summarize(engine, tally)
+        stats = summary.statistics
+        proven = summary.period
+        digest = stats.digest
+        if proven is not None and engine.position < limit:
+            digest = _extended_digest(engine, tally.scanner, proven["period"], proven["preperiod"], limit)
+    largest, largest_at = stats.largest
+    sparse = proven is None  # the sparse space matters for games still open
+    result = GameResult(
+        code=game.code, status="periodic" if proven else "open", values=engine.position, largest=largest,
+        largest_at=largest_at, sparse_space=stats.sparse_space if sparse else None,
+        mask=f"{stats.mask:#x}" if sparse and stats.mask is not None else None,
+        rare_count=stats.rare_positions if sparse else None,
+        last_rare=stats.last_rare[0] if sparse and stats.last_rare else None, digest=digest,
+        period=proven["period"] if proven else None, preperiod=proven["preperiod"] if proven else None,
+        proof_values=proven["proof_length"] if proven else None, seconds=round(time.perf_counter() - began, 3))
+    return asdict(result)
+
+
+def _extended_digest(engine, scanner, period: int, preperiod: int, limit: int) -> str:
+    """FNV-1a-64 of G(0) ... G(limit-1), the values past the engine's position given by the period."""
+    one_period = engine.history.values(preperiod, preperiod + period)
+    extension = Scanner(1, anchor_from=1 << 62)
+    extension.state.fnv = scanner.state.fnv
+    for start in range(engine.position, limit, _EXTEND):
+        n = np.arange(start, min(limit, start + _EXTEND), dtype=np.int64)
+        for _ in extension.fold(one_period[(n - preperiod) % period]):
+            pass
+    return extension.digest()
+
+
+class Survey:
+    """A survey and its files: ``PATH.tsv`` and ``PATH.json`` (the table), ``PATH.done.jsonl`` (finished games).
+
+    Parameters
+    ----------
+    path : path
+        Where the results go (the suffix, if any, is replaced).
+    games : list of OctalGame
+    limit : int
+        N: values per game at most.
+    """
+
+    def __init__(self, path, games: list[OctalGame], limit: int):
+        self.path = Path(path)
+        self.base = self.path.with_suffix("") if self.path.suffix in (".tsv", ".json") else self.path
+        self.games = games
+        self.limit = limit
+        self.header = {"survey": 1, "limit": limit, "games": [g.code for g in games]}
+        self.results: dict[str, dict] = {}
+
+    @property
+    def done_path(self) -> Path:
+        return self.base.with_name(self.base.name + ".done.jsonl")
+
+    def resume(self) -> int:
+        """Read the games finished by an earlier run of the same survey; returns how many."""
+        path = self.done_path
+        if not path.exists():
+            return 0
+        lines = path.read_text().splitlines()
+        try:
+            header = json.loads(lines[0])
+        except (IndexError, ValueError):
+            raise CheckpointError(f"{path} is not a survey record (remove it to start again)") from None
+        if header != self.header:
+            raise CheckpointError(f"{path} belongs to another survey (other games or --max); use another --out")
+        for line in lines[1:]:
+            try:
+                result = json.loads(line)
+            except ValueError:
+                break  # a line cut short by a kill: that game runs again
+            self.results[result["code"]] = result
+        return len(self.results)
+
+    def start_record(self) -> None:
+        if not self.done_path.exists():
+            self.done_path.parent.mkdir(parents=True, exist_ok=True)
+            self.done_path.write_text(json.dumps(self.header) + "\n")
+
+    def record(self, result: dict) -> None:
+        """Keep a finished game (appended and flushed at once)."""
+        self.results[result["code"]] = result
+        with open(self.done_path, "a") as out:
+            out.write(json.dumps(result) + "\n")
+
+    def pending(self) -> list[OctalGame]:
+        return [g for g in self.games if g.code not in self.results]
+
+    def finished(self) -> list[dict]:
+        """Every game's result, in survey order, with its group (the first game of equal sequences)."""
+        results = [dict(self.results[g.code]) for g in self.games if g.code in self.results]
+        first_of = {}
+        for result in results:
+            result["group"] = first_of.setdefault(result["digest"], result["code"])
+        return results
+
+    def write(self) -> list[Path]:
+        """Write the table as TSV and JSON; returns the paths."""
+        results = self.finished()
+        columns = [f.name for f in fields(GameResult)]
+        tsv = self.base.with_suffix(".tsv")
+        lines = ["\t".join(columns)] + ["\t".join("" if r[c] is None else str(r[c]) for c in columns) for r in results]
+        tsv.write_text("\n".join(lines) + "\n")
+        groups: dict[str, list[str]] = {}
+        for r in results:
+            groups.setdefault(r["group"], []).append(r["code"])
+        document = {"limit": self.limit, "counts": self.counts(), "games": results,
+                    "identical_sequences": [codes for codes in groups.values() if len(codes) > 1]}
+        path = self.base.with_suffix(".json")
+        path.write_text(json.dumps(document, indent=1) + "\n")
+        return [tsv, path]
+
+    def counts(self) -> dict:
+        results = self.finished()
+        groups = {r["group"] for r in results}
+        return {"games": len(self.games), "finished": len(results),
+                "periodic": sum(r["status"] == "periodic" for r in results),
+                "open": sum(r["status"] == "open" for r in results),
+                "distinct_sequences": len(groups)}
+
+
+def run_survey(survey: Survey, executor, progress=None, should_stop=lambda: False) -> None:
+    """Run the survey's pending games through ``executor`` (``submit``/``done``/``result``/``close``).
+
+    Every game that finishes is recorded at once; when ``should_stop()`` turns true the
+    remaining games are dropped (recorded ones stay).
+    """
+    survey.start_record()
+    pending = {}
+    for game in survey.pending():
+        pending[game.code] = executor.submit(survey_game, game.code, survey.limit)
+    if progress is not None:
+        progress.phase("computing")
+        progress.update(len(survey.results))
+    while pending:
+        finished = [code for code, future in pending.items() if future.done()]
+        for code in finished:
+            survey.record(pending.pop(code).result())
+        if progress is not None:
+            progress.update(len(survey.results))
+        if should_stop():
+            return
+        if not finished:
+            time.sleep(0.05)
+
+
+def parse_wholes(text: str) -> tuple[int, ...]:
+    """``--whole 0,4`` as a tuple of whole-number digits."""
+    try:
+        wholes = tuple(sorted({int(part) for part in text.split(",")}))
+    except ValueError:
+        raise InputError(f"--whole {text!r}: give whole-number digits 0 and/or 4, e.g. 0,4") from None
+    if not wholes or any(w not in (0, 4) for w in wholes):
+        raise InputError(f"--whole {text!r}: the whole-number digit of an octal game is 0 or 4")
+    return wholes
+
