@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from functools import lru_cache
 
 import numpy as np
 
@@ -93,5 +94,33 @@ def _write(chunks, fmt: str, start: int, out) -> None:
                 )
             out.write(chunk.astype(dtype).tobytes())
         else:
-            out.write(("\n".join(map(str, chunk.tolist())) + "\n").encode() if len(chunk) else b"")
+            out.write(decimal_lines(chunk))
         position += len(chunk)
+
+
+def decimal_lines(values: np.ndarray) -> bytes:
+    """Non-negative integers as decimal text, one per line, formatted with array operations.
+
+    The same bytes as ``"\\n".join(map(str, values)) + "\\n"``, several times faster: at millions of
+    values, writing text would otherwise cost more than proving them.  Values below 65536 (all of
+    them, for the C backends) are looked up in a table of their lines.
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if len(values) < 1 << 14 or values.min() < 0 or values.max() >= 1 << 16:  # few, or beyond the table
+        return ("\n".join(map(str, values.tolist())) + "\n").encode() if len(values) else b""
+    lines, lengths = _line_table()
+    rows = lines[values]
+    return rows[np.arange(6) < lengths[values][:, None]].tobytes()
+
+
+@lru_cache(maxsize=1)
+def _line_table() -> tuple[np.ndarray, np.ndarray]:
+    """Row v: the bytes of ``f"{v}\\n"`` padded to 6, and each row's length, for v < 65536."""
+    v = np.arange(1 << 16)
+    digits = 1 + (v >= 10) + (v >= 100) + (v >= 1000) + (v >= 10000)
+    lines = np.zeros((1 << 16, 6), dtype=np.uint8)
+    lines[v, digits] = ord("\n")
+    for place in range(5):  # place 0 is the last digit, in column digits - 1
+        has = digits > place
+        lines[v[has], (digits - 1 - place)[has]] = ord("0") + (v[has] // 10**place) % 10
+    return lines, digits + 1
