@@ -99,3 +99,11 @@ def test_entry_points():
         done = subprocess.run([*command, "values", ".6", "-n", "8"], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == [str(v) for v in OFFICERS_20[:8]]
+
+
+def test_text_lines_are_what_str_gives():
+    from octalgen.cli.values import decimal_lines
+
+    for values in (np.arange(1 << 16), np.random.default_rng(3).integers(0, 1 << 16, 50_000), np.array([7, 1 << 20]),
+                   np.zeros(0, np.int64)):
+        assert decimal_lines(values) == "".join(f"{v}\n" for v in values.tolist()).encode()
