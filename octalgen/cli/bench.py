@@ -20,9 +20,9 @@ import time
 import numpy as np
 
 from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
-from ..engine.core import kernel_start
-from ..engine.values import stream_values
 from ..cpu.verify import Verifier
+from ..engine.core import Engine, EngineOptions, kernel_start
+from ..engine.values import ValueSink
 from ..errors import ComputationError, InputError
 from ..reference import exact_values as reference_values
 from .arguments import add_game, count_type
@@ -134,7 +134,10 @@ def _bench_c(args) -> int:
     plain = buffer()
     _, naive_s = _timed(naive.fill, plain, start)
     verdict, verify_s = _timed(verifier.verify, one, start - window, prefix, start, start + count)
-    chunks, exact_s = _timed(lambda: list(stream_values(game, 0, start + count, threads=threads, workers=threads)))
+    sink = ValueSink(0, start + count)
+    engine = Engine(game, EngineOptions(until=start + count, threads=threads, workers=threads), [sink])
+    _, exact_s = _timed(engine.run)
+    chunks = list(sink.ready)
     reference, reference_s = _timed(reference_values, game, min(REFERENCE_COUNT, start + count))
 
     exact = np.concatenate(chunks)
@@ -161,6 +164,9 @@ def _bench_c(args) -> int:
     ]
     for name, value, comment in rows:
         print(f"  {name:<40} {value / 1e6:9.3f} M values/s   {comment}")
+    roles = engine.accounting()
+    print("  exact backend, CPU seconds per 10^8 values: " + ", ".join(
+        f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in roles.items() if figures["cpu_seconds"]))
     print(f"all agree (kernel 1 and {threads} threads, naive, verifier, exact backend, reference); "
           f"load average {_load()} at end")
     return 0
