@@ -25,20 +25,7 @@ from octalgen.errors import ComputationError, Interrupted
 from octalgen.game import parse_game
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
-
-
-class StopAt:
-    """A consumer that asks the engine to stop (as Ctrl-C does) once ``position`` is proven."""
-
-    def __init__(self, position: int):
-        self.position = position
-
-    def attach(self, engine) -> None:
-        self.engine = engine
-
-    def accept(self, first, values) -> None:
-        if first + len(values) >= self.position:
-            self.engine.request_stop()
+from test_engine import StopAt  # the consumer that stops a run as Ctrl-C does
 
 
 def run_twin(code, until, directory=None, stop_at=None, table=None, kernels=None, prover=None, **options):

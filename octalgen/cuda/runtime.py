@@ -44,6 +44,9 @@ LOG_CAPACITY = 1 << 20
 #: Least codes per value ring: the device may run this far ahead of what the host has read.
 RING_LEAST = 1 << 24
 
+#: cudaMemcpyKind values.
+HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
+
 
 @lru_cache(maxsize=1)
 def unavailable() -> str | None:
@@ -122,20 +125,23 @@ class GpuSpeculator:
     plan : CudaPlan
     window : int
         Positions per round, a multiple of 32.
+    ring : int, optional
+        Codes per value ring, a power of two (default: at least :data:`RING_LEAST`).
     rounds_per_launch : int
         Round kernels per graph replay (a multiple of 6).
     lookahead : int
         Positions of rounds kept queued past what the host has read.
     """
 
-    def __init__(self, plan: CudaPlan, window: int, rounds_per_launch: int = 240, lookahead: int = 1 << 22):
+    def __init__(self, plan: CudaPlan, window: int, ring: int | None = None, rounds_per_launch: int = 240,
+                 lookahead: int = 1 << 22):
         import cupy
 
         if rounds_per_launch % twin.PHASES:
             raise ValueError(f"rounds_per_launch must be a multiple of {twin.PHASES}")
         self.plan, self.window, self.rounds_per_launch, self.lookahead = plan, window, rounds_per_launch, lookahead
         self.terms = twin.TermIndex.of(plan)
-        self.ring = twin.ring_size(plan, window, RING_LEAST)
+        self.ring = ring or twin.ring_size(plan, window, RING_LEAST)
         self.span = twin.span(plan, window)
         self.cache_ring = 1 << (self.span - 1).bit_length()
         module, self.resource_usage = _module(plan)
@@ -218,8 +224,7 @@ class GpuSpeculator:
         began.record(self.stream)
         self.graph.launch(self.stream)
         finished.record(self.stream)
-        _copy_async(slot.ctypes.data, self.state.data.ptr, slot.nbytes, cupy.cuda.runtime.memcpyDeviceToHost,
-                    self.stream)
+        _copy_async(slot.ctypes.data, self.state.data.ptr, slot.nbytes, DEVICE_TO_HOST, self.stream)
         ready.record(self.stream)
         self._queue.append((began, finished, ready, slot))
 
@@ -244,12 +249,10 @@ class GpuSpeculator:
         return None if position == twin.NO_POSITION else position
 
     def release(self, position: int) -> None:
-        import cupy
-
         self._served = position
         self._limit_cell[0] = max(int(self._limit_cell[0]), position + self.ring)
-        _copy_async(self.state.data.ptr + 8 * twin.LIMIT, self._limit_cell.ctypes.data, 8,
-                    cupy.cuda.runtime.memcpyHostToDevice, self.stream)
+        _copy_async(self.state.data.ptr + 8 * twin.LIMIT, self._limit_cell.ctypes.data, 8, HOST_TO_DEVICE,
+                    self.stream)
         self._fill_queue(position + self.lookahead)  # the next chunk's rounds, while the host verifies
 
     def advance(self, position: int) -> None:
