@@ -37,7 +37,8 @@ def main() -> int:
     parser.add_argument("--game", default=".6")
     parser.add_argument("--count", type=count, default=10**8)
     parser.add_argument("--window", type=int, help="positions per round (default: 32 per SM)")
-    parser.add_argument("--scan-steps", type=count, help=f"verifier scan table length (default {CudaOptions.scan_steps})")
+    parser.add_argument("--scan-steps", type=count,
+                        help=f"verifier scan table length (default {CudaOptions.scan_steps})")
     parser.add_argument("--sweep", action="store_true", help="also sweep window sizes and warps per block")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
@@ -69,7 +70,8 @@ def main() -> int:
               f"{run['rounds']:>8} {run['microseconds_per_round']:8.2f} {run['advance_per_round']['mean']:9.1f} "
               f"{rpw.get('p50', 0):>9.0f} {rpw.get('p90', 0):>5.0f} {rpw.get('p100', 0):>5.0f} "
               f"{run['recomputed_per_value']:16.2f}")
-    print(f"\nafter / before: speculative {after['speculative_values_per_s'] / before['speculative_values_per_s']:.2f}x, "
+    speculative = after["speculative_values_per_s"] / before["speculative_values_per_s"]
+    print(f"\nafter / before: speculative {speculative:.2f}x, "
           f"verified {after['verified_values_per_s'] / before['verified_values_per_s']:.2f}x, kernel "
           f"{(after['kernel_values_per_s'] or 0) / (before['kernel_values_per_s'] or 1):.2f}x, positions recomputed "
           f"per value {after['recomputed_per_value'] / before['recomputed_per_value']:.2f}x")

@@ -12,6 +12,9 @@ Both make the same rounds; the table gives
 * rounds, the front's advance per round and the rounds per window of positions;
 * positions recomputed per value: term marks per final value in units of one position's terms
   (before, and after with and without the one-time marking of the history at the start);
+* the busiest block: a round lasts as long as its busiest block of 32 positions (one per
+  multiprocessor), so the mean over rounds of the most marks one window block makes, after
+  over before (before: every block marks every term of its 32 positions);
 * how far changes reach: changes per value, their distance from the front (median, 90th
   percentile) and what a changed-inputs frontier would recompute (positions with an input
   changed in the last round, or new to the window, per value).
@@ -55,6 +58,19 @@ def frontier(speculator, offsets):
     return total
 
 
+def busiest_block(speculator, window):
+    """Mean over rounds (round 0 left out) of the most term marks one window block of 32 makes."""
+    terms, most, f_prev = speculator.terms, [], None
+    for front, hi, _ in speculator.log:
+        if f_prev is not None and hi > front:
+            n = np.arange(front, front + window)
+            young = np.where(n < hi, terms.upto(n - front), 0)
+            newly = terms.upto(n - f_prev) - terms.upto(n - front)
+            most.append((young + newly).reshape(-1, 32).sum(axis=1).max())
+        f_prev = front
+    return float(np.mean(most))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("games", nargs="*", default=[".6", ".16"])
@@ -65,7 +81,7 @@ def main():
     windows = [int(w) for w in args.windows.split(",")]
     print(f"{'game':>5} {'from':>8} {'window':>6} {'rounds':>6} {'adv/round':>9} {'rounds/window p50 p90 max':>26} "
           f"{'recomputed/value: before':>25} {'after':>6} {'after*':>6} {'changes/value':>13} "
-          f"{'dist p50 p90':>13} {'frontier/value':>14}")
+          f"{'dist p50 p90':>13} {'frontier/value':>14} {'busiest block':>13}")
     for game in args.games:
         table = rare_table(game)
         plan = make_cuda_plan(table)
@@ -87,12 +103,16 @@ def main():
             steady = sum(m for *_, m in after.log[1:])  # without round 0's marking of the history
             changes = np.concatenate(before.changes)
             print(f"{game:>5} {first:>8} {window:>6} {len(before.log):>6} {advances.mean():>9.1f} "
-                  f"{per_window.get('p50', 0):>16.0f} {per_window.get('p90', 0):>4.0f} {per_window.get('p100', 0):>4.0f} "
+                  f"{per_window.get('p50', 0):>16.0f} {per_window.get('p90', 0):>4.0f} "
+                  f"{per_window.get('p100', 0):>4.0f} "
                   f"{marks_before / terms / made:>25.2f} {marks_after / terms / made:>6.2f} "
                   f"{steady / terms / made:>6.2f} {len(changes) / made:>13.2f} "
                   f"{np.percentile(changes, 50):>6.0f} {np.percentile(changes, 90):>6.0f} "
-                  f"{frontier(before, plan.offsets) / made:>14.2f}   ({time.perf_counter() - began:.0f} s)", flush=True)
-    print("\nafter* leaves out round 0, which marks the W values of the history once per (re)start.")
+                  f"{frontier(before, plan.offsets) / made:>14.2f} "
+                  f"{busiest_block(after, window) / (32 * terms):>13.2f}   ({time.perf_counter() - began:.0f} s)",
+                  flush=True)
+    print("\nafter* leaves out round 0, which marks the W values of the history once per (re)start; busiest "
+          "block: after / before.")
 
 
 if __name__ == "__main__":
