@@ -27,10 +27,12 @@ needs_nvcc = pytest.mark.skipif(not _has_nvcc(), reason="nvcc (CUDA toolkit) not
 
 
 @needs_nvcc
-@pytest.mark.parametrize("game", [".6", ".16"])
-def test_generated_cuda_compiles_without_warnings_or_spills(game):
+@pytest.mark.parametrize("game, options", [(".6", CudaOptions()), (".16", CudaOptions()),
+                                           (".16", CudaOptions(cache_final=False, term_groups=8))],
+                         ids=[".6", ".16", ".16-recomputed"])
+def test_generated_cuda_compiles_without_warnings_or_spills(game, options):
     assert "--Werror" in NVCC_FLAGS and "all-warnings" in NVCC_FLAGS
-    compiled = compile_kernels(make_cuda_plan(rare_table(game)))
+    compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
     assert compiled.cubin.stat().st_size > 0
     usage = compiled.resource_usage
     for kernel in ("octal_round", "octal_verify"):
@@ -40,13 +42,6 @@ def test_generated_cuda_compiles_without_warnings_or_spills(game):
     assert compiled.source.read_text() == render_kernels(compiled.plan)
 
 
-@needs_nvcc
-def test_unrolled_variant_compiles():
-    compiled = compile_kernels(make_cuda_plan(rare_table(".16"), options=CudaOptions(term_loop=False, term_groups=32)))
-    assert "__constant__ int2 TERMS" not in compiled.source.read_text()
-    assert compiled.resource_usage.count("0 bytes spill stores") == 2
-
-
 def test_source_is_reproducible_and_names_its_origin():
     table = rare_table(".6")
     plan = make_cuda_plan(table)
@@ -54,11 +49,14 @@ def test_source_is_reproducible_and_names_its_origin():
     assert source == render_kernels(make_cuda_plan(rare_table(".6")))
     header = source.split("\n#include")[0]
     assert "// game: .6" in header and table.digest in header and "cuda term_groups: 16" in header
-    assert "terms: 1584, window 20628, first heap 41256" in header
+    assert "terms: 1584, window 20628, first heap 41256" in header and "cuda cache_final: True" in header
     # Every term is a compile-time constant: in the round kernel's table and unrolled in the verifier.
-    assert "__constant__ int2 TERMS[1584]" in source and source.count("VERIFY_MARK(") == 1584 + 1
-    unrolled = render_kernels(make_cuda_plan(table, options=CudaOptions(term_loop=False)))
-    assert unrolled.count("SPEC_MARK(") == 1584 + 1
+    assert "#define TERM_COUNT 1584" in source and source.count("VERIFY_MARK(") == 1584 + 1
+    terms = source.split("__constant__ int2 TERMS[TERM_COUNT] = {")[1].split("};")[0]
+    offsets = [int(line.strip(" {},").split(",")[0]) for line in terms.strip().splitlines()]
+    assert len(offsets) == 1584 and offsets == sorted(offsets)  # by offset: the kernels search it
+    recomputed = render_kernels(make_cuda_plan(table, options=CudaOptions(cache_final=False)))
+    assert "cache[" in source and "cache[" not in recomputed
 
 
 def test_importing_octalgen_loads_no_cuda():

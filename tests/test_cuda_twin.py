@@ -1,7 +1,8 @@
-"""The CUDA algorithm's numpy twin against the reference: fixed point, verifier, exact driver loop.
+"""The CUDA algorithm's numpy twin against the reference: streaming fixed point, cached marks, verifier.
 
-These run without a GPU; the kernels in templates/cuda/ implement the same
-rounds and decisions (tests/test_cuda_gpu.py compares them on a GPU).
+These run without a GPU; the kernels in templates/cuda/ implement the same rounds and
+decisions (tests/test_cuda_gpu.py compares them on a GPU).  The plug-in through the engine
+is tested in tests/test_cuda_plugin.py.
 """
 
 from functools import lru_cache
@@ -9,152 +10,175 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from octalgen.cuda import driver, twin
-from octalgen.cuda.plan import CODES, CudaOptions, make_cuda_plan, spread
-from octalgen.errors import ComputationError, InputError
-from octalgen.rare import RareTable, is_rare, rare_table
+from octalgen.cuda import twin
+from octalgen.cuda.plan import CODES, CudaOptions, make_cuda_plan, spread, unspread
+from octalgen.errors import InputError
+from octalgen.rare import is_rare, rare_table
 from octalgen.reference import exact_values
 
 GAMES = [".6", ".16", ".356", ".644"]
-#: Positions past the plan's first heap that each test computes.
-SPAN = {".6": 1200, ".16": 2500, ".356": 3000, ".644": 3000}
+#: Heaps computed past the first heap the tests start from.
+SPAN = {".6": 1500, ".16": 2500, ".356": 3000, ".644": 3000}
 
 
 @lru_cache(maxsize=None)
-def exact_codes(game: str):
-    """The plan and the exact codes of G(0) ... G(start + SPAN - 1)."""
+def exact(game: str):
+    """The plan, the exact values and their codes up to 300 heaps past the plan's first heap + SPAN."""
     table = rare_table(game)
     plan = make_cuda_plan(table)
-    values = exact_values(game, plan.start + SPAN[game], mask=table.mask)
-    return plan, plan.kernel.encoding.encode_array(values)
+    values = exact_values(game, plan.start + 300 + SPAN[game], mask=table.mask)
+    return plan, values, plan.kernel.encoding.encode_array(values)
+
+
+def stream(speculator, history, count, pieces):
+    """Codes of ``count`` positions after ``history``, asked for in ``pieces`` (then the rest),
+    each at most the ring's capacity, as the producer does."""
+    speculator.reset(history)
+    served, out = len(history), []
+    for piece in [*pieces, count - sum(pieces)]:
+        while piece:
+            part = min(piece, speculator.capacity)
+            speculator.advance(served + part)
+            out.append(speculator.read(served, served + part))
+            served, piece = served + part, piece - part
+            speculator.release(served)
+    return np.concatenate(out)
 
 
 @pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("cache_final", [True, False], ids=["cached", "recomputed"])
 @pytest.mark.parametrize("window", [64, 352])
-def test_fixed_point_is_the_exact_sequence(game, window):
-    plan, codes = exact_codes(game)
-    run = twin.FixedPoint(plan, codes[: plan.start], len(codes), window)
-    assert np.array_equal(run.run(), codes)
-    advances = run.advances()
-    assert advances.min() >= 1  # the front moves every round
-    assert advances.sum() == len(codes) - plan.start
+def test_streaming_fixed_point_is_the_exact_sequence(game, cache_final, window):
+    plan, _, codes = exact(game)
+    plan = make_cuda_plan(plan.table, options=CudaOptions(cache_final=cache_final))
+    w, first = plan.kernel.window, plan.start + 300  # any heap past the first: not the plan's start
+    speculator = twin.Speculator(plan, window, cache_final=cache_final)
+    got = stream(speculator, codes[first - w: first], SPAN[game], [1, 700, 33])
+    assert np.array_equal(got, codes[first: first + SPAN[game]])
+    fronts = np.array([front for front, _, _ in speculator.log] + [speculator.front])
+    computed = np.array([hi > front for front, hi, _ in speculator.log])
+    assert np.all(np.diff(fronts)[computed] >= 1)  # a round with a window makes a position final
+    assert np.all(np.diff(fronts)[~computed] == 0)  # the first round after a release may find none
+    # The marks counted in the kernel's way are the ones the twin made.
+    previous = [0, *fronts[:-2]]
+    assert [marks for _, _, marks in speculator.log] == [
+        twin.round_marks(speculator.terms, p, f, h, cache_final) for p, (f, h, _) in zip(previous, speculator.log)]
+
+
+@pytest.mark.parametrize("game", [".6", ".16"])
+def test_cached_marks_change_nothing_but_the_work(game):
+    plan, _, codes = exact(game)
+    w, first = plan.kernel.window, plan.start
+    runs = {}
+    for cache_final in (True, False):
+        speculator = twin.Speculator(plan, 256, cache_final=cache_final)
+        got = stream(speculator, codes[first - w: first], SPAN[game], [])
+        # Round 0 caches the marks of the whole history once; the rounds after it repeat.
+        runs[cache_final] = (got, [(f, h) for f, h, _ in speculator.log], sum(m for *_, m in speculator.log[1:]))
+    assert np.array_equal(runs[True][0], runs[False][0]) and runs[True][1] == runs[False][1]
+    assert runs[True][2] < runs[False][2]
+
+
+def test_a_small_ring_wraps_many_times():
+    plan, _, codes = exact(".356")
+    w = plan.kernel.window
+    speculator = twin.Speculator(plan, 64, ring=128)  # W + window = 110 codes in use
+    got = stream(speculator, codes[plan.start - w: plan.start], SPAN[".356"], [5, 100])
+    assert np.array_equal(got, codes[plan.start: plan.start + SPAN[".356"]])
+    with pytest.raises(ValueError, match="power of two holding"):
+        twin.Speculator(plan, 64, ring=64)
+
+
+def test_reading_past_the_front_or_the_limit_is_refused():
+    plan, _, codes = exact(".644")
+    w = plan.kernel.window
+    speculator = twin.Speculator(plan, 64)
+    speculator.reset(codes[plan.start - w: plan.start])
+    with pytest.raises(ValueError, match="final only below"):
+        speculator.read(w, w + 10)
+    with pytest.raises(ValueError, match="past the limit"):
+        speculator.advance(w + speculator.ring + 1)
 
 
 @pytest.mark.parametrize("game", GAMES)
-def test_window_from_plan_start_and_later(game):
-    plan, codes = exact_codes(game)
-    for lo in (plan.start, plan.start + 300):
-        rounds = twin.window_rounds(plan, codes, lo, 512)  # checks the fixed point == exact
-        assert 1 <= rounds <= 512
+def test_a_wrong_history_value_changes_the_fixed_point(game):
+    plan, _, codes = exact(game)
+    w = plan.kernel.window
+    history = codes[plan.start - w: plan.start].copy()
+    history[-1] ^= 1  # read by every term of the smallest offset
+    got = stream(twin.Speculator(plan, 256), history, SPAN[game], [])
+    assert not np.array_equal(got, codes[plan.start: plan.start + SPAN[game]])
 
 
-def test_the_next_read_buffer_is_complete_at_convergence():
-    """The GPU engine reads buffer[rounds % 2] as soon as the front reaches the end."""
-    plan, codes = exact_codes(".644")
-    run = twin.FixedPoint(plan, codes[: plan.start], len(codes), 96)
-    while run.front < run.end:
-        run.round()
-    assert np.array_equal(run.buffers[run.rounds % 2][: run.end], codes)
+def test_a_value_too_large_for_a_byte_stops_the_front():
+    plan, _, codes = exact(".6")
+    w = plan.kernel.window
+    history = codes[plan.start - w: plan.start].copy()
+    # Make the terms of the first position mark every one of the 256 codes.
+    for code, (offset, constant) in zip(range(CODES), plan.kernel.encoded_terms()):
+        history[w - offset] = code ^ constant
+    speculator = twin.Speculator(plan, 64)
+    speculator.reset(history)
+    speculator.advance(w + 64)
+    assert speculator.overflow == w and speculator.front == w
 
 
-@pytest.mark.parametrize("game", GAMES)
-def test_a_wrong_prefix_value_changes_the_fixed_point(game):
-    plan, codes = exact_codes(game)
-    prefix = codes[: plan.start].copy()
-    prefix[plan.start - 1] ^= 1  # read by every term of the smallest offset
-    result = twin.FixedPoint(plan, prefix, len(codes), 256).run()
-    assert not np.array_equal(result[plan.start :], codes[plan.start :])
+# -- the verifier -------------------------------------------------------------
+
+
+def stretch(game, extra=0):
+    """Codes from W + extra heaps before the first verified heap, and the scan table from the prefix."""
+    plan, values, codes = exact(game)
+    lo, hi = plan.start + 300, plan.start + 300 + SPAN[game]
+    base = lo - plan.kernel.window - extra
+    return plan, codes[base: hi], base, plan.scan_table(values[:lo]), lo, hi
 
 
 @pytest.mark.parametrize("game", GAMES)
 def test_verifier_proves_the_exact_sequence(game):
-    plan, codes = exact_codes(game)
-    verdict = twin.verify(plan, codes, plan.start, len(codes))
+    plan, codes, base, scan, lo, hi = stretch(game, extra=lo_extra(game))
+    verdict = twin.verify(plan, codes, base, scan, lo, hi)
     assert verdict.first_bad is None
     assert verdict.scan_steps.min() >= plan.options.scan_chunk  # every position needed the pair scan
 
 
+def lo_extra(game):
+    """History past W that holds every partner the scans of these tests need."""
+    plan = exact(game)[0]
+    return plan.start + 300 - plan.kernel.window
+
+
 @pytest.mark.parametrize("game", GAMES)
 def test_verifier_points_at_the_first_wrong_position(game):
-    plan, codes = exact_codes(game)
-    for fault in (plan.start, plan.start + 77, len(codes) - 1):
+    plan, codes, base, scan, lo, hi = stretch(game, extra=lo_extra(game))
+    for fault in (lo, lo + 77, hi - 1):
         wrong = codes.copy()
-        wrong[fault] ^= 2
+        wrong[fault - base] ^= 2
         # Later positions follow from the wrong value, so only the fault contradicts its inputs.
-        wrong = _continue_fixed_point(plan, wrong, fault + 1)
-        assert twin.verify(plan, wrong, plan.start, len(codes)).first_bad == fault
-        assert twin.verify(plan, wrong, fault + 1, len(codes)).first_bad is None
+        for n in range(fault + 1, hi):
+            wrong[n - base] = twin.speculative_codes(plan, wrong, np.array([n - base]))[0]
+        assert twin.verify(plan, wrong, base, scan, lo, hi).first_bad == fault
+        assert twin.verify(plan, wrong, base, scan, fault + 1, hi).first_bad is None
 
 
-def _continue_fixed_point(plan, codes, lo):
-    """Codes with positions from ``lo`` on recomputed one by one from the earlier ones."""
-    codes = codes.copy()
-    for n in range(lo, len(codes)):
-        codes[n] = twin.speculative_codes(plan, codes, np.array([n]))[0]
-    return codes
+def test_a_pair_before_the_stretch_is_skipped_not_guessed():
+    """.644's longest scan here pairs heaps more than W back: with only W codes of history the
+    heap is left unproven (not called wrong), with the whole stretch it is proven."""
+    plan, codes, base, scan, lo, hi = stretch(".644", extra=lo_extra(".644"))
+    steps = twin.verify(plan, codes, base, scan, lo, hi).scan_steps
+    n = lo + int(np.argmax(steps))
+    assert scan[steps.max() - 1, 0] > plan.kernel.window  # its scan reaches past W
+    near = n - plan.kernel.window
+    assert twin.verify(plan, codes[near - base:], near, scan, n, n + 1).first_bad == n
+    assert twin.verify(plan, codes, base, scan, n, n + 1).first_bad is None
 
 
-def test_new_rare_values_are_found_and_added():
-    """With the last three rare values of .16 left out of its table, the verifier rejects
-    G(3604) and G(13932); the driver computes them exactly and plans again."""
-    full = rare_table(".16")
-    truncated = RareTable(full.game, full.mask, full.entries[:50], full.entries[49][0] + 1)
-    assert make_cuda_plan(truncated).start < 3604
-    end = 14500
-    values = driver.compute(".16", end, driver.TwinEngine(256), table=truncated)
-    assert np.array_equal(values, exact_values(".16", end, mask=full.mask))
-
-
-def test_a_scan_that_gives_up_is_settled_on_the_cpu():
-    table = rare_table(".644")
-    options = CudaOptions(scan_chunk=4, scan_steps=8)
-    plan = make_cuda_plan(table, options=options)
-    end = plan.start + 400
-    exact = exact_values(".644", end, mask=table.mask)
-    verdict = twin.verify(plan, plan.kernel.encoding.encode_array(exact), plan.start, end)
-    assert verdict.first_bad is not None  # eight steps are too few somewhere
-    assert np.array_equal(driver.compute(".644", end, driver.TwinEngine(128), options=options), exact)
-
-
-@pytest.mark.parametrize("game", [".6", ".356"])
-def test_driver_speculative_and_exact_agree_with_the_reference(game):
-    plan, codes = exact_codes(game)
-    end = plan.start + 300
-    expected = exact_values(game, end, mask=plan.table.mask)
-    for exact in (True, False):
-        assert np.array_equal(driver.compute(game, end, driver.TwinEngine(128), exact=exact), expected)
-
-
-def test_small_counts_never_reach_the_kernels():
-    class NoEngine:
-        def speculate(self, *args):
-            raise AssertionError("not needed below the plan's first heap")
-
-        verify = speculate
-
-    assert driver.compute(".16", 50, NoEngine()).tolist() == exact_values(".16", 50).tolist()
-
-
-def test_a_value_too_large_for_a_byte_stops_the_front():
-    plan, codes = exact_codes(".6")
-    prefix = codes[: plan.start].copy()
-    # Make the terms of position start mark every one of the 256 codes.
-    for code, (offset, constant) in zip(range(CODES), plan.kernel.encoded_terms()):
-        prefix[plan.start - offset] = code ^ constant
-    run = twin.FixedPoint(plan, prefix, plan.start + 64, 32)
-    with pytest.raises(OverflowError) as raised:
-        run.run()
-    assert raised.value.args[0] == plan.start
-    assert run.front == plan.start
-
-
-def test_driver_reports_an_overflow_as_a_computation_error(monkeypatch):
-    class Overflowing:
-        def speculate(self, plan, prefix, end):
-            raise OverflowError(plan.start + 5)
-
-    with pytest.raises(ComputationError, match=r"G\(27878\) is 512 or more"):
-        driver.compute(".16", 30000, Overflowing())
+def test_a_short_scan_table_leaves_positions_unproven():
+    plan, codes, base, _, lo, hi = stretch(".644", extra=lo_extra(".644"))
+    short = make_cuda_plan(plan.table, options=CudaOptions(scan_chunk=4, scan_steps=8))
+    scan = short.scan_table(exact(".644")[1][:lo])
+    assert len(scan) == 8
+    assert twin.verify(short, codes, base, scan, lo, hi).first_bad is not None
 
 
 def test_games_needing_16_bit_storage_are_refused():
@@ -167,6 +191,7 @@ def test_games_needing_16_bit_storage_are_refused():
 def test_spread_is_xor_linear_and_rare_codes_below_counts_rare_values():
     a, b = np.meshgrid(np.arange(CODES), np.arange(CODES))
     assert np.array_equal(spread(a ^ b), spread(a) ^ spread(b))
+    assert np.array_equal(unspread(spread(a)), a)
     plan = make_cuda_plan(rare_table(".6"))
     encoding = plan.kernel.encoding
     for s in (0, 1, 77, 200, 255):
@@ -177,46 +202,20 @@ def test_spread_is_xor_linear_and_rare_codes_below_counts_rare_values():
     assert [encoding.encode(v) for v in rare_values] == list(range(CODES))
 
 
-def test_scan_table_lists_common_heaps_in_order():
-    plan = make_cuda_plan(rare_table(".16"))
-    _, codes = exact_codes(".16")
-    table = plan.scan_table(codes, len(codes))
+def test_scan_table_lists_common_heaps_of_the_prefix_in_order():
+    plan, values, codes = exact(".16")
+    table = plan.scan_table(values[:5000])
     heaps = table[:, 0]
-    assert np.all(np.diff(heaps) > 0) and heaps[0] >= 1
+    assert np.all(np.diff(heaps) > 0) and heaps[0] >= 1 and heaps[-1] == 4999
     assert not set(heaps.tolist()) & set(plan.table.positions)
-    assert set(range(1, heaps[-1] + 1)) - set(heaps.tolist()) <= set(plan.table.positions)
+    assert set(range(1, 5000)) - set(heaps.tolist()) <= set(plan.table.positions)
     assert np.array_equal(table[:, 1], spread(codes[heaps]))
 
 
-def test_benchmark_figures_with_the_twin_engine():
-    from octalgen.checksum import fnv1a64
-    from octalgen.cuda.bench import run_benchmark
-
-    figures = run_benchmark(".644", 4000, engine=driver.TwinEngine(64))
-    assert figures["checksum"] == fnv1a64(exact_values(".644", 4000))
-    assert figures["first_unproven"] is None
-    start = make_cuda_plan(rare_table(".644")).start
-    assert figures["rounds"] == figures["advance_per_round"]["count"]
-    assert figures["advance_per_round"]["mean"] * figures["rounds"] == pytest.approx(4000 - start)
-    assert figures["rounds_per_window"]["count"] == (4000 - start) // 64
-
-
-def test_bench_command_on_the_twin_engine_reports_the_checksum(cli, monkeypatch):
-    from octalgen.checksum import fnv1a64
-    from octalgen.cuda import runtime
-
-    monkeypatch.setattr(runtime, "require_gpu", lambda: None)
-    monkeypatch.setattr(runtime, "CudaEngine", lambda **_: driver.TwinEngine(64))
-    result = cli("bench", ".644", "-n", 4000, "--backend", "cuda")
-    assert result.code == 0, result.err
-    assert f"fnv1a64 {fnv1a64(exact_values('.644', 4000))}" in result.out
-    assert "x the C kernel, 1 thread" in result.out
-
-
-def test_bench_command_without_a_gpu_is_one_line(cli):
-    from octalgen.cuda.runtime import unavailable
-
-    if unavailable() is None:
-        pytest.skip("a GPU is here")
-    result = cli("bench", ".6", "-n", 1000, "--backend", "cuda")
-    assert result.code == 1 and result.err.count("\n") == 1 and unavailable() in result.err
+def test_term_counts_by_offset():
+    plan = exact(".6")[0]
+    terms = twin.TermIndex.of(plan)
+    offsets = np.sort(plan.offsets)
+    for d in (0, 1, 5, 4224, 20628, 30000):
+        assert terms.upto(d) == np.count_nonzero(offsets <= d)
+        assert terms.marks_upto(d) == sum(np.count_nonzero(offsets <= e) for e in range(d))

@@ -32,21 +32,9 @@ from octalgen.periodicity import solved_games
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
 
+from engine_helpers import StopAt
+
 OFFICERS_FNV_65536_2097152 = "fceb5187c44e10c4"
-
-
-class StopAt:
-    """A consumer that asks the engine to stop (as Ctrl-C does) once ``position`` is proven."""
-
-    def __init__(self, position: int):
-        self.position = position
-
-    def attach(self, engine) -> None:
-        self.engine = engine
-
-    def accept(self, first, values) -> None:
-        if first + len(values) >= self.position:
-            self.engine.request_stop()
 
 
 def run_engine(code, until, directory=None, stop_at=None, table=None, keep_all=False, digest_from=0,

@@ -1,15 +1,16 @@
-"""The GPU backends: ``cuda`` (exact: speculation verified on the GPU) and ``cuda-speculative``.
+"""The GPU backends, through the engine (:mod:`octalgen.engine`) with the GPU kernel plug-in.
 
-See :mod:`octalgen.cuda`.  Importing this module touches no GPU and imports no
-CuPy; ``unavailable()`` gives the one-line reason when they cannot run.
+* ``cuda``: exact.  Exact prefix on the CPU, speculation and verification on the GPU
+  (:class:`~octalgen.cuda.plugin.CudaKernels`), recovery on the CPU.
+* ``cuda-speculative``: the GPU's fixed point without verification (NOT proven).
+
+Importing this module touches no GPU and imports no CuPy; ``unavailable()`` gives the
+one-line reason when they cannot run.
 """
 
 from __future__ import annotations
 
 from . import Backend, register
-
-#: Values per yielded chunk.
-CHUNK = 1 << 22
 
 
 def _unavailable() -> str | None:
@@ -18,15 +19,12 @@ def _unavailable() -> str | None:
     return unavailable()
 
 
-def _computer(exact: bool):
-    def compute(game, start, count, table=None, threads=None):
-        from ..cuda.driver import compute as drive
-        from ..cuda.runtime import CudaEngine
+def _computer(verify: bool):
+    def compute(game, start, count, table=None, threads=None, **options):
+        from ..cuda.plugin import CudaKernels
+        from ..engine.values import stream_values
 
-        engine = CudaEngine()
-        values = drive(game, start + count, engine, table=table, exact=exact, options=engine.options)
-        for lo in range(start, start + count, CHUNK):
-            yield values[lo : min(lo + CHUNK, start + count)]
+        yield from stream_values(game, start, count, table, kernels=CudaKernels(), verify=verify, **options)
 
     return compute
 
@@ -39,7 +37,7 @@ register(
         exact=True,
         speed_rank=1,
         summary="generated CUDA: speculative fixed point and exact verifier on an NVIDIA GPU (exact)",
-        compute=_computer(exact=True),
+        compute=_computer(verify=True),
         unavailable=_unavailable,
     )
 )
@@ -49,7 +47,7 @@ register(
         exact=False,
         speed_rank=1,
         summary="generated CUDA speculative fixed point only (NOT proven)",
-        compute=_computer(exact=False),
+        compute=_computer(verify=False),
         unavailable=_unavailable,
     )
 )

@@ -24,14 +24,15 @@ def register(targets) -> None:
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--term-groups", type=count_type, default=CudaOptions.term_groups, metavar="G",
                         help="warps per block of the round kernel (default %(default)s)")
-    parser.add_argument("--unrolled", dest="term_loop", action="store_false",
-                        help="unroll every term as immediates instead of looping over a __constant__ term table")
+    parser.add_argument("--no-cache", dest="cache_final", action="store_false",
+                        help="recompute every term of every window position each round instead of caching the marks "
+                             "of final inputs")
     parser.add_argument("--arch", default=CudaOptions.arch, help="nvcc target (default %(default)s)")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    options = CudaOptions(term_groups=args.term_groups, term_loop=args.term_loop, arch=args.arch)
+    options = CudaOptions(term_groups=args.term_groups, cache_final=args.cache_final, arch=args.arch)
     source = render_kernels(make_cuda_plan(load_table(args), options=options))
     if args.output:
         Path(args.output).write_text(source)

@@ -5,12 +5,15 @@ Nothing in this package imports CuPy or touches a GPU when imported; only
 
 * :mod:`.plan` -- :class:`~.plan.CudaPlan`: everything the kernels need, decided
   in Python from the shared :class:`~octalgen.plan.KernelPlan`.
-* :mod:`.twin` -- the same algorithm in numpy (the fixed-point rounds with the
+* :mod:`.twin` -- the same algorithm in numpy (the streaming fixed point with the
   kernel's own bookkeeping, and the verifier), so CI checks its logic without a GPU.
-* :mod:`.driver` -- the exact loop (prefix, speculate, verify, extend the rare
-  table on a failure), shared by the numpy twin and the GPU engine.
+* :mod:`.plugin` -- the engine's kernel plug-in (:class:`~.plugin.CudaKernels`, and
+  :class:`~.plugin.TwinKernels` on the twin): producer and verifier of
+  :class:`octalgen.engine.core.Engine`, which does everything else (exact prefix,
+  checkpoints, recovery, period search).
 * :mod:`.kernels` -- render ``templates/cuda/*.cu.j2`` and compile with nvcc into
   the build cache.
-* :mod:`.runtime` -- load and launch through CuPy (the ``cuda`` extra).
-* :mod:`.bench` -- the lent-GPU measurement (checksum, values/s, rounds).
+* :mod:`.runtime` -- load and launch through CuPy (the ``cuda`` extra): the
+  speculation and verification streams.
+* :mod:`.bench` -- the lent-GPU measurement (checksum, values/s, rounds, work).
 """

@@ -1,28 +1,30 @@
-"""The GPU measurement: values/s of speculation and verification, checksum, rounds per window.
+"""The GPU measurement: values/s of speculation and of proven runs, rounds and work per window, checksum.
 
 :func:`run_benchmark` is what ``octalgen bench --backend cuda`` and
-``benchmarks/cuda_bench.py`` call.  It needs a GPU; all times are CUDA-event
-times of the kernels (compilation and the CPU prefix are reported apart).
+``benchmarks/cuda_bench.py`` call.  Both runs go through the engine exactly as
+``octalgen run --backend cuda`` does (exact prefix, kernel plug-in, digests in
+C), once with the proofs off (``cuda-speculative``) and once with them on; the
+values/s are over the whole run (wall clock).  The device figures (kernel
+seconds from CUDA events, rounds, term marks) come from the plug-in.  A warm-up
+run compiles and loads the kernels first.
 """
 
 from __future__ import annotations
 
-import logging
 import time
-from functools import lru_cache
 
 import numpy as np
 
-from ..checksum import Fnv1a64
-from ..rare import rare_table
-from ..reference import exact_values
-from .driver import prove
-from .plan import CudaOptions, make_cuda_plan
-
-log = logging.getLogger("octalgen")
+from ..engine.core import Engine, EngineOptions
+from ..engine.summary import summarize
+from ..engine.tally import Tally
+from ..game import parse_game
 
 #: Agreed FNV-1a-64 checksums of .6 over G(0) ... G(N-1) (shared/README.md).
 KNOWN_CHECKSUMS = {(".6", 10**8): "454292924ee5b56d"}
+
+#: Values of the warm-up run past the kernel's first heap.
+WARM_UP = 100_000
 
 
 def rounds_per_window(advances: np.ndarray, window: int) -> np.ndarray:
@@ -43,76 +45,90 @@ def distribution(samples: np.ndarray) -> dict:
             **{f"p{p}": float(v) for p, v in zip((0, 10, 50, 90, 99, 100), q)}}
 
 
-@lru_cache(maxsize=4)
-def _exact_prefix(game: str, count: int) -> np.ndarray:
-    # The reference, not the backend registry: the measurement depends on no other backend.
-    return exact_values(game, count, mask=rare_table(game).mask)
+def run_through_engine(game, count: int, kernels, verify: bool) -> tuple[float, str]:
+    """G(0) ... G(count-1) through the engine with ``kernels``: (wall seconds, FNV-1a-64 digest)."""
+    tally = Tally()
+    engine = Engine(game, EngineOptions(until=count, verify=verify), [tally], kernels=kernels)
+    began = time.perf_counter()
+    engine.run()
+    return time.perf_counter() - began, summarize(engine, tally).statistics.digest
 
 
-def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = None,
-                  options: CudaOptions | None = None, verify: bool = True, checksum: bool = True,
-                  engine=None) -> dict:
-    """Speculate (and verify) G(0) ... G(count-1) of ``game`` on the GPU and return the figures.
+def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = None, options=None,
+                  verify: bool = True, make_kernels=None) -> dict:
+    """Compute G(0) ... G(count-1) of ``game`` speculatively and proven, and return the figures.
 
-    ``engine`` replaces the GPU engine (:class:`~octalgen.cuda.driver.TwinEngine` in tests).
+    ``make_kernels()`` makes a fresh plug-in for each run (default:
+    :class:`~octalgen.cuda.plugin.CudaKernels` with ``window`` and ``options``;
+    :class:`~octalgen.cuda.plugin.TwinKernels` in tests).
 
     Returns
     -------
     dict
-        ``speculative_values_per_s`` and ``verified_values_per_s`` (kernel time
-        over the positions the GPU computed), ``seconds`` per stage, the
-        rounds, the advance per round and rounds per window (distributions),
-        the checksum and whether it matches the agreed one.
+        ``speculative_values_per_s`` and ``verified_values_per_s`` (whole runs, wall
+        clock), ``kernel_values_per_s`` (final positions over the round kernels' device
+        time), the rounds, microseconds per round, the advance per round and rounds per
+        window (distributions), ``recomputed_per_value`` (term marks per value, in units of
+        one position's terms), the verification's device seconds and scan steps, the heaps
+        the CPU settled, and the checksum with whether it matches the agreed one.
     """
-    if engine is None:
-        from .runtime import CudaEngine
+    game = parse_game(game)
+    if make_kernels is None:
+        from . import plugin
 
-        engine = CudaEngine(window=window, options=options or CudaOptions())
-    table = rare_table(game)
-    figures: dict = {"game": game, "count": count, "window": engine.window,
-                     "term_groups": engine.options.term_groups, "term_loop": engine.options.term_loop}
+        def make_kernels():
+            return plugin.CudaKernels(window, options)
 
+    warm = make_kernels()
     began = time.perf_counter()
-    known = _exact_prefix(game, make_cuda_plan(table).start)
-    commons = known[np.bitwise_count(known & table.mask) % 2 == 1]
-    plan = make_cuda_plan(table, max_common=int(commons.max()), options=engine.options)
-    figures["cpu_prefix_seconds"] = time.perf_counter() - began
-    prefix = plan.kernel.encoding.encode_array(known[: plan.start])
+    plan = _first_plan(game)
+    speculator = warm(plan)[0].speculator
+    run_through_engine(game, min(count, plan.start + WARM_UP), warm, verify=True)
+    figures: dict = {"game": game.code, "count": count, "window": warm.window,
+                     "term_groups": warm.options.term_groups, "cache_final": warm.options.cache_final,
+                     "compile_and_warmup_seconds": time.perf_counter() - began,
+                     "resource_usage": getattr(speculator, "resource_usage", "")}
 
-    began = time.perf_counter()
-    engine.speculate(plan, prefix, min(count, plan.start + 100_000))  # compile, load, warm up
-    figures["compile_and_warmup_seconds"] = time.perf_counter() - began
-    figures["resource_usage"] = engine.report.get("resource_usage", "")
-
-    codes = engine.speculate(plan, prefix, count)
-    spec = engine.report["speculation"]
-    computed = count - plan.start
-    figures["speculation_seconds"] = spec["seconds"]
-    figures["speculative_values_per_s"] = computed / spec["seconds"]
-    figures["rounds"] = int(len(spec["advances"]))
-    # Kernel time per launched round (the graph replays past convergence are no-op rounds: a floor).
-    figures["microseconds_per_round"] = 1e6 * spec["seconds"] / max(spec.get("rounds_launched", figures["rounds"]), 1)
-    figures["advance_per_round"] = distribution(spec["advances"])
-    figures["rounds_per_window"] = distribution(rounds_per_window(spec["advances"], engine.window))
+    kernels = make_kernels()
+    seconds, digest = run_through_engine(game, count, kernels, verify=False)
+    rounds, _ = kernels.figures()
+    figures["speculative_seconds"] = seconds
+    figures["speculative_values_per_s"] = count / seconds
+    figures["speculative_checksum"] = digest
+    figures["kernel_seconds"] = rounds.seconds
+    figures["kernel_values_per_s"] = rounds.values / rounds.seconds if rounds.seconds else None
+    figures["rounds"] = rounds.rounds
+    figures["empty_rounds"] = rounds.empty_rounds
+    figures["microseconds_per_round"] = 1e6 * rounds.seconds / max(rounds.rounds + rounds.empty_rounds, 1)
+    advances = np.concatenate(rounds.advances) if rounds.advances else np.zeros(0, np.int64)
+    figures["advance_per_round"] = distribution(advances)
+    figures["rounds_per_window"] = distribution(rounds_per_window(advances, kernels.window))
+    figures["recomputed_per_value"] = rounds.recomputed_per_value
+    figures["checksum"] = digest
     if verify:
-        # The exact loop's proof: GPU launches, and the CPU for positions whose pair scan gave up.
-        proof = prove(engine, plan, table, known, codes, count)
-        gpu_seconds = sum(launch["seconds"] for launch in proof.launches)
-        figures["first_unproven"] = proof.first_wrong
-        figures["settled_on_cpu"] = proof.settled_on_cpu
-        figures["verification_seconds"] = gpu_seconds
-        figures["cpu_settle_seconds"] = proof.cpu_seconds
-        figures["scan_steps_mean"] = proof.launches[0]["scan_steps_mean"]
-        figures["scan_steps_max"] = max(launch["scan_steps_max"] for launch in proof.launches)
-        figures["verified_values_per_s"] = computed / (spec["seconds"] + gpu_seconds + proof.cpu_seconds)
-    if checksum:
-        values = plan.kernel.encoding.decode_array(codes)
-        values[: plan.start] = known[: plan.start]
-        digest = Fnv1a64()
-        for lo in range(0, count, 1 << 22):
-            digest.update(values[lo : lo + (1 << 22)])
-        digest = digest.hexdigest()
+        kernels = make_kernels()
+        seconds, digest = run_through_engine(game, count, kernels, verify=True)
+        _, verification = kernels.figures()
+        figures["verified_seconds"] = seconds
+        figures["verified_values_per_s"] = count / seconds
+        figures["verification_seconds"] = verification.seconds
+        figures["scan_steps_mean"] = verification.scan_steps / max(verification.values, 1)
+        figures["scan_steps_max"] = verification.scan_steps_max
+        figures["settled_on_cpu"] = list(verification.settled_on_cpu)
         figures["checksum"] = digest
-        figures["checksum_ok"] = KNOWN_CHECKSUMS.get((game, count)) in (None, digest)
-        figures["checksum_known"] = KNOWN_CHECKSUMS.get((game, count))
+    known = KNOWN_CHECKSUMS.get((game.code, count))
+    figures["checksum_known"] = known
+    figures["checksum_ok"] = known in (None, figures["checksum"]) and figures["checksum"] == figures[
+        "speculative_checksum"]
     return figures
+
+
+def _first_plan(game):
+    """The kernel plan a run of ``game`` starts its producer with."""
+    from ..engine.core import kernel_start
+    from ..errors import InputError
+
+    plan, _ = kernel_start(game)
+    if plan is None:
+        raise InputError(f"{game.code} has no speculative kernel (no sparse space): nothing to bench")
+    return plan

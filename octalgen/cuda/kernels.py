@@ -70,15 +70,15 @@ def find_nvcc() -> list[str]:
 
 def render_kernels(plan: CudaPlan) -> str:
     """The CUDA source of both kernels for ``plan`` (byte-for-byte reproducible)."""
-    groups = [[(offset, spread(code)) for offset, code in group] for group in plan.groups]
+    groups = min(plan.options.term_groups, len(plan.offsets))
+    by_offset = sorted(plan.kernel.encoded_terms())
     return render(
         "cuda/kernels.cu.j2",
         provenance=plan.provenance(),
-        term_groups=len(groups),
-        mex_words=-(-64 // len(groups)),
-        groups=groups,
-        term_loop=plan.options.term_loop,
-        group_starts=[sum(len(g) for g in groups[:i]) for i in range(len(groups) + 1)],
+        term_groups=groups,
+        mex_words=-(-64 // groups),
+        terms_by_offset=by_offset,
+        cache_final=plan.options.cache_final,
         terms=[(offset, spread(code)) for offset, code in plan.kernel.encoded_terms()],
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,

@@ -4,8 +4,8 @@ A :class:`CudaPlan` wraps the shared :class:`~octalgen.plan.KernelPlan` (the
 term list, window, first heap and u8 storage are *not* re-derived here) and
 adds what only the GPU uses:
 
-* the split of the terms into ``term_groups`` slices, one warp each, in the
-  speculative round kernel;
+* the number of warps that share the terms of a block of 32 positions in the
+  speculative round kernel, and whether it caches the marks of final inputs;
 * the *spread* form of a stored code, which turns "mark code m of position q"
   into one XOR of an address (see :func:`spread`);
 * for the verifier: the moves that leave two heaps, the table of heap sizes a
@@ -49,6 +49,11 @@ def spread(code):
     return (code & 3) | ((code & 0xFC) << 5)
 
 
+def unspread(spread_code):
+    """The code whose :func:`spread` form is ``spread_code``."""
+    return (spread_code & 3) | ((spread_code >> 5) & 0xFC)
+
+
 @dataclass(frozen=True)
 class CudaOptions:
     """Kernel shapes (all part of the generated source and so of the cache key).
@@ -57,17 +62,17 @@ class CudaOptions:
     ----------
     term_groups : int
         Warps per block of the speculative round kernel.  A block computes 32
-        consecutive positions; warp g marks the g-th slice of the terms.
-    term_loop : bool
-        True: each warp loops over its slice of a ``__constant__`` term table
-        (warp-uniform loads, a few hundred bytes of code).  False: every term
-        of the round kernel is unrolled with its offset and constant as
-        immediates (each warp runs its own slice of straight-line code, about
-        150 KB of machine code in all for .6), which instruction fetch limits:
-        on an H100, .6 to 10^7 speculated at 39.7 M values/s with the loop and
-        16 warps against 25.5 M/s unrolled with 32 (benchmarks/cuda_bench.py
-        --sweep).  The verifier is always unrolled (all its warps run the same
-        code).
+        consecutive positions; warp g marks the terms i = g, g + G, ... of the
+        ``__constant__`` term table (sorted by offset).  On an H100, .6 to 10^7
+        speculated at 39.7 M values/s with a term loop and 16 warps against
+        25.5 M/s with every term unrolled as immediates (instruction fetch), so
+        the round kernel loops (benchmarks/cuda_bench.py --sweep).  The verifier
+        is unrolled (all its warps run the same code).
+    cache_final : bool
+        Keep, for every position up to W past the front, the marks of its final
+        inputs, so that a round marks only the inputs that became final and the
+        window's young inputs (octalgen.cuda.twin: about 3 times fewer marks for
+        .6); False recomputes every term of every window position each round.
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
@@ -83,7 +88,7 @@ class CudaOptions:
     """
 
     term_groups: int = 16
-    term_loop: bool = True
+    cache_final: bool = True
     verify_block: int = 128
     scan_chunk: int = 256
     scan_steps: int = 1 << 20
@@ -134,17 +139,6 @@ class CudaPlan:
         return np.array([c for _, c in self.kernel.encoded_terms()], dtype=np.int64)
 
     @cached_property
-    def groups(self) -> tuple[tuple[tuple[int, int], ...], ...]:
-        """``(offset, code)`` terms of each warp of the round kernel: term i goes to warp i mod G.
-
-        Dealing the terms out round-robin keeps the slices equal in length and
-        mixes near and far offsets in every warp.
-        """
-        terms = self.kernel.encoded_terms()
-        count = min(self.options.term_groups, len(terms))
-        return tuple(terms[g::count] for g in range(count))
-
-    @cached_property
     def two_heap_moves(self) -> tuple[int, ...]:
         """Beans removed (k) by the moves that may leave two heaps."""
         return tuple(k for k, _none, _one, two in self.game.moves() if two)
@@ -168,23 +162,32 @@ class CudaPlan:
         rare = set(self.table.positions)
         return np.array([a for a in range(1, self.table.last_position + 1) if a not in rare], dtype=np.int64)
 
-    def scan_table(self, codes: np.ndarray, hi: int) -> np.ndarray:
-        """The verifier's scan table for positions below ``hi``: rows ``(a, spread(codes[a]))``, int32.
+    def scan_table(self, prefix) -> np.ndarray:
+        """The verifier's scan table from the exact values ``prefix`` (G(0) ... G(P-1)).
 
-        Step i of the pair scan uses the i-th common heap size a (the listed
-        :attr:`scan_positions`, then every size past the last rare position),
-        for at most ``options.scan_steps`` steps and only while a pair can
-        exist below ``hi`` (a <= (hi - 1) / 2).
+        Rows ``(a, spread(code of G(a)))``, int32: step i of the pair scan uses the
+        i-th common heap size a (the listed :attr:`scan_positions`, then every size
+        past the last rare position), for at most ``options.scan_steps`` steps and
+        only heaps a < P.
         """
         listed = self.scan_positions
         steps = self.options.scan_steps
         heaps = np.concatenate([listed, self.table.last_position + 1 + np.arange(max(0, steps - len(listed)))])[:steps]
-        heaps = heaps[heaps <= (hi - 1) // 2]
-        return np.stack([heaps, spread(np.asarray(codes)[heaps].astype(np.int64))], axis=1).astype(np.int32)
+        heaps = heaps[heaps < len(prefix)]
+        codes = self.kernel.encoding.encode_array(np.asarray(prefix)[heaps])
+        return np.stack([heaps, spread(codes)], axis=1).astype(np.int32)
 
     def provenance(self) -> list[str]:
         """Header lines of the generated CUDA (the plan's, plus the kernel options)."""
         return self.kernel.provenance(**{f"cuda {key}": value for key, value in asdict(self.options).items()})
+
+
+def storage_problem(kernel: KernelPlan) -> str | None:
+    """Why the CUDA kernels cannot run ``kernel`` (their mark arrays hold 256 codes), or None."""
+    if kernel.encoding.kind == "u8":
+        return None
+    return (f"{kernel.game.code}: the CUDA kernels store values in 8 bits, but this game needs "
+            f"{kernel.encoding.describe()}; use the C backend (--backend c)")
 
 
 def make_cuda_plan(table: RareTable, max_common: int | None = None, options: CudaOptions | None = None) -> CudaPlan:
@@ -200,14 +203,10 @@ def make_cuda_plan(table: RareTable, max_common: int | None = None, options: Cud
     Raises
     ------
     InputError
-        When the game has no speculative kernel at all, or needs 16-bit storage:
-        the mark arrays of the kernels hold 256 codes per position.
+        When the game has no speculative kernel at all, or needs 16-bit storage.
     """
     kernel = make_plan(table, max_common=max_common)
-    if kernel.encoding.kind != "u8":
-        raise InputError(
-            f"{table.game.code}: the CUDA kernels store values in 8 bits, but this game needs "
-            f"{kernel.encoding.describe()}; use the C backend"
-        )
+    problem = storage_problem(kernel)
+    if problem:
+        raise InputError(problem)
     return CudaPlan(kernel, options or CudaOptions())
-

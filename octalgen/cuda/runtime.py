@@ -4,23 +4,29 @@ CuPy is imported only inside the functions here, so importing this module
 costs nothing on a machine without it; :func:`unavailable` says in one line
 why the GPU backends cannot run (no driver, no CuPy, no GPU, no nvcc).
 
-:class:`CudaEngine` is the GPU engine of :mod:`.driver`:
+Two streams, so that speculation and verification overlap on the device:
 
-* ``speculate`` keeps two value buffers and the round state on the device and
-  replays a CUDA graph of ``rounds_per_launch`` round kernels (phases 0..5
-  repeating, so the host never has to intervene between rounds); after each
-  replay it reads the 11-word state to see how far the front has come.
-* ``verify`` launches the verifier over a whole range at once.
+* :class:`GpuSpeculator` (the twin: :class:`~octalgen.cuda.twin.Speculator`) keeps
+  the value rings, the cache of final marks and the round state on the device and
+  queues replays of a CUDA graph of ``rounds_per_launch`` round kernels (phases
+  0..5 repeating: no host work between rounds) on the *speculation stream*, each
+  followed by an asynchronous copy of the state into its own pinned slot and an
+  event.  It keeps about ``lookahead`` positions of rounds queued past what the
+  host has read, so the rounds of the next chunk run while the engine verifies
+  this one.  The host waits only for the first replay whose state shows the front
+  far enough, and reads final positions on a *copy stream* (they are never
+  written again, see the twin), without waiting for the rounds still queued.
+* :class:`GpuVerifier` launches the verifier over a whole interval on the
+  *verification stream*.
 
-Both record timings (CUDA events) and figures in :attr:`CudaEngine.report`.
+Both record CUDA-event times (``seconds``) for the benchmark.
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
-import time
-from dataclasses import dataclass, field, replace
+from collections import deque
 from functools import lru_cache
 
 import numpy as np
@@ -28,12 +34,18 @@ import numpy as np
 from ..errors import ToolMissingError
 from . import twin
 from .kernels import compile_kernels, find_nvcc
-from .plan import CudaOptions, CudaPlan
+from .plan import CudaPlan
 
 log = logging.getLogger("octalgen")
 
-#: Front log entries kept on the device (rounds beyond it still run, unlogged).
-FRONT_LOG_CAPACITY = 1 << 22
+#: Round-log entries kept on the device (rounds beyond it still run; the oldest are overwritten).
+LOG_CAPACITY = 1 << 20
+
+#: Least codes per value ring: the device may run this far ahead of what the host has read.
+RING_LEAST = 1 << 24
+
+#: cudaMemcpyKind values.
+HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
 
 
 @lru_cache(maxsize=1)
@@ -72,117 +84,246 @@ def require_gpu() -> None:
         raise ToolMissingError(reason)
 
 
-@dataclass
-class CudaEngine:
-    """The GPU engine of :func:`octalgen.cuda.driver.compute`.
+def device_defaults() -> tuple[str, int]:
+    """The nvcc target of this GPU and the default window (32 positions per multiprocessor)."""
+    require_gpu()
+    import cupy
+
+    device = cupy.cuda.Device()
+    major, minor = device.compute_capability[:-1], device.compute_capability[-1]
+    return f"sm_{major}{minor}", 32 * device.attributes["MultiProcessorCount"]
+
+
+@lru_cache(maxsize=4)
+def _module(plan: CudaPlan):
+    import cupy
+
+    compiled = compile_kernels(plan)
+    return cupy.RawModule(path=str(compiled.cubin)), compiled.resource_usage
+
+
+def _pinned(count: int, dtype) -> np.ndarray:
+    """A page-locked host array (asynchronous copies need one)."""
+    import cupy
+
+    dtype = np.dtype(dtype)
+    memory = cupy.cuda.alloc_pinned_memory(count * dtype.itemsize)
+    return np.frombuffer(memory, dtype, count)
+
+
+def _copy_async(destination: int, source: int, size: int, kind: int, stream) -> None:
+    import cupy
+
+    cupy.cuda.runtime.memcpyAsync(destination, source, size, kind, stream.ptr)
+
+
+class GpuSpeculator:
+    """The round kernel on the device, driven as :class:`~octalgen.cuda.twin.Speculator` drives its rounds.
 
     Parameters
     ----------
+    plan : CudaPlan
     window : int
-        Positions per round, a multiple of 32 (one block per 32).  Default: 32
-        per multiprocessor, so every SM computes one block each round.
-    options : CudaOptions
-        Kernel shapes; ``arch`` is set from the device.
+        Positions per round, a multiple of 32.
+    ring : int, optional
+        Codes per value ring, a power of two (default: at least :data:`RING_LEAST`).
     rounds_per_launch : int
         Round kernels per graph replay (a multiple of 6).
-
-    Attributes
-    ----------
-    report : dict
-        Figures of the last ``speculate`` and ``verify`` calls.
+    lookahead : int
+        Positions of rounds kept queued past what the host has read.
     """
 
-    window: int | None = None
-    options: CudaOptions = field(default_factory=CudaOptions)
-    rounds_per_launch: int = 240
-    report: dict = field(default_factory=dict)
-
-    def __post_init__(self):
-        require_gpu()
+    def __init__(self, plan: CudaPlan, window: int, ring: int | None = None, rounds_per_launch: int = 240,
+                 lookahead: int = 1 << 22):
         import cupy
 
-        device = cupy.cuda.Device()
-        major, minor = device.compute_capability[:-1], device.compute_capability[-1]
-        self.options = replace(self.options, arch=f"sm_{major}{minor}")
-        if self.window is None:
-            self.window = 32 * device.attributes["MultiProcessorCount"]
-        if self.window % 32 or self.window <= 0:
-            raise ValueError(f"window must be a positive multiple of 32, not {self.window}")
-        if self.rounds_per_launch % twin.PHASES:
+        if rounds_per_launch % twin.PHASES:
             raise ValueError(f"rounds_per_launch must be a multiple of {twin.PHASES}")
-        self._modules: dict[str, object] = {}
-
-    def _function(self, plan: CudaPlan, name: str):
-        import cupy
-
-        compiled = compile_kernels(plan)
-        module = self._modules.get(compiled.artefact.name)
-        if module is None:
-            module = self._modules[compiled.artefact.name] = cupy.RawModule(path=str(compiled.cubin))
-            self.report["resource_usage"] = compiled.resource_usage
-        return module.get_function(name)
-
-    def speculate(self, plan: CudaPlan, prefix: np.ndarray, end: int) -> np.ndarray:
-        import cupy
-
-        kernel = self._function(plan, "octal_round")
-        start = plan.start
-        buffers = [cupy.zeros(end, dtype=cupy.uint8) for _ in range(2)]
-        for buffer in buffers:
-            buffer[:start] = cupy.asarray(np.asarray(prefix[:start], dtype=np.uint8))
-        state = cupy.asarray(twin.initial_state(start))
-        fronts = cupy.zeros(FRONT_LOG_CAPACITY, dtype=cupy.int64)
-        grid, block = (self.window // 32,), (len(plan.groups) * 32,)
-        cupy.cuda.runtime.deviceSynchronize()  # the copies above ran on the default stream
-        stream = cupy.cuda.Stream(non_blocking=True)
-        with stream:
-            stream.begin_capture()
-            for r in range(self.rounds_per_launch):
+        self.plan, self.window, self.rounds_per_launch, self.lookahead = plan, window, rounds_per_launch, lookahead
+        self.terms = twin.TermIndex.of(plan)
+        self.ring = ring or twin.ring_size(plan, window, RING_LEAST)
+        self.span = twin.span(plan, window)
+        self.cache_ring = 1 << (self.span - 1).bit_length()
+        module, self.resource_usage = _module(plan)
+        kernel = module.get_function("octal_round")
+        self.buffers = [cupy.zeros(self.ring, dtype=cupy.uint8) for _ in range(2)]
+        self.cache = cupy.zeros(8 * self.cache_ring if plan.options.cache_final else 8, dtype=cupy.uint32)
+        self.state = cupy.zeros(twin.STATE_SIZE, dtype=cupy.int64)
+        self.log = cupy.zeros(2 * LOG_CAPACITY, dtype=cupy.int64)
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self.copy_stream = cupy.cuda.Stream(non_blocking=True)
+        self._limit_cell = _pinned(1, np.int64)
+        self._slots = [_pinned(twin.STATE_SIZE, np.int64) for _ in range(64)]
+        cache_blocks = 0
+        if plan.options.cache_final:
+            cache_blocks = -(-(self.span - window) // (32 * len(self._groups())))
+        grid, block = (window // 32 + cache_blocks,), (32 * len(self._groups()),)
+        cupy.cuda.runtime.deviceSynchronize()  # the allocations above ran on the default stream
+        with self.stream:
+            self.stream.begin_capture()
+            for r in range(rounds_per_launch):
                 phase = r % twin.PHASES
-                read, write = buffers[phase % 2], buffers[1 - phase % 2]
-                kernel(grid, block, (read, write, state, fronts, np.int64(FRONT_LOG_CAPACITY),
-                                     np.int64(self.window), np.int64(end), np.int32(phase)))
-            graph = stream.end_capture()
-        began, finished = cupy.cuda.Event(), cupy.cuda.Event()
-        rounds, front, wall = 0, start, time.perf_counter()
-        began.record(stream)
-        while front < end:
-            graph.launch(stream)
-            rounds += self.rounds_per_launch
-            host_state = cupy.asnumpy(state, stream=stream)  # waits for the replay
-            if host_state[twin.OVERFLOW] != twin.NO_POSITION:
-                raise OverflowError(int(host_state[twin.OVERFLOW]))
-            front = twin.next_front(host_state, rounds % 3, self.window, end)
-        finished.record(stream)
-        finished.synchronize()
-        seconds = cupy.cuda.get_elapsed_time(began, finished) / 1000
-        converged = int(host_state[twin.ROUND])
-        logged = cupy.asnumpy(fronts[: min(converged, FRONT_LOG_CAPACITY)])
-        logged = logged[logged < end]
-        self.report["speculation"] = {
-            "values": end - start, "seconds": seconds, "wall_seconds": time.perf_counter() - wall,
-            "rounds_launched": rounds, "window": self.window,
-            "advances": np.diff(np.append(logged, end)) if len(logged) else np.zeros(0, np.int64),
-        }
-        return cupy.asnumpy(buffers[rounds % 2])
+                read, write = self.buffers[phase % 2], self.buffers[1 - phase % 2]
+                kernel(grid, block, (read, write, self.cache, self.state, self.log, np.uint32(LOG_CAPACITY - 1),
+                                     np.uint32(self.ring - 1), np.uint32(self.cache_ring - 1),
+                                     np.int64(window), np.int64(self.span), np.int32(phase)))
+            self.graph = self.stream.end_capture()
+        self.seconds = 0.0
+        self._queue: deque = deque()
+        self._host_state = twin.initial_state(0, 0)
+        self._taken = 0
+        self._served = 0
+        self._next_slot = 0
+        self._advance_estimate = max(1, window // 16)
 
-    def verify(self, plan: CudaPlan, codes: np.ndarray, lo: int, hi: int) -> int | None:
+    def _groups(self) -> range:
+        return range(min(self.plan.options.term_groups, len(self.plan.offsets)))
+
+    @property
+    def capacity(self) -> int:
+        return self.ring
+
+    def reset(self, history: np.ndarray) -> None:
+        self._drain()
+        w = self.plan.kernel.window
+        state = twin.initial_state(w, w + self.ring)
+        with self.stream:
+            for buffer in self.buffers:
+                buffer.fill(0)
+                buffer[:w].set(np.asarray(history, dtype=np.uint8), stream=self.stream)
+            self.cache.fill(0)
+            self.state.set(state, stream=self.stream)
+        self.stream.synchronize()
+        self._host_state = state
+        self._limit_cell[0] = w + self.ring
+        self._taken = 0
+        self._served = w
+
+    def _drain(self) -> None:
+        """Wait for every queued replay (their results are dropped)."""
+        self.stream.synchronize()
+        self._account()
+        self._queue.clear()
+
+    def _account(self) -> None:
+        """Add the kernel time of finished replays to :attr:`seconds`."""
         import cupy
 
-        kernel = self._function(plan, "octal_verify")
-        x = cupy.asarray(np.asarray(codes[:hi], dtype=np.uint8))
-        scan = cupy.asarray(plan.scan_table(codes, hi))
-        result = cupy.asarray(np.array([twin.NO_POSITION, 0, 0], dtype=np.int64))
-        block = plan.options.verify_block
-        began, finished = cupy.cuda.Event(), cupy.cuda.Event()
-        began.record()
-        kernel((-(-(hi - lo) // block),), (block,),
-               (x, np.int64(lo), np.int64(hi), scan, np.int32(len(scan)), result))
-        finished.record()
-        finished.synchronize()
-        first_bad, steps, longest = (int(v) for v in cupy.asnumpy(result))
-        self.report["verification"] = {
-            "values": hi - lo, "seconds": cupy.cuda.get_elapsed_time(began, finished) / 1000,
-            "scan_steps_mean": steps / max(hi - lo, 1), "scan_steps_max": longest,
-        }
-        return None if first_bad == twin.NO_POSITION else first_bad
+        while self._queue and self._queue[0][2].done:
+            began, finished, _, slot = self._queue.popleft()
+            self.seconds += cupy.cuda.get_elapsed_time(began, finished) / 1000
+            self._host_state = slot.copy()  # the newest state read back
+
+    def _enqueue(self) -> None:
+        """One graph replay, then the state into a free pinned slot, and an event."""
+        import cupy
+
+        self._next_slot = (self._next_slot + 1) % len(self._slots)
+        slot = self._slots[self._next_slot]  # at most len(slots) queued: this one is free
+        began, finished, ready = cupy.cuda.Event(), cupy.cuda.Event(), cupy.cuda.Event(disable_timing=True)
+        began.record(self.stream)
+        self.graph.launch(self.stream)
+        finished.record(self.stream)
+        _copy_async(slot.ctypes.data, self.state.data.ptr, slot.nbytes, DEVICE_TO_HOST, self.stream)
+        ready.record(self.stream)
+        self._queue.append((began, finished, ready, slot))
+
+    def _queued_rounds_wanted(self, position: int) -> int:
+        front = twin.next_front(self._host_state.copy(), int(self._host_state[twin.ROUND]) % 3)
+        return -(-(position - front) // self._advance_estimate)
+
+    def _fill_queue(self, position: int) -> None:
+        wanted = self._queued_rounds_wanted(position)
+        while len(self._queue) * self.rounds_per_launch < wanted and len(self._queue) < len(self._slots):
+            self._enqueue()
+
+    @property
+    def front(self) -> int:
+        return twin.next_front(self._host_state.copy(), int(self._host_state[twin.ROUND]) % 3)
+
+    @property
+    def overflow(self) -> int | None:
+        state = self._host_state.copy()
+        twin.next_front(state, int(state[twin.ROUND]) % 3)
+        position = int(state[twin.OVERFLOW])
+        return None if position == twin.NO_POSITION else position
+
+    def release(self, position: int) -> None:
+        self._served = position
+        self._limit_cell[0] = max(int(self._limit_cell[0]), position + self.ring)
+        _copy_async(self.state.data.ptr + 8 * twin.LIMIT, self._limit_cell.ctypes.data, 8, HOST_TO_DEVICE,
+                    self.stream)
+        self._fill_queue(position + self.lookahead)  # the next chunk's rounds, while the host verifies
+
+    def advance(self, position: int) -> None:
+        """Wait until every position below ``position`` is final (or an overflow stops the front)."""
+        if position > self._served + self.ring:
+            raise ValueError(f"position {position} is past the limit: release first")
+        rounds_before, front_before = int(self._host_state[twin.ROUND]), self.front
+        while self.front < position and self.overflow is None:
+            self._fill_queue(position)
+            if not self._queue:
+                self._enqueue()
+            self._queue[0][2].synchronize()
+            self._account()
+        rounds = int(self._host_state[twin.ROUND]) - rounds_before
+        if rounds > 0 and self.front > front_before:
+            self._advance_estimate = max(1, (self.front - front_before) // rounds)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        """Codes of final positions ``[lo, hi)``, on the copy stream (the rounds go on)."""
+        if hi > self.front:
+            raise ValueError(f"positions up to {hi} asked for, final only below {self.front}")
+        buffer = self.buffers[int(self._host_state[twin.ROUND]) % 2]
+        out = np.empty(hi - lo, dtype=np.uint8)
+        mask, done = self.ring - 1, 0
+        while done < hi - lo:
+            start = (lo + done) & mask
+            part = min(hi - lo - done, self.ring - start)
+            out[done: done + part] = buffer[start: start + part].get(stream=self.copy_stream)
+            done += part
+        return out
+
+    def take_log(self) -> np.ndarray:
+        """(front, hi) of each round finished by the last state the host read, since the last call."""
+        rounds = int(self._host_state[twin.ROUND])
+        first = max(self._taken, rounds - LOG_CAPACITY)
+        parts = []
+        while first < rounds:
+            start = first & (LOG_CAPACITY - 1)
+            part = min(rounds - first, LOG_CAPACITY - start)
+            parts.append(self.log[2 * start: 2 * (start + part)].get(stream=self.copy_stream).reshape(-1, 2))
+            first += part
+        self._taken = rounds
+        return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+
+
+class GpuVerifier:
+    """The verifier kernel on the verification stream (the twin: :class:`~octalgen.cuda.twin.DeviceVerifier`)."""
+
+    def __init__(self, plan: CudaPlan):
+        import cupy
+
+        self.plan = plan
+        self.kernel = _module(plan)[0].get_function("octal_verify")
+        self.stream = cupy.cuda.Stream(non_blocking=True)
+        self._scan = (None, None)
+
+    def verify(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int):
+        """``(first heap not proven or None, scan steps in all, the most one heap took, seconds)``."""
+        import cupy
+
+        with self.stream:
+            if self._scan[0] is not scan:
+                self._scan = (scan, cupy.asarray(scan))
+            x = cupy.asarray(codes)
+            result = cupy.asarray(np.array([twin.NO_POSITION, 0, 0], dtype=np.int64))
+            block = self.plan.options.verify_block
+            began, finished = cupy.cuda.Event(), cupy.cuda.Event()
+            began.record(self.stream)
+            self.kernel((-(-(hi - lo) // block),), (block,),
+                        (x, np.int64(base), np.int64(lo), np.int64(hi), self._scan[1], np.int32(len(scan)), result))
+            finished.record(self.stream)
+            first_bad, steps, longest = (int(v) for v in result.get(stream=self.stream))
+        return (None if first_bad == twin.NO_POSITION else first_bad, steps, longest,
+                cupy.cuda.get_elapsed_time(began, finished) / 1000)

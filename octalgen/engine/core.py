@@ -57,7 +57,7 @@ from ..game import OctalGame
 from ..plan import KernelPlan, make_plan
 from ..rare import DEFAULT_TABLE_UPTO, RareTable, is_rare, shipped_table
 from .checkpoint import LAYOUT, check_layout, check_writable, read_checkpoint, write_checkpoint
-from .executors import InProcess, StopRequested, VERIFY_HISTORY, make_executor, verify_task
+from .executors import IN_PROCESS_PIECE, VERIFY_HISTORY, InProcess, StopRequested, make_executor, verify_task
 from . import split
 from .history import PREFIX_LIMIT, RECENT_LIMIT, History
 from .plans import decide_failure, plan_for, reconcile
@@ -128,8 +128,10 @@ class Kernels:
     Another backend plugs in by giving objects with the same two calls: the producer's
     ``fill(buffer, first_heap, threads)`` (and ``max_threads``, ``dtype``) as
     :class:`~octalgen.cpu.kernel.SpeculativeKernel`, the verifier's picklable
-    ``verify(codes, base, prefix, a, b) -> VerifyResult`` as :class:`~octalgen.cpu.verify.Verifier`.
-    A plug-in whose verifier must run in this process (a GPU's) sets ``verify_here = True``.
+    ``verify(codes, base, prefix, a, b) -> VerifyResult`` as :class:`~octalgen.cpu.verify.Verifier`,
+    and its ``plan`` (the :class:`~octalgen.plan.KernelPlan`).  A plug-in whose verifier must run in
+    this process (a GPU's) sets ``verify_here = True``, and may set ``verify_piece``: heaps per call
+    (default :data:`~.executors.IN_PROCESS_PIECE`).
     """
 
     verify_here = False
@@ -545,7 +547,8 @@ class Engine:
             self.threads, workers = self.split.threads, self.split.workers
         else:
             workers = default_threads()
-        executor = make_executor(workers, options.scheduler, self.stop_requested)
+        executor = make_executor(workers, options.scheduler, self.stop_requested,
+                                 getattr(self.kernels, "verify_piece", IN_PROCESS_PIECE))
         self._verifying_here = isinstance(executor, InProcess)
         self.backlog = options.backlog or 2 * executor.workers + 2
         return executor

@@ -105,14 +105,15 @@ class _Deferred:
 class InProcess:
     """Runs each task in this process when its result is wanted (``--workers 0``).
 
-    Intervals are verified :data:`IN_PROCESS_PIECE` heaps at a time, and ``should_stop`` is
-    asked between pieces, so that Ctrl-C stops a run promptly.
+    Intervals are verified ``piece`` heaps at a time (default :data:`IN_PROCESS_PIECE`), and
+    ``should_stop`` is asked between pieces, so that Ctrl-C stops a run promptly.
     """
 
     workers = 1
 
-    def __init__(self, should_stop=lambda: False):
+    def __init__(self, should_stop=lambda: False, piece: int = IN_PROCESS_PIECE):
         self.should_stop = should_stop
+        self.piece = piece
 
     def submit(self, fn, *args):
         if fn is not verify_task:
@@ -121,10 +122,10 @@ class InProcess:
 
     def run_in_pieces(self, verifier, codes, base, prefix, a, b):
         scanned, seconds = 0, 0.0
-        for lo in range(a, b, IN_PROCESS_PIECE):
+        for lo in range(a, b, self.piece):
             if self.should_stop():
                 raise StopRequested
-            result, spent = verify_task(verifier, codes, base, prefix, lo, min(b, lo + IN_PROCESS_PIECE))
+            result, spent = verify_task(verifier, codes, base, prefix, lo, min(b, lo + self.piece))
             seconds += spent
             scanned += result.options_scanned
             if result.status != PROVEN:
@@ -336,10 +337,10 @@ class DaskCluster:
         self._client.close()
 
 
-def make_executor(workers: int, scheduler: str | None, should_stop=lambda: False):
-    """The executor for ``--workers`` / ``--scheduler``."""
+def make_executor(workers: int, scheduler: str | None, should_stop=lambda: False, piece: int = IN_PROCESS_PIECE):
+    """The executor for ``--workers`` / ``--scheduler`` (``piece``: see :class:`InProcess`)."""
     if scheduler:
         return DaskCluster(scheduler)
     if workers <= 0:
-        return InProcess(should_stop)
+        return InProcess(should_stop, piece)
     return LocalProcesses(workers)

@@ -1,0 +1,314 @@
+"""The GPU as the engine's kernel plug-in: a streaming producer and an in-process verifier.
+
+:class:`octalgen.engine.core.Engine` takes ``kernels(plan) -> (producer, verifier)``
+(see :class:`octalgen.engine.core.Kernels`).  :class:`CudaKernels` gives it the
+generated CUDA through CuPy, :class:`TwinKernels` the same decisions in numpy
+(:mod:`.twin`, small sizes: for CI).  Both set ``verify_here``: the engine then
+verifies in this process, where the device is.
+
+* :class:`Producer` ``fill(buffer, first_heap, threads)`` hands the engine the
+  fixed point of the heaps after the ``W`` codes at the buffer's start.  The
+  speculator keeps going from where the last call ended (it checks that the
+  engine's history is what it produced), so on the GPU the rounds of the next
+  chunk run while the engine verifies this one, on another stream; after a
+  recovery or a resume the engine's history differs and it starts afresh from
+  it.  A value too large for byte storage raises
+  :class:`~octalgen.cpu.kernel.StorageOverflow` with the values before it filled in.
+* :class:`Verifier` ``verify(codes, base, prefix, a, b)`` proves ``[a, b)`` from
+  the exact prefix (its scan table) and the stretch of codes from ``base``, on the
+  device.  A heap the device leaves unproven (its pair scan ran out of table,
+  needed a partner before the stretch, or found the value wrong) is decided by
+  the exact C verifier (:class:`octalgen.cpu.verify.Verifier`), whose answer is
+  returned when it is not "proven": failed (with the true value when decided) or
+  undecided, never "proven" unless proven.
+
+Only byte (u8) storage exists on the GPU: a u16 plan is refused with one
+:class:`~octalgen.errors.ComputationError` line that names the C backend.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ..cpu.kernel import StorageOverflow
+from ..cpu.verify import PROVEN, Verifier as CpuVerifier, VerifyResult
+from ..errors import ComputationError, InputError
+from ..plan import KernelPlan
+from . import twin
+from .plan import CudaOptions, CudaPlan, storage_problem
+
+log = logging.getLogger("octalgen")
+
+
+@dataclass
+class RoundFigures:
+    """What the speculators' rounds did, summed over a plug-in's life (the benchmark's figures).
+
+    Attributes
+    ----------
+    rounds : int
+        Rounds that computed something (the GPU also runs empty rounds at its limit).
+    empty_rounds : int
+    values : int
+        Positions made final.
+    marks : int
+        Term marks made (:func:`~.twin.round_marks`); ``marks / terms / values`` is the
+        positions recomputed per value.
+    advances : list of numpy.ndarray
+        Positions each round made final.
+    seconds : float
+        The speculators' time in rounds (on the GPU: device time of the round kernels).
+    """
+
+    terms: int = 0
+    seconds: float = 0.0
+    rounds: int = 0
+    empty_rounds: int = 0
+    values: int = 0
+    marks: int = 0
+    advances: list = field(default_factory=list)
+
+    def add(self, terms: twin.TermIndex, log_rows: np.ndarray, f_prev: int, front: int, cache_final: bool) -> None:
+        """Rounds ``log_rows`` ((front, hi) each) run after a round with front ``f_prev``; ``front`` is the next."""
+        if not len(log_rows):
+            return
+        self.terms = len(terms.offsets)
+        fronts = np.append(log_rows[:, 0], front)
+        previous = np.concatenate([[f_prev], log_rows[:-1, 0]])
+        steps = np.diff(fronts)
+        real = (steps > 0) | (log_rows[:, 1] > log_rows[:, 0])
+        self.rounds += int(real.sum())
+        self.empty_rounds += int((~real).sum())
+        self.values += int(steps.sum())
+        self.marks += sum(twin.round_marks(terms, int(p), int(f), int(h), cache_final)
+                          for p, (f, h) in zip(previous, log_rows))
+        self.advances.append(steps[real])
+
+    @property
+    def recomputed_per_value(self) -> float:
+        """Term marks per final value, in units of one position's terms."""
+        return self.marks / self.terms / self.values if self.values else 0.0
+
+
+class Producer:
+    """The engine's producer on a speculator (:class:`~.twin.Speculator` or the GPU's).
+
+    Same contract as :class:`octalgen.cpu.kernel.SpeculativeKernel.fill` with one thread.
+    """
+
+    max_threads = 1
+    dtype = np.dtype(np.uint8)
+
+    def __init__(self, plan: CudaPlan, speculator, figures: RoundFigures):
+        self.plan = plan.kernel
+        self.cuda_plan = plan
+        self.speculator = speculator
+        self.figures = figures
+        self._next_heap: int | None = None
+        self._tail: np.ndarray | None = None
+        self._origin = 0  # heap of the speculator's position 0
+        self._served = 0  # the speculator's first position not yet handed out
+        self._logged_front = 0
+        self._logged_seconds = 0.0
+
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+        """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes in ``buffer[:W]``."""
+        kernel = self.plan
+        w = kernel.window
+        if first_heap < kernel.start:
+            raise InputError(f"the kernel starts at heap {kernel.start}, not {first_heap} "
+                             "(earlier heaps need the exact solver)")
+        if buffer.dtype != self.dtype or not buffer.flags.c_contiguous or not buffer.flags.writeable:
+            raise InputError(f"kernel buffer must be a writable, contiguous {self.dtype} array")
+        if len(buffer) < w or threads != 1:
+            raise InputError(f"the GPU producer needs a buffer of at least the window of {w} codes and one thread")
+        speculator = self.speculator
+        if first_heap != self._next_heap or not np.array_equal(buffer[:w], self._tail):
+            self._harvest()
+            speculator.reset(buffer[:w])
+            self._origin, self._served, self._logged_front = first_heap - w, w, 0
+        self._next_heap = None  # until this call has finished
+        done, count = 0, len(buffer) - w
+        while done < count:
+            target = self._served + min(count - done, speculator.capacity)
+            speculator.advance(target)
+            final = min(target, speculator.front)
+            buffer[w + done: w + done + final - self._served] = speculator.read(self._served, final)
+            done += final - self._served
+            self._served = final
+            speculator.release(final)
+            if final < target:
+                overflow = speculator.overflow
+                if overflow is None:
+                    raise ComputationError(f"the speculator stopped at G({self._origin + final}): a bug, "
+                                           "please report it")
+                self._harvest()
+                raise StorageOverflow(self._origin + overflow, self.plan)
+        self._next_heap = first_heap + count
+        self._tail = buffer[len(buffer) - w:].copy()
+
+    def _harvest(self) -> None:
+        """Add the speculator's rounds since the last harvest to the figures."""
+        rows = self.speculator.take_log()
+        self.figures.seconds += self.speculator.seconds - self._logged_seconds
+        self._logged_seconds = self.speculator.seconds
+        if len(rows):
+            front = self.speculator.front
+            self.figures.add(self.speculator.terms, rows, self._logged_front, front,
+                             self.cuda_plan.options.cache_final)
+            self._logged_front = int(rows[-1, 0])
+
+    def figures_now(self) -> RoundFigures:
+        self._harvest()
+        return self.figures
+
+
+@dataclass
+class VerifyFigures:
+    """What the verifier did: heaps proven on the device, scan steps, heaps settled on the CPU."""
+
+    values: int = 0
+    scan_steps: int = 0
+    scan_steps_max: int = 0
+    settled_on_cpu: list = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Verifier:
+    """The engine's verifier on a device verifier (:func:`~.twin.verify` or the GPU's).
+
+    Same contract as :meth:`octalgen.cpu.verify.Verifier.verify`.
+    """
+
+    def __init__(self, plan: CudaPlan, device, figures: VerifyFigures):
+        self.plan = plan.kernel
+        self.cuda_plan = plan
+        self.device = device
+        self.figures = figures
+        self.cpu = CpuVerifier(plan.kernel)
+        self._prefix = None
+        self._scan = None
+
+    def verify(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
+        kernel = self.plan
+        codes = np.ascontiguousarray(codes)
+        if codes.dtype != np.uint8:
+            raise InputError(f"values must be stored codes of dtype uint8, not {codes.dtype}")
+        if not kernel.start <= a <= b or base > a - kernel.window or base + len(codes) < b:
+            raise InputError(f"verify [{a}, {b}): needs {kernel.start} <= a <= b and codes covering heaps "
+                             f"{a - kernel.window} to {b - 1}, not {base} to {base + len(codes) - 1}")
+        if prefix is not self._prefix:
+            self.cpu.verify(codes, base, prefix, a, a)  # checks the prefix against the table (no C runs)
+            if self._scan is None or len(self._scan) < self.cuda_plan.options.scan_steps:
+                self._scan = self.cuda_plan.scan_table(prefix)
+            self._prefix = prefix
+        figures, lo, scanned = self.figures, a, 0
+        while lo < b:
+            bad, steps, longest, seconds = self.device.verify(codes, base, self._scan, lo, b)
+            scanned += steps
+            figures.scan_steps += steps
+            figures.scan_steps_max = max(figures.scan_steps_max, longest)
+            figures.seconds += seconds
+            figures.values += (b if bad is None else bad) - lo
+            if bad is None:
+                break
+            result = self.cpu.verify(codes, base, prefix, bad, bad + 1)
+            if not result.proven:
+                return VerifyResult(result.status, result.heap, result.true_value, scanned + result.options_scanned)
+            log.info("the GPU pair scan could not prove G(%d); proven on the CPU", bad)
+            figures.settled_on_cpu.append(bad)
+            scanned += result.options_scanned
+            lo = bad + 1
+        return VerifyResult(PROVEN, options_scanned=scanned)
+
+
+class StreamingKernels:
+    """The kernel plug-in: a :class:`Producer` and a :class:`Verifier` per plan (the current one only).
+
+    Subclasses say where the speculator and the device verifier run (:meth:`_devices`).
+    """
+
+    verify_here = True
+    #: Heaps per verification call: the device's share of a chunk (each call uploads its history).
+    verify_piece = 1 << 21
+
+    def __init__(self, window: int | None, options: CudaOptions):
+        self.window = window
+        self.options = options
+        self.rounds = RoundFigures()
+        self.verification = VerifyFigures()
+        self._made: dict[KernelPlan, tuple[Producer, Verifier]] = {}
+
+    def __call__(self, plan: KernelPlan):
+        if plan not in self._made:
+            problem = storage_problem(plan)
+            if problem:
+                raise ComputationError(problem)
+            for producer, _ in self._made.values():
+                producer.figures_now()
+            cuda_plan = CudaPlan(plan, self.options)
+            speculator, device = self._devices(cuda_plan)
+            self._made = {plan: (Producer(cuda_plan, speculator, self.rounds),
+                                 Verifier(cuda_plan, device, self.verification))}
+        return self._made[plan]
+
+    def _devices(self, plan: CudaPlan):
+        raise NotImplementedError
+
+    def figures(self) -> tuple[RoundFigures, VerifyFigures]:
+        """The rounds and the verification so far."""
+        for producer, _ in self._made.values():
+            producer.figures_now()
+        return self.rounds, self.verification
+
+
+class TwinKernels(StreamingKernels):
+    """The plug-in on the numpy twin: the GPU's decisions at small sizes, without a GPU.
+
+    Parameters
+    ----------
+    window : int
+        Positions per round (a multiple of 32, as on the GPU).
+    options : CudaOptions, optional
+    ring : int, optional
+        Codes per value ring (default :func:`~.twin.ring_size`).
+    """
+
+    def __init__(self, window: int = 256, options: CudaOptions | None = None, ring: int | None = None):
+        if window % 32 or window <= 0:
+            raise InputError(f"window must be a positive multiple of 32, not {window}")
+        super().__init__(window, options or CudaOptions())
+        self.ring = ring
+
+    def _devices(self, plan: CudaPlan):
+        speculator = twin.Speculator(plan, self.window, self.ring, plan.options.cache_final)
+        return speculator, twin.DeviceVerifier(plan)
+
+
+class CudaKernels(StreamingKernels):
+    """The plug-in on the GPU (CuPy): the generated kernels of :mod:`.kernels`, run by :mod:`.runtime`.
+
+    Parameters
+    ----------
+    window : int, optional
+        Positions per round, a multiple of 32 (default: 32 per multiprocessor).
+    options : CudaOptions, optional
+        Kernel shapes; ``arch`` is set from the device.
+    """
+
+    def __init__(self, window: int | None = None, options: CudaOptions | None = None):
+        from .runtime import device_defaults
+
+        arch, default_window = device_defaults()
+        window = window or default_window
+        if window % 32 or window <= 0:
+            raise InputError(f"window must be a positive multiple of 32, not {window}")
+        super().__init__(window, replace(options or CudaOptions(), arch=arch))
+
+    def _devices(self, plan: CudaPlan):
+        from .runtime import GpuSpeculator, GpuVerifier
+
+        return GpuSpeculator(plan, self.window), GpuVerifier(plan)
