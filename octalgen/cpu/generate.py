@@ -30,6 +30,11 @@ DEFAULT_MAX_THREADS = 64
 #: many values (u8 / u16) can be handed on, which bounds the thread count at one more.
 _BATON_VALUES = {"u8": 56, "u16": 28}
 
+#: The verifier's proof scan marks options blindly, this many at a time, while more than
+#: SPARSE_FROM rare values are missing; then it compares options with the missing values.
+DENSE_CHUNK = 128
+SPARSE_FROM = 16
+
 _LOAD_INSTRUCTION = {"u8": "movzbl", "u16": "movzwl"}
 _CODE_TYPE = {"u8": "uint8_t", "u16": "uint16_t"}
 
@@ -116,7 +121,7 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUn
                  window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
                  old_terms=old, recent_terms=[(o, c) for o, c in terms if o < recent],
                  common_bits=_bit_words(_common_codes(plan), plan.mex_size),
-                 need_limit=_need_limit(plan), need_array_words=max(8, _need_limit(plan) // 64),
+                 need_limit=_need_limit(plan), dense_chunk=DENSE_CHUNK, sparse_from=SPARSE_FROM,
                  rare_bits=_bit_words((v for v in range(_need_limit(plan)) if plan.table.is_rare(v)),
                                       _need_limit(plan)),
                  decode=[plan.encoding.decode(c) for c in range(256)] if kind == "u8" else [],
