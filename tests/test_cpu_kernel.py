@@ -306,6 +306,10 @@ def _units():
         "kernel .6 u8": kernel_unit(officers),
         "kernel .6 u16": kernel_unit(make_plan(shipped_table(".6"), storage="u16")),
         "kernel .16": kernel_unit(make_plan(shipped_table(".16"))),
+        # benchmarks/bench_kernel_threads.py builds these
+        "kernel .16, clocked": kernel_unit(make_plan(shipped_table(".16")), baton_clock=True),
+        "kernel .16, mex after the baton, clocked": kernel_unit(make_plan(shipped_table(".16")),
+                                                                speculative_mex=False, baton_clock=True),
         "exact .6": exact_unit(".6"),
         "exact 4.07": exact_unit("4.07"),
         "naive .6": naive_unit(officers),

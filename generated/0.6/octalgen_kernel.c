@@ -1999,7 +1999,8 @@ static void *worker(void *argument)
             uint64_t fresh = i < m - 1 ? i : m - 1;
             memcpy(g - fresh, baton->values + BATON_VALUES - fresh, fresh * sizeof(code_t));
         }
-        uint32_t v = mark_late_terms(g, marks, stamp, m, guess) ? mex(marks, stamp) : guess;
+        int again = mark_late_terms(g, marks, stamp, m, guess);  /* a late term marked the guess */
+        uint32_t v = again ? mex(marks, stamp) : guess;
         if (v >= MEX_SIZE) {
             stop_at(shared, i);
             break;
