@@ -117,8 +117,8 @@ def scaling(game: Game, threads: list[int], rounds: int, cores: int) -> None:
           f"median of {rounds}")
     for t, rate in zip(threads, rates):
         note = "" if t <= cores else f"   (more threads than the {cores} cores: oversubscribed)"
-        print(f"  {t:>3} thread{'s' if t > 1 else ' '}  {rate / 1e6:8.3f} M values/s   {rate / rates[0]:5.2f}x one thread"
-              f"   {rate / rates[0] / t:5.0%} per thread{note}")
+        print(f"  {t:>3} thread{'s' if t > 1 else ' '}  {rate / 1e6:8.3f} M values/s   "
+              f"{rate / rates[0]:5.2f}x one thread   {rate / rates[0] / t:5.0%} per thread{note}")
 
 
 def mex_speed(game: Game, rounds: int) -> None:
