@@ -20,10 +20,11 @@ Three tables, every kernel checked against the one-thread values:
    ``.6`` (1584 terms: at 2 threads the work per heap outweighs the critical path) and ``.16``
    (53 terms: the critical path is all there is).
 3. **Speculative mex, critical path**: both variants again, built with a clock
-   (``baton_clock=True``) of each heap's critical path, from its baton's arrival to the next
-   baton's departure: median and 90th percentile in ns, and how often a late term marked the
-   guess so that the mex was taken again.  Medians hold on a busy machine, where the speeds of
-   table 2 measure mostly how often the two threads are on cores at once.
+   (``baton_clock=True``: the time-stamp counter on x86) of each heap's critical path, from its
+   baton's arrival to the next baton's departure: median and 90th percentile in ns, and how
+   often a late term marked the guess so that the mex had to be taken after the baton after all
+   (the speculative kernel's only mex on the critical path).  Medians hold on a busy machine,
+   where the speeds of table 2 measure mostly how often the two threads are on cores at once.
 
 Threads are patient (no fall-back to one thread when the machine is busy), and a round stops
 after ``ROUND_SECONDS`` with the heaps it did, so that every row ends within a minute.  The load
@@ -50,7 +51,7 @@ HEAPS = {".6": 1 << 21, ".16": 1 << 25}
 #: Heaps per kernel call; a round is as many calls as fit in ROUND_SECONDS.
 PIECE = 1 << 16
 ROUND_SECONDS = 5.0
-CLOCK_NS, CLOCK_BUCKETS = 2, 1024  # as in templates/c/kernel.c.j2
+CLOCK_TICKS, CLOCK_BUCKETS = 4, 2048  # as in templates/c/kernel.c.j2
 
 
 class VariantKernel(SpeculativeKernel):
@@ -66,7 +67,7 @@ class VariantKernel(SpeculativeKernel):
 
     def clock(self) -> np.ndarray:
         """The critical-path clock since the last call (clocked builds only)."""
-        counts = np.zeros(CLOCK_BUCKETS + 2, dtype=np.uint64)
+        counts = np.zeros(CLOCK_BUCKETS + 4, dtype=np.uint64)
         self.module.lib.octalgen_baton_clock(self.module.ffi.from_buffer("uint64_t[]", counts))
         return counts
 
@@ -139,9 +140,10 @@ def critical_path(game: Game) -> None:
         kernel.clock()  # clear
         game.round(kernel, 2)
         counts = kernel.clock()
-        heaps = int(counts[CLOCK_BUCKETS + 1])
+        heaps, ticks, ns = (int(c) for c in counts[CLOCK_BUCKETS + 1:])
         cumulative = np.cumsum(counts[:CLOCK_BUCKETS])
-        median, p90 = (CLOCK_NS * (int(np.searchsorted(cumulative, q * heaps)) + 0.5) for q in (0.5, 0.9))
+        median, p90 = (CLOCK_TICKS * (int(np.searchsorted(cumulative, q * heaps)) + 0.5) * ns / ticks
+                       for q in (0.5, 0.9))
         figures.append(f"{'speculative mex' if speculative else 'mex after the baton'} {median:5.0f} ns "
                        f"(90%: {p90:5.0f})" + (f", guess taken again at {counts[CLOCK_BUCKETS] / heaps:.2%} "
                                                "of heaps" if speculative else ""))
