@@ -1,4 +1,4 @@
-"""The generated speculative kernel and exact verifier against published checksums and the exact solver."""
+"""The generated kernel and exact verifier against published checksums, the exact solver and the reference."""
 
 import functools
 import shutil
