@@ -88,9 +88,10 @@ def test_bench_reports_every_figure(cli):
     result = cli("bench", ".16", "-n", 100_000, "--threads", 2)
     assert result.code == 0, result.err
     for label in ("speculative kernel, 1 thread", "speculative kernel, 2 threads", "naive C", "verifier, 1 process",
+                  "verifier, plain C proof scan",
                   "exact --backend c, 2 threads", "Python reference", "all agree", "load average"):
         assert label in result.out
-    assert result.out.count("M values/s") == 6
+    assert result.out.count("M values/s") == 7
 
 
 @pytest.mark.parametrize("args", [("bench", ".07", "-n", 1000), ("emit", "c", ".6", "--threads", 0)])

@@ -1,20 +1,22 @@
-"""The generated speculative kernel and exact verifier against published checksums and the exact solver."""
+"""The generated kernel and exact verifier against published checksums, the exact solver and the reference."""
 
+import functools
 import shutil
 import subprocess
 
 import numpy as np
 import pytest
 
-from octalgen.build import find_compiler
+from octalgen.build import DEFAULT_CFLAGS, find_compiler
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
 from octalgen.cpu.generate import exact_unit, kernel_unit, naive_unit
 from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel, StorageOverflow
-from octalgen.cpu.verify import Verifier
+from octalgen.cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from octalgen.errors import InputError
 from octalgen.plan import make_plan
 from octalgen.rare import RareTable, shipped_table
+from octalgen.reference import exact_values
 
 # Agreed by independent programs (shared/README.md): FNV-1a-64 of .6 over heaps [65536, 2097152).
 OFFICERS_FNV_65536_2097152 = "fceb5187c44e10c4"
@@ -133,23 +135,50 @@ def test_verifier_finds_a_planted_error(officers, officers_codes, heap):
     assert result.true_value == officers.plan.encoding.decode(truth)
 
 
-def test_verifier_with_bounded_memory_never_proves_what_it_cannot(officers, officers_codes):
+@pytest.mark.parametrize("scan", ["native", "plain"])
+def test_verifier_with_bounded_memory_never_proves_what_it_cannot(officers, officers_codes, scan):
     plan, base = officers.plan, officers.base
+    verifier = Verifier(plan, flags=SCANS[scan])
     a, b = 1_900_000, 1_910_000
     recent = officers_codes[a - plan.window - base: b - base]
     short_prefix = officers.prefix[: plan.table.last_position + 1]  # as short as allowed
     undecided = []
     n = a
     while n < b:  # every heap is proven or undecided: all values here are right
-        result = officers.verifier.verify(recent, a - plan.window, short_prefix, n, b)
+        result = verifier.verify(recent, a - plan.window, short_prefix, n, b)
         assert result.status in ("proven", "undecided")
         if result.proven:
             break
         undecided.append(result.heap)
         n = result.heap + 1
     assert undecided, "no heap needed the history that was left out"
-    for heap in undecided:  # with all of it, the same heaps are proven
-        assert officers.verifier.verify(officers_codes, base, officers.prefix, heap, heap + 1).proven
+    values = plan.encoding.decode_array(officers_codes)
+    for heap in undecided:
+        # A rare value below G(heap) is missing from the options whose heaps were both given ...
+        given = _given_options(plan.game, heap, short_prefix, values[a - plan.window - base:], a - plan.window)
+        below = {v for v in range(values[heap - base]) if plan.table.is_rare(v)}
+        assert below - given
+        # ... and with all of the history the heap is proven.
+        assert verifier.verify(officers_codes, base, officers.prefix, heap, heap + 1).proven
+
+
+def _given_options(game, n, prefix, recent, recent_base):
+    """The two-heap options of heap n whose heaps are in the prefix or in recent (heaps recent_base ...)."""
+    found = set()
+    for k, _none, _one, two in game.moves():
+        if not two or n < k + 2:
+            continue
+        rest = n - k
+        x = np.arange(1, rest // 2 + 1)
+        pair = []
+        for heaps in (x, rest - x):
+            in_prefix, in_recent = heaps < len(prefix), (heaps >= recent_base) & (heaps < recent_base + len(recent))
+            value = np.where(in_prefix, prefix[np.minimum(heaps, len(prefix) - 1)],
+                             recent[np.clip(heaps - recent_base, 0, len(recent) - 1)])
+            pair.append((value, in_prefix | in_recent))
+        (gx, x_given), (gy, y_given) = pair
+        found.update((gx ^ gy)[x_given & y_given].tolist())
+    return found
 
 
 def test_verifier_finds_a_missing_rare_value():
@@ -192,6 +221,73 @@ def test_u16_verifier_rejects_a_rare_value_in_its_history():
     assert (result.status, result.heap) == ("failed", heap)
 
 
+# -- the verifier's proof scans against the reference ------------------------------------------
+
+#: The proof scans the verifier can be built with: this CPU's vector path, the plain C path, and
+#: the vector logic at the widths of other CPUs (16 bytes: SSE, NEON; 64: AVX-512), run here.
+SCANS = {
+    "native": DEFAULT_CFLAGS,
+    "plain": PLAIN_SCAN_FLAGS,
+    "16-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=16"),
+    "64-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-Wno-psabi"),
+}
+
+#: Games (code, storage, heaps) whose reference values take seconds: u8 and u16 storage.
+REFERENCE_GAMES = [(".6", None, 56_000), (".16", None, 50_000), (".644", None, 20_000), (".644", "u16", 20_000)]
+
+
+@functools.lru_cache(maxsize=None)
+def _reference(code, count):
+    return exact_values(code, count, mask=shipped_table(code).mask)
+
+
+class Reference:
+    """One game's plan, its reference values G(0) ... G(count-1) and their stored codes."""
+
+    def __init__(self, code, storage, count):
+        self.plan = make_plan(shipped_table(code), storage=storage)
+        self.values = _reference(code, count)
+        self.codes = self.plan.encoding.encode_array(self.values).astype(
+            np.uint8 if self.plan.encoding.kind == "u8" else np.uint16)
+
+    def verify(self, scan, codes=None, a=None, b=None, prefix_length=None):
+        """Verify [a, b) (default: every kernel heap) from all codes after the shortest allowed base."""
+        plan = self.plan
+        base = plan.start - plan.window
+        codes = self.codes if codes is None else codes
+        prefix = self.values[: prefix_length or plan.start]
+        return Verifier(plan, flags=SCANS[scan]).verify(codes[base:], base, prefix, a or plan.start,
+                                                        b or len(self.values))
+
+
+@pytest.fixture(scope="module", params=REFERENCE_GAMES, ids=lambda g: f"{g[0]} {g[1] or 'u8'}")
+def reference(request):
+    return Reference(*request.param)
+
+
+def test_every_proof_scan_proves_the_reference(reference):
+    shortest = reference.plan.table.last_position + 1  # the prefix as short as allowed: x runs into values
+    results = {(scan, length): reference.verify(scan, prefix_length=length)
+               for scan in SCANS for length in (None, shortest)}
+    assert all(result.proven for result in results.values()), results
+    # Every path scans the same pairs: the vector blocks take their matches in order.
+    for length in (None, shortest):
+        assert len({results[scan, length].options_scanned for scan in SCANS}) == 1
+
+
+@pytest.mark.parametrize("scan", SCANS)
+def test_every_proof_scan_catches_planted_faults(reference, scan):
+    plan, values = reference.plan, reference.values
+    mask = plan.table.mask
+    low = mask & -mask
+    flip = 0x21 if plan.encoding.kind == "u8" else low | ((mask ^ low) & -(mask ^ low))  # stays common
+    for heap in (plan.start, plan.start + 1, (plan.start + len(values)) // 2, len(values) - 1):
+        bad = reference.codes.copy()
+        bad[heap] ^= flip
+        result = reference.verify(scan, bad, max(plan.start, heap - 2000), min(len(values), heap + 2000))
+        assert (result.status, result.heap, result.true_value) == ("failed", heap, values[heap])
+
+
 # -- the generated C itself -----------------------------------------------------------------
 
 FLAG_SETS = [
@@ -199,7 +295,9 @@ FLAG_SETS = [
     ("-O2", "-march=x86-64-v3"),  # AVX2 paths
     ("-O2", "-march=x86-64"),     # portable C paths
     ("-O2", "-march=native", "-DOCTALGEN_PORTABLE"),
+    ("-O2", "-march=native", "-DOCTALGEN_PLAIN_SCAN"),
 ]
+COMPILE_ONLY_FLAG_SETS = [("-O2", "-march=x86-64-v4")]  # AVX-512 paths: this CPU may lack them
 
 
 def _units():
@@ -208,6 +306,10 @@ def _units():
         "kernel .6 u8": kernel_unit(officers),
         "kernel .6 u16": kernel_unit(make_plan(shipped_table(".6"), storage="u16")),
         "kernel .16": kernel_unit(make_plan(shipped_table(".16"))),
+        # benchmarks/bench_kernel_threads.py builds these
+        "kernel .16, clocked": kernel_unit(make_plan(shipped_table(".16")), baton_clock=True),
+        "kernel .16, mex after the baton, clocked": kernel_unit(make_plan(shipped_table(".16")),
+                                                                speculative_mex=False, baton_clock=True),
         "exact .6": exact_unit(".6"),
         "exact 4.07": exact_unit("4.07"),
         "naive .6": naive_unit(officers),
@@ -215,7 +317,7 @@ def _units():
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None, reason="no C compiler")
-@pytest.mark.parametrize("flags", FLAG_SETS, ids=lambda f: " ".join(f[1:]))
+@pytest.mark.parametrize("flags", FLAG_SETS + COMPILE_ONLY_FLAG_SETS, ids=lambda f: " ".join(f[1:]))
 def test_generated_c_compiles_without_warnings(tmp_path, flags):
     if "x86-64" in " ".join(flags) and not _is_x86():
         pytest.skip("x86-64 flags")

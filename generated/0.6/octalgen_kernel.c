@@ -23,7 +23,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <stdatomic.h>
-#if defined(__AVX512BW__) || defined(__AVX2__)
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
@@ -1999,7 +1999,8 @@ static void *worker(void *argument)
             uint64_t fresh = i < m - 1 ? i : m - 1;
             memcpy(g - fresh, baton->values + BATON_VALUES - fresh, fresh * sizeof(code_t));
         }
-        uint32_t v = mark_late_terms(g, marks, stamp, m, guess) ? mex(marks, stamp) : guess;
+        int again = mark_late_terms(g, marks, stamp, m, guess);  /* a late term marked the guess */
+        uint32_t v = again ? mex(marks, stamp) : guess;
         if (v >= MEX_SIZE) {
             stop_at(shared, i);
             break;
@@ -2085,7 +2086,6 @@ int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint32_t threads, int p
 /* Candidates (raw values) are below NEED_LIMIT. */
 #define NEED_LIMIT 512u
 #define NEED_WORDS (NEED_LIMIT / 64)
-#define NEED_ARRAY_WORDS 8u
 
 /* RARE_BITS bit v: the raw value v is rare. */
 static const uint64_t RARE_BITS[NEED_WORDS] = {
@@ -2118,11 +2118,15 @@ static const uint16_t DECODE[256] = {
 #define RAW(code) (code)
 #endif
 
-/* While many values are missing nearly every option is one of them: options are then marked
-   blindly, DENSE_CHUNK at a time, and folded into need with a few vector compares.  Once at
-   most DENSE_UNTIL are missing, each option is tested against need instead. */
+/* The proof scan of one heap takes the rare values below the candidate off a need list as the
+   pairs reach them.  While many are missing nearly every option is one of them: options are
+   marked blindly in seen, DENSE_CHUNK at a time, and folded into need.  Once at most SPARSE_FROM
+   are missing (most pairs of a scan come after that), each option is compared with the missing
+   values: the vector path compares LANES options at a time with every one of them and takes a
+   block with a match pair by pair, in order, as the plain path takes every pair.  Both paths
+   therefore scan the same pairs and report the same counts. */
 #define DENSE_CHUNK 128u
-#define DENSE_UNTIL 24u
+#define SPARSE_FROM 16u
 #if STORAGE_U8
 /* Every value is below 512 (u8 storage holds commons below 512, and the plan has no rare value
    above), so every option is too: seen needs no bounds check. */
@@ -2133,33 +2137,85 @@ static const uint16_t DECODE[256] = {
 #define SEEN_INDEX(v, limit) ((v) < (limit) ? (v) : (limit))
 #endif
 
+/* The vector path: GCC/clang vector extensions, as wide as this CPU's vectors (the build's
+   -march decides, and the module cache is keyed by flags and CPU), so the same source is the
+   AVX-512, AVX2, SSE or NEON code.  OCTALGEN_PORTABLE or OCTALGEN_PLAIN_SCAN selects the plain
+   path; SCAN_VECTOR_BYTES may be set to run a wider vector's logic on a narrower CPU. */
+#if !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && (defined(__GNUC__) || defined(__clang__))
+#define VECTOR_SCAN 1
+#ifndef SCAN_VECTOR_BYTES
+#if defined(__AVX512BW__)
+#define SCAN_VECTOR_BYTES 64
+#elif defined(__AVX2__)
+#define SCAN_VECTOR_BYTES 32
+#else
+#define SCAN_VECTOR_BYTES 16
+#endif
+#endif
+#define LANES (SCAN_VECTOR_BYTES / 2)
+typedef uint16_t lanes_t __attribute__((vector_size(SCAN_VECTOR_BYTES)));
+typedef int16_t lane_mask_t __attribute__((vector_size(SCAN_VECTOR_BYTES)));
+#if LANES == 8
+#define REVERSED_LANES 7, 6, 5, 4, 3, 2, 1, 0
+#elif LANES == 16
+#define REVERSED_LANES 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0
+#elif LANES == 32
+#define REVERSED_LANES 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0
+#else
+#error "SCAN_VECTOR_BYTES must be 16, 32 or 64"
+#endif
+#if defined(__clang__)
+#define REVERSED(v) __builtin_shufflevector(v, v, REVERSED_LANES)
+#else
+#define REVERSED(v) __builtin_shuffle(v, (lanes_t){REVERSED_LANES})
+#endif
+#else
+#define VECTOR_SCAN 0
+#endif
+
 typedef struct {
     const uint16_t *prefix;
     uint64_t prefix_length;
-    const uint16_t *raw;  /* G(base + i) = raw[i] */
+    uint16_t *raw;        /* G(base + i) = raw[i] for heaps from decoded on */
     uint64_t base, length;
-    uint64_t need[NEED_ARRAY_WORDS];  /* at least 512 bits: the vector scan loads all of them */
+#if STORAGE_U8
+    const code_t *codes;  /* the stored codes raw decodes, when a scan reaches them */
+    uint64_t decoded;
+#endif
+    uint64_t need[NEED_WORDS];  /* bit v: the rare value v is not yet an option */
     uint64_t missing;  /* bits set in need */
     uint64_t scanned;
     int incomplete;    /* some pair was skipped: a heap of it is in neither array */
     uint8_t stamp;     /* seen[v] == stamp: v is an option of this heap (dense phase) */
     uint8_t seen[SEEN_SIZE] __attribute__((aligned(64)));
+#if VECTOR_SCAN
+    int listed;        /* want holds the missing values (sparse phase) */
+    lanes_t want[SPARSE_FROM];  /* each missing value in every lane */
+    uint8_t slot[NEED_LIMIT];   /* want[slot[v]] holds the missing value v */
+#endif
 } scan_t;
 
-/* need &= ~seen for values below limit; returns the number still missing. */
+/* need &= ~seen: takes the options marked in the dense phase off need; returns how many are missing.
+   Without branches on seen: whether a value was seen is a coin toss, and mispredicting it cost more
+   than the compares. */
 static uint64_t fold_seen(scan_t *s, uint32_t limit)
 {
     s->missing = 0;
     for (uint32_t w = 0; w < (limit + 63) / 64; w++) {
-#if defined(__AVX512BW__)
-        uint64_t seen = _mm512_cmpeq_epi8_mask(_mm512_load_si512((const void *)(s->seen + 64 * w)),
-                                               _mm512_set1_epi8((char)s->stamp));
+#if VECTOR_SCAN && defined(__AVX2__)
+        const __m256i stamp = _mm256_set1_epi8((char)s->stamp);
+        const __m256i *seen = (const __m256i *)(s->seen + 64 * w);
+        uint64_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_load_si256(seen), stamp));
+        uint64_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_load_si256(seen + 1), stamp));
+        s->need[w] &= ~(hi << 32 | lo);
 #else
         uint64_t seen = 0;
-        for (uint32_t j = 0; j < 64; j++)
-            seen |= (uint64_t)(s->seen[64 * w + j] == s->stamp) << j;
-#endif
+        for (uint64_t bits = s->need[w]; bits; bits &= bits - 1) {
+            uint32_t b = (uint32_t)__builtin_ctzll(bits);
+            seen |= (uint64_t)(s->seen[64 * w + b] == s->stamp) << b;
+        }
         s->need[w] &= ~seen;
+#endif
         s->missing += (uint64_t)__builtin_popcountll(s->need[w]);
     }
     return s->missing;
@@ -2172,16 +2228,119 @@ static int64_t take(scan_t *s, uint32_t v)
     if (!(s->need[v >> 6] & bit))
         return -1;
     s->need[v >> 6] &= ~bit;
-    return (int64_t)--s->missing;
+    s->missing--;
+#if VECTOR_SCAN
+    uint32_t j = s->slot[v], last = s->want[s->missing][0];  /* the last entry fills v's place */
+    s->want[j] = s->want[s->missing];
+    s->slot[last] = (uint8_t)j;
+#endif
+    return (int64_t)s->missing;
 }
+
+/* Pairs (xs[i], ys[-i]) for i in [from, to), one by one: returns 1 once nothing is missing. */
+static int take_pairs(scan_t *s, const uint16_t *xs, const uint16_t *ys, uint64_t from, uint64_t to,
+                      uint32_t limit)
+{
+    for (uint64_t i = from; i < to; i++) {
+        uint32_t v = (uint32_t)(xs[i] ^ ys[-(int64_t)i]);
+        if (v < limit && take(s, v) == 0) {
+            s->scanned += i + 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+#if VECTOR_SCAN
+/* The missing values into want, for the sparse phase. */
+static void list_missing(scan_t *s, uint32_t limit)
+{
+    uint32_t j = 0;
+    for (uint32_t w = 0; w < (limit + 63) / 64; w++)
+        for (uint64_t bits = s->need[w]; bits; bits &= bits - 1, j++) {
+            uint32_t v = w * 64 + (uint32_t)__builtin_ctzll(bits);
+            s->want[j] = (lanes_t){0} + (uint16_t)v;
+            s->slot[v] = (uint8_t)j;
+        }
+    s->listed = 1;
+}
+
+static inline lanes_t load_lanes(const uint16_t *p)
+{
+    lanes_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Lane k: the option xs[i + k] ^ ys[-(i + k)] (pair i + k). */
+static inline lanes_t pair_lanes(const uint16_t *xs, const uint16_t *ys, uint64_t i)
+{
+    return load_lanes(xs + i) ^ REVERSED(load_lanes(ys - i - (LANES - 1)));
+}
+
+/* Bit k * LANE_BIT (bits of other positions clear): lane k of m is set. */
+#if SCAN_VECTOR_BYTES == 64 && defined(__AVX512BW__)
+#define LANE_BIT 1u
+static inline uint64_t lane_bits(lane_mask_t m)
+{
+    return _mm512_movepi16_mask((__m512i)m);
+}
+#elif SCAN_VECTOR_BYTES == 32 && defined(__AVX2__)
+#define LANE_BIT 2u  /* a byte mask: two bits per lane (pext would be one, but is slow on some CPUs) */
+static inline uint64_t lane_bits(lane_mask_t m)
+{
+    return (uint32_t)_mm256_movemask_epi8((__m256i)m) & 0x55555555u;
+}
+#elif SCAN_VECTOR_BYTES == 16 && defined(__SSE2__)
+#define LANE_BIT 2u
+static inline uint64_t lane_bits(lane_mask_t m)
+{
+    return (uint32_t)_mm_movemask_epi8((__m128i)m) & 0x5555u;
+}
+#else
+#define LANE_BIT 1u
+static inline uint64_t lane_bits(lane_mask_t m)
+{
+    typedef uint64_t words_t __attribute__((vector_size(SCAN_VECTOR_BYTES)));
+    words_t words = (words_t)m;
+    uint64_t any = 0, bits = 0;
+    for (uint32_t k = 0; k < SCAN_VECTOR_BYTES / 8; k++)
+        any |= words[k];
+    for (uint32_t k = 0; any && k < LANES; k++)  /* lane by lane only for a block with a match */
+        bits |= (uint64_t)(m[k] != 0) << k;
+    return bits;
+}
+#endif
+
+/* Takes the values of the lanes set in bits (lane_bits of the blocks v[0], v[1]: pairs i, i + 1, ...)
+   in order: returns 1 once nothing is missing. */
+static int take_lanes(scan_t *s, const lanes_t v[2], uint64_t bits, uint64_t i)
+{
+    for (; bits; bits &= bits - 1) {
+        uint32_t k = (uint32_t)__builtin_ctzll(bits) / LANE_BIT;
+        if (take(s, v[k / LANES][k % LANES]) == 0) {
+            s->scanned += i + k + 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+#endif
 
 /* Pairs (xs[i], ys[-i]) for i in [0, count): returns 1 once nothing is missing. */
 static int scan_run(scan_t *s, const uint16_t *xs, const uint16_t *ys, uint64_t count, uint32_t limit)
 {
     uint64_t i = 0;
-    while (i < count && s->missing > DENSE_UNTIL) {
+    while (i < count && s->missing > SPARSE_FROM) {
         uint64_t stop = count - i < DENSE_CHUNK ? count : i + DENSE_CHUNK;
         const uint8_t stamp = s->stamp;
+#if VECTOR_SCAN
+        for (; i + LANES <= stop; i += LANES) {  /* the exclusive-ors LANES at a time, the marks one by one */
+            lanes_t v = pair_lanes(xs, ys, i);
+            for (uint32_t k = 0; k < LANES; k++)
+                s->seen[SEEN_INDEX((uint32_t)v[k], limit)] = stamp;
+        }
+#endif
         for (; i + 4 <= stop; i += 4) {
             s->seen[SEEN_INDEX((uint32_t)(xs[i] ^ ys[-(int64_t)i]), limit)] = stamp;
             s->seen[SEEN_INDEX((uint32_t)(xs[i + 1] ^ ys[-(int64_t)i - 1]), limit)] = stamp;
@@ -2195,47 +2354,106 @@ static int scan_run(scan_t *s, const uint16_t *xs, const uint16_t *ys, uint64_t 
             return 1;
         }
     }
-#if defined(__AVX512BW__)
-    if (limit <= 512) {
-        /* need as 32 words of 16 bits: word v >> 4, bit v & 15; vpermw ignores index bits >= 5. */
-        __m512i need = _mm512_loadu_si512((const void *)s->need);
-        const __m512i reverse = _mm512_set_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                                 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
-        const __m512i low4 = _mm512_set1_epi16(15), one = _mm512_set1_epi16(1), top = _mm512_set1_epi16((short)limit);
-        for (; i + 64 <= count; i += 64) {  /* two blocks of 32 pairs: one branch for both */
-            __m512i v0 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xs + i)),
-                                          _mm512_permutexvar_epi16(reverse, _mm512_loadu_si512((const void *)(ys - i - 31))));
-            __m512i v1 = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xs + i + 32)),
-                                          _mm512_permutexvar_epi16(reverse, _mm512_loadu_si512((const void *)(ys - i - 63))));
-            __m512i b0 = _mm512_srlv_epi16(_mm512_permutexvar_epi16(_mm512_srli_epi16(v0, 4), need), _mm512_and_si512(v0, low4));
-            __m512i b1 = _mm512_srlv_epi16(_mm512_permutexvar_epi16(_mm512_srli_epi16(v1, 4), need), _mm512_and_si512(v1, low4));
-            uint64_t hits = (uint64_t)(_mm512_test_epi16_mask(b0, one) & _mm512_cmplt_epu16_mask(v0, top))
-                          | (uint64_t)(_mm512_test_epi16_mask(b1, one) & _mm512_cmplt_epu16_mask(v1, top)) << 32;
-            while (hits) {
-                uint64_t lane = (uint64_t)__builtin_ctzll(hits);
-                uint32_t value = (uint32_t)(xs[i + lane] ^ ys[-(int64_t)(i + lane)]);
-                hits &= hits - 1;
-                int64_t left = take(s, value);
-                if (left == 0) {
-                    s->scanned += i + lane + 1;
-                    return 1;
-                }
-                if (left > 0)  /* clear bit value & 15 of word value >> 4 */
-                    need = _mm512_andnot_si512(_mm512_maskz_set1_epi16(1u << (value >> 4), (short)(1u << (value & 15))),
-                                               need);
-            }
+#if VECTOR_SCAN
+    if (i < count && !s->listed)
+        list_missing(s, limit);
+    for (; i + 2 * LANES <= count; i += 2 * LANES) {  /* two blocks: one jump into the compares */
+        const lanes_t v[2] = {pair_lanes(xs, ys, i), pair_lanes(xs, ys, i + LANES)};
+        lane_mask_t hit0 = {0}, hit1 = {0};
+        const lanes_t *want = s->want;
+        switch (s->missing) {  /* compare with want[missing - 1] ... want[0] */
+        case 16:
+            hit0 |= v[0] == want[15];
+            hit1 |= v[1] == want[15];
+            __attribute__((fallthrough));
+        case 15:
+            hit0 |= v[0] == want[14];
+            hit1 |= v[1] == want[14];
+            __attribute__((fallthrough));
+        case 14:
+            hit0 |= v[0] == want[13];
+            hit1 |= v[1] == want[13];
+            __attribute__((fallthrough));
+        case 13:
+            hit0 |= v[0] == want[12];
+            hit1 |= v[1] == want[12];
+            __attribute__((fallthrough));
+        case 12:
+            hit0 |= v[0] == want[11];
+            hit1 |= v[1] == want[11];
+            __attribute__((fallthrough));
+        case 11:
+            hit0 |= v[0] == want[10];
+            hit1 |= v[1] == want[10];
+            __attribute__((fallthrough));
+        case 10:
+            hit0 |= v[0] == want[9];
+            hit1 |= v[1] == want[9];
+            __attribute__((fallthrough));
+        case 9:
+            hit0 |= v[0] == want[8];
+            hit1 |= v[1] == want[8];
+            __attribute__((fallthrough));
+        case 8:
+            hit0 |= v[0] == want[7];
+            hit1 |= v[1] == want[7];
+            __attribute__((fallthrough));
+        case 7:
+            hit0 |= v[0] == want[6];
+            hit1 |= v[1] == want[6];
+            __attribute__((fallthrough));
+        case 6:
+            hit0 |= v[0] == want[5];
+            hit1 |= v[1] == want[5];
+            __attribute__((fallthrough));
+        case 5:
+            hit0 |= v[0] == want[4];
+            hit1 |= v[1] == want[4];
+            __attribute__((fallthrough));
+        case 4:
+            hit0 |= v[0] == want[3];
+            hit1 |= v[1] == want[3];
+            __attribute__((fallthrough));
+        case 3:
+            hit0 |= v[0] == want[2];
+            hit1 |= v[1] == want[2];
+            __attribute__((fallthrough));
+        case 2:
+            hit0 |= v[0] == want[1];
+            hit1 |= v[1] == want[1];
+            __attribute__((fallthrough));
+        case 1:
+            hit0 |= v[0] == want[0];
+            hit1 |= v[1] == want[0];
         }
+        uint64_t bits = lane_bits(hit0) | lane_bits(hit1) << (LANES * LANE_BIT);
+        if (bits && take_lanes(s, v, bits, i))
+            return 1;
     }
 #endif
-    for (; i < count; i++) {
-        uint32_t v = (uint32_t)(xs[i] ^ ys[-(int64_t)i]);
-        if (v < limit && take(s, v) == 0) {
-            s->scanned += i + 1;
-            return 1;
-        }
-    }
+    if (take_pairs(s, xs, ys, i, count, limit))
+        return 1;
     s->scanned += count;
     return 0;
+}
+
+/* Makes raw hold the heaps from `heap` on.  Codes are decoded only as scans reach them, at least
+   doubling what is decoded each time: most scans stay within a few thousand heaps, and a caller
+   may pass a long history of which only the newest part is read. */
+static void decode_from(scan_t *s, uint64_t heap)
+{
+#if STORAGE_U8
+    if (heap >= s->decoded)
+        return;
+    uint64_t span = s->base + s->length - s->decoded;  /* decoded so far */
+    uint64_t from = s->decoded - s->base > span ? s->decoded - span : s->base;
+    from = heap < from ? heap : from;
+    for (uint64_t h = from; h < s->decoded; h++)
+        s->raw[h - s->base] = DECODE[s->codes[h - s->base]];
+    s->decoded = from;
+#else
+    (void)s, (void)heap;
+#endif
 }
 
 /* Scan x in [lo, hi) for the pairs (x, rest - x); returns 1 once nothing is missing. */
@@ -2252,6 +2470,7 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi, uint32
         } else if (x >= s->base && x < end) {
             xs = s->raw + (x - s->base);
             stop = stop < end ? stop : end;
+            decode_from(s, x);
         } else {  /* x in neither array */
             s->incomplete = 1;
             x = s->base > x && s->base < hi ? s->base : hi;
@@ -2260,6 +2479,7 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi, uint32
         if (y >= s->base && y < end) {  /* y falls as x rises: y stays >= base while x <= rest - base */
             ys = s->raw + (y - s->base);
             stop = stop < rest - s->base + 1 ? stop : rest - s->base + 1;
+            decode_from(s, rest - (stop - 1));  /* the run's last y */
         } else if (y < s->prefix_length) {
             ys = s->prefix + y;
         } else {  /* y in neither array until it drops below the prefix */
@@ -2300,11 +2520,13 @@ void octalgen_verify(const uint16_t *prefix, uint64_t prefix_length,
     uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));
     uint8_t stamp = 0;
     memset(marks, 0, MARK_SIZE);
-#if STORAGE_U8
-    for (uint64_t i = 0; i < length; i++)
-        raw[i] = DECODE[values[i]];
-#endif
+    /* Pairs of heaps below end only: values after it are never read. */
+    length = end - base < length ? end - base : length;
     scan_t s = {.prefix = prefix, .prefix_length = prefix_length, .raw = raw, .base = base, .length = length};
+#if STORAGE_U8
+    s.codes = values;
+    s.decoded = base + length;
+#endif
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
@@ -2328,6 +2550,9 @@ void octalgen_verify(const uint16_t *prefix, uint64_t prefix_length,
             s.missing += (uint64_t)__builtin_popcountll(s.need[w]);
         }
         s.incomplete = 0;
+#if VECTOR_SCAN
+        s.listed = 0;
+#endif
         if (++s.stamp == 0) {
             memset(s.seen, 0, sizeof s.seen);
             s.stamp = 1;

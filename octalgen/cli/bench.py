@@ -2,8 +2,9 @@
 
 For N heaps from the kernel's first heap it times the speculative kernel with one thread and
 with T, the naive C baseline (Grossman's Figure 3 as a loop over the term table, same flags),
-the verifier in one process, and the whole exact backend with T threads and T verifying
-processes; the pure-Python reference is timed on its first, smaller count.  It also checks
+the verifier in one process against its plain C proof scan (CPU time on the last heaps, in
+alternating rounds), and the whole exact backend with T threads and T verifying processes;
+the pure-Python reference is timed on its first, smaller count.  It also checks
 that all of them agree, so a fast wrong kernel cannot pass.  Tests never time anything:
 speed is measured here.
 
@@ -20,7 +21,7 @@ import time
 import numpy as np
 
 from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
-from ..cpu.verify import Verifier
+from ..cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from ..engine.core import Engine, EngineOptions, kernel_start
 from ..engine.values import ValueSink
 from ..errors import ComputationError, InputError
@@ -29,6 +30,10 @@ from .arguments import add_game, count_type
 
 DEFAULT_COUNT = 1 << 22
 REFERENCE_COUNT = 20_000
+#: The verifier rows prove the last heaps of N, at most this many, in VERIFY_ROUNDS alternating
+#: rounds of the vector and the plain proof scan (the plain one takes seconds per round).
+VERIFY_SAMPLE = 1 << 19
+VERIFY_ROUNDS = 3
 
 
 def register(sub) -> None:
@@ -63,6 +68,21 @@ def _load() -> str:
         return "%.2f" % os.getloadavg()[0]
     except OSError:
         return "unknown"
+
+
+def _verify_cpu(verifiers, codes, base, prefix, a, b):
+    """Each verifier on [a, b) in turn, VERIFY_ROUNDS times: verdicts and CPU seconds per round.
+
+    CPU time of this thread (the verifier runs in it), so other work on a busy machine counts
+    less than it would in wall-clock time; alternating rounds share whatever load there is.
+    """
+    verdicts, seconds = [], [[] for _ in verifiers]
+    for _ in range(VERIFY_ROUNDS):
+        for verifier, times in zip(verifiers, seconds):
+            began = time.thread_time()
+            verdicts.append(verifier.verify(codes, base, prefix, a, b))
+            times.append(time.thread_time() - began)
+    return verdicts, seconds
 
 
 def _kernel_plan(game):
@@ -129,7 +149,8 @@ def _bench_c(args) -> int:
         return codes
 
     kernel, naive, verifier = SpeculativeKernel(plan), NaiveKernel(plan), Verifier(plan)
-    kernel.module, naive.module, verifier.module  # compile (or load) before any clock starts
+    plain_verifier = Verifier(plan, flags=PLAIN_SCAN_FLAGS)
+    kernel.module, naive.module, verifier.module, plain_verifier.module  # compile (or load) before any clock starts
     one = buffer()
     _, one_s = _timed(kernel.fill, one, start, 1)
     many = buffer()
@@ -137,7 +158,10 @@ def _bench_c(args) -> int:
     fell_back = kernel.fell_back_at
     plain = buffer()
     _, naive_s = _timed(naive.fill, plain, start)
-    verdict, verify_s = _timed(verifier.verify, one, start - window, prefix, start, start + count)
+    sample = min(count, VERIFY_SAMPLE)
+    verdicts, (verify_s, plain_s) = _verify_cpu((verifier, plain_verifier), one, start - window, prefix,
+                                                start + count - sample, start + count)
+    verdict = verdicts[0]
     sink = ValueSink(0, start + count)
     engine = Engine(game, EngineOptions(until=start + count, threads=threads, workers=threads), [sink])
     _, exact_s = _timed(engine.run)
@@ -147,11 +171,13 @@ def _bench_c(args) -> int:
     exact = np.concatenate(chunks)
     decoded = plan.encoding.decode_array(one[window:])
     if not (np.array_equal(one, many) and np.array_equal(one, plain) and verdict.proven
+            and all(v == verdict for v in verdicts)
             and np.array_equal(exact[start:], decoded) and np.array_equal(exact[: len(reference)], reference)):
         raise ComputationError(f"bench: the kernels, verifier and reference disagree ({verdict}); please report")
 
-    rate = {name: count / seconds for name, seconds in
-            (("one", one_s), ("many", many_s), ("naive", naive_s), ("verify", verify_s))}
+    rate = {name: count / seconds for name, seconds in (("one", one_s), ("many", many_s), ("naive", naive_s))}
+    rate["verify"], rate["plain verify"] = (sample / float(np.median(s)) for s in (verify_s, plain_s))
+    speedup = float(np.median(np.divide(plain_s, verify_s)))
     exact_rate = (start + count) / exact_s
     reference_rate = len(reference) / reference_s
     note = f" (fell back to one thread at G({fell_back}): cores busy)" if fell_back is not None else ""
@@ -159,8 +185,11 @@ def _bench_c(args) -> int:
         ("speculative kernel, 1 thread", rate["one"], f"{rate['one'] / rate['naive']:.2f}x naive C"),
         (f"speculative kernel, {threads} threads", rate["many"], f"{rate['many'] / rate['one']:.2f}x one thread{note}"),
         ("naive C (loop over the term table)", rate["naive"], "the baseline, same compiler flags"),
-        ("verifier, 1 process", rate["verify"], f"per core; {verdict.options_scanned / count:.0f} options "
+        ("verifier, 1 process", rate["verify"], f"per core (CPU time, last {sample} heaps); {speedup:.2f}x the "
+                                                 f"plain scan; {verdict.options_scanned / sample:.0f} options "
                                                  "scanned per heap"),
+        ("verifier, plain C proof scan", rate["plain verify"], f"the baseline, same unit and heaps "
+                                                                f"(-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}"),
         (f"exact --backend c, {threads} threads", exact_rate, f"G(0) ... G({start + count - 1}): exact prefix, "
                                                               f"kernel, {threads} verifying processes"),
         (f"Python reference, first {len(reference)}", reference_rate,
@@ -171,6 +200,7 @@ def _bench_c(args) -> int:
     roles = engine.accounting()
     print("  exact backend, CPU seconds per 10^8 values: " + ", ".join(
         f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in roles.items() if figures["cpu_seconds"]))
-    print(f"all agree (kernel 1 and {threads} threads, naive, verifier, exact backend, reference); "
+    print(f"all agree (kernel 1 and {threads} threads, naive, verifier and its plain scan, exact backend, "
+          "reference); "
           f"load average {_load()} at end")
     return 0

@@ -33,7 +33,8 @@ Verifier — :class:`~.verify.Verifier` ``(plan)``
     in ``values`` are scanned.  Result ``status``: ``"proven"``; ``"failed"`` at ``heap`` with
     ``true_value`` (None if the history could not decide it); ``"undecided"`` at ``heap`` (more
     history needed; never reported as proven).  With ``base <= P`` it is always decisive.
-    Verifier and inputs pickle; a worker process loads the module from the cache.
+    Verifier and inputs pickle; a worker process loads the module from the cache.  The proof
+    scan is vectorised for the build's CPU (``verify.PLAIN_SCAN_FLAGS``: the plain C scan).
 
 The engine (:mod:`octalgen.engine`) runs these: exact steps, the kernel as producer, verifiers
 in parallel, recovery from a failed proof, and the consumers of proven values.

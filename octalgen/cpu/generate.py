@@ -30,6 +30,11 @@ DEFAULT_MAX_THREADS = 64
 #: many values (u8 / u16) can be handed on, which bounds the thread count at one more.
 _BATON_VALUES = {"u8": 56, "u16": 28}
 
+#: The verifier's proof scan marks options blindly, this many at a time, while more than
+#: SPARSE_FROM rare values are missing; then it compares options with the missing values.
+DENSE_CHUNK = 128
+SPARSE_FROM = 16
+
 _LOAD_INSTRUCTION = {"u8": "movzbl", "u16": "movzwl"}
 _CODE_TYPE = {"u8": "uint8_t", "u16": "uint16_t"}
 
@@ -92,7 +97,8 @@ def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> i
     return max(1, min(requested, _BATON_VALUES[plan.encoding.kind] + 1))
 
 
-def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUnit:
+def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, speculative_mex: bool = True,
+                baton_clock: bool = False) -> CUnit:
     """``octalgen_kernel.c``: speculative kernel and verifier for ``plan``.
 
     Parameters
@@ -101,6 +107,12 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUn
     max_threads : int
         The kernel runs with up to this many threads (capped at 57 for u8, 29 for u16 storage);
         terms with offsets below it are kept out of the unrolled block so that they can be late.
+    speculative_mex, baton_clock : bool
+        For ``benchmarks/bench_kernel_threads.py`` only, never for values.  Threads take the mex
+        before their baton arrives and only check it after (Grossman 3.3); False gives the
+        variant whose mex waits for the baton.  ``baton_clock`` clocks each heap's critical
+        path (from a baton's arrival to the next one's departure) into
+        ``octalgen_baton_clock``.
     """
     kind = plan.encoding.kind
     if plan.mex_size > 1 << 16:
@@ -108,18 +120,23 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUn
     recent = max_threads_for(plan, max_threads)
     terms = plan.encoded_terms()
     old = [("MARK" if c else "MARK0", o, c) for o, c in terms if o >= recent]
-    provenance = plan.provenance(**{"unit": "speculative kernel and verifier", "threads": f"1 to {recent}"})
+    variant = ([] if speculative_mex else ["mex after the baton"]) + (["baton clock"] if baton_clock else [])
+    options = {"unit": "speculative kernel and verifier", "threads": f"1 to {recent}"}
+    if variant:
+        options["benchmark variant"] = ", ".join(variant)
+    provenance = plan.provenance(**options)
     return _unit("octalgen_kernel", "kernel.c.j2", "kernel_api.j2", provenance,
-                 f"kernel for {plan.game.code} ({len(terms)} terms, {kind})",
+                 f"kernel for {plan.game.code} ({len(terms)} terms, {', '.join([kind, *variant])})",
                  game=plan.game.code, term_count=len(terms), storage=plan.encoding.describe(),
                  storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
                  window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
                  old_terms=old, recent_terms=[(o, c) for o, c in terms if o < recent],
                  common_bits=_bit_words(_common_codes(plan), plan.mex_size),
-                 need_limit=_need_limit(plan), need_array_words=max(8, _need_limit(plan) // 64),
+                 need_limit=_need_limit(plan), dense_chunk=DENSE_CHUNK, sparse_from=SPARSE_FROM,
                  rare_bits=_bit_words((v for v in range(_need_limit(plan)) if plan.table.is_rare(v)),
                                       _need_limit(plan)),
                  decode=[plan.encoding.decode(c) for c in range(256)] if kind == "u8" else [],
+                 speculative_mex=speculative_mex, baton_clock=baton_clock,
                  **_moves(plan.game))
 
 

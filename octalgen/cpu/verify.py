@@ -41,6 +41,10 @@ from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_thread
 from .kernel import code_ctype, code_dtype
 
 PROVEN, FAILED, UNDECIDED = "proven", "failed", "undecided"
+
+#: Build flags for the verifier with its plain C proof scan (no vector code): the baseline that
+#: ``octalgen bench`` times the vector scan against, and what the tests compare it with.
+PLAIN_SCAN_FLAGS = (*DEFAULT_CFLAGS, "-DOCTALGEN_PLAIN_SCAN")
 _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
 
 
@@ -79,6 +83,13 @@ class Verifier:
     plan : KernelPlan
     max_threads, flags
         As for :class:`~octalgen.cpu.kernel.SpeculativeKernel`: the same values load the same module.
+
+    Notes
+    -----
+    The proof scan compares many options at once with the few rare values still missing, in
+    vectors as wide as the build's ``-march`` allows (GCC/clang vector extensions: AVX-512,
+    AVX2, SSE or NEON code from one source); :data:`PLAIN_SCAN_FLAGS` builds the plain C scan.
+    Both scan the same pairs in the same order, so results and ``options_scanned`` agree.
     """
 
     def __init__(self, plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, flags=DEFAULT_CFLAGS):
