@@ -6,14 +6,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from octalgen.cpu.exact import CExactSolver, exact_values_c
-from octalgen.errors import ComputationError
+from octalgen.errors import ComputationError, InputError
 from octalgen.game import OctalGame
 from octalgen.reference import exact_values, naive_values
 
+METHODS = ["blocked", "classic"]
 
+
+@pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("code", [".6", ".16", ".77", ".07", "4.07", ".644", "S(1,2,5)"])
-def test_equals_reference(code):
-    assert exact_values_c(code, 4000).tolist() == exact_values(code, 4000).tolist()
+def test_equals_reference(code, method):
+    assert exact_values_c(code, 4000, method=method).tolist() == exact_values(code, 4000).tolist()
 
 
 def test_officers_rare_values_found_without_a_table():
@@ -51,14 +54,57 @@ def test_refuses_values_beyond_16_bits():
         CExactSolver(".6", values=[0, 0, 70000])
 
 
-octal_games = st.builds(
+def test_refuses_an_unknown_method():
+    with pytest.raises(InputError, match="unknown exact method 'fast'"):
+        CExactSolver(".6", method="fast")
+
+
+# -- games without a sparse space (issue 11): known answers of tczajka's tables -------------------
+
+def _rare_count_and_last(values, mask):
+    rare = np.flatnonzero(np.bitwise_count(values.astype(np.int64) & mask) % 2 == 0)
+    return len(rare), int(rare[-1])
+
+
+def test_dawsons_04_to_2_17():
+    # .04 has no sparse space early on: the solver starts with mask 0 and picks a mask on its own.
+    values = exact_values_c(".04", 1 << 17)
+    assert values.max() == 1024 and int(np.argmax(values == 1024)) == 109363
+    assert _rare_count_and_last(values, 0x7B8) == (18860, 131003)
+
+
+def test_06_to_2_17_under_its_range_mask():
+    # .06 stays dense (about 40 % rare under its best mask); the solver must be exact under it.
+    solver = CExactSolver(".06", mask=0x5A0)
+    values = solver.extend(1 << 17)
+    assert values.max() == 1045 and int(np.argmax(values == 1045)) == 127083
+    assert _rare_count_and_last(values, 0x5A0) == (52923, 131070)
+    assert solver.rare_positions.tolist() == np.flatnonzero(
+        np.bitwise_count(values.astype(np.int64) & 0x5A0) % 2 == 0).tolist()
+
+
+def test_blocked_and_classic_agree_on_dense_games_with_any_mask():
+    # Past the first blocks, with the best, a poor and no mask: only the speed may differ.
+    for code, masks in ((".04", (0x7B8, 0x3, 0)), (".06", (0x5A0, 0x1, 0)), (".104", (0x1B, 0))):
+        classic = exact_values_c(code, 12000, mask=0, method="classic")
+        for mask in masks:
+            assert np.array_equal(exact_values_c(code, 12000, mask=mask), classic), (code, hex(mask))
+
+
+octal_games_with_splits = st.builds(
     lambda whole, digits: OctalGame((whole, *digits)),
     st.sampled_from([0, 4]),
-    st.lists(st.integers(0, 7), min_size=1, max_size=3),
+    st.lists(st.integers(0, 7), min_size=1, max_size=4).filter(lambda d: any(x & 4 for x in d)),
 )
 
 
-@settings(max_examples=12, deadline=None)
-@given(octal_games)
-def test_equals_the_definition(game):
-    assert exact_values_c(game, 200).tolist() == naive_values(game, 200)
+@settings(max_examples=6, deadline=None)
+@given(octal_games_with_splits, st.integers(1, 2999))
+def test_blocked_equals_the_reference(game, resume_at):
+    # 3000 heaps: the blocked path starts at heap 1024; from scratch and resumed from exact values,
+    # with no mask (adaptive), mask 0 and masks that fit the game or not.
+    expected = exact_values(game, 3000).tolist()
+    for mask in (None, 0, 0x1, 0x6, 0x1EE):
+        for start in (0, resume_at):
+            solver = CExactSolver(game, mask=mask, values=expected[:start])
+            assert solver.extend(3000).tolist() == expected, (mask, start)

@@ -15,15 +15,46 @@
  *
  * With mask 0 every value is rare and this is the plain mex over all options.
  * Moves of .6: remove 1 bean, leaving one heap or two non-empty heaps.
+ *
+ * Two methods compute the same values:
+ *
+ * CLASSIC, one heap at a time, exactly as above (the baseline).
+ *
+ * BLOCKED, the same steps arranged for the memory system and for vectors:
+ *   1. BLOCK heaps n0 ... n0 + BLOCK - 1 at a time: for a rare position p (mask 0: every p up to
+ *      half the heap) the partners n0 + j - k - p of the BLOCK heaps are consecutive, so one
+ *      vector load gives BLOCK options, marked in BLOCK mark arrays (one per heap).  Each value
+ *      of the history is read once per block instead of once per heap.  Pairs whose partner is
+ *      not known before n0 (small p, rare positions near n0) are marked heap by heap.
+ *   2. the candidate, as above (mask 0: the least unmarked value is G(n));
+ *   3. the proof scan reads G(x) forwards and G(rest - x) forwards in a reversed copy of the
+ *      values, so both are vector loads.  While many rare values are missing it marks every
+ *      option and recounts the missing ones now and then; once at most MISSING_VECTOR are left
+ *      it compares 16 options at a time with them (no stores) and stops when none is missing.
  */
 #include <stdint.h>
+#include <string.h>
+#if defined(__AVX2__) && !defined(OCTALGEN_PORTABLE)
+#include <immintrin.h>
+#define EXACT_AVX2 1
+#endif
 
-/* Extend values[have:want] exactly (see octalgen_exact.c).  Returns 0 when done, 1 when the
-   rare-position array is full (grow it and call again), 2 when G(*done) does not fit 16 bits.
-   *done is the number of values known on return. */
-int octalgen_exact_extend(uint16_t *values, uint64_t have, uint64_t want, uint64_t mask,
-                          uint64_t *rare, uint64_t *rare_count, uint64_t rare_capacity,
-                          uint64_t *marks, uint64_t *done, uint64_t *options_scanned);
+/* Methods (see octalgen_exact.c): both give the same values. */
+#define OCTALGEN_EXACT_CLASSIC 0
+#define OCTALGEN_EXACT_BLOCKED 1
+
+/* Bytes of the scratch array octalgen_exact_extend needs. */
+uint64_t octalgen_exact_scratch_size(void);
+
+/* Extend values[have:want] exactly (see octalgen_exact.c), writing reversed[capacity - 1 - n] =
+   values[n] as well; every value before have is below 2^16 and at most largest.  Returns 0 when
+   done, 1 when the rare-position array is full (grow it and call again), 2 when G(*done) does not
+   fit 16 bits.  *done is the number of values known on return.  marks: 65537 zeroed words kept
+   between calls. */
+int octalgen_exact_extend(uint16_t *values, uint16_t *reversed, uint64_t capacity, uint64_t have,
+                          uint64_t want, uint64_t largest, uint64_t mask, uint64_t *rare,
+                          uint64_t *rare_count, uint64_t rare_capacity, uint64_t *marks,
+                          uint8_t *scratch, int method, uint64_t *done, uint64_t *options_scanned);
 
 
 /* Options are XORs of 16-bit values, so marks covers every option value and one more (the mex). */
@@ -33,6 +64,8 @@ static int is_rare(uint64_t value, uint64_t mask)
 {
     return (__builtin_popcountll(value & mask) & 1) == 0;
 }
+
+/* ---- CLASSIC ---------------------------------------------------------------------------------- */
 
 /* G(n) as the mex of every option (mask 0). */
 static uint64_t mex_of_all_options(const uint16_t *G, uint64_t n, uint64_t *marks, uint64_t stamp,
@@ -46,6 +79,7 @@ static uint64_t mex_of_all_options(const uint16_t *G, uint64_t n, uint64_t *mark
             marks[G[x] ^ G[rest - x]] = stamp;
         *scanned += rest / 2;
     }
+    (void)scanned;  /* games without two-heap moves */
     uint64_t v = 0;
     while (v < VALUE_LIMIT && marks[v] == stamp)
         v++;
@@ -56,6 +90,7 @@ static uint64_t mex_of_all_options(const uint16_t *G, uint64_t n, uint64_t *mark
 static uint64_t rare_value_step(const uint16_t *G, uint64_t n, uint64_t mask, const uint64_t *rare,
                                 uint64_t rare_count, uint64_t *marks, uint64_t stamp, uint64_t *scanned)
 {
+    (void)rare, (void)rare_count, (void)scanned;  /* games without two-heap moves */
     /* 1. Options involving a heap at a rare position p (p = 0: the one-heap options). */
     if (n > 1)
         marks[G[n - 1]] = stamp;
@@ -98,11 +133,318 @@ static uint64_t rare_value_step(const uint16_t *G, uint64_t n, uint64_t mask, co
     return v;
 }
 
-int octalgen_exact_extend(uint16_t *values, uint64_t have, uint64_t want, uint64_t mask,
-                          uint64_t *rare, uint64_t *rare_count, uint64_t rare_capacity,
-                          uint64_t *marks, uint64_t *done, uint64_t *options_scanned)
+/* ---- BLOCKED ---------------------------------------------------------------------------------- */
+
+/* Heaps per block: one 256-bit vector of 16-bit values. */
+#define BLOCK 16u
+/* Smaller heaps go the CLASSIC way (their history is too short to fill a block's pairs). */
+#define BLOCKED_FROM 1024u
+/* Values below 2^MAX_BITS only, so that a block's marks stay small (larger ones: CLASSIC). */
+#define MAX_BITS 15u
+/* Bytes between the mark arrays of a block's heaps: room for 2^MAX_BITS + 1 marks and vector
+   overreads; the 64 extra bytes put the arrays' starts in different L1 sets. */
+#define STRIDE ((1u << MAX_BITS) + 64u)
+/* The proof scan compares options with the missing values once at most this many are left. */
+#define MISSING_VECTOR 8
+/* While more are missing, it marks at least this many pairs between recounts. */
+#define MARK_CHUNK 512u
+
+/* scratch: BLOCK mark arrays, then a table (common[v] = 0xff for common values), then the
+   missing values of the heap being proven. */
+#define SCRATCH_MARKS 0u
+#define SCRATCH_COMMON (BLOCK * STRIDE)
+#define SCRATCH_MISSING (SCRATCH_COMMON + STRIDE)
+#define SCRATCH_SIZE (SCRATCH_MISSING + 2u * STRIDE)
+
+uint64_t octalgen_exact_scratch_size(void)
 {
-    for (uint64_t n = have; n < want; n++) {
+    return SCRATCH_SIZE;
+}
+
+/* The two-heap takes of .6 (and a spare 0, so that the array is never empty). */
+#define TWO_HEAP_TAKES 1
+#define LARGEST_TAKE 1u
+static const uint64_t TAKES[TWO_HEAP_TAKES + 1] = { 1, 0 };
+
+/* Mark options G(p) ^ G(n0 + j - k - p), j < BLOCK, for the heaps' mark arrays marks + j * STRIDE
+   (partners = G + n0 - k - p, all known). */
+static inline void mark_block_options(const uint16_t *partners, uint16_t value, uint8_t *marks)
+{
+#ifdef EXACT_AVX2
+    uint16_t v[BLOCK] __attribute__((aligned(32)));
+    _mm256_store_si256((__m256i *)v, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)partners),
+                                                      _mm256_set1_epi16((short)value)));
+    /* Constant displacements: one load and one store per option. */
+    marks[0 * STRIDE + v[0]] = 1;    marks[1 * STRIDE + v[1]] = 1;
+    marks[2 * STRIDE + v[2]] = 1;    marks[3 * STRIDE + v[3]] = 1;
+    marks[4 * STRIDE + v[4]] = 1;    marks[5 * STRIDE + v[5]] = 1;
+    marks[6 * STRIDE + v[6]] = 1;    marks[7 * STRIDE + v[7]] = 1;
+    marks[8 * STRIDE + v[8]] = 1;    marks[9 * STRIDE + v[9]] = 1;
+    marks[10 * STRIDE + v[10]] = 1;  marks[11 * STRIDE + v[11]] = 1;
+    marks[12 * STRIDE + v[12]] = 1;  marks[13 * STRIDE + v[13]] = 1;
+    marks[14 * STRIDE + v[14]] = 1;  marks[15 * STRIDE + v[15]] = 1;
+#else
+    for (uint32_t j = 0; j < BLOCK; j++)
+        marks[j * STRIDE + (uint16_t)(partners[j] ^ value)] = 1;
+#endif
+}
+
+/* The least v < limit with marks[v] == 0 and (select == 0 or select[v] != 0); limit if none.
+   Both arrays are readable up to limit rounded up to 32. */
+static uint64_t first_unmarked(const uint8_t *marks, const uint8_t *select, uint64_t limit)
+{
+    for (uint64_t v = 0; v < limit; v += 32) {
+#ifdef EXACT_AVX2
+        __m256i free = _mm256_cmpeq_epi8(_mm256_loadu_si256((const __m256i *)(marks + v)), _mm256_setzero_si256());
+        if (select)
+            free = _mm256_and_si256(free, _mm256_loadu_si256((const __m256i *)(select + v)));
+        uint32_t bits = (uint32_t)_mm256_movemask_epi8(free);
+#else
+        uint32_t bits = 0;
+        for (uint32_t i = 0; i < 32; i++)
+            bits |= (uint32_t)(marks[v + i] == 0 && (!select || select[v + i])) << i;
+#endif
+        if (bits) {
+            uint64_t found = v + (uint64_t)__builtin_ctz(bits);
+            return found < limit ? found : limit;
+        }
+    }
+    return limit;
+}
+
+/* Mark the options G(x) ^ G(rest - x), x in [x, end); b[x] = G(rest - x). */
+static void mark_pairs(uint8_t *marks, const uint16_t *a, const uint16_t *b, uint64_t x, uint64_t end)
+{
+#ifdef EXACT_AVX2
+    for (; x + 16 <= end; x += 16) {
+        uint16_t v[16] __attribute__((aligned(32)));
+        _mm256_store_si256((__m256i *)v, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + x)),
+                                                          _mm256_loadu_si256((const __m256i *)(b + x))));
+        for (int i = 0; i < 16; i++)
+            marks[v[i]] = 1;
+    }
+#endif
+    for (; x < end; x++)
+        marks[a[x] ^ b[x]] = 1;
+}
+
+/* Drop the missing values that are marked now; returns how many are left. */
+static uint32_t still_missing(const uint8_t *marks, uint16_t *missing, uint32_t count)
+{
+    uint32_t left = 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (!marks[missing[i]])
+            missing[left++] = missing[i];
+    return left;
+}
+
+#ifdef EXACT_AVX2
+/* Compare the options of pairs [x, end) with the K missing values (K >= count; the spare slots
+   repeat the first) until one of them is an option; mark that vector's options, update the
+   missing values and return where the scan stands. */
+#define COMPARE_MISSING(K)                                                                           \
+static uint64_t compare_missing_##K(uint8_t *marks, const uint16_t *a, const uint16_t *b, uint64_t x, \
+                                    uint64_t end, uint16_t *missing, uint32_t *count)               \
+{                                                                                                    \
+    __m256i target[K];                                                                               \
+    for (int i = 0; i < K; i++)                                                                      \
+        target[i] = _mm256_set1_epi16((short)missing[(uint32_t)i < *count ? i : 0]);                 \
+    for (; x + 16 <= end; x += 16) {                                                                 \
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + x)),                   \
+                                     _mm256_loadu_si256((const __m256i *)(b + x)));                  \
+        __m256i hit = _mm256_cmpeq_epi16(v, target[0]);                                              \
+        for (int i = 1; i < K; i++)                                                                  \
+            hit = _mm256_or_si256(hit, _mm256_cmpeq_epi16(v, target[i]));                            \
+        if (!_mm256_testz_si256(hit, hit)) {                                                         \
+            mark_pairs(marks, a, b, x, x + 16);                                                      \
+            *count = still_missing(marks, missing, *count);                                          \
+            return x + 16;                                                                           \
+        }                                                                                            \
+    }                                                                                                \
+    return x;                                                                                        \
+}
+COMPARE_MISSING(1)
+COMPARE_MISSING(2)
+COMPARE_MISSING(4)
+COMPARE_MISSING(8)
+#endif
+
+/* The proof scan of one two-heap take: pairs x = 1 ... rest / 2 until nothing is missing.
+   Returns the pairs looked at. */
+static uint64_t prove_pairs(uint8_t *marks, const uint16_t *a, const uint16_t *b, uint64_t rest,
+                            uint16_t *missing, uint32_t *count)
+{
+    uint64_t end = rest / 2 + 1, x = 1;
+    while (*count > MISSING_VECTOR && x < end) {
+        uint64_t chunk = 8u * *count > MARK_CHUNK ? 8u * *count : MARK_CHUNK;
+        uint64_t stop = x + chunk < end ? x + chunk : end;
+        mark_pairs(marks, a, b, x, stop);
+        x = stop;
+        *count = still_missing(marks, missing, *count);
+    }
+#ifdef EXACT_AVX2
+    while (*count && x + 16 <= end) {
+        if (*count <= 1)
+            x = compare_missing_1(marks, a, b, x, end, missing, count);
+        else if (*count <= 2)
+            x = compare_missing_2(marks, a, b, x, end, missing, count);
+        else if (*count <= 4)
+            x = compare_missing_4(marks, a, b, x, end, missing, count);
+        else
+            x = compare_missing_8(marks, a, b, x, end, missing, count);
+    }
+#endif
+    for (; *count && x < end; x++) {
+        uint16_t v = a[x] ^ b[x];
+        if (!marks[v]) {
+            marks[v] = 1;
+            *count = still_missing(marks, missing, *count);
+        }
+    }
+    return x - 1;
+}
+
+/* The state of one call: where values live and what is known about them. */
+typedef struct {
+    uint16_t *values, *reversed;  /* reversed[capacity - 1 - i] = values[i] */
+    uint64_t capacity, mask;
+    uint64_t *rare, *rare_count, rare_capacity;
+    uint8_t *scratch;
+    uint64_t bits;                /* every value so far is below 2^bits */
+    uint64_t *scanned;
+} state_t;
+
+/* Index of the first rare position >= p. */
+static uint64_t first_rare_from(const state_t *s, uint64_t p)
+{
+    uint64_t lo = 0, hi = *s->rare_count;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (s->rare[mid] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* G(n) for one heap of a block whose bulk pairs are marked in marks (span values, cleared). */
+static uint64_t finish_heap(state_t *s, uint64_t n, uint8_t *marks, const uint64_t *from, const uint64_t *to)
+{
+    const uint16_t *G = s->values;
+    uint64_t limit = (uint64_t)1 << s->bits;  /* every option is below it */
+    if (n > 1)
+        marks[G[n - 1]] = 1;
+    /* Pairs the bulk did not mark: positions (mask 0) or rare positions (indices) outside
+       [from[t], to[t]) of take t. */
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        if (n < TAKES[t] + 2)
+            continue;
+        uint64_t rest = n - TAKES[t];
+        if (s->mask == 0) {
+            for (uint64_t p = 1; p < from[t] && p <= rest / 2; p++)
+                marks[G[p] ^ G[rest - p]] = 1;
+            for (uint64_t p = to[t] > 1 ? to[t] : 1; p <= rest / 2; p++)
+                marks[G[p] ^ G[rest - p]] = 1;
+            *s->scanned += rest / 2;
+            continue;
+        }
+        for (uint64_t i = 0; i < from[t] && s->rare[i] < rest; i++)
+            if (s->rare[i] >= 1)
+                marks[G[s->rare[i]] ^ G[rest - s->rare[i]]] = 1;
+        for (uint64_t i = to[t]; i < *s->rare_count && s->rare[i] < rest; i++)
+            marks[G[s->rare[i]] ^ G[rest - s->rare[i]]] = 1;
+    }
+    if (s->mask == 0)
+        return first_unmarked(marks, 0, limit);
+    /* limit is not an option, so it serves as the candidate when no common value below it is free. */
+    uint64_t candidate = first_unmarked(marks, s->scratch + SCRATCH_COMMON, limit);
+    uint16_t *missing = (uint16_t *)(s->scratch + SCRATCH_MISSING);
+    uint32_t count = 0;
+    for (uint64_t v = 0; v < candidate; v++)
+        if (!marks[v])
+            missing[count++] = (uint16_t)v;  /* commons below the candidate are all marked */
+    for (int t = 0; count && t < TWO_HEAP_TAKES; t++)
+        if (n >= TAKES[t] + 2) {
+            uint64_t rest = n - TAKES[t];
+            *s->scanned += prove_pairs(marks, G, s->reversed + (s->capacity - 1 - rest), rest, missing, &count);
+        }
+    return count ? first_unmarked(marks, 0, candidate) : candidate;
+}
+
+/* Heaps n0 ... n0 + size - 1 (size <= BLOCK).  Returns how many were stored: fewer when a value
+   reaches 2^bits (later heaps need wider marks) or the rare array is full (*status = 1). */
+static uint64_t blocked_heaps(state_t *s, uint64_t n0, uint64_t size, int *status)
+{
+    uint8_t *marks = s->scratch + SCRATCH_MARKS;
+    uint64_t limit = (uint64_t)1 << s->bits;
+    for (uint64_t j = 0; j < size; j++)
+        memset(marks + j * STRIDE, 0, limit + 1);
+    /* Bulk: partners n0 + j - k - p in [1, n0) for every j < BLOCK, i.e. p in [BLOCK - k, n0 - k - 1]
+       (mask 0: only up to half the largest heap). */
+    uint64_t from[TWO_HEAP_TAKES + 1], to[TWO_HEAP_TAKES + 1];
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        uint64_t k = TAKES[t];
+        uint64_t lo = BLOCK > k + 1 ? BLOCK - k : 1, hi = n0 - k - 1;
+        if (s->mask == 0) {
+            uint64_t half = (n0 + BLOCK - 1 - k) / 2;
+            hi = hi < half ? hi : half;
+            from[t] = lo, to[t] = hi + 1;
+            for (uint64_t p = lo; p <= hi; p++)
+                mark_block_options(s->values + n0 - k - p, s->values[p], marks);
+        } else {
+            from[t] = first_rare_from(s, lo), to[t] = first_rare_from(s, hi + 1);
+            for (uint64_t i = from[t]; i < to[t]; i++)
+                mark_block_options(s->values + n0 - k - s->rare[i], s->values[s->rare[i]], marks);
+        }
+    }
+    for (uint64_t j = 0; j < size; j++) {
+        uint64_t n = n0 + j;
+        uint64_t value = finish_heap(s, n, marks + j * STRIDE, from, to);
+        if (s->mask != 0 && is_rare(value, s->mask)) {
+            if (*s->rare_count == s->rare_capacity) {
+                *status = 1;
+                return j;
+            }
+            s->rare[(*s->rare_count)++] = n;
+        }
+        s->values[n] = (uint16_t)value;
+        s->reversed[s->capacity - 1 - n] = (uint16_t)value;
+        if (value >= limit)
+            return j + 1;
+    }
+    return size;
+}
+
+/* ---- entry point ------------------------------------------------------------------------------ */
+
+int octalgen_exact_extend(uint16_t *values, uint16_t *reversed, uint64_t capacity, uint64_t have,
+                          uint64_t want, uint64_t largest, uint64_t mask, uint64_t *rare,
+                          uint64_t *rare_count, uint64_t rare_capacity, uint64_t *marks,
+                          uint8_t *scratch, int method, uint64_t *done, uint64_t *options_scanned)
+{
+    state_t s = {values, reversed, capacity, mask, rare, rare_count, rare_capacity, scratch, 1, options_scanned};
+    while (((uint64_t)1 << s.bits) <= largest)
+        s.bits++;
+    for (uint64_t v = 0; v < STRIDE; v++)
+        scratch[SCRATCH_COMMON + v] = mask != 0 && !is_rare(v, mask) ? 0xff : 0;
+    uint64_t n = have;
+    while (n < want) {
+        if (method == OCTALGEN_EXACT_BLOCKED && TWO_HEAP_TAKES && n >= BLOCKED_FROM + LARGEST_TAKE
+            && s.bits <= MAX_BITS) {
+            int status = 0;
+            uint64_t size = want - n < BLOCK ? want - n : BLOCK;
+            uint64_t stored = blocked_heaps(&s, n, size, &status);
+            for (uint64_t i = n; i < n + stored; i++)
+                while (((uint64_t)1 << s.bits) <= values[i])
+                    s.bits++;
+            n += stored;
+            if (status) {
+                *done = n;
+                return status;
+            }
+            continue;
+        }
         /* A fresh stamp per heap: marks never need clearing (the caller zeroes them once). */
         uint64_t stamp = n + 1;
         uint64_t value = mask == 0 ? mex_of_all_options(values, n, marks, stamp, options_scanned)
@@ -120,6 +462,10 @@ int octalgen_exact_extend(uint16_t *values, uint64_t have, uint64_t want, uint64
             rare[(*rare_count)++] = n;
         }
         values[n] = (uint16_t)value;
+        reversed[capacity - 1 - n] = (uint16_t)value;
+        while (((uint64_t)1 << s.bits) <= value)
+            s.bits++;
+        n++;
     }
     *done = want;
     return 0;

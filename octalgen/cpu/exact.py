@@ -6,6 +6,11 @@ given to it, finds the rare values itself under its mask, and never reads a rare
 wrong table cannot make it wrong.  With mask 0 (no sparse space) it is the plain mex over
 all options, quadratic in the number of values.
 
+Two methods give the same values (see ``templates/c/exact.c.j2``): ``"blocked"`` (the default)
+marks the options of 16 heaps at once and proves candidates with vector compares;
+``"classic"`` is the one-heap-at-a-time algorithm of Grossman's Figure 2, kept as the baseline
+the benchmarks measure against (``benchmarks/dense_exact.py``).
+
 Values are 16-bit: a value of 65536 or more raises :class:`~octalgen.errors.ComputationError`
 naming the heap; nothing is truncated.
 """
@@ -16,14 +21,18 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ComputationError
+from ..errors import ComputationError, InputError
 from ..game import OctalGame, parse_game
 from ..rare import find_rare_mask
 from .generate import compile_unit, exact_unit
 
 #: Without a mask the solver starts with mask 0 and re-detects it from its own values at these
-#: sizes, as the reference does.
-REDETECT_AT = (1 << 10, 1 << 12, 1 << 14, 1 << 16)
+#: sizes: as the reference does up to 2^16, then at every power of two (a game such as ``.04``
+#: shows its sparse space only beyond 2^17).
+REDETECT_AT = (1 << 10, 1 << 12, 1 << 14, 1 << 16) + tuple(1 << b for b in range(17, 41))
+
+#: The methods of :class:`CExactSolver`, by name, as the generated unit numbers them.
+METHODS = ("classic", "blocked")
 
 #: Any mask that makes most values common speeds the solver up and none makes it wrong, so
 #: re-detection accepts masks a rare table would call not sparse (as the reference does).
@@ -49,6 +58,9 @@ class CExactSolver:
         re-detects the mask at :data:`REDETECT_AT` values.
     values : array_like of int, optional
         G(0) ... G(len-1), already known exactly, to continue from.
+    method : {"blocked", "classic"}
+        How the C code goes about it; both give the same values.  ``"classic"`` is Grossman's
+        one-heap-at-a-time algorithm (the baseline), ``"blocked"`` the faster one.
 
     Attributes
     ----------
@@ -58,19 +70,23 @@ class CExactSolver:
         Options the proof scans have looked at so far (a measure of the work done).
     """
 
-    def __init__(self, game, mask: int | None = None, values=()):
+    def __init__(self, game, mask: int | None = None, values=(), method: str = "blocked"):
         self.game = parse_game(game)
+        if method not in METHODS:
+            raise InputError(f"unknown exact method {method!r}: choose one of {', '.join(METHODS)}")
+        self.method = method
         self._adaptive = mask is None
         values = np.asarray(values, dtype=np.int64)
         if len(values) and (values.min() < 0 or values.max() >= 1 << 16):
             raise ComputationError("the C exact solver continues only from values below 65536")
-        self._values = np.zeros(max(1024, 2 * len(values)), dtype=np.uint16)
-        self._values[: len(values)] = values
         self._count = len(values)
+        self._allocate(max(1024, 2 * len(values)), values)
+        self._largest = int(values.max()) if len(values) else 0
         self.mask = 0 if mask is None else int(mask)
         if self._adaptive and self._count:
             self.mask = find_rare_mask(self.values, tail_fraction=ADAPTIVE_TAIL_FRACTION)
         self._marks = np.zeros((1 << 16) + 1, dtype=np.uint64)
+        self._scratch = np.zeros(_module(self.game).lib.octalgen_exact_scratch_size(), dtype=np.uint8)
         self.options_scanned = 0
         self._reclassify()
 
@@ -92,9 +108,7 @@ class CExactSolver:
     def extend(self, count: int) -> np.ndarray:
         """Compute values up to (not including) heap ``count``; return all values (uint16 view)."""
         if count > len(self._values):
-            grown = np.zeros(max(count, 2 * len(self._values)), dtype=np.uint16)
-            grown[: self._count] = self.values
-            self._values = grown
+            self._allocate(max(count, 2 * len(self._values)), self.values)
         module = _module(self.game)
         ffi, lib = module.ffi, module.lib
         done = ffi.new("uint64_t *")
@@ -110,9 +124,13 @@ class CExactSolver:
             rare_count[0] = self._rare_count
             scanned[0] = 0
             status = lib.octalgen_exact_extend(
-                ffi.from_buffer("uint16_t[]", self._values), self._count, stop, self.mask,
+                ffi.from_buffer("uint16_t[]", self._values), ffi.from_buffer("uint16_t[]", self._reversed),
+                len(self._values), self._count, stop, self._largest, self.mask,
                 ffi.from_buffer("uint64_t[]", self._rare), rare_count, len(self._rare),
-                ffi.from_buffer("uint64_t[]", self._marks), done, scanned)
+                ffi.from_buffer("uint64_t[]", self._marks), ffi.from_buffer("uint8_t[]", self._scratch),
+                METHODS.index(self.method), done, scanned)
+            if done[0] > self._count:
+                self._largest = max(self._largest, int(self._values[self._count: done[0]].max()))
             self._count = int(done[0])
             self._rare_count = int(rare_count[0])
             self.options_scanned += int(scanned[0])
@@ -122,6 +140,13 @@ class CExactSolver:
                 raise ComputationError(
                     f"G({self._count}) of {self.game.code} is 65536 or more: beyond the 16-bit values of the C backend")
         return self.values
+
+    def _allocate(self, capacity: int, values) -> None:
+        """Value buffers of ``capacity`` holding ``values``: forwards and reversed (the C code
+        reads both directions of a heap's pairs as forward streams)."""
+        self._values = np.zeros(capacity, dtype=np.uint16)
+        self._values[: len(values)] = values
+        self._reversed = self._values[::-1].copy()
 
     def _reclassify(self) -> None:
         """Rebuild the rare positions for the current mask."""
@@ -134,7 +159,7 @@ class CExactSolver:
         self._rare_count = len(rare)
 
 
-def exact_values_c(game, count: int, mask: int | None = None) -> np.ndarray:
+def exact_values_c(game, count: int, mask: int | None = None, method: str = "blocked") -> np.ndarray:
     """G(0) ... G(count-1) by :class:`CExactSolver`, as an int64 array."""
-    solver = CExactSolver(game, mask=mask)
+    solver = CExactSolver(game, mask=mask, method=method)
     return solver.extend(count).astype(np.int64)
