@@ -98,6 +98,40 @@ def find_rare_mask(values, max_bits: int = MASK_SEARCH_BITS, tail_fraction: floa
     return best
 
 
+def find_position_rare_mask(values, take_parity: int | None, tail_fraction: float = SPARSE_TAIL_FRACTION,
+                            max_bits: int = MASK_SEARCH_BITS) -> tuple[int, bool]:
+    """The rare mask of a prefix where rarity may also count the heap's parity.
+
+    With ``position_parity``, G(p) is rare when ``popcount(G(p) & mask) + p + take_parity`` is
+    even (Flammenkamp's sparse and common positions; ``.104`` has such a sparse space, under
+    mask 0x17, and no other).  It is the plain rare mask of the values ``2 G(p) + (p +
+    take_parity) % 2``, so :func:`find_rare_mask` scores both kinds at once.
+
+    Parameters
+    ----------
+    values : array_like of int
+        A prefix G(0) ... G(N-1).
+    take_parity : int or None
+        The parity of the beans every two-heap move takes; None when they differ (or there is
+        no such move): then only masks without the heap's parity are considered.
+    tail_fraction, max_bits
+        As for :func:`find_rare_mask`.
+
+    Returns
+    -------
+    (int, bool)
+        The mask and whether it counts the heap's parity; (0, False) without a sparse space.
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if take_parity is None:
+        return find_rare_mask(values, max_bits, tail_fraction), False
+    extended = (values << 1) | ((np.arange(len(values)) + take_parity) & 1)
+    mask = find_rare_mask(extended, max_bits + 1, tail_fraction)
+    if mask >> 1 == 0:
+        return 0, False  # the parity alone splits nothing useful
+    return mask >> 1, bool(mask & 1)
+
+
 def _rare_counts(values: np.ndarray, bits: int) -> np.ndarray:
     """Number of rare values under every mask below 2**bits (Walsh–Hadamard transform)."""
     walsh = np.bincount(values & ((1 << bits) - 1), minlength=1 << bits).astype(np.int64)

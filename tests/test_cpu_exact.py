@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from octalgen.cpu.exact import CExactSolver, exact_values_c
+from octalgen.cpu.generate import take_parity
 from octalgen.errors import ComputationError, InputError
 from octalgen.game import OctalGame
 from octalgen.reference import exact_values, naive_values
@@ -59,6 +60,11 @@ def test_refuses_an_unknown_method():
         CExactSolver(".6", method="fast")
 
 
+def test_refuses_position_parity_when_takes_differ_in_parity():
+    with pytest.raises(InputError, match="same parity"):
+        CExactSolver(".44", mask=0x3, position_parity=True)
+
+
 # -- games without a sparse space (issue 11): known answers of tczajka's tables -------------------
 
 def _rare_count_and_last(values, mask):
@@ -83,12 +89,29 @@ def test_06_to_2_17_under_its_range_mask():
         np.bitwise_count(values.astype(np.int64) & 0x5A0) % 2 == 0).tolist()
 
 
-def test_blocked_and_classic_agree_on_dense_games_with_any_mask():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocked_and_classic_agree_on_dense_games_with_any_mask(threads):
     # Past the first blocks, with the best, a poor and no mask: only the speed may differ.
     for code, masks in ((".04", (0x7B8, 0x3, 0)), (".06", (0x5A0, 0x1, 0)), (".104", (0x1B, 0))):
         classic = exact_values_c(code, 12000, mask=0, method="classic")
         for mask in masks:
-            assert np.array_equal(exact_values_c(code, 12000, mask=mask), classic), (code, hex(mask))
+            assert np.array_equal(exact_values_c(code, 12000, mask=mask, threads=threads), classic), (code, hex(mask))
+
+
+def test_104_has_a_sparse_space_of_positions():
+    # .104 has no rare mask of values, but under 0x17 with the heap's parity only 20 heaps below
+    # 2^17 are rare (the last at 284): found by the solver itself, which then runs in linear time.
+    # Flammenkamp: no value of .104 exceeds 27.
+    values = exact_values(".104", 6000)
+    solver = CExactSolver(".104")
+    assert solver.extend(6000).tolist() == values.tolist()
+    assert (solver.mask, solver.position_parity) == (0x17, True)
+    assert np.array_equal(solver.extend(1 << 17)[:6000], values)
+    assert np.array_equal(solver.values, exact_values_c(".104", 1 << 17, mask=0, method="classic"))
+    heaps = np.arange(1 << 17)
+    rare = np.flatnonzero((np.bitwise_count(solver.values.astype(np.int64) & 0x17) + heaps + 3) % 2 == 0)
+    assert solver.rare_positions.tolist() == rare.tolist() and (len(rare), rare[-1]) == (20, 284)
+    assert solver.extend(1 << 20).max() == 27
 
 
 octal_games_with_splits = st.builds(
@@ -98,13 +121,16 @@ octal_games_with_splits = st.builds(
 )
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(octal_games_with_splits, st.integers(1, 2999))
 def test_blocked_equals_the_reference(game, resume_at):
     # 3000 heaps: the blocked path starts at heap 1024; from scratch and resumed from exact values,
-    # with no mask (adaptive), mask 0 and masks that fit the game or not.
+    # with no mask (adaptive), mask 0 and masks that fit the game or not, with position parity
+    # where the game allows it.
     expected = exact_values(game, 3000).tolist()
+    parities = (False, True) if take_parity(game) is not None else (False,)
     for mask in (None, 0, 0x1, 0x6, 0x1EE):
-        for start in (0, resume_at):
-            solver = CExactSolver(game, mask=mask, values=expected[:start])
-            assert solver.extend(3000).tolist() == expected, (mask, start)
+        for parity in parities if mask else (False,):
+            for start in (0, resume_at):
+                solver = CExactSolver(game, mask=mask, values=expected[:start], position_parity=parity)
+                assert solver.extend(3000).tolist() == expected, (mask, parity, start)

@@ -23,8 +23,8 @@ import numpy as np
 
 from ..errors import ComputationError, InputError
 from ..game import OctalGame, parse_game
-from ..rare import find_rare_mask
-from .generate import compile_unit, exact_unit
+from ..rare import find_position_rare_mask
+from .generate import compile_unit, exact_unit, take_parity
 
 #: Without a mask the solver starts with mask 0 and re-detects it from its own values at these
 #: sizes: as the reference does up to 2^16, then at every power of two (a game such as ``.04``
@@ -61,20 +61,38 @@ class CExactSolver:
     method : {"blocked", "classic"}
         How the C code goes about it; both give the same values.  ``"classic"`` is Grossman's
         one-heap-at-a-time algorithm (the baseline), ``"blocked"`` the faster one.
+    threads : {1, 2}
+        2: the blocked method marks with a second thread (the next block's rare-position options
+        while this block's heaps are proven; with mask 0, half of each block's options).
+    position_parity : bool
+        With a mask: G(p) is rare when ``popcount(G(p) & mask) + p + k`` is even, k the beans
+        every two-heap move takes (see :func:`octalgen.rare.find_position_rare_mask`).  Only for
+        games whose two-heap moves all take the same parity; chosen by itself when ``mask`` is
+        omitted.
 
     Attributes
     ----------
     mask : int
         The mask in use.
+    position_parity : bool
+        Whether rarity under it counts the heap's parity.
     options_scanned : int
         Options the proof scans have looked at so far (a measure of the work done).
     """
 
-    def __init__(self, game, mask: int | None = None, values=(), method: str = "blocked"):
+    def __init__(self, game, mask: int | None = None, values=(), method: str = "blocked", threads: int = 1,
+                 position_parity: bool = False):
         self.game = parse_game(game)
         if method not in METHODS:
             raise InputError(f"unknown exact method {method!r}: choose one of {', '.join(METHODS)}")
+        if threads not in (1, 2):
+            raise InputError(f"the exact solver runs 1 or 2 threads, not {threads}")
+        self._take_parity = take_parity(self.game)
+        if position_parity and self._take_parity is None:
+            raise InputError(f"{self.game.code}: rarity by position parity needs every two-heap move to "
+                             "take the same parity of beans")
         self.method = method
+        self.threads = threads
         self._adaptive = mask is None
         values = np.asarray(values, dtype=np.int64)
         if len(values) and (values.min() < 0 or values.max() >= 1 << 16):
@@ -83,8 +101,9 @@ class CExactSolver:
         self._allocate(max(1024, 2 * len(values)), values)
         self._largest = int(values.max()) if len(values) else 0
         self.mask = 0 if mask is None else int(mask)
+        self.position_parity = bool(position_parity) and self.mask != 0
         if self._adaptive and self._count:
-            self.mask = find_rare_mask(self.values, tail_fraction=ADAPTIVE_TAIL_FRACTION)
+            self.mask, self.position_parity = self._detect()
         self._marks = np.zeros((1 << 16) + 1, dtype=np.uint64)
         self._scratch = np.zeros(_module(self.game).lib.octalgen_exact_scratch_size(), dtype=np.uint8)
         self.options_scanned = 0
@@ -116,19 +135,19 @@ class CExactSolver:
         scanned = ffi.new("uint64_t *")
         while self._count < count:
             if self._adaptive and self._count in REDETECT_AT:
-                mask = find_rare_mask(self.values, tail_fraction=ADAPTIVE_TAIL_FRACTION)
-                if mask != self.mask:
-                    self.mask = mask
+                split = self._detect()
+                if split != (self.mask, self.position_parity):
+                    self.mask, self.position_parity = split
                     self._reclassify()
             stop = min(count, self._count + _STEP, *(n for n in REDETECT_AT if self._adaptive and n > self._count))
             rare_count[0] = self._rare_count
             scanned[0] = 0
             status = lib.octalgen_exact_extend(
                 ffi.from_buffer("uint16_t[]", self._values), ffi.from_buffer("uint16_t[]", self._reversed),
-                len(self._values), self._count, stop, self._largest, self.mask,
+                len(self._values), self._count, stop, self._largest, self.mask, int(self.position_parity),
                 ffi.from_buffer("uint64_t[]", self._rare), rare_count, len(self._rare),
                 ffi.from_buffer("uint64_t[]", self._marks), ffi.from_buffer("uint8_t[]", self._scratch),
-                METHODS.index(self.method), done, scanned)
+                METHODS.index(self.method), self.threads, done, scanned)
             if done[0] > self._count:
                 self._largest = max(self._largest, int(self._values[self._count: done[0]].max()))
             self._count = int(done[0])
@@ -148,18 +167,26 @@ class CExactSolver:
         self._values[: len(values)] = values
         self._reversed = self._values[::-1].copy()
 
+    def _detect(self) -> tuple[int, bool]:
+        """The mask (and position parity) the values so far suggest."""
+        return find_position_rare_mask(self.values, self._take_parity, tail_fraction=ADAPTIVE_TAIL_FRACTION)
+
     def _reclassify(self) -> None:
         """Rebuild the rare positions for the current mask."""
         if self.mask == 0:
             rare = np.zeros(0, dtype=np.uint64)
         else:
-            rare = np.flatnonzero(np.bitwise_count(self.values.astype(np.int64) & self.mask) % 2 == 0).astype(np.uint64)
+            bits = np.bitwise_count(self.values.astype(np.int64) & self.mask).astype(np.int64)
+            if self.position_parity:
+                bits += (np.arange(self._count) + self._take_parity) & 1
+            rare = np.flatnonzero(bits % 2 == 0).astype(np.uint64)
         self._rare = np.zeros(max(256, 2 * len(rare)), dtype=np.uint64)
         self._rare[: len(rare)] = rare
         self._rare_count = len(rare)
 
 
-def exact_values_c(game, count: int, mask: int | None = None, method: str = "blocked") -> np.ndarray:
+def exact_values_c(game, count: int, mask: int | None = None, method: str = "blocked",
+                   threads: int = 1, position_parity: bool = False) -> np.ndarray:
     """G(0) ... G(count-1) by :class:`CExactSolver`, as an int64 array."""
-    solver = CExactSolver(game, mask=mask, method=method)
+    solver = CExactSolver(game, mask=mask, method=method, threads=threads, position_parity=position_parity)
     return solver.extend(count).astype(np.int64)
