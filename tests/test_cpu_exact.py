@@ -9,6 +9,7 @@ from octalgen.cpu.exact import CExactSolver, exact_values_c
 from octalgen.cpu.generate import take_parity
 from octalgen.errors import ComputationError, InputError
 from octalgen.game import OctalGame
+from octalgen.rare import find_solver_mask
 from octalgen.reference import exact_values, naive_values
 
 METHODS = ["blocked", "classic"]
@@ -96,6 +97,15 @@ def test_blocked_and_classic_agree_on_dense_games_with_any_mask(threads):
         classic = exact_values_c(code, 12000, mask=0, method="classic")
         for mask in masks:
             assert np.array_equal(exact_values_c(code, 12000, mask=mask, threads=threads), classic), (code, hex(mask))
+
+
+def test_solver_mask_is_the_cheapest_one():
+    # Officers: Grossman's mask; .104: a mask with the heap's parity (take 3: odd); .06: none is
+    # worth it (about 40 % rare under its best); .04 at 2^17 (tail 7.5 %): 0x3b8 or 0x7b8.
+    assert find_solver_mask(exact_values_c(".6", 1 << 15), 1, 0.4) == (0x1EE, False)
+    assert find_solver_mask(exact_values_c(".104", 1 << 15), 1, 0.4) == (0x17, True)
+    assert find_solver_mask(exact_values_c(".06", 1 << 15), 0, 0.4) == (0, False)
+    assert find_solver_mask(exact_values_c(".04", 1 << 17), None, 0.4) in ((0x3B8, False), (0x7B8, False))
 
 
 def test_104_has_a_sparse_space_of_positions():
