@@ -102,6 +102,52 @@ def find_rare_mask(values, max_bits: int = MASK_SEARCH_BITS, tail_fraction: floa
     return best
 
 
+def find_solver_mask(values, take_parity: int | None, budget: float,
+                     max_bits: int = MASK_SEARCH_BITS) -> tuple[int, bool]:
+    """The mask under which the exact rare-value algorithm goes fastest on the next values.
+
+    Unlike a table's mask, this one need not make rare values die out: every heap's candidate
+    costs one option per rare position so far, so the mask minimising the rare positions, plus
+    half those of the second half again (where the next values will add to them at its rate),
+    wins; it is used only while that score stays below ``budget`` times the number of values
+    (beyond it, marking every option is cheaper).  Rarity may also count the heap's parity:
+    with ``position_parity``, G(p) is rare when ``popcount(G(p) & mask) + p + take_parity`` is
+    even (Flammenkamp's sparse and common positions; ``.104`` has such a sparse space, under
+    0x17, and no other).  That is the plain rarity of the values ``2 G(p) + (p + take_parity) %
+    2``, so both kinds are scored at once.
+
+    Parameters
+    ----------
+    values : array_like of int
+        A prefix G(0) ... G(N-1).
+    take_parity : int or None
+        The parity of the beans every two-heap move takes; None when they differ (or there is
+        no such move): then only masks without the heap's parity are considered.
+    budget : float
+        The largest score accepted, as a fraction of N.
+    max_bits : int
+        Only masks within the lowest ``max_bits`` bits of the values are considered.
+
+    Returns
+    -------
+    (int, bool)
+        The mask and whether it counts the heap's parity; (0, False) when none is worth it.
+    """
+    values = np.asarray(values, dtype=np.int64)
+    if len(values) < 2:
+        return 0, False
+    if take_parity is not None:
+        values = (values << 1) | ((np.arange(len(values)) + take_parity) & 1)
+        max_bits += 1
+    bits = min(max(int(values.max()).bit_length(), 1), max_bits)
+    score = _rare_counts(values, bits) + _rare_counts(values[len(values) // 2:], bits)
+    score[: 2 if take_parity is not None else 1] = np.iinfo(np.int64).max  # no split (or parity alone)
+    best = int(np.argmin(score))
+    if score[best] > budget * len(values):
+        return 0, False
+    return (best >> 1, bool(best & 1)) if take_parity is not None else (best, False)
+
+
 def _rare_counts(values: np.ndarray, bits: int) -> np.ndarray:
     """Number of rare values under every mask below 2**bits (Walsh–Hadamard transform)."""
     walsh = np.bincount(values & ((1 << bits) - 1), minlength=1 << bits).astype(np.int64)

@@ -9,11 +9,24 @@
 
 #include <stdint.h>
 
-/* Extend values[have:want] exactly (see octalgen_exact.c).  Returns 0 when done, 1 when the
-   rare-position array is full (grow it and call again), 2 when G(*done) does not fit 16 bits.
-   *done is the number of values known on return. */
-int octalgen_exact_extend(uint16_t *values, uint64_t have, uint64_t want, uint64_t mask,
+/* Methods (see octalgen_exact.c): both give the same values. */
+#define OCTALGEN_EXACT_CLASSIC 0
+#define OCTALGEN_EXACT_BLOCKED 1
+
+/* Bytes of the scratch array octalgen_exact_extend needs. */
+uint64_t octalgen_exact_scratch_size(void);
+
+/* Extend values[have:want] exactly (see octalgen_exact.c), writing reversed[capacity - 1 - n] =
+   values[n] as well; every value before have is below 2^16 and at most largest.  position_parity
+   (1 or 0): whether rarity under mask counts the heap's parity too.  Returns 0 when
+   done, 1 when the rare-position array is full (grow it and call again), 2 when G(*done) does not
+   fit 16 bits.  *done is the number of values known on return.  marks: 65537 zeroed words kept
+   between calls; scratch: octalgen_exact_scratch_size() bytes; threads: 1, or 2 for a helper
+   thread in the blocked method. */
+int octalgen_exact_extend(uint16_t *values, uint16_t *reversed, uint64_t capacity, uint64_t have,
+                          uint64_t want, uint64_t largest, uint64_t mask, int position_parity,
                           uint64_t *rare, uint64_t *rare_count, uint64_t rare_capacity,
-                          uint64_t *marks, uint64_t *done, uint64_t *options_scanned);
+                          uint64_t *marks, uint8_t *scratch, int method, int threads, uint64_t *done,
+                          uint64_t *options_scanned);
 
 #endif /* OCTALGEN_EXACT_H */

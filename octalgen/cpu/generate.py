@@ -89,7 +89,14 @@ def exact_unit(game) -> CUnit:
     provenance = [f"generator: octalgen {__version__}", f"game: {game.code}", "unit: exact rare-value solver"]
     return _unit("octalgen_exact", "exact.c.j2", "exact_api.j2", provenance,
                  f"exact solver for {game.code}", game=game.code,
-                 moves="; ".join(game.describe()), **moves)
+                 moves="; ".join(game.describe()), take_parity=take_parity(game) or 0, **moves)
+
+
+def take_parity(game: OctalGame) -> int | None:
+    """The parity of the beans every two-heap move of ``game`` takes, or None when they differ
+    (or there is none): rarity may count a heap's parity only when it is defined."""
+    parities = {k % 2 for k in _moves(game)["two_heap_takes"]}
+    return parities.pop() if len(parities) == 1 else None
 
 
 def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> int:

@@ -470,8 +470,8 @@ class Engine:
             self._replan()
             self._restart_consumers(self._anchor_from())
             return
-        if self.plan is None:
-            self._accept_exact(min(until, self.position + EXACT_STEP), mask=self.table.mask)
+        if self.plan is None:  # no kernel: the solver chooses the mask that makes it fastest
+            self._accept_exact(min(until, self.position + EXACT_STEP), mask=self.table.mask or None)
             return
         self._accept_exact(min(until, self.plan.start, self.position + EXACT_STEP), mask=self.table.mask)
         if self.position >= self.plan.start:  # the exact values decide the table and the storage
