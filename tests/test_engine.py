@@ -359,7 +359,8 @@ def test_a_new_rare_value_is_announced_recorded_and_the_run_goes_on(tmp_path, ca
 
 
 @pytest.mark.parametrize("directory", [False, True], ids=["in-memory", "checkpointed"])
-def test_a_recovery_beyond_the_values_held_recomputes_them(tmp_path, caplog, directory):
+def test_a_recovery_beyond_the_values_held_recomputes_them(tmp_path, caplog, monkeypatch, directory):
+    monkeypatch.setattr("octalgen.engine.store.FILE_VALUES", 1 << 10)  # the recomputed values go to files
     # The prefix reaches the kernel's first heap, 7211, and the last 2^12 values are held (in chunks
     # of 2^10): deciding G(13932) needs G(7211) ... G(8811) too, which the run no longer holds (with a
     # checkpoint after every step, their files are gone from disk as well).

@@ -271,7 +271,7 @@ class Engine:
         """
         began, cpu_began = time.monotonic(), time.process_time()
         self._session_began = began
-        executor = None
+        executor = first = None
         previous = self._catch_signals()
         stopped = False
         try:
@@ -300,14 +300,11 @@ class Engine:
             if executor is not None:
                 executor.close(kill=True)
             self._restore_signals(previous)
-            if self.history is not None:
-                self.session.values = self.position - first if "first" in locals() else 0
+            self.session.values = self.position - first if first is not None else 0
             self.session.wall = time.monotonic() - began
             self.session.process = time.process_time() - cpu_began
             self.elapsed += self.session.wall
             self._session_began = None
-            if self.progress is not None:
-                self.progress.close()
             try:
                 if self.directory is not None and self._started and self._consistent:
                     self._checkpoint()
@@ -737,15 +734,11 @@ class Engine:
             return values
         log.warning("G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
                     "(keep every value with --keep-values to avoid this)", heap - 1)
-        nested = Engine(self.game, replace(self.options, until=heap, backlog=None), table=self.table,
-                        keep_all=True, kernels=self.kernels)
-        try:
-            for _ in nested.steps():
-                pass
+        with tempfile.TemporaryDirectory(prefix="octalgen-recompute-", dir=self.directory) as scratch:
+            nested = Engine(self.game, replace(self.options, until=heap, backlog=None), table=self.table,
+                            directory=scratch, keep_all=True, kernels=self.kernels)
+            nested.run()
             return nested.history.values_before(heap)
-        finally:
-            if nested._temporary is not None:
-                nested._temporary.cleanup()
 
     # -- results --------------------------------------------------------------------------
 
