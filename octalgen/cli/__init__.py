@@ -19,7 +19,7 @@ from .. import __version__
 from ..errors import OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "synth")
+COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "synth", "fpga")
 
 
 class OneLineParser(argparse.ArgumentParser):
