@@ -33,7 +33,16 @@ Every record is framed the same way::
     too late (the board had passed ``start``).
 
 The host asks for values with an 11-byte request ``R`` (0x52), ``start`` u64,
-``count`` u16 (1 to :attr:`BoardSettings.capture_depth`); no frame, no CRC.
+``count`` u16 (1 to :attr:`BoardSettings.capture_depth`); no frame, no CRC.  One
+request at a time: one that arrives before the previous one is answered is
+ignored.  The kernel cannot wait (it has no back-pressure), so ``start`` must
+lie ahead of the board; a summary and its histogram go first when both are due.
+
+Summaries are exact snapshots: the histogram is counted in two banks that swap
+at the snapshot (the summary's fields are registered in the same clock), so
+every field of a summary and its histogram describes the same N values while
+the kernel runs on.  A summary falls due at every multiple of ``record_every``;
+one that falls due while the link is busy is skipped, never delayed.
 """
 
 from __future__ import annotations

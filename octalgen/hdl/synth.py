@@ -8,8 +8,9 @@ which LUTs, flip-flops, block RAMs and the achieved fmax are read.
 
 :func:`estimate` predicts a layout's use of a device from counts calibrated
 on synthesised kernels (see the report of issue 4); :func:`choose_fold` takes
-the smallest fold whose estimate stays within :data:`UTILISATION_LIMIT` of
-the device, so that placement and routing keep some slack.
+the smallest fold whose estimate stays within the target's
+:attr:`~Target.utilisation_limit` of the device, so that placement and
+routing keep some slack.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from .layout import PipelineLayout, layout_pipeline
 
 log = logging.getLogger("octalgen")
 
-#: Largest fraction of a device's LUTs, flip-flops or block RAMs a chosen fold may need.
+#: Largest fraction of a device's LUTs, flip-flops or block RAMs a chosen fold may need, unless
+#: the target says otherwise.
 UTILISATION_LIMIT = 0.5
 
 
@@ -57,6 +59,11 @@ class Target:
         History memories at least this deep are put in block RAM whatever their
         size (the kernel marks them): on the ECP5-85k, whose 208 block RAMs are
         otherwise mostly idle, this saves the LUTs of LUT RAM at small folds.
+    utilisation_limit : float
+        The largest estimated share of any resource a chosen fold may use: 0.5
+        where nothing larger was measured; 0.8 on the ECP5-85k, where ``.6`` at
+        fold 8 (estimate 70% of the LUTs, 75% of the block RAMs) was placed and
+        routed (hdl/reports/README.md).
     """
 
     name: str
@@ -68,6 +75,7 @@ class Target:
     bram_depth: tuple[tuple[int, int], ...]
     small_memory_bits: int
     block_ram_depth: int | None = None
+    utilisation_limit: float = UTILISATION_LIMIT
 
     def blocks(self, depth: int, width: int) -> int:
         """Block RAMs for a memory of ``depth`` x ``width`` bits."""
@@ -85,7 +93,7 @@ TARGETS = {
         Target("ice40-up5k", "ice40", ("--up5k", "--package", "sg48"), 5280, 5280, 30, _ICE40_BRAM, 64),
         Target("ice40-hx8k", "ice40", ("--hx8k", "--package", "ct256"), 7680, 7680, 32, _ICE40_BRAM, 64),
         Target("ecp5-85k", "ecp5", ("--85k", "--package", "CABGA381"), 83640, 83640, 208,
-               ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)), 1024, 64),
+               ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)), 1024, 64, 0.8),
     )
 }
 
@@ -163,14 +171,15 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     return Estimate(luts, ffs, brams)
 
 
-def choose_fold(plan: KernelPlan, target: Target, limit: float = UTILISATION_LIMIT) -> tuple[int, Estimate]:
-    """The smallest fold whose estimate uses at most ``limit`` of every resource of ``target``.
+def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None) -> tuple[int, Estimate]:
+    """The smallest fold whose estimate uses at most ``limit`` (default: the target's) of every resource.
 
     Raises
     ------
     ComputationError
         When even the largest useful fold (all terms in one mark unit) does not fit.
     """
+    limit = target.utilisation_limit if limit is None else limit
     fold = 1
     terms = len(plan.terms)
     while True:
