@@ -353,12 +353,18 @@ class ResultStreamer(wiring.Component):
         m.d.comb += [tx.data.eq(send_data), tx.valid.eq(send)]
         with m.If(send & checked_byte):
             m.d.sync += crc16.eq(linear_map(crc16, state_columns, 16) ^ linear_map(send_data, data_columns, 16))
-        index = Signal(range(max(SUMMARY_BYTES, 12, 8) + 1))
+        index = Signal(range(SUMMARY_BYTES + 2))
         item = Signal(17)
         items = Signal(17)
         word = Signal(64)
         head = Signal(8 * 11)
         after_crc = Signal()  # a histogram follows the summary's CRC
+
+        def send_byte(data, then):
+            """Send one byte that the CRC does not cover (sync, and the CRC itself)."""
+            m.d.comb += [send_data.eq(data), send.eq(tx.ready)]
+            with m.If(tx.ready):
+                m.next = then
 
         def send_bytes(vector, count, then):
             """Send ``count`` bytes of ``vector`` (from ``index`` 0), covered by the CRC."""
@@ -374,28 +380,21 @@ class ResultStreamer(wiring.Component):
                 m.d.comb += idle.eq(1)
                 m.d.sync += [crc16.eq(0xFFFF), index.eq(0), item.eq(0)]
                 with m.If(take):
-                    m.d.sync += head.eq(Cat(Const(SUMMARY, 8), Const(0, 80)))
                     m.next = "SYNC_S"
                 with m.Elif(answer):
                     m.d.sync += [head.eq(Cat(Const(VALUES, 8), start, count[:16])), items.eq(count)]
                     m.next = "SYNC_V"
             # Summary: sync, kind, payload, CRC; then the histogram.
             with m.State("SYNC_S"):
-                m.d.comb += [send_data.eq(SYNC), send.eq(tx.ready)]
-                with m.If(tx.ready):
-                    m.next = "KIND_S"
-            with m.State("KIND_S"):
-                send_bytes(head, 1, "SUMMARY")
+                send_byte(SYNC, "SUMMARY")
             with m.State("SUMMARY"):
-                send_bytes(summary, SUMMARY_BYTES, "CRC_LOW")
+                send_bytes(Cat(Const(SUMMARY, 8), summary), 1 + SUMMARY_BYTES, "CRC_LOW")
                 m.d.sync += after_crc.eq(1)
             # Histogram: sync, kind, heap, bins, then per bin: fetch, add, write back, send.
             with m.State("SYNC_H"):
-                m.d.comb += [send_data.eq(SYNC), send.eq(tx.ready)]
+                send_byte(SYNC, "HEAD_H")
                 m.d.sync += [crc16.eq(0xFFFF), after_crc.eq(0), items.eq(snapshot_largest_code + 1),
                              head.eq(Cat(Const(HISTOGRAM, 8), summary[:64], (snapshot_largest_code + 1)[:16]))]
-                with m.If(tx.ready):
-                    m.next = "HEAD_H"
             with m.State("HEAD_H"):
                 send_bytes(head, 11, "FETCH_H")
             with m.State("FETCH_H"):
@@ -415,9 +414,7 @@ class ResultStreamer(wiring.Component):
                     m.next = "FETCH_H"
             # Values: sync, kind, start, count, then each value.
             with m.State("SYNC_V"):
-                m.d.comb += [send_data.eq(SYNC), send.eq(tx.ready)]
-                with m.If(tx.ready):
-                    m.next = "HEAD_V"
+                send_byte(SYNC, "HEAD_V")
             with m.State("HEAD_V"):
                 send_bytes(head, 11, "FETCH_V")
             with m.State("FETCH_V"):
@@ -433,9 +430,7 @@ class ResultStreamer(wiring.Component):
             with m.State("VALUE_V"):
                 send_bytes(word, 2, "FETCH_V")
             with m.State("CRC_LOW"):
-                m.d.comb += [send_data.eq(crc16[:8]), send.eq(tx.ready)]
-                with m.If(tx.ready):
-                    m.next = "CRC_HIGH"
+                send_byte(crc16[:8], "CRC_HIGH")
             with m.State("CRC_HIGH"):
                 m.d.comb += [send_data.eq(crc16[8:]), send.eq(tx.ready)]
                 with m.If(tx.ready & after_crc):
