@@ -234,7 +234,7 @@ def build_board(streamer, board: Board, pll: PllSetting, workdir: Path, *, fold_
         raise ComputationError(f"the board flow failed (logs in {workdir}: top.rpt, top.tim): " + " | ".join(tail))
     seconds = time.perf_counter() - began
     kernel = streamer.kernel
-    synthesis = read_report(workdir, board.target, kernel, clock=_kernel_clock, fold_chosen=fold_chosen,
+    synthesis = read_report(workdir, board.target, kernel, clock=_kernel_clock(pll), fold_chosen=fold_chosen,
                             estimated=estimated, seconds=seconds,
                             tools={"yosys": tool_version(tools["YOSYS"], "-V"),
                                    "nextpnr": tool_version(tools["NEXTPNR_ECP5"], "--version"),
@@ -250,12 +250,16 @@ def build_board(streamer, board: Board, pll: PllSetting, workdir: Path, *, fold_
     )
 
 
-def _kernel_clock(fmax: dict) -> float:
-    """The kernel clock's achieved fmax among nextpnr's clocks (the PLL output, not the reference)."""
-    kernel = [v["achieved"] for name, v in fmax.items() if "reference" not in name]
-    if not kernel:
-        raise ComputationError(f"nextpnr reported no kernel clock (clocks: {', '.join(fmax)})")
-    return min(kernel)
+def _kernel_clock(pll: PllSetting):
+    """Picks the kernel clock's achieved fmax among nextpnr's clocks: the one constrained to the PLL's output."""
+
+    def pick(fmax: dict) -> float:
+        kernel = [v["achieved"] for v in fmax.values() if abs(v["constraint"] - pll.output_mhz) < 1e-3 * pll.output_mhz]
+        if not kernel:
+            raise ComputationError(f"nextpnr reported no clock at {pll.output_mhz:g} MHz (clocks: {', '.join(fmax)})")
+        return min(kernel)
+
+    return pick
 
 
 def board_settings(clock_mhz: float, baud: float, record_every: int, capture_depth: int) -> BoardSettings:
