@@ -123,6 +123,11 @@ def run(args) -> int:
                         print(f"G({record.heap:,}): board digest {record.hexdigest}, checkpoint {checkpoint[1]}: "
                               + ("agree" if agree else "DIFFER"))
                         status = 0 if agree else 1
+                    elif record.heap > checkpoint[0]:
+                        raise ComputationError(
+                            f"the board's records passed G({checkpoint[0]:,}) without one at that heap (records "
+                            f"fall at multiples of the board's --record-every, and a busy link skips some): "
+                            f"use a checkpoint whose heap is a multiple of it, or no --checkpoint")
                 elif follower and isinstance(record, (Summary, Histogram)):
                     follower.want(record.heap)
                     pending.append(record)
