@@ -62,8 +62,9 @@ class Target:
     utilisation_limit : float
         The largest estimated share of any resource a chosen fold may use: 0.5
         where nothing larger was measured; 0.8 on the ECP5-85k, where ``.6`` at
-        fold 8 (estimate 70% of the LUTs, 75% of the block RAMs) was placed and
-        routed (hdl/reports/README.md).
+        fold 8 (estimate 70% of the LUTs, 75% of the block RAMs) packed into 64%
+        of the LUTs and was placed, but its routing was not seen to finish
+        (hdl/reports/README.md): fold 8 is what fits, not yet a proven clock.
     """
 
     name: str
