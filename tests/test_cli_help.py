@@ -28,7 +28,8 @@ def test_quiet_and_verbose_together_is_a_usage_error(cli):
 
 
 COMMANDS = [("info",), ("values",), ("rare",), ("emit",), ("emit", "c"), ("emit", "cuda"), ("emit", "hdl"),
-            ("bench",), ("stones",), ("run",), ("period",), ("stats",), ("synth",), ("export",)]
+            ("bench",), ("stones",), ("run",), ("period",), ("stats",), ("synth",), ("export",), ("survey",),
+            ("fpga",)]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -28,7 +28,7 @@ from ..errors import Interrupted, OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "survey",
-            "synth")
+            "synth", "fpga")
 
 _QUIET_HELP = "no progress display: only warnings, errors and the results"
 _VERBOSE_HELP = "also say what octalgen is doing (builds, plans, cache); -vv for debugging detail"

@@ -1,14 +1,17 @@
-"""``octalgen synth CODE --target T``: place and route the kernel, report LUTs, RAMs and fmax.
+"""``octalgen synth CODE --target T`` or ``--board B``: place and route the kernel; a bitstream for a board.
 
 Runs yosys and nextpnr (the ``synth`` extra or tools on PATH) on the emitted
 Verilog; prints the resources used, the fmax nextpnr reports and the values
 per second it implies (fmax / fold), and writes them as JSON.  Without
 ``--fold`` it takes the smallest fold whose estimate fits the device, and
-says so.
+says so.  With ``--board`` the kernel goes into the board's top level (PLL,
+statistics, serial records: see :mod:`octalgen.hdl.board`) and ecppack
+writes the bitstream next to the report.
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 from pathlib import Path
 
@@ -19,44 +22,71 @@ from .arguments import add_game, add_table, count_type, load_table
 
 log = logging.getLogger("octalgen")
 
+DESCRIPTION = """\
+Synthesise, place and route the speculative kernel with yosys and nextpnr and report LUTs,
+flip-flops, block RAMs, fmax and values/s (fmax / fold), also as synth.json.  --target builds the
+kernel alone, for a device; --board builds the kernel into a board's top level (PLL to --freq, the
+statistics of every value, records over the USB serial link at --baud) and writes the bitstream
+top.bit and board.json, which `octalgen fpga` reads.  Without --fold the fold is the smallest whose
+estimate fits the device."""
+
+EPILOG = """\
+examples:
+  octalgen synth .356 --target ice40-hx8k
+  octalgen synth .6 --target ecp5-85k --fold 8
+  octalgen synth .6 --board ulx3s-85f --fold 8 --freq 90 -o build/board/officers
+  (then: openFPGALoader -b ulx3s build/board/officers/top.bit; octalgen fpga .6 --port /dev/ttyUSB0)"""
+
 
 def register(sub) -> None:
+    from ..hdl.boards import BOARDS
     from ..hdl.synth import TARGETS
 
-    parser = sub.add_parser(
-        "synth", help="synthesise, place and route the FPGA kernel; report resources and fmax",
-        description="Synthesise the FPGA pipeline of a game with yosys and place and route it with nextpnr "
-                    "(pip install 'octalgen[synth]', or the tools on PATH), then report the LUTs, flip-flops and "
-                    "block RAMs used, the fmax nextpnr reports and the values/s it implies (fmax / fold); the "
-                    "figures are also written to synth.json.  Without --fold the smallest fold whose estimate "
-                    "fits the device is chosen, and said.  Large designs take minutes.",
-        epilog="examples:\n"
-               "  octalgen synth .356 --target ice40-hx8k\n"
-               "  octalgen synth .6 --target ecp5-85k --fold 20")
+    parser = sub.add_parser("synth", help="synthesise, place and route the FPGA kernel; a bitstream for a board",
+                            description=DESCRIPTION, epilog=EPILOG,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
     add_game(parser)
-    parser.add_argument("--target", required=True, choices=tuple(TARGETS), help="the FPGA")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--target", choices=tuple(TARGETS), help="the FPGA (the kernel alone)")
+    where.add_argument("--board", choices=tuple(BOARDS), help="the board (top level and bitstream)")
     parser.add_argument("--fold", type=count_type, metavar="F",
                         help="clocks per value (default: the smallest that the estimate fits in the device)")
     parser.add_argument("--freq", type=float, default=100.0, metavar="MHZ",
-                        help="target clock frequency for nextpnr (default 100); fmax is reported either way")
+                        help="target clock frequency for nextpnr, and with --board the PLL's (default 100); "
+                             "fmax is reported either way")
+    parser.add_argument("--baud", type=float, default=3e6, metavar="BPS",
+                        help="with --board: the serial link's bit rate (default 3000000, the ULX3S's FT231X maximum)")
+    parser.add_argument("--record-every", type=count_type, default=1 << 24, metavar="N",
+                        help="with --board: a summary and a histogram every N values, a power of two (default 2^24)")
     add_table(parser)
     parser.add_argument("-o", "--output", metavar="DIR",
-                        help="working directory: Verilog, scripts, logs, synth.json (default build/synth/MODULE-TARGET)")
+                        help="working directory: Verilog, scripts, logs, synth.json "
+                             "(default build/synth/MODULE-TARGET, build/board/MODULE-BOARD)")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
     from ..hdl.kernel import SpeculativeKernel
     from ..hdl.layout import layout_pipeline
-    from ..hdl.synth import choose_fold, estimate, find_tool, get_target, synthesise
+    from ..hdl.synth import choose_fold, estimate, find_tool, get_target
     from ..hdl.verilog import preload_history
 
-    target = get_target(args.target)
+    board = None
+    if args.board:
+        from ..hdl.boards import get_board
+
+        board = get_board(args.board)
+        target = board.target
+    else:
+        target = get_target(args.target)
     if args.fold is not None and args.fold < 1:
         raise InputError("--fold must be at least 1")
     if args.freq <= 0:
         raise InputError("--freq must be positive")
     find_tool("yosys"), find_tool(f"nextpnr-{target.family}")  # fail early, before any work
+    if board:
+        find_tool("ecppack")
+        board.load_platform()
     plan = make_plan(load_table(args))
     if args.fold is None:
         fold, guess = choose_fold(plan, target)
@@ -69,12 +99,23 @@ def run(args) -> int:
         if guess.fraction(target) > 1:
             log.warning("the estimate for fold %d exceeds %s (%.0f%% of its largest resource); "
                         "placement will probably fail", fold, target.name, 100 * guess.fraction(target))
-    kernel = SpeculativeKernel(plan, preload_history(plan), fold=fold)
+    history = preload_history(plan)
+    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth)
+    if board:
+        return _run_board(args, board, kernel, history, guess)
     workdir = Path(args.output or Path("build") / "synth" / f"{kernel.module_name}-{target.name}")
+    from ..hdl.synth import synthesise
+
     with progress_for(args, None, label=f"synth {plan.game.code} {target.name} fold {fold}") as progress:
         progress.phase("synthesis (yosys), then placing and routing (nextpnr)")
         report = synthesise(kernel, target, args.freq, workdir, fold_chosen=args.fold is None, estimated=guess)
     (workdir / "synth.json").write_text(report.to_json())
+    _print_report(report, kernel)
+    print(f"  wrote {workdir / 'synth.json'} ({report.seconds:.0f} s in yosys and nextpnr)")
+    return 0
+
+
+def _print_report(report, kernel) -> None:
     print(f"{report.game} on {report.target} at fold {report.fold} ({kernel.layout.mark_units} mark units, "
           f"latency {report.latency} clocks)")
     print(f"  LUTs        {report.luts:>8} of {report.luts_available}")
@@ -82,5 +123,22 @@ def run(args) -> int:
     print(f"  block RAMs  {report.brams:>8} of {report.brams_available}")
     print(f"  fmax        {report.fmax_mhz:>8.2f} MHz (asked {report.target_mhz:g} MHz)")
     print(f"  values/s    {report.values_per_second:>8.3g}  (fmax / fold)")
-    print(f"  wrote {workdir / 'synth.json'} ({report.seconds:.0f} s in yosys and nextpnr)")
-    return 0
+
+
+def _run_board(args, board, kernel, history, guess) -> int:
+    from ..hdl.board import ResultStreamer
+    from ..hdl.boards import board_settings, build_board, ecp5_pll
+
+    pll = ecp5_pll(board.reference_mhz, args.freq)
+    settings = board_settings(pll.output_mhz, args.baud, args.record_every, 1024)
+    streamer = ResultStreamer(kernel, history, settings)
+    workdir = Path(args.output or Path("build") / "board" / f"{kernel.module_name}-{board.name}")
+    report = build_board(streamer, board, pll, workdir, fold_chosen=args.fold is None, estimated=guess)
+    (workdir / "board.json").write_text(report.to_json())
+    _print_report(report.synthesis, kernel)
+    print(f"  clock       {report.clock_mhz:>8.2f} MHz from the PLL: timing "
+          + ("met" if report.timing_met else f"NOT met (rebuild with --freq {report.synthesis.fmax_mhz:.0f} or less)"))
+    print(f"  serial      {report.baud:>8.0f} baud, a summary every {report.settings['record_every']} values")
+    print(f"  bitstream   {workdir / report.bitstream} ({report.bitstream_bytes} bytes)")
+    print(f"  wrote {workdir / 'board.json'} ({report.synthesis.seconds:.0f} s in yosys, nextpnr and ecppack)")
+    return 0 if report.timing_met else 1

@@ -15,9 +15,10 @@ from ..errors import InputError
 from ..plan import KernelPlan
 from .layout import DATA_VALID, GROUP, MARK, PipelineLayout, lane_first_write, layout_pipeline
 
-#: Decoder styles: ``shift`` (one shift) or ``compare`` (one comparator per code).  With
-#: Verilator 5 and amaranth.sim here ``shift`` is the faster (benchmarks/bench_hdl.py: compare/shift
-#: 0.54 under Verilator, 0.18 under amaranth.sim for .156 at fold 1), so it is the default.
+#: Decoder styles for the two one-hot halves of a code: ``shift`` (one shift) or ``compare`` (one
+#: comparator per entry).  ``shift`` was the faster in both simulators when whole codes were decoded
+#: (benchmarks/bench_hdl.py: compare/shift 0.54 under Verilator, 0.18 under amaranth.sim for .156 at
+#: fold 1), so it is the default.
 DECODERS = ("shift", "compare")
 
 
@@ -41,8 +42,12 @@ class SpeculativeKernel(wiring.Component):
         so there are about ``len(plan.terms) / F`` of them.
     first : int, optional
         The first heap size computed; at least (and by default) ``plan.start``.
+    block_ram_depth : int, optional
+        History memories at least this deep are marked ``ram_style = "block"``
+        (the synthesis target's :attr:`~octalgen.hdl.synth.Target.block_ram_depth`);
+        by default yosys chooses.
     decoder : {"shift", "compare"}
-        How a value is decoded into its mark (see :data:`DECODERS`).
+        How the halves of a code are decoded into their one-hots (see :data:`DECODERS`).
 
     Attributes
     ----------
@@ -68,8 +73,11 @@ class SpeculativeKernel(wiring.Component):
     reload the design to start again.
 
     Structure (see :mod:`octalgen.hdl.layout`): a chain of stages, each with up
-    to three mark units that OR one decoded mark per clock into an
-    accumulator, passes the mark vector from neighbour to neighbour; each mark
+    to ``LANES_PER_STAGE`` mark units whose decoded marks (one per unit per
+    clock) are ORed into the stage's mark vector, which starts each heap from
+    the previous stage's vector, so the vector moves from neighbour to
+    neighbour (see :meth:`_mark` for why each mark is a pair of one-hot
+    halves); each mark
     unit reads its values from its own slice of the history (a block RAM with
     one read and one write per clock, written from a neighbour's reads), so
     no wire spans the chain.  The terms whose values come too late for the
@@ -83,7 +91,7 @@ class SpeculativeKernel(wiring.Component):
     """
 
     def __init__(self, plan: KernelPlan, history, *, fold: int = 1, first: int | None = None,
-                 decoder: str = "shift"):
+                 decoder: str = "shift", block_ram_depth: int | None = None):
         self._MustUse__silence = True  # no "never used" warning when the checks below refuse the input
         first = plan.start if first is None else first
         if first < plan.start:
@@ -97,6 +105,7 @@ class SpeculativeKernel(wiring.Component):
         self.layout: PipelineLayout = layout_pipeline(plan, fold)
         self.first = first
         self.decoder = decoder
+        self.block_ram_depth = block_ram_depth
         # Heaps from `first` on read G(first - window) ... only; older memory slots are never read.
         encoding = plan.encoding
         self._codes = {i: encoding.encode(int(history[i])) for i in range(max(first - plan.window, 0), first)}
@@ -209,7 +218,7 @@ class SpeculativeKernel(wiring.Component):
             slot = Signal(max(lane.address_bits for lane in stage), name=f"s{s}_slot")
             m.d.sync += slot.eq(slot + at_phase(fold - 1))
             load = at_phase(MARK)  # the mark of phase 0 arrives: a new heap starts
-            accumulators = []
+            products = []
             for lane in stage:
                 name = f"s{s}_l{lane.index}"
                 partial = len(lane.terms) < fold
@@ -233,7 +242,10 @@ class SpeculativeKernel(wiring.Component):
                 first_write = lane_first_write(lane, fold)
                 for rel in range(first_write - lane.depth, first_write):
                     init[(self.first + rel) % lane.depth] = self._code(rel)
-                memory = Memory(shape=width, depth=lane.depth, init=init)
+                # Deep histories in block RAM where asked (yosys would put some in LUT RAM).
+                block = self.block_ram_depth is not None and lane.depth >= self.block_ram_depth
+                memory = Memory(shape=width, depth=lane.depth, init=init,
+                                attrs={"ram_style": "block"} if block else None)
                 m.submodules[f"{name}_history"] = memory
                 read = memory.read_port()
                 data = Signal(width, name=f"{name}_data", reset_less=True)
@@ -244,29 +256,25 @@ class SpeculativeKernel(wiring.Component):
 
                 x = Signal(width, name=f"{name}_x", reset_less=True)
                 m.d.sync += x.eq(data ^ codes[2])
-                mark = self._decode(x, self.plan.mex_order)
-                if partial:
-                    mark = Mux(en4, mark, 0)
-                accumulator = Signal(bits, name=f"{name}_acc", reset_less=True)
-                m.d.sync += accumulator.eq(Mux(load, 0, accumulator) | mark)
-                accumulators.append(accumulator)
+                products.append(self._mark(m, name, x, en4 if partial else None))
 
+            # The stage's mark vector: loaded with the previous stage's (complete for the heap that
+            # moves on) and this heap's first marks, then ORed with one mark per lane per clock.
             marks = Signal(bits, name=f"s{s}_marks", reset_less=True)
-            incoming = [previous] if previous is not None else []
-            total = incoming + accumulators
-            combined = total[0]
-            for term in total[1:]:
-                combined = combined | term
-            with m.If(load):
-                m.d.sync += marks.eq(combined)
-            previous, previous_combined, previous_load = marks, combined, load
+            combined = products[0]
+            for product in products[1:]:
+                combined = combined | product
+            m.d.sync += marks.eq(Mux(load, 0 if previous is None else previous, marks) | combined)
+            previous, previous_load = marks, load
         if previous is None:  # every term is recent: nothing is marked before the final select
             return Const(0, bits), Const(0, _groups(bits)), memories, data_of, token
-        # Which groups of the final vector are fully marked: the extraction starts from these.
+        # The last stage's vector is complete in its load clock: hold it for the extraction, and
+        # which of its groups are fully marked (the extraction starts from these).
+        chain = Signal(bits, name="chain_marks", reset_less=True)
         full = Signal(_groups(bits), name="chain_full", reset_less=True)
         with m.If(previous_load):
-            m.d.sync += full.eq(_full_groups(previous_combined))
-        return previous, full, memories, data_of, token
+            m.d.sync += [chain.eq(previous), full.eq(_full_groups(previous))]
+        return chain, full, memories, data_of, token
 
     def _rom(self, m, name, phase, words, abits, width):
         """The lane's per-phase constants, one clock after ``phase`` (a ROM; plain constants at fold 1).
@@ -292,15 +300,35 @@ class SpeculativeKernel(wiring.Component):
         m.d.sync += word.eq(port.data)
         return word[:abits], word[abits : abits + width], word[abits + width]
 
-    def _decode(self, x, order):
-        """The mark of code ``x`` as a vector with one bit per code of ``order``."""
+    def _mark(self, m, name: str, x, enable):
+        """The mark of code ``x`` (one bit per code of ``plan.mex_order``), from registered halves.
+
+        ``x`` is decoded into two registered one-hot halves, ``high`` (x >> 4)
+        and ``low`` (x & 15); the mark of code c is ``high[c >> 4] & low[c & 15]``.
+        Each mark bit is then an AND of two registers, so a four-input LUT ORs
+        the marks of two lanes, and a stage's vector update (load, its own bit,
+        the previous stage's bit and two per lane) maps to about (2 L + 2) / 3
+        LUTs per bit for L lanes, where decoding a whole code per bit took two
+        or three.  ``enable`` (for lanes with an empty phase) clears ``high``.
+        """
+        order = self.plan.mex_order
+        rows = (max(order) >> 4) + 1
+        high_code, low_code = x[4:], x[:4]
         if self.decoder == "compare":
-            return Cat(x == code for code in order)
-        if order == tuple(range(len(order))) and len(order) == 1 << len(x):
-            return Const(1, 1) << x
-        span = max(order).bit_length()
-        onehot = Mux(x < (1 << span), Const(1, 1) << x[:span], 0)
-        return Cat(onehot[code] for code in order)
+            high_hot = Cat(high_code == j for j in range(rows))
+            low_hot = Cat(low_code == j for j in range(16))
+        else:
+            span = max(1, (rows - 1).bit_length())
+            shifted = Const(1, 1) << high_code[:span]
+            high_hot = shifted[:rows] if len(high_code) <= span else Mux(high_code < rows, shifted[:rows], 0)
+            low_hot = Const(1, 1) << low_code
+        high = Signal(rows, name=f"{name}_high", reset_less=True)
+        low = Signal(16, name=f"{name}_low", reset_less=True)
+        m.d.sync += [high.eq(high_hot if enable is None else Mux(enable, high_hot, 0)), low.eq(low_hot)]
+        grid = Cat(Mux(high[j], low, 0) for j in range(rows))  # bit c: code c is marked
+        if order == tuple(range(len(grid))):
+            return grid
+        return Cat(grid[code] for code in order)
 
     def _extract(self, m, marks, full, order):
         """The lowest ``layout.candidates`` unmarked codes, two per step of :data:`EXTRACT` clocks.

