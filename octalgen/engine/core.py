@@ -245,6 +245,7 @@ class Engine:
         self.threads = options.threads or 1
         self.split = None  # the automatic split of the cores, when one was made
         self._phase_shown = None
+        self._yaml = (None, None)
         self._solver_mask: int | None = None
         self._last_checkpoint = time.monotonic()
 
@@ -434,7 +435,7 @@ class Engine:
             "parameters": self.identity,
             "until": self.options.until,
             "position": self.position,
-            "table": self.table.to_yaml() if self.table is not None else None,
+            "table": self._table_yaml(),
             "table_digest": self.table.digest if self.table is not None else None,
             "storage": self.storage,
             "history": {"files": store.index if store is not None else [], "prefix_length": len(history.prefix),
@@ -446,6 +447,14 @@ class Engine:
         write_checkpoint(self.directory, body)
         if store is not None:
             store.delete(dropped)
+
+    def _table_yaml(self) -> str | None:
+        """The table as YAML, made once per table (writing YAML costs more than a checkpoint's other parts)."""
+        if self.table is None:
+            return None
+        if self._yaml[0] is not self.table:
+            self._yaml = (self.table, self.table.to_yaml())
+        return self._yaml[1]
 
     def _maybe_checkpoint(self) -> None:
         if self.directory is not None and time.monotonic() - self._last_checkpoint >= self.options.checkpoint_every:
