@@ -29,7 +29,7 @@ from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.store import read_kept_values
 from octalgen.engine.summary import summarize, summary_of_checkpoint
 from octalgen.engine.tally import RecurrenceProof, Tally
-from octalgen.errors import Interrupted, TableError
+from octalgen.errors import InputError, Interrupted, TableError
 from octalgen.game import parse_game
 from octalgen.hdl.kernel import SpeculativeKernel as HdlKernel
 from octalgen.hdl.simulate import compare, simulate_amaranth
@@ -304,3 +304,10 @@ def test_fpga_pipeline_decodes_by_the_heaps_parity(code, fold, count):
         kernel = HdlKernel(plan, truth[:first], fold=fold, first=first)
         run = simulate_amaranth(kernel, kernel.latency + (len(truth) - first) * fold)
         assert compare(run, truth, first).ok and len(run.values) == len(truth) - first
+
+
+def test_fpga_pipeline_refuses_16_bit_codes_of_positions():
+    # Which 16-bit codes are common differs by heap: the pipeline's one mex order cannot serve both.
+    plan = make_plan(shipped_table(".104"), storage="u16")
+    with pytest.raises(InputError, match="one mex order does not fit every heap"):
+        HdlKernel(plan, reference(".104", plan.start), fold=2)
