@@ -82,6 +82,14 @@ class OctalGame:
         return len(self.digits) - 1
 
     @property
+    def take_parity(self) -> int | None:
+        """The parity of the beans every two-heap move takes, or None when they differ or there is
+        no two-heap move: rarity may count a heap's parity (positional rarity,
+        :class:`~octalgen.rare.Rarity`) only when it is defined."""
+        parities = {k % 2 for k, _none, _one, two in self.moves() if two}
+        return parities.pop() if len(parities) == 1 else None
+
+    @property
     def name(self) -> str | None:
         """The game's common name, if it has one in :data:`NAMED_GAMES`."""
         for name, code in NAMED_GAMES.items():

@@ -10,13 +10,23 @@ n - k - p (p = 0 is the one-heap option).  For ``.6`` there are 1584 terms,
 ``G(p) ^ G(n - 1 - p)`` for every rare position p.  The speculation is exact
 while no new rare value appears; the verifier proves it.
 
+Positional rarity (:class:`~octalgen.rare.Rarity`: v rare at heap n when
+``popcount(v & m) + n + t`` is even) changes which options are terms, once, at
+planning: a two-heap option pairing a rare position with a common one is
+common at n whatever n is, so it is a term as before; a one-heap option
+G(n - k), k beans taken, is common at n only for even k.  For odd k it is rare
+at n: not a mark of the kernel, but an option the verifier counts among the
+rare ones (:attr:`KernelPlan.rare_options`).
+
 Storage (:class:`Encoding`): when every common value is below 512 the values
 are stored in one byte by deleting the lowest bit b of the rare mask and
 shifting the higher bits down.  This is XOR-linear (``enc(x ^ y) = enc(x) ^
-enc(y)``) and, among common values, one-to-one and order-preserving, since bit
-b of a common value is fixed by its other mask bits.  So the mark array has
-256 entries, every one a common value, and the mex is the first unmarked
-entry.  Otherwise values are stored raw in 16 bits.
+enc(y)``) and, among the values of one parity under the mask, one-to-one and
+order-preserving, since bit b is fixed by the other mask bits.  So the mark
+array has 256 entries, every one a value common at the heap, and the mex is
+the first unmarked entry; only decoding needs to know which parity is common,
+which for positional rarity is the heap's (its class).  Otherwise values are
+stored raw in 16 bits.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import numpy as np
 
 from . import __version__
 from .errors import InputError
-from .rare import RareTable, is_rare
+from .rare import RareTable, Rarity
 
 
 @dataclass(frozen=True)
@@ -54,11 +64,19 @@ class Encoding:
         The rare mask.
     dropped_bit : int or None
         For ``u8``, the bit deleted from every value (the lowest bit of the mask).
+    parity : int or None
+        The table's positional parity (None: range rarity).  Decoding then depends on the heap:
+        a code stands for the value that is common at that heap.
     """
 
     kind: str
     mask: int
     dropped_bit: int | None = None
+    parity: int | None = None
+
+    @property
+    def rarity(self) -> Rarity:
+        return Rarity(self.mask, self.parity)
 
     @property
     def bits(self) -> int:
@@ -76,34 +94,48 @@ class Encoding:
         b = self.dropped_bit
         return ((value >> (b + 1)) << b) | (value & ((1 << b) - 1))
 
-    def decode(self, code: int) -> int:
-        """The common value stored as ``code`` (the inverse of :meth:`encode` on common values)."""
+    def decode(self, code: int, heap: int | None = None) -> int:
+        """The value common at ``heap`` stored as ``code`` (the inverse of :meth:`encode` on such values).
+
+        ``heap`` matters for positional rarity only (and is then required).
+        """
         if self.kind == "u16":
             return code
         b = self.dropped_bit
         value = ((code >> b) << (b + 1)) | (code & ((1 << b) - 1))
-        return value if not is_rare(value, self.mask) else value | (1 << b)
+        return value if not self.rarity.is_rare(value, heap) else value | (1 << b)
 
-    def decode_array(self, codes) -> np.ndarray:
-        """:meth:`decode` on an array, as int64."""
+    def decode_array(self, codes, first: int | None = None) -> np.ndarray:
+        """:meth:`decode` on the codes of heaps ``first``, ``first + 1``, ..., as int64."""
         codes = np.asarray(codes, dtype=np.int64)
         if self.kind == "u16":
             return codes
         b = self.dropped_bit
         value = ((codes >> b) << (b + 1)) | (codes & ((1 << b) - 1))
-        rare = np.bitwise_count(value & self.mask) % 2 == 0
-        return value | (rare.astype(np.int64) << b)
+        return value | (self.rarity.rare_flags(value, first).astype(np.int64) << b)
 
     @cached_property
-    def _decoded(self) -> np.ndarray:
-        """The value of every u8 code, as a look-up table."""
-        return self.decode_array(np.arange(256)).astype(np.uint16)
+    def decode_rows(self) -> np.ndarray:
+        """The value of every u8 code, uint16: one row per heap class (0, and 1 for positional rarity;
+        see :meth:`~octalgen.rare.Rarity.heap_class`), a look-up table."""
+        heaps = (0,) if self.parity is None else (self.parity, 1 - self.parity)  # of class 0, 1
+        return np.array([[self.decode(code, heap) for code in range(256)] for heap in heaps], dtype=np.uint16)
 
-    def decode_values(self, codes: np.ndarray) -> np.ndarray:
-        """:meth:`decode` on an array of stored codes, as uint16 (a table look-up for u8: the hot path)."""
+    def decode_values(self, codes: np.ndarray, first: int | None = None) -> np.ndarray:
+        """:meth:`decode` on the stored codes of heaps ``first`` ..., as uint16 (a table look-up for
+        u8: the hot path; positional rarity looks up heaps of each class in its own row)."""
         if self.kind == "u16":
             return np.asarray(codes, dtype=np.uint16)
-        return self._decoded[np.asarray(codes, dtype=np.uint8)]
+        codes = np.asarray(codes, dtype=np.uint8)
+        if self.parity is None:
+            return self.decode_rows[0][codes]
+        if first is None:
+            raise ValueError("positional rarity depends on the heap: give the first one")
+        out = np.empty(len(codes), dtype=np.uint16)
+        for step in (0, 1):
+            row = self.decode_rows[self.rarity.heap_class(first + step)]
+            out[step::2] = row[codes[step::2]]
+        return out
 
     def encode_array(self, values) -> np.ndarray:
         """:meth:`encode` on an array, as int64."""
@@ -119,7 +151,8 @@ class Encoding:
 
     def describe(self) -> str:
         if self.kind == "u8":
-            return f"u8 (bit {self.dropped_bit} of mask {self.mask:#x} dropped)"
+            by_heap = ", restored by the heap's parity" if self.parity is not None else ""
+            return f"u8 (bit {self.dropped_bit} of mask {self.mask:#x} dropped{by_heap})"
         return "u16 (raw)"
 
 
@@ -138,11 +171,16 @@ class KernelPlan:
     terms : tuple of Term
         Unique terms, by decreasing offset (oldest values first, the ones
         that depend on the most recent values last).
+    rare_options : tuple of int
+        Offsets k of the one-heap options G(n - k) that are rare at n (positional rarity, odd
+        k; see the module docstring), decreasing: the verifier counts them with the rare options
+        its scan finds; the kernel does not mark them.
     """
 
     table: RareTable
     encoding: Encoding
     terms: tuple[Term, ...]
+    rare_options: tuple[int, ...] = ()
 
     @property
     def game(self):
@@ -150,41 +188,68 @@ class KernelPlan:
 
     @property
     def window(self) -> int:
-        """How many preceding values one heap needs: the largest term offset."""
-        return self.terms[0].offset
+        """How many preceding values one heap needs: the largest offset of a term or rare option."""
+        return max((self.terms[0].offset, *self.rare_options))
 
     @property
     def start(self) -> int:
         """First heap size the kernel may compute.
 
-        From here on every ``G(n - offset)`` lies past the last rare position,
-        so every marked value is common (which the u8 encoding relies on).
+        From here on every ``G(n - offset)`` lies past the last rare position
+        and past heap 0 (a one-heap move must leave beans), so every marked value
+        is common (which the u8 encoding relies on).  With positional rarity also
+        past every heap a move empties: the option 0 is common at some heaps,
+        and no term marks it.
         """
-        return self.window + self.table.last_position + 1
+        start = self.window + max(self.table.last_position, 0) + 1
+        if self.table.kind == "positions":
+            start = max(start, 1 + max((k for k, none, _one, _two in self.game.moves() if none), default=0))
+        return start
+
+    @property
+    def heap_classes(self) -> int:
+        """2 when what is common depends on the heap's class (positional rarity), else 1."""
+        return 2 if self.table.kind == "positions" else 1
+
+    def common_codes(self, heap_class: int = 0) -> tuple[int, ...]:
+        """Stored codes below :attr:`mex_size` that stand for values common at heaps of ``heap_class``
+        (see :meth:`~octalgen.rare.Rarity.heap_class`), ascending: the order of the mex.  Every
+        code for u8."""
+        if self.encoding.kind == "u8":
+            return tuple(range(256))
+        return tuple(v for v in range(self.mex_size) if not self.table.rarity.rare_in_class(v, heap_class))
 
     @cached_property
     def mex_size(self) -> int:
         """Entries in the mark array (stored codes): the mex never runs past it.
 
-        256 for u8.  For u16, enough common values to exceed the number of
-        terms (each term marks at most one), rounded up to a multiple of 64.
+        256 for u8.  For u16, enough common values (at heaps of every class) to exceed the
+        number of terms (each term marks at most one), rounded up to a multiple of 64.
         A u16 mark at or beyond ``mex_size`` cannot change the mex and may be
         dropped; u8 marks are always below 256.
         """
         if self.encoding.kind == "u8":
             return 256
-        needed, v, commons = len(self.terms) + 1, 0, 0
-        while commons < needed:
-            commons += not is_rare(v, self.table.mask)
+        needed, v, commons = len(self.terms) + 1, 0, [0] * self.heap_classes
+        while min(commons) < needed:
+            for heap_class in range(self.heap_classes):
+                commons[heap_class] += not self.table.rarity.rare_in_class(v, heap_class)
             v += 1
         return -(-v // 64) * 64
 
     @cached_property
     def mex_order(self) -> tuple[int, ...]:
-        """Stored codes to try, in increasing order of value, for an unrolled mex."""
-        if self.encoding.kind == "u8":
-            return tuple(range(256))
-        return tuple(v for v in range(self.mex_size) if not is_rare(v, self.table.mask))
+        """Stored codes to try, in increasing order of value, for an unrolled mex the same at every heap.
+
+        Raises
+        ------
+        InputError
+            For u16 storage under positional rarity, where the common codes depend on the heap.
+        """
+        if self.encoding.kind == "u16" and self.heap_classes == 2:
+            raise InputError(f"{self.game.code}: with positional rarity, 16-bit codes that are common depend "
+                             "on the heap; one mex order does not fit every heap")
+        return self.common_codes(0)
 
     def encoded_terms(self) -> tuple[tuple[int, int], ...]:
         """``(offset, encode(constant))`` for every term."""
@@ -192,26 +257,44 @@ class KernelPlan:
 
     def provenance(self, **options) -> list[str]:
         """``key: value`` lines for the header of generated files (no timestamps)."""
+        table = self.table
+        space = f"mask {table.mask:#x}" if table.kind == "range" else f"sparse space {table.describe()}"
+        rare_options = f", rare one-heap options at offsets {list(self.rare_options)}" if self.rare_options else ""
         lines = [
             f"generator: octalgen {__version__}",
             f"game: {self.game.code}",
-            f"rare table: {self.table.digest} ({self.table.count} rare values, mask {self.table.mask:#x})",
+            f"rare table: {table.digest} ({table.count} rare values, {space})",
             f"storage: {self.encoding.describe()}",
-            f"terms: {len(self.terms)}, window {self.window}, first heap {self.start}",
+            f"terms: {len(self.terms)}, window {self.window}, first heap {self.start}{rare_options}",
         ]
         lines += [f"{key}: {value}" for key, value in sorted(options.items())]
         return lines
 
 
 def plan_terms(table: RareTable) -> tuple[Term, ...]:
-    """The unique terms of a table's game, by decreasing offset."""
+    """The unique terms of a table's game, by decreasing offset.
+
+    A one-heap option is a term (constant 0) unless positional rarity makes it rare at the
+    heap (odd beans taken: :func:`plan_rare_options`).
+    """
     terms = set()
     for k, _none, leave_one, leave_two in table.game.moves():
-        if leave_one and k >= 1:
+        if leave_one and k >= 1 and k not in plan_rare_options(table):
             terms.add(Term(k, 0))  # one heap of n - k (rare position 0)
         if leave_two:
             terms.update(Term(k + p, v) for p, v in table.entries if p >= 1)
     return tuple(sorted(terms, key=lambda t: (-t.offset, t.constant)))
+
+
+def plan_rare_options(table: RareTable) -> tuple[int, ...]:
+    """Offsets k of the one-heap options G(n - k) that are rare at every kernel heap n, decreasing.
+
+    Under positional rarity G(n - k) is common at n - k (past the last rare position), so
+    ``popcount(G(n - k) & m) + n - k + t`` is odd, and it is rare at n exactly when k is odd.
+    """
+    if table.kind != "positions":
+        return ()
+    return tuple(sorted((k for k, _none, one, _two in table.game.moves() if one and k % 2 == 1), reverse=True))
 
 
 def make_plan(table: RareTable, max_common: int | None = None, storage: str | None = None) -> KernelPlan:
@@ -238,16 +321,16 @@ def make_plan(table: RareTable, max_common: int | None = None, storage: str | No
     terms = plan_terms(table)
     if not terms:
         raise InputError(f"{game.code} has no move that leaves a heap: no speculative kernel; use an exact backend")
-    u8 = Encoding("u8", table.mask, (table.mask & -table.mask).bit_length() - 1)
+    u8 = Encoding("u8", table.mask, (table.mask & -table.mask).bit_length() - 1, table.parity)
     u8_ok = all(t.constant < 512 for t in terms) and (max_common is None or max_common < 512)
     if storage == "u8" and not u8_ok:
         raise InputError(f"{game.code}: values of 512 or more cannot be stored in u8")
     if storage not in (None, "u8", "u16"):
         raise InputError(f"unknown storage {storage!r}; choose u8 or u16")
     if storage == "u16" or not u8_ok:
-        encoding = Encoding("u16", table.mask)
+        encoding = Encoding("u16", table.mask, None, table.parity)
         if any(t.constant >= 1 << 16 for t in terms):
             raise InputError(f"{game.code}: a rare value exceeds 16 bits; no speculative kernel")
     else:
         encoding = u8
-    return KernelPlan(table, encoding, terms)
+    return KernelPlan(table, encoding, terms, plan_rare_options(table))

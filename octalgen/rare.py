@@ -1,21 +1,33 @@
 """Rare values: the sparse space of a game, and the table of where rare values occur.
 
-A value v is *rare* for mask m when ``popcount(v & m)`` is even and *common*
-when it is odd.  For Officers (``.6``) m = 0x1EE (bits 1, 2, 3, 5, 6, 7, 8),
-and only 1584 of more than 10^14 known values are rare, the last at
-G(20627) = 277.  :func:`find_rare_mask` finds m from a prefix of values;
-:class:`RareTable` is the immutable table every backend is generated from.
+A sparse space is one of two kinds (:class:`Rarity`):
 
-Table files are YAML, schema ``octalgen-rare-table/1``::
+* **range**: a value v is *rare* for mask m when ``popcount(v & m)`` is even and *common* when
+  it is odd, at every heap.  For Officers (``.6``) m = 0x1EE (bits 1, 2, 3, 5, 6, 7, 8), and
+  only 1584 of more than 10^14 known values are rare, the last at G(20627) = 277.
+* **positions** (Flammenkamp's sparse and common positions): for a game whose two-heap moves all
+  take beans of one parity t mod 2, v is rare *at heap n* when ``popcount(v & m) + n + t`` is
+  even, and heap n is a rare position when G(n) is rare at n.  A split of n - t into a + b pairs
+  two common positions (or two rare ones) into a value rare at n, so common options at n again
+  involve a rare position: the rare-value algorithm works unchanged, with the rare/common test
+  depending on the heap's parity.  ``.104`` has only this kind (mask 0x17, 20 rare positions,
+  the last at 284); ``.051`` under mask 7 has the rare positions 0, 3, 7, 13, 17, 27, 37.
 
-    schema: octalgen-rare-table/1
+:func:`find_rare_space` finds the kind and the mask from a prefix of values; :class:`RareTable`
+is the immutable table every backend is generated from.
+
+Table files are YAML, schema ``octalgen-rare-table/2`` (``/1`` files, which have neither
+``kind`` nor ``parity``, load as range tables)::
+
+    schema: octalgen-rare-table/2
     game: '.6'              # canonical octal code
+    kind: range             # range, or positions (then also parity: t mod 2)
     mask: '0x1ee'           # rare mask, hexadecimal string
     exact_to: 1000000       # G(n) is established exactly for every n < exact_to,
                             # and every rare value among them is listed below
     count: 1584             # number of entries (a check against truncation)
-    last_position: 20627    # position of the last entry (the same check)
-    digest: sha256:...      # digest of game, mask and entries (see RareTable.digest)
+    last_position: 20627    # position of the last entry (the same check; -1 when there is none)
+    digest: sha256:...      # digest of game, kind, mask and entries (see RareTable.digest)
     rare:                   # [position, value], ascending positions
     - [0, 0]
     - [1, 0]
@@ -39,7 +51,11 @@ import yaml
 from .errors import TableError
 from .game import OctalGame, parse_game
 
-SCHEMA = "octalgen-rare-table/1"
+SCHEMA = "octalgen-rare-table/2"
+
+#: The first schema (range tables only): still loaded, and its digest text is kept for range
+#: tables, so that their digests (in checkpoints, generated files) are unchanged.
+SCHEMA_1 = "octalgen-rare-table/1"
 
 #: Values computed when a table is made for a game that ships none.
 DEFAULT_TABLE_UPTO = 1 << 15
@@ -55,51 +71,138 @@ MASK_SEARCH_BITS = 20
 _SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
-_KEYS = ("schema", "game", "mask", "exact_to", "count", "last_position", "digest", "rare")
+_KEYS = ("schema", "game", "kind", "parity", "mask", "exact_to", "count", "last_position", "digest", "rare")
+_KEYS_1 = tuple(k for k in _KEYS if k not in ("kind", "parity"))
+KINDS = ("range", "positions")
 
 
 def is_rare(value: int, mask: int) -> bool:
-    """True when ``value`` has an even number of set bits under ``mask``."""
+    """True when ``value`` has an even number of set bits under ``mask`` (range rarity; see :class:`Rarity`)."""
     return (int(value) & mask).bit_count() % 2 == 0
 
 
-def find_rare_mask(values, max_bits: int = MASK_SEARCH_BITS, tail_fraction: float = SPARSE_TAIL_FRACTION) -> int:
-    """The rare mask of a nim-sequence prefix, or 0 if it shows no sparse space.
+@dataclass(frozen=True)
+class Rarity:
+    """The rule that tells rare values from common ones: a mask, and for positional rarity a parity.
+
+    Parameters
+    ----------
+    mask : int
+        The rare mask; 0 means every value is rare (no sparse space).
+    parity : int or None
+        None: *range* rarity, v is rare when ``popcount(v & mask)`` is even, whatever the heap.
+        0 or 1: *positional* rarity, v is rare at heap n when ``popcount(v & mask) + n + parity``
+        is even; ``parity`` is t mod 2 for the beans t every two-heap move of the game takes.
+
+    Notes
+    -----
+    For positional rarity the values rare at even heaps are the values common at odd heaps: a
+    heap's *class*, ``(n + parity) % 2`` (0 for range rarity), is all the heap adds.
+    """
+
+    mask: int
+    parity: int | None = None
+
+    @property
+    def kind(self) -> str:
+        """``range`` or ``positions``."""
+        return "range" if self.parity is None else "positions"
+
+    def heap_class(self, heap: int) -> int:
+        """0 or 1: heaps of one class share their rare values (always 0 for range rarity)."""
+        return 0 if self.parity is None else (int(heap) + self.parity) & 1
+
+    def is_rare(self, value: int, heap: int | None = None) -> bool:
+        """True when ``value`` is rare at ``heap`` (which positional rarity needs)."""
+        if self.parity is not None and heap is None:
+            raise ValueError("positional rarity depends on the heap: give it")
+        return self.rare_in_class(value, self.heap_class(heap or 0))
+
+    def rare_in_class(self, value: int, heap_class: int) -> bool:
+        """True when ``value`` is rare at the heaps of ``heap_class`` (see :meth:`heap_class`)."""
+        return ((int(value) & self.mask).bit_count() + heap_class) % 2 == 0
+
+    def rare_flags(self, values, first: int | None = None) -> np.ndarray:
+        """Boolean array: is ``values[i]`` rare at heap ``first + i`` (positional rarity needs ``first``)."""
+        values = np.asarray(values, dtype=np.int64)
+        bits = np.bitwise_count(values & self.mask).astype(np.int64)
+        if self.parity is not None:
+            if first is None:
+                raise ValueError("positional rarity depends on the heap: give the first one")
+            bits += (np.arange(len(values), dtype=np.int64) + first + self.parity) & 1
+        return bits % 2 == 0
+
+    def describe(self, take: int | None = None) -> str:
+        """The rule in words, e.g. ``popcount(G(n) & 0x17) + n + 3 even`` (``take``: t to show, else the parity)."""
+        if self.parity is None:
+            return f"popcount(G(n) & {self.mask:#x}) even"
+        return f"popcount(G(n) & {self.mask:#x}) + n + {self.parity if take is None else take} even"
+
+
+def find_rare_space(values, take_parity: int | None = None, max_bits: int = MASK_SEARCH_BITS,
+                    tail_fraction: float = SPARSE_TAIL_FRACTION) -> Rarity:
+    """The sparse space of a nim-sequence prefix: range or positional rarity, or mask 0 if none.
 
     Parameters
     ----------
     values : array_like of int
         A prefix G(0) ... G(N-1) of a nim-sequence.
+    take_parity : int or None
+        The parity of the beans every two-heap move takes (``OctalGame.take_parity``): positional
+        rarity is considered only when it is defined.
     max_bits : int
         Only masks within the lowest ``max_bits`` bits are considered.
     tail_fraction : float
-        The mask is accepted only if at most this fraction of the second half
-        of the values (the *tail*) is rare under it.
+        The mask is accepted only if at most this fraction of the second half of the values
+        (the *tail*) is rare under it.
 
     Returns
     -------
-    int
-        The mask with the fewest rare values in the tail, then the fewest
-        overall, then the numerically smallest; 0 (every value rare) if even
-        that mask leaves more than ``tail_fraction`` of the tail rare.
+    Rarity
+        The rule with the fewest rare positions in the tail, then the fewest overall, then the
+        numerically smallest mask, range before positional; mask 0 (every value rare) if even
+        that one leaves more than ``tail_fraction`` of the tail rare.
 
     Notes
     -----
-    For mask m the number of rare values is ``(N + W[m]) / 2`` where W is the
-    Walsh–Hadamard transform of the histogram of values, so every mask is
-    scored at once in O(B 2^B) for B bits.
+    For mask m the number of rare values is ``(N + W[m]) / 2`` where W is the Walsh–Hadamard
+    transform of the histogram of values, so every mask is scored at once in O(B 2^B) for B
+    bits.  Positional rarity under m is range rarity of the values ``2 G(n) + (n + t) % 2``
+    under ``2m + 1`` (:func:`_with_parity`), so both kinds are scored in one transform.
     """
     values = np.asarray(values, dtype=np.int64)
     if len(values) < 2:
-        return 0
-    bits = min(max(int(values.max()).bit_length(), 1), max_bits)
-    tail = values[len(values) // 2 :]
-    rare_total = _rare_counts(values, bits)
+        return Rarity(0)
+    scored, max_bits = _with_parity(values, take_parity, max_bits)
+    bits = min(max(int(scored.max()).bit_length(), 1), max_bits)
+    tail = scored[len(scored) // 2 :]
+    rare_total = _rare_counts(scored, bits)
     rare_tail = _rare_counts(tail, bits)
+    if take_parity is not None:
+        rare_tail[1] = len(tail)  # the parity alone is no sparse space
     best = int(np.lexsort((np.arange(len(rare_total)), rare_total, rare_tail))[0])
     if best == 0 or rare_tail[best] > tail_fraction * len(tail):
-        return 0
-    return best
+        return Rarity(0)
+    return _rarity_of(best, take_parity)
+
+
+def find_rare_mask(values, max_bits: int = MASK_SEARCH_BITS, tail_fraction: float = SPARSE_TAIL_FRACTION) -> int:
+    """The range mask of a nim-sequence prefix, or 0 (see :func:`find_rare_space`, range rarity only)."""
+    return find_rare_space(values, None, max_bits, tail_fraction).mask
+
+
+def _with_parity(values: np.ndarray, take_parity: int | None, max_bits: int) -> tuple[np.ndarray, int]:
+    """The values to score and the bits to search: with a take parity, ``2 G(n) + (n + t) % 2``."""
+    if take_parity is None:
+        return values, max_bits
+    return (values << 1) | ((np.arange(len(values)) + take_parity) & 1), max_bits + 1
+
+
+def _rarity_of(scored_mask: int, take_parity: int | None) -> Rarity:
+    """The rule a mask over the scored values (:func:`_with_parity`) stands for."""
+    if take_parity is None:
+        return Rarity(scored_mask)
+    return Rarity(scored_mask >> 1, take_parity if scored_mask & 1 else None)
 
 
 def find_solver_mask(values, take_parity: int | None, budget: float,
@@ -136,16 +239,15 @@ def find_solver_mask(values, take_parity: int | None, budget: float,
     values = np.asarray(values, dtype=np.int64)
     if len(values) < 2:
         return 0, False
-    if take_parity is not None:
-        values = (values << 1) | ((np.arange(len(values)) + take_parity) & 1)
-        max_bits += 1
+    values, max_bits = _with_parity(values, take_parity, max_bits)
     bits = min(max(int(values.max()).bit_length(), 1), max_bits)
     score = _rare_counts(values, bits) + _rare_counts(values[len(values) // 2:], bits)
     score[: 2 if take_parity is not None else 1] = np.iinfo(np.int64).max  # no split (or parity alone)
     best = int(np.argmin(score))
     if score[best] > budget * len(values):
         return 0, False
-    return (best >> 1, bool(best & 1)) if take_parity is not None else (best, False)
+    rarity = _rarity_of(best, take_parity)
+    return rarity.mask, rarity.parity is not None
 
 
 def _rare_counts(values: np.ndarray, bits: int) -> np.ndarray:
@@ -171,15 +273,19 @@ class RareTable:
     mask : int
         Rare mask; 0 means every value is rare.
     entries : tuple of (int, int)
-        ``(position, value)`` of every rare value below ``exact_to``, ascending.
+        ``(position, value)`` of every rare position below ``exact_to``, ascending.
     exact_to : int
         G(n) is established exactly for every n < exact_to.
+    parity : int or None
+        None for range rarity; for positional rarity (see :class:`Rarity`) the game's take
+        parity (``game.take_parity``), which it must be.
     """
 
     game: OctalGame
     mask: int
     entries: tuple[tuple[int, int], ...]
     exact_to: int
+    parity: int | None = None
 
     def __post_init__(self):
         entries = tuple((int(p), int(v)) for p, v in self.entries)
@@ -187,22 +293,40 @@ class RareTable:
         where = f"rare table for {self.game.code}"
         if self.mask < 0:
             raise TableError(f"{where}: mask {self.mask} is negative")
-        if not entries or entries[0] != (0, 0):
-            raise TableError(f"{where}: the first entry must be [0, 0] (G(0) = 0 is always rare)")
+        if self.parity is not None:
+            if self.parity != self.game.take_parity:
+                need = "its two-heap moves take beans of both parities" if self.game.take_parity is None \
+                    else f"its two-heap moves take beans of parity {self.game.take_parity}"
+                raise TableError(f"{where}: positional rarity with parity {self.parity} does not fit the game ({need})")
+            if self.mask == 0:
+                raise TableError(f"{where}: positional rarity needs a mask")
+        rarity = self.rarity
+        if rarity.is_rare(0, 0) and (not entries or entries[0] != (0, 0)):
+            raise TableError(f"{where}: the first entry must be [0, 0] (G(0) = 0 is rare at 0)")
         for (p0, _), (p1, _) in zip(entries, entries[1:]):
             if p1 <= p0:
                 raise TableError(f"{where}: positions must ascend, but {p1} follows {p0}")
         for p, v in entries:
-            if v < 0:
+            if v < 0 or p < 0:
                 raise TableError(f"{where}: G({p}) = {v} is negative")
-            if not is_rare(v, self.mask):
-                raise TableError(f"{where}: G({p}) = {v} is common under mask {self.mask:#x}, not rare")
-        if self.exact_to <= entries[-1][0]:
+            if not rarity.is_rare(v, p):
+                raise TableError(f"{where}: G({p}) = {v} is common under {self.describe()}, not rare")
+        if self.exact_to <= self.last_position:
             raise TableError(
-                f"{where}: exact_to {self.exact_to} must exceed the last rare position {entries[-1][0]}"
+                f"{where}: exact_to {self.exact_to} must exceed the last rare position {self.last_position}"
             )
 
     # -- derived views ---------------------------------------------------
+
+    @property
+    def rarity(self) -> Rarity:
+        """The rule of this table's sparse space."""
+        return Rarity(self.mask, self.parity)
+
+    @property
+    def kind(self) -> str:
+        """``range`` or ``positions`` (see :class:`Rarity`)."""
+        return self.rarity.kind
 
     @property
     def positions(self) -> tuple[int, ...]:
@@ -218,43 +342,66 @@ class RareTable:
 
     @property
     def last_position(self) -> int:
-        return self.entries[-1][0]
+        """The last rare position; -1 when there is none (positional rarity with G(0) common)."""
+        return self.entries[-1][0] if self.entries else -1
 
     @cached_property
     def digest(self) -> str:
-        """``sha256:<hex>`` of the schema, game, mask and entries (not ``exact_to``).
+        """``sha256:<hex>`` of the game, kind, mask and entries (not ``exact_to``).
 
-        Generated code depends on exactly these, so equal digests mean equal kernels.
+        Generated code depends on exactly these, so equal digests mean equal kernels.  A range
+        table hashes the text of schema 1 (its digest did not change with schema 2); a
+        positional one adds its kind and parity.
         """
-        text = f"{SCHEMA}\n{self.game.code}\n{self.mask:#x}\n" + "".join(f"{p} {v}\n" for p, v in self.entries)
+        head = f"{SCHEMA_1}\n" if self.parity is None else f"{SCHEMA}\npositions {self.parity}\n"
+        text = head + f"{self.game.code}\n{self.mask:#x}\n" + "".join(f"{p} {v}\n" for p, v in self.entries)
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
-    def is_rare(self, value: int) -> bool:
-        """True when ``value`` is rare under this table's mask."""
-        return is_rare(value, self.mask)
+    def is_rare(self, value: int, heap: int | None = None) -> bool:
+        """True when ``value`` is rare at ``heap`` (positional rarity needs the heap)."""
+        return self.rarity.is_rare(value, heap)
+
+    def rare_flags(self, values, first: int | None = None) -> np.ndarray:
+        """Boolean array: is ``values[i]`` rare at heap ``first + i`` (see :meth:`Rarity.rare_flags`)."""
+        return self.rarity.rare_flags(values, first)
+
+    def describe(self) -> str:
+        """The sparse space in words: ``range (popcount(G(n) & 0x1ee) even)`` or ``positions (...)``."""
+        takes = [k for k, _none, _one, two in self.game.moves() if two]
+        return f"{self.kind} ({self.rarity.describe(min(takes) if self.parity is not None else None)})"
 
     def with_entry(self, position: int, value: int, exact_to: int | None = None) -> "RareTable":
         """A new table with one more rare value (as found by a verifier)."""
         entries = sorted((dict(self.entries) | {position: value}).items())
-        return RareTable(self.game, self.mask, tuple(entries), max(exact_to or 0, self.exact_to, position + 1))
+        return RareTable(self.game, self.mask, tuple(entries), max(exact_to or 0, self.exact_to, position + 1),
+                         self.parity)
+
+    def with_entries(self, entries, exact_to: int) -> "RareTable":
+        """A new table of the same game and rarity with these entries."""
+        return RareTable(self.game, self.mask, tuple(entries), exact_to, self.parity)
 
     # -- making and storing ----------------------------------------------
 
     @classmethod
-    def from_values(cls, game, values, mask: int | None = None) -> "RareTable":
-        """The table of exactly known values G(0) ... G(len-1); the mask is found if not given."""
+    def from_values(cls, game, values, mask: int | None = None, parity: int | None = None) -> "RareTable":
+        """The table of exactly known values G(0) ... G(len-1).
+
+        Without ``mask`` the sparse space (kind and mask) is found from the values
+        (:func:`find_rare_space`; positional rarity where the game's take parity allows it);
+        with it, ``parity`` (None: range) says the kind.
+        """
         game = parse_game(game)
         values = np.asarray(values, dtype=np.int64)
-        if mask is None:
-            mask = find_rare_mask(values)
-        rare = np.flatnonzero(np.bitwise_count(values & mask) % 2 == 0)
-        return cls(game, mask, tuple((int(p), int(values[p])) for p in rare), len(values))
+        rarity = find_rare_space(values, game.take_parity) if mask is None else Rarity(mask, parity)
+        rare = np.flatnonzero(rarity.rare_flags(values, 0))
+        return cls(game, rarity.mask, tuple((int(p), int(values[p])) for p in rare), len(values), rarity.parity)
 
     def to_yaml(self) -> str:
-        """The table as YAML text in schema ``octalgen-rare-table/1``."""
-        document = {
-            "schema": SCHEMA,
-            "game": self.game.code,
+        """The table as YAML text in schema ``octalgen-rare-table/2``."""
+        document = {"schema": SCHEMA, "game": self.game.code, "kind": self.kind}
+        if self.parity is not None:
+            document["parity"] = self.parity
+        document |= {
             "mask": f"{self.mask:#x}",
             "exact_to": self.exact_to,
             "count": self.count,
@@ -262,12 +409,14 @@ class RareTable:
             "digest": self.digest,
             "rare": [list(e) for e in self.entries],
         }
-        header = f"# octalgen rare-value table: {self.game.code}, {self.count} rare values, exact below {self.exact_to}\n"
+        header = (f"# octalgen rare-value table: {self.game.code}, sparse space {self.describe()}, "
+                  f"{self.count} rare positions, exact below {self.exact_to}\n")
         return header + yaml.dump(document, Dumper=_SafeDumper, default_flow_style=None, sort_keys=False, width=120)
 
     @classmethod
     def from_yaml(cls, text: str, game=None, source: str = "rare table") -> "RareTable":
-        """Parse and check a table; ``game`` (optional) is the game it must belong to."""
+        """Parse and check a table (schema 2, or schema 1: a range table); ``game`` (optional) is the
+        game it must belong to."""
         try:
             doc = yaml.load(text, Loader=_SafeLoader)
         except yaml.YAMLError as exc:
@@ -276,13 +425,16 @@ class RareTable:
             raise TableError(f"{source}: not valid YAML{where}") from None
         if not isinstance(doc, dict):
             raise TableError(f"{source}: expected a YAML mapping with keys {', '.join(_KEYS)}")
-        missing = [k for k in _KEYS if k not in doc and k != "digest"]
-        unknown = [k for k in doc if k not in _KEYS]
+        schema = doc.get("schema")
+        if schema not in (SCHEMA, SCHEMA_1):
+            raise TableError(f"{source}: schema {schema!r} is not {SCHEMA!r} (or {SCHEMA_1!r})")
+        keys = _KEYS if schema == SCHEMA else _KEYS_1
+        optional = ("digest", "parity")
+        missing = [k for k in keys if k not in doc and k not in optional]
+        unknown = [k for k in doc if k not in keys]
         if missing or unknown:
             what = f"missing {', '.join(missing)}" if missing else f"unknown key {unknown[0]!r}"
-            raise TableError(f"{source}: {what} (schema {SCHEMA})")
-        if doc["schema"] != SCHEMA:
-            raise TableError(f"{source}: schema {doc['schema']!r} is not {SCHEMA!r}")
+            raise TableError(f"{source}: {what} (schema {schema})")
         try:
             table_game = parse_game(str(doc["game"]))
         except TableError:
@@ -291,6 +443,12 @@ class RareTable:
             raise TableError(f"{source}: {exc}") from None
         if game is not None and parse_game(game) != table_game:
             raise TableError(f"{source}: the table is for {table_game.code}, not {parse_game(game).code}")
+        kind = doc.get("kind", "range")
+        if kind not in KINDS:
+            raise TableError(f"{source}: kind {kind!r} is not {' or '.join(KINDS)}")
+        parity = doc.get("parity")
+        if (kind == "positions") != (parity is not None) or parity not in (None, 0, 1):
+            raise TableError(f"{source}: a positions table needs parity 0 or 1, a range table none")
         mask_text = doc["mask"]
         try:
             mask = int(mask_text, 16) if isinstance(mask_text, str) else int(mask_text)
@@ -304,7 +462,7 @@ class RareTable:
         for key in ("exact_to", "count", "last_position"):
             if type(doc[key]) is not int:
                 raise TableError(f"{source}: {key} must be an integer")
-        table = cls(table_game, mask, tuple(tuple(e) for e in rare), doc["exact_to"])
+        table = cls(table_game, mask, tuple(tuple(e) for e in rare), doc["exact_to"], parity)
         if doc["count"] != table.count or doc["last_position"] != table.last_position:
             raise TableError(
                 f"{source}: says {doc['count']} entries ending at {doc['last_position']}, "

@@ -12,8 +12,11 @@ be obviously right first and fast second.
 
 A value v is *rare* for a mask m when ``popcount(v & m)`` is even, *common*
 otherwise.  Because ``common ^ common`` is rare, a common-valued option always
-involves a heap of rare value; that is the whole trick.  The solver is exact
-for every mask: a bad mask only makes it slower.
+involves a heap of rare value; that is the whole trick.  With positional rarity
+(:class:`~octalgen.rare.Rarity`: v rare at heap n when ``popcount(v & m) + n +
+t`` is even) the same holds for the options of heap n, whose rare/common test
+then depends on n.  The solver is exact for every mask and either kind: a bad
+one only makes it slower.
 
 Values are Python ints or int64 numpy arrays: no storage narrower than that is
 used here, so nothing is truncated.
@@ -26,7 +29,7 @@ import bisect
 import numpy as np
 
 from .game import OctalGame, parse_game
-from .rare import find_rare_mask, is_rare
+from .rare import Rarity, find_rare_space
 
 __all__ = ["options", "mex", "naive_values", "exact_values", "ExactSolver"]
 
@@ -79,7 +82,7 @@ def naive_values(game, count: int) -> list[int]:
     return values
 
 
-def exact_values(game, count: int, *, mask: int | None = None) -> np.ndarray:
+def exact_values(game, count: int, *, mask: int | None = None, parity: int | None = None) -> np.ndarray:
     """G(0) ... G(count-1) by the rare-value algorithm, as an int64 array.
 
     Parameters
@@ -88,8 +91,10 @@ def exact_values(game, count: int, *, mask: int | None = None) -> np.ndarray:
     count : int
     mask : int, optional
         The rare mask; found from the values as they are computed when omitted.
+    parity : int, optional
+        With ``mask``: positional rarity with this parity (see :class:`~octalgen.rare.Rarity`).
     """
-    solver = ExactSolver(parse_game(game), mask=mask)
+    solver = ExactSolver(parse_game(game), mask=mask, parity=parity)
     solver.extend(count)
     return solver.values
 
@@ -102,19 +107,22 @@ class ExactSolver:
     game : OctalGame
     mask : int, optional
         Rare mask to use.  When omitted the solver starts with mask 0 (every
-        value rare: a plain mex over all options) and re-detects the mask from
-        the values found so far at 1024, 4096, 16384 and 65536 values.
+        value rare: a plain mex over all options) and re-detects the mask, and
+        whether rarity depends on the heap's parity, from the values found so
+        far at 1024, 4096, 16384 and 65536 values.
     values : sequence of int, optional
         A prefix G(0) ... G(len-1) already known exactly, to continue from.
+    parity : int, optional
+        With ``mask``: positional rarity with this parity (the game's take parity).
 
     Attributes
     ----------
     values : numpy.ndarray
         G(0) ... G(n-1), int64, for the n computed so far.
-    mask : int
-        The rare mask in use.
+    rarity : Rarity
+        The rare mask (and parity) in use.
     rare_positions : list of int
-        Positions of the rare values among ``values``, ascending.
+        Positions of the rare values among ``values`` (rare at their heap), ascending.
     """
 
     _REDETECT_AT = (1 << 10, 1 << 12, 1 << 14, 1 << 16)
@@ -124,18 +132,24 @@ class ExactSolver:
     _FIRST_CHUNK = 256
     _MAX_CHUNK = 1 << 16
 
-    def __init__(self, game: OctalGame, mask: int | None = None, values=()):
+    def __init__(self, game: OctalGame, mask: int | None = None, values=(), parity: int | None = None):
         self.game = game
         self._adaptive = mask is None
-        self.mask = 0 if mask is None else int(mask)
+        self.rarity = Rarity(0) if mask is None else Rarity(int(mask), parity)
         self._buffer = np.zeros(max(1024, 2 * len(values)), dtype=np.int64)
         self._buffer[: len(values)] = values
         self._count = len(values)
         if self._adaptive and self._count:
-            self.mask = find_rare_mask(self.values, tail_fraction=self._ADAPTIVE_TAIL_FRACTION)
+            self.rarity = self._detect()
         self._reclassify()
         self._moves = [m for m in game.moves()]
-        self._common_table = np.zeros(0, dtype=bool)
+
+    @property
+    def mask(self) -> int:
+        return self.rarity.mask
+
+    def _detect(self) -> Rarity:
+        return find_rare_space(self.values, self.game.take_parity, tail_fraction=self._ADAPTIVE_TAIL_FRACTION)
 
     @property
     def values(self) -> np.ndarray:
@@ -153,14 +167,14 @@ class ExactSolver:
         while self._count < count:
             n = self._count
             if self._adaptive and n in self._REDETECT_AT:
-                mask = find_rare_mask(self.values, tail_fraction=self._ADAPTIVE_TAIL_FRACTION)
-                if mask != self.mask:
-                    self.mask = mask
+                rarity = self._detect()
+                if rarity != self.rarity:
+                    self.rarity = rarity
                     self._reclassify()
             value = self._value_at(n)
             self._buffer[n] = value
             self._count += 1
-            if is_rare(value, self.mask):
+            if self.rarity.is_rare(value, n):
                 self.rare_positions.append(n)
                 self._rare_pos = None  # array view rebuilt on demand
         return self.values
@@ -168,18 +182,19 @@ class ExactSolver:
     # -- internals -------------------------------------------------------
 
     def _reclassify(self):
-        values = self.values
-        rare = np.bitwise_count(values & self.mask) % 2 == 0 if len(values) else np.zeros(0, bool)
-        self.rare_positions = [int(p) for p in np.flatnonzero(rare)]
+        self.rare_positions = [int(p) for p in np.flatnonzero(self.rarity.rare_flags(self.values, 0))]
         self._rare_pos = None
-        self._common_table = np.zeros(0, dtype=bool)
+        self._common_tables = [np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)]
 
-    def _is_common_below(self, limit: int) -> np.ndarray:
-        """Boolean array: is v common, for v in [0, limit)."""
-        if len(self._common_table) < limit:
-            size = max(limit, 2 * len(self._common_table), 1024)
-            self._common_table = np.bitwise_count(np.arange(size, dtype=np.int64) & self.mask) % 2 == 1
-        return self._common_table[:limit]
+    def _is_common_below(self, limit: int, n: int) -> np.ndarray:
+        """Boolean array: is v common at heap n, for v in [0, limit)."""
+        heap_class = self.rarity.heap_class(n)  # v is common at n when popcount(v & mask) + class is odd
+        table = self._common_tables[heap_class]
+        if len(table) < limit:
+            size = max(limit, 2 * len(table), 1024)
+            table = (np.bitwise_count(np.arange(size, dtype=np.int64) & self.mask) + heap_class) % 2 == 1
+            self._common_tables[heap_class] = table
+        return table[:limit]
 
     def _value_at(self, n: int) -> int:
         if self.mask == 0:
@@ -189,40 +204,35 @@ class ExactSolver:
             self._rare_pos = np.array(self.rare_positions, dtype=np.int64)
         rare_pos = self._rare_pos
 
-        # 1. Options that involve a heap at a rare position p: G(p) ^ G(rest - p).
-        #    They give every common-valued option (common = rare ^ common).
+        # 1. The options that involve a heap at a rare position p, G(p) ^ G(rest - p), and the
+        #    one-heap options (and 0, the option of taking a whole heap): every common option at n
+        #    is among them (common = rare ^ common).
         parts = []
-        has_zero_option = False
+        first_split = bisect.bisect_left(self.rare_positions, 1)
         for k, leave_none, leave_one, leave_two in self._moves:
             rest = n - k
             if leave_none and k >= 1 and rest == 0:
-                has_zero_option = True
-            if rest < 1 or not (leave_one and k >= 1 or leave_two):
-                continue
-            # p = 0 is the one-heap option G(rest); p >= 1 splits into (p, rest - p).
-            lo = 0 if (leave_one and k >= 1) else 1
-            hi = bisect.bisect_right(self.rare_positions, rest - 1) if leave_two else 1
-            p = rare_pos[lo:hi]
-            if len(p):
+                parts.append(np.zeros(1, np.int64))
+            if leave_one and k >= 1 and rest >= 1:
+                parts.append(G[rest : rest + 1])
+            if leave_two and rest >= 2:
+                p = rare_pos[first_split : bisect.bisect_right(self.rare_positions, rest - 1)]
                 parts.append(G[p] ^ G[rest - p])
         rare_options = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        parity = np.bitwise_count(rare_options & self.mask) % 2
-        common_options = rare_options[parity == 1]
+        common = (np.bitwise_count(rare_options & self.mask) + self.rarity.heap_class(n)) % 2 == 1  # at heap n
+        common_options = rare_options[common]
 
         # Candidate: the least common value that is not an option.
         size = int(common_options.max()) + 2 if len(common_options) else 2
         taken = np.zeros(size, dtype=bool)
         taken[common_options] = True
-        free_common = np.flatnonzero(self._is_common_below(size) & ~taken)
-        candidate = int(free_common[0]) if len(free_common) else self._next_common(size)
+        free_common = np.flatnonzero(self._is_common_below(size, n) & ~taken)
+        candidate = int(free_common[0]) if len(free_common) else self._next_common(size, n)
 
         # 2. Every rare value below the candidate must be an option.
         seen = np.zeros(candidate, dtype=bool)
-        rare_hits = rare_options[(parity == 0) & (rare_options < candidate)]
-        seen[rare_hits] = True
-        if has_zero_option:
-            seen[0] = True
-        missing = np.flatnonzero(~self._is_common_below(candidate) & ~seen)
+        seen[rare_options[~common & (rare_options < candidate)]] = True
+        missing = np.flatnonzero(~self._is_common_below(candidate, n) & ~seen)
         if len(missing) == 0:
             return candidate
         missing = self._scan_pairs(n, candidate, seen, missing)
@@ -249,9 +259,9 @@ class ExactSolver:
                 chunk = min(2 * chunk, self._MAX_CHUNK)
         return missing
 
-    def _next_common(self, start: int) -> int:
+    def _next_common(self, start: int, n: int) -> int:
         v = start
-        while not (bin(v & self.mask).count("1") & 1):
+        while self.rarity.is_rare(v, n):
             v += 1
         return v
 

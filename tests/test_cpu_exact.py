@@ -6,7 +6,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from octalgen.cpu.exact import CExactSolver, exact_values_c
-from octalgen.cpu.generate import take_parity
 from octalgen.errors import ComputationError, InputError
 from octalgen.game import OctalGame
 from octalgen.rare import find_solver_mask
@@ -138,7 +137,7 @@ def test_blocked_equals_the_reference(game, resume_at):
     # with no mask (adaptive), mask 0 and masks that fit the game or not, with position parity
     # where the game allows it.
     expected = exact_values(game, 3000).tolist()
-    parities = (False, True) if take_parity(game) is not None else (False,)
+    parities = (False, True) if game.take_parity is not None else (False,)
     for mask in (None, 0, 0x1, 0x6, 0x1EE):
         for parity in parities if mask else (False,):
             for start in (0, resume_at):

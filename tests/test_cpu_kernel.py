@@ -300,6 +300,10 @@ FLAG_SETS = [
 COMPILE_ONLY_FLAG_SETS = [("-O2", "-march=x86-64-v4")]  # AVX-512 paths: this CPU may lack them
 
 
+def _table_106():
+    return RareTable.from_values(".106", exact_values_c(".106", 1 << 13))
+
+
 def _units():
     officers = make_plan(shipped_table(".6"))
     return {
@@ -310,6 +314,10 @@ def _units():
         "kernel .16, clocked": kernel_unit(make_plan(shipped_table(".16")), baton_clock=True),
         "kernel .16, mex after the baton, clocked": kernel_unit(make_plan(shipped_table(".16")),
                                                                 speculative_mex=False, baton_clock=True),
+        # positional rarity: rows per heap class; .106 has a one-heap option rare at every heap
+        "kernel .104": kernel_unit(make_plan(shipped_table(".104"))),
+        "kernel .106 u16": kernel_unit(make_plan(_table_106(), storage="u16")),
+        "naive .106 u16": naive_unit(make_plan(_table_106(), storage="u16")),
         "exact .6": exact_unit(".6"),
         "exact 4.07": exact_unit("4.07"),
         "naive .6": naive_unit(officers),

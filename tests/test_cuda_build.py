@@ -28,8 +28,9 @@ needs_nvcc = pytest.mark.skipif(not _has_nvcc(), reason="nvcc (CUDA toolkit) not
 
 @needs_nvcc
 @pytest.mark.parametrize("game, options", [(".6", CudaOptions()), (".16", CudaOptions()),
-                                           (".16", CudaOptions(cache_final=False, term_groups=8))],
-                         ids=[".6", ".16", ".16-recomputed"])
+                                           (".16", CudaOptions(cache_final=False, term_groups=8)),
+                                           (".104", CudaOptions()), (".106", CudaOptions())],
+                         ids=[".6", ".16", ".16-recomputed", ".104-positions", ".106-positions-rare-options"])
 def test_generated_cuda_compiles_without_warnings_or_spills(game, options):
     assert "--Werror" in NVCC_FLAGS and "all-warnings" in NVCC_FLAGS
     compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))

@@ -32,11 +32,12 @@ def plan_of(game, options):
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=["cached", "recomputed"])
-@pytest.mark.parametrize("game, span", [(".6", 6000), (".16", 8000), (".644", 8000)])
+@pytest.mark.parametrize("game, span", [(".6", 6000), (".16", 8000), (".644", 8000), (".104", 8000)])
 def test_gpu_rounds_are_the_twin_rounds(options, game, span):
     plan = plan_of(game, options)
     w, first = plan.kernel.window, plan.start + 500  # a stretch of a run, not its first heap
-    codes = plan.kernel.encoding.encode_array(exact_values(game, first + span, mask=plan.table.mask))
+    codes = plan.kernel.encoding.encode_array(exact_values(game, first + span, mask=plan.table.mask,
+                                                           parity=plan.table.parity))
     runs, ring = {}, 1 << 20  # the limit never binds: the GPU's queued rounds run ahead as the twin's would
     for name, speculator in (("gpu", runtime.GpuSpeculator(plan, 256, ring, rounds_per_launch=12, lookahead=1 << 14)),
                              ("twin", twin.Speculator(plan, 256, ring, options.cache_final))):
@@ -53,11 +54,11 @@ def test_gpu_rounds_are_the_twin_rounds(options, game, span):
     assert common > 10 and np.array_equal(runs["gpu"][:common], runs["twin"][:common])
 
 
-@pytest.mark.parametrize("game", [".6", ".16", ".644"])
+@pytest.mark.parametrize("game", [".6", ".16", ".644", ".104", ".724"])  # positions; .724: a rare one-heap option
 def test_gpu_verifier_is_the_twin_verifier(game):
     plan = plan_of(game, CudaOptions())
     lo, hi = plan.start + 500, plan.start + 3500
-    values = exact_values(game, hi, mask=plan.table.mask)
+    values = exact_values(game, hi, mask=plan.table.mask, parity=plan.table.parity)
     codes = plan.kernel.encoding.encode_array(values).astype(np.uint8)
     scan = plan.scan_table(values[:lo])
     device = runtime.GpuVerifier(plan)
@@ -73,13 +74,14 @@ def test_gpu_verifier_is_the_twin_verifier(game):
         assert device.verify(wrong, 0, scan, lo, hi)[0] == fault
 
 
-def test_run_through_the_engine_with_the_gpu_plug_in():
-    game = parse_game(".16")
+@pytest.mark.parametrize("code", [".16", ".104"])
+def test_run_through_the_engine_with_the_gpu_plug_in(code):
+    game = parse_game(code)
     tally = Tally()
     kernels = plugin.CudaKernels()
     engine = Engine(game, EngineOptions(until=400_000, chunk=1 << 16), [tally], kernels=kernels)
     engine.run()
-    assert summarize(engine, tally).statistics.digest == fnv1a64(compute_values(".16", 0, 400_000, backend="c"))
+    assert summarize(engine, tally).statistics.digest == fnv1a64(compute_values(code, 0, 400_000, backend="c"))
     rounds, verification = kernels.figures()
     assert rounds.rounds > 0 and verification.values == 400_000 - engine.plan.start
 

@@ -78,8 +78,8 @@ def test_values_that_do_not_match_the_runs_digest_are_refused(cli, kept, tmp_pat
     directory, count, reference = kept
     decode = Encoding.decode_array
 
-    def wrong_decoding(self, codes):  # a decoding bug: one value off, every file still intact
-        values = decode(self, codes)
+    def wrong_decoding(self, codes, first=None):  # a decoding bug: one value off, every file still intact
+        values = decode(self, codes, first)
         values[len(values) // 2] ^= 1
         return values
 

@@ -73,7 +73,9 @@ def test_with_entry_adds_a_rare_value():
     "edit, message",
     [
         (lambda t: t.replace("game: '.356'", "game: '.6'"), "is for .6, not .356"),
-        (lambda t: t.replace("schema: octalgen-rare-table/1", "schema: other/2"), "schema"),
+        (lambda t: t.replace("schema: octalgen-rare-table/2", "schema: other/2"), "schema"),
+        (lambda t: t.replace("kind: range", "kind: positions"), "needs parity"),
+        (lambda t: t.replace("kind: range", "kind: ranges"), "kind"),
         (lambda t: t.rsplit("\n", 2)[0] + "\n", "truncated"),
         (lambda t: t.replace("[43, 14]", "[43, 13]"), "digest"),
         (lambda t: t.replace("[43, 14]", "[43, 12]"), "common"),

@@ -27,13 +27,14 @@
 #include <immintrin.h>
 #endif
 
-/* Speculative kernel: buffer[0:20628] holds the 20628 values before the first heap (stored
-   codes); fills buffer[20628:20628+count] with up to `threads` threads.  Returns 0 when done;
+/* Speculative kernel: buffer[0:20628] holds the 20628 values (stored codes) before heap
+   first_heap; fills buffer[20628:20628+count] with up to `threads` threads.  Returns 0 when done;
    1 when the value of heap *done (counted from the first) does not fit the storage; 2 when the
    threads stopped at heap *done because they kept waiting for each other (other work holds the
    cores; never when patient is nonzero): go on with one thread; -1 when threads or memory could
    not be had.  Heaps before *done are always computed. */
-int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint32_t threads, int patient, uint64_t *done);
+int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, int patient,
+                         uint64_t *done);
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
    result: [status (0 proven, 1 failed, 2 undecided), heap, true value or -1, options scanned]. */
@@ -53,9 +54,28 @@ typedef uint8_t code_t;
 #define RECENT 57u
 #define STORAGE_U8 1
 
-/* COMMON_BITS bit v: code v stands for a common value (the mex takes only those). */
-static const uint64_t COMMON_BITS[MEX_SIZE / 64] = {
-    0xffffffffffffffffu, 0xffffffffffffffffu, 0xffffffffffffffffu, 0xffffffffffffffffu,
+/* HEAP_CLASSES 2: positional rarity, v is rare at heap n when popcount(v & mask) + n + PARITY is
+   even, so what is rare depends on the class CLASS(n) of the heap; 1: the same at every heap. */
+#define HEAP_CLASSES 1u
+#define PARITY 0u
+#if HEAP_CLASSES == 2
+#define CLASS(n) ((uint32_t)(((n) + PARITY) & 1u))
+#else
+#define CLASS(n) ((void)(n), 0u)
+#endif
+
+/* COMMON_BITS[c] bit v: code v stands for a value common at heaps of class c (the mex takes only
+   those).  One row when it is the same for every heap (always for u8: every code is common). */
+#define COMMON_CLASSES 1u
+#if COMMON_CLASSES == 2
+#define COMMON_ROW(n) COMMON_BITS[CLASS(n)]
+#else
+#define COMMON_ROW(n) ((void)(n), COMMON_BITS[0])
+#endif
+static const uint64_t COMMON_BITS[COMMON_CLASSES][MEX_SIZE / 64] = {
+    {
+        0xffffffffffffffffu, 0xffffffffffffffffu, 0xffffffffffffffffu, 0xffffffffffffffffu,
+    },
 };
 
 /* ---- marking -------------------------------------------------------------------------------- */
@@ -1794,8 +1814,9 @@ static int mark_late_terms(const code_t *g, uint8_t *marks, uint8_t stamp, uint3
     return hit;
 }
 
-/* The least code below MEX_SIZE that is common and not marked with stamp; MEX_SIZE if none. */
-static uint32_t mex(const uint8_t *marks, uint8_t stamp)
+/* The least code below MEX_SIZE that is common (a bit of common) and not marked with stamp;
+   MEX_SIZE if none. */
+static uint32_t mex(const uint8_t *marks, uint8_t stamp, const uint64_t *common)
 {
     for (uint32_t i = 0; i < MEX_SIZE; i += 64) {
 #if defined(__AVX512BW__)
@@ -1811,7 +1832,7 @@ static uint32_t mex(const uint8_t *marks, uint8_t stamp)
         for (uint32_t j = 0; j < 64; j++)
             unmarked |= (uint64_t)(marks[i + j] != stamp) << j;
 #endif
-        unmarked &= COMMON_BITS[i / 64];
+        unmarked &= common[i / 64];
         if (unmarked)
             return i + (uint32_t)__builtin_ctzll(unmarked);
     }
@@ -1831,7 +1852,7 @@ static uint8_t next_stamp(uint8_t stamp, uint8_t *marks)
 
 /* ---- one thread ------------------------------------------------------------------------------ */
 
-static int64_t fill_one_thread(code_t *buffer, uint64_t count)
+static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_heap)
 {
     uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));
     uint8_t stamp = 0;
@@ -1841,7 +1862,7 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count)
         stamp = next_stamp(stamp, marks);
         mark_old_terms(g, marks, stamp);
         mark_recent_terms(g, marks, stamp, 1);
-        uint32_t v = mex(marks, stamp);
+        uint32_t v = mex(marks, stamp, COMMON_ROW(first_heap + i));
         if (v >= MEX_SIZE)
             return (int64_t)i;
         *g = (code_t)v;
@@ -1884,7 +1905,7 @@ typedef struct {
 typedef struct {
     const code_t *window;
     code_t *out;
-    uint64_t count;
+    uint64_t count, first_heap;
     uint32_t threads, index;
     shared_t *shared;
 } worker_t;
@@ -1991,7 +2012,7 @@ static void *worker(void *argument)
         stamp = next_stamp(stamp, marks);
         mark_old_terms(g, marks, stamp);
         mark_recent_terms(g, marks, stamp, m);
-        uint32_t guess = mex(marks, stamp);
+        uint32_t guess = mex(marks, stamp, COMMON_ROW(w->first_heap + i));
         if (i > 0) {
             baton_t *baton = &shared->batons[i % BATON_SLOTS];
             if (!wait_for_baton(shared, baton, i))
@@ -2000,7 +2021,7 @@ static void *worker(void *argument)
             memcpy(g - fresh, baton->values + BATON_VALUES - fresh, fresh * sizeof(code_t));
         }
         int again = mark_late_terms(g, marks, stamp, m, guess);  /* a late term marked the guess */
-        uint32_t v = again ? mex(marks, stamp) : guess;
+        uint32_t v = again ? mex(marks, stamp, COMMON_ROW(w->first_heap + i)) : guess;
         if (v >= MEX_SIZE) {
             stop_at(shared, i);
             break;
@@ -2018,7 +2039,8 @@ done:
     return 0;
 }
 
-static int fill_threads(code_t *buffer, uint64_t count, uint32_t threads, int patient, uint64_t *done)
+static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, int patient,
+                        uint64_t *done)
 {
     shared_t *shared = aligned_alloc(64, sizeof(shared_t));
     worker_t *workers = calloc(threads, sizeof(worker_t));
@@ -2037,7 +2059,7 @@ static int fill_threads(code_t *buffer, uint64_t count, uint32_t threads, int pa
     pthread_cond_init(&shared->wake, 0);
     uint32_t started = 0;
     for (; started < threads; started++) {
-        workers[started] = (worker_t){buffer, buffer + WINDOW, count, threads, started, shared};
+        workers[started] = (worker_t){buffer, buffer + WINDOW, count, first_heap, threads, started, shared};
         if (pthread_create(&ids[started], 0, worker, &workers[started])) {
             stop_at(shared, 0);
             break;
@@ -2061,13 +2083,14 @@ out:
     return result;
 }
 
-int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint32_t threads, int patient, uint64_t *done)
+int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, int patient,
+                         uint64_t *done)
 {
     if (threads > RECENT)
         threads = RECENT;
     if (threads > 1 && count >= 2)
-        return fill_threads(buffer, count, threads, patient, done);
-    int64_t stopped = fill_one_thread(buffer, count);
+        return fill_threads(buffer, count, first_heap, threads, patient, done);
+    int64_t stopped = fill_one_thread(buffer, count, first_heap);
     *done = stopped < 0 ? count : (uint64_t)stopped;
     return stopped >= 0;
 }
@@ -2077,6 +2100,7 @@ int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint32_t threads, int p
  *   (a) the kernel's marks, recomputed here, give exactly that code (every common option
  *       involves a rare position, and those are the terms), and
  *   (b) every rare value below it is an option: the scan over G(x) ^ G(rest - x), x = 1, 2, ...
+ *       (and the one-heap options that are rare at n: RARE_OPTION below).
  * The terms are only right if the rare positions below n are those of the table: the caller
  * checks the prefix against the table, and values past the prefix are codes of common values.
  * Pairs are scanned only where both heaps are available: prefix[0:prefix_length] and
@@ -2087,35 +2111,39 @@ int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint32_t threads, int p
 #define NEED_LIMIT 512u
 #define NEED_WORDS (NEED_LIMIT / 64)
 
-/* RARE_BITS bit v: the raw value v is rare. */
-static const uint64_t RARE_BITS[NEED_WORDS] = {
-    0xc33cc33c3cc33cc3u, 0x3cc33cc3c33cc33cu, 0x3cc33cc3c33cc33cu, 0xc33cc33c3cc33cc3u,
-    0x3cc33cc3c33cc33cu, 0xc33cc33c3cc33cc3u, 0xc33cc33c3cc33cc3u, 0x3cc33cc3c33cc33cu,
+/* RARE_BITS[c] bit v: the raw value v is rare at heaps of class c. */
+static const uint64_t RARE_BITS[HEAP_CLASSES][NEED_WORDS] = {
+    {
+        0xc33cc33c3cc33cc3u, 0x3cc33cc3c33cc33cu, 0x3cc33cc3c33cc33cu, 0xc33cc33c3cc33cc3u,
+        0x3cc33cc3c33cc33cu, 0xc33cc33c3cc33cc3u, 0xc33cc33c3cc33cc3u, 0x3cc33cc3c33cc33cu,
+    },
 };
 
 #if STORAGE_U8
-/* DECODE[code]: the common value stored as code. */
-static const uint16_t DECODE[256] = {
-    2, 3, 4, 5, 8, 9, 14, 15, 18, 19, 20, 21, 24, 25, 30, 31,
-    32, 33, 38, 39, 42, 43, 44, 45, 48, 49, 54, 55, 58, 59, 60, 61,
-    64, 65, 70, 71, 74, 75, 76, 77, 80, 81, 86, 87, 90, 91, 92, 93,
-    98, 99, 100, 101, 104, 105, 110, 111, 114, 115, 116, 117, 120, 121, 126, 127,
-    128, 129, 134, 135, 138, 139, 140, 141, 144, 145, 150, 151, 154, 155, 156, 157,
-    162, 163, 164, 165, 168, 169, 174, 175, 178, 179, 180, 181, 184, 185, 190, 191,
-    194, 195, 196, 197, 200, 201, 206, 207, 210, 211, 212, 213, 216, 217, 222, 223,
-    224, 225, 230, 231, 234, 235, 236, 237, 240, 241, 246, 247, 250, 251, 252, 253,
-    256, 257, 262, 263, 266, 267, 268, 269, 272, 273, 278, 279, 282, 283, 284, 285,
-    290, 291, 292, 293, 296, 297, 302, 303, 306, 307, 308, 309, 312, 313, 318, 319,
-    322, 323, 324, 325, 328, 329, 334, 335, 338, 339, 340, 341, 344, 345, 350, 351,
-    352, 353, 358, 359, 362, 363, 364, 365, 368, 369, 374, 375, 378, 379, 380, 381,
-    386, 387, 388, 389, 392, 393, 398, 399, 402, 403, 404, 405, 408, 409, 414, 415,
-    416, 417, 422, 423, 426, 427, 428, 429, 432, 433, 438, 439, 442, 443, 444, 445,
-    448, 449, 454, 455, 458, 459, 460, 461, 464, 465, 470, 471, 474, 475, 476, 477,
-    482, 483, 484, 485, 488, 489, 494, 495, 498, 499, 500, 501, 504, 505, 510, 511,
+/* DECODE[c][code]: the value common at heaps of class c stored as code. */
+static const uint16_t DECODE[HEAP_CLASSES][256] = {
+    {
+        2, 3, 4, 5, 8, 9, 14, 15, 18, 19, 20, 21, 24, 25, 30, 31,
+        32, 33, 38, 39, 42, 43, 44, 45, 48, 49, 54, 55, 58, 59, 60, 61,
+        64, 65, 70, 71, 74, 75, 76, 77, 80, 81, 86, 87, 90, 91, 92, 93,
+        98, 99, 100, 101, 104, 105, 110, 111, 114, 115, 116, 117, 120, 121, 126, 127,
+        128, 129, 134, 135, 138, 139, 140, 141, 144, 145, 150, 151, 154, 155, 156, 157,
+        162, 163, 164, 165, 168, 169, 174, 175, 178, 179, 180, 181, 184, 185, 190, 191,
+        194, 195, 196, 197, 200, 201, 206, 207, 210, 211, 212, 213, 216, 217, 222, 223,
+        224, 225, 230, 231, 234, 235, 236, 237, 240, 241, 246, 247, 250, 251, 252, 253,
+        256, 257, 262, 263, 266, 267, 268, 269, 272, 273, 278, 279, 282, 283, 284, 285,
+        290, 291, 292, 293, 296, 297, 302, 303, 306, 307, 308, 309, 312, 313, 318, 319,
+        322, 323, 324, 325, 328, 329, 334, 335, 338, 339, 340, 341, 344, 345, 350, 351,
+        352, 353, 358, 359, 362, 363, 364, 365, 368, 369, 374, 375, 378, 379, 380, 381,
+        386, 387, 388, 389, 392, 393, 398, 399, 402, 403, 404, 405, 408, 409, 414, 415,
+        416, 417, 422, 423, 426, 427, 428, 429, 432, 433, 438, 439, 442, 443, 444, 445,
+        448, 449, 454, 455, 458, 459, 460, 461, 464, 465, 470, 471, 474, 475, 476, 477,
+        482, 483, 484, 485, 488, 489, 494, 495, 498, 499, 500, 501, 504, 505, 510, 511,
+    },
 };
-#define RAW(code) DECODE[code]
+#define RAW_AT(heap, code) DECODE[CLASS(heap)][code]
 #else
-#define RAW(code) (code)
+#define RAW_AT(heap, code) ((uint32_t)(code))
 #endif
 
 /* The proof scan of one heap takes the rare values below the candidate off a need list as the
@@ -2449,7 +2477,7 @@ static void decode_from(scan_t *s, uint64_t heap)
     uint64_t from = s->decoded - s->base > span ? s->decoded - span : s->base;
     from = heap < from ? heap : from;
     for (uint64_t h = from; h < s->decoded; h++)
-        s->raw[h - s->base] = DECODE[s->codes[h - s->base]];
+        s->raw[h - s->base] = RAW_AT(h, s->codes[h - s->base]);
     s->decoded = from;
 #else
     (void)s, (void)heap;
@@ -2535,18 +2563,19 @@ void octalgen_verify(const uint16_t *prefix, uint64_t prefix_length,
         stamp = next_stamp(stamp, marks);
         mark_old_terms(g, marks, stamp);
         mark_recent_terms(g, marks, stamp, 1);
-        uint32_t code = mex(marks, stamp);
+        uint32_t code = mex(marks, stamp, COMMON_ROW(n));
         int failed = code != *g;
         if (code >= MEX_SIZE) {  /* every stored code is an option: the value does not fit */
             result[0] = 1;
             result[1] = (int64_t)n;
             break;
         }
-        uint32_t candidate = RAW(code);
+        uint32_t candidate = RAW_AT(n, code);
+        const uint64_t *rare = RARE_BITS[CLASS(n)];
         s.missing = 0;
         for (uint32_t w = 0; w < NEED_WORDS; w++) {
             uint64_t below = w * 64 + 64 <= candidate ? ~0ull : w * 64 >= candidate ? 0 : (1ull << (candidate - w * 64)) - 1;
-            s.need[w] = RARE_BITS[w] & below;
+            s.need[w] = rare[w] & below;
             s.missing += (uint64_t)__builtin_popcountll(s.need[w]);
         }
         s.incomplete = 0;

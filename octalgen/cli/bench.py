@@ -169,7 +169,7 @@ def _bench_c(args) -> int:
     reference, reference_s = _timed(reference_values, game, min(REFERENCE_COUNT, start + count))
 
     exact = np.concatenate(chunks)
-    decoded = plan.encoding.decode_array(one[window:])
+    decoded = plan.encoding.decode_array(one[window:], start)
     if not (np.array_equal(one, many) and np.array_equal(one, plain) and verdict.proven
             and all(v == verdict for v in verdicts)
             and np.array_equal(exact[start:], decoded) and np.array_equal(exact[: len(reference)], reference)):

@@ -4,7 +4,8 @@
 G(0) ... G(N-1) to files ``DIR/values/G<first heap, 15 digits>.<kind>``, one per proven
 stretch, in heap order; the index of the files is kept in the run's checkpoint
 (``DIR/checkpoint.json``, itself checksummed), one entry per file: its first heap, its count,
-its kind, its sha256, and for ``u8`` the rare mask and the dropped bit.  A ``u16`` file holds
+its kind, its sha256, and for ``u8`` the rare mask, the dropped bit and, for a sparse space of
+positions, its parity.  A ``u16`` file holds
 one little-endian 16-bit value per heap (the exact prefix, which holds the rare values, and
 games whose values need 16 bits).  A ``u8`` file holds one byte per heap, only for common
 values (an odd number of set bits under the rare mask M): with b the dropped bit (the lowest
@@ -12,7 +13,9 @@ set bit of M), a value v is stored as the byte c = ((v >> (b+1)) << b) | (v & (2
 i.e. bit b deleted and the higher bits shifted down; decoding re-inserts a 0 at bit b,
 v' = ((c >> b) << (b+1)) | (c & (2^b - 1)), and sets bit b when v' has an even number of set
 bits under M, so that the value is common again (b is in M, so exactly one of the two choices
-is).  For Officers (M = 0x1ee, b = 1) this stores every value below 512 in one byte.
+is).  For Officers (M = 0x1ee, b = 1) this stores every value below 512 in one byte.  With a
+parity P (a sparse space of positions, such as ``.104``'s) a value is common at its heap n when
+popcount(v & M) + n + P is odd: decoding then sets bit b when popcount(v' & M) + n + P is even.
 
 ``export`` reads every file, checks each against its sha256 and the whole of G(0) ... G(N-1)
 against the run's FNV-1a-64 digest (so it reads all kept values even for a short range), in

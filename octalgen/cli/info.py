@@ -18,6 +18,19 @@ def register(sub) -> None:
     parser.set_defaults(run=run)
 
 
+def describe_table(table, source: str) -> None:
+    """The ``info`` lines of a rare table: its sparse space (kind, mask, rule) and rare positions."""
+    if table.mask == 0:
+        print(f"rare mask    0 (no sparse space below {table.exact_to}: every value is rare)")
+        return
+    bits = ", ".join(str(b) for b in range(table.mask.bit_length()) if table.mask >> b & 1)
+    print(f"sparse space {table.describe()}")
+    print(f"rare mask    {table.mask:#x} (bits {bits})")
+    last = f", the last at G({table.entries[-1][0]}) = {table.entries[-1][1]}" if table.entries else ""
+    what = "rare values " if table.kind == "range" else "rare heaps  "
+    print(f"{what} {table.count}{last} ({source}, exact below {table.exact_to})")
+
+
 def run(args) -> int:
     game = args.game
     name = f" ({game.name})" if game.name else ""
@@ -27,14 +40,8 @@ def run(args) -> int:
     table = shipped_table(game)
     if table is None:
         print("rare values  no shipped table (octalgen rare computes one)")
-    elif table.mask == 0:
-        print(f"rare mask    0 (no sparse space below {table.exact_to}: every value is rare)")
     else:
-        bits = ", ".join(str(b) for b in range(table.mask.bit_length()) if table.mask >> b & 1)
-        print(f"rare mask    {table.mask:#x} (bits {bits})")
-        last = table.entries[-1]
-        print(f"rare values  {table.count}, the last at G({last[0]}) = {last[1]} "
-              f"(shipped table, exact below {table.exact_to})")
+        describe_table(table, "shipped table")
     solved = solved_games().get(game)
     if solved is None:
         print("period       not in the table of solved games")

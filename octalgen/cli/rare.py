@@ -15,14 +15,17 @@ log = logging.getLogger("octalgen")
 def register(sub) -> None:
     parser = sub.add_parser(
         "rare", help="print or write the rare-value table of a game (YAML)",
-        description="Print the rare-value table of a game as YAML: the rare mask and every (heap, value) whose "
-                    "value is rare, i.e. has an even number of set bits under the mask.  The generated kernels are "
-                    "built from this table.  Without --upto the shipped table is printed when there is one; "
-                    "otherwise (or when --upto asks for more than it covers) the table is computed from exact "
-                    "values G(0) ... G(N-1).",
+        description="Print the rare-value table of a game as YAML: its sparse space and every (heap, value) whose "
+                    "value is rare there.  A sparse space is a range (a value is rare when it has an even number of "
+                    "set bits under the mask) or one of positions (rare at heap n when the set bits under the mask "
+                    "plus n plus the beans t every two-heap move takes are even: Flammenkamp's sparse positions); "
+                    "octalgen finds which, and the mask.  The generated kernels are built from this table.  "
+                    "Without --upto the shipped table is printed when there is one; otherwise (or when --upto "
+                    "asks for more than it covers) the table is computed from exact values G(0) ... G(N-1).",
         epilog="examples:\n"
                "  octalgen rare .6                          # the shipped table of Officers\n"
-               "  octalgen rare .16 --upto 100000 -o 16.yaml  # computed from 100,000 exact values")
+               "  octalgen rare .16 --upto 100000 -o 16.yaml  # computed from 100,000 exact values\n"
+               "  octalgen rare .104                        # a sparse space of positions: 20 rare heaps")
     add_game(parser)
     parser.add_argument("--upto", type=count_type, metavar="N",
                         help=f"establish the table exactly for G(0) ... G(N-1) (default: the shipped table, "
@@ -47,7 +50,7 @@ def run(args) -> int:
         log.info("shipped table for %s (exact below %d)", args.game.code, table.exact_to)
     if args.output:
         table.save(args.output)
-        log.info("wrote %s: %d rare values, mask %#x", args.output, table.count, table.mask)
+        log.info("wrote %s: %d rare positions, sparse space %s", args.output, table.count, table.describe())
     else:
         sys.stdout.write(table.to_yaml())
     return 0

@@ -14,8 +14,8 @@ from .run import print_summary
 DESCRIPTION = """\
 Print the figures of a run (octalgen run or octalgen period) from its checkpoint directory,
 without computing anything: the FNV-1a-64 digest of the proven values, their count, the largest
-value and where it first appears, the sparse space (the rare mask, how many rare positions, the
-last one), the positions of the zeros, rare values found by verification, the period or period
+value and where it first appears, the sparse space (range or positions, the rare mask, how many
+rare positions, the last one), the positions of the zeros, rare values found by verification, the period or period
 candidate, and how many values of each size (--histogram).  --mask counts the values that are
 rare under another mask, as published statistics do; --plot draws the histogram of the common
 values (Grossman's Figure 10; needs matplotlib)."""

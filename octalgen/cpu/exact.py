@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import ComputationError, InputError
 from ..game import OctalGame, parse_game
 from ..rare import find_solver_mask
-from .generate import compile_unit, exact_unit, take_parity
+from .generate import compile_unit, exact_unit
 
 #: Without a mask the solver starts with mask 0 and re-detects it from its own values at every
 #: power of two from 2^10 (the reference stops at 2^16: a game such as ``.04`` shows its sparse
@@ -88,7 +88,7 @@ class CExactSolver:
             raise InputError(f"unknown exact method {method!r}: choose one of {', '.join(METHODS)}")
         if threads not in (1, 2):
             raise InputError(f"the exact solver runs 1 or 2 threads, not {threads}")
-        self._take_parity = take_parity(self.game)
+        self._take_parity = self.game.take_parity
         if position_parity and self._take_parity is None:
             raise InputError(f"{self.game.code}: rarity by position parity needs every two-heap move to "
                              "take the same parity of beans")

@@ -89,14 +89,7 @@ def exact_unit(game) -> CUnit:
     provenance = [f"generator: octalgen {__version__}", f"game: {game.code}", "unit: exact rare-value solver"]
     return _unit("octalgen_exact", "exact.c.j2", "exact_api.j2", provenance,
                  f"exact solver for {game.code}", game=game.code,
-                 moves="; ".join(game.describe()), take_parity=take_parity(game) or 0, **moves)
-
-
-def take_parity(game: OctalGame) -> int | None:
-    """The parity of the beans every two-heap move of ``game`` takes, or None when they differ
-    (or there is none): rarity may count a heap's parity only when it is defined."""
-    parities = {k % 2 for k in _moves(game)["two_heap_takes"]}
-    return parities.pop() if len(parities) == 1 else None
+                 moves="; ".join(game.describe()), take_parity=game.take_parity or 0, **moves)
 
 
 def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> int:
@@ -138,12 +131,12 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, specul
                  storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
                  window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
                  old_terms=old, recent_terms=[(o, c) for o, c in terms if o < recent],
-                 common_bits=_bit_words(_common_codes(plan), plan.mex_size),
+                 heap_classes=plan.heap_classes, parity=plan.table.parity or 0, common_bits=_common_rows(plan),
                  need_limit=_need_limit(plan), dense_chunk=DENSE_CHUNK, sparse_from=SPARSE_FROM,
-                 rare_bits=_bit_words((v for v in range(_need_limit(plan)) if plan.table.is_rare(v)),
-                                      _need_limit(plan)),
-                 decode=[plan.encoding.decode(c) for c in range(256)] if kind == "u8" else [],
-                 speculative_mex=speculative_mex, baton_clock=baton_clock,
+                 rare_bits=[_bit_words((v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)),
+                                       _need_limit(plan)) for c in range(plan.heap_classes)],
+                 decode=plan.encoding.decode_rows.tolist() if kind == "u8" else [],
+                 rare_options=plan.rare_options, speculative_mex=speculative_mex, baton_clock=baton_clock,
                  **_moves(plan.game))
 
 
@@ -156,7 +149,7 @@ def naive_unit(plan: KernelPlan) -> CUnit:
                  f"naive baseline for {plan.game.code}", game=plan.game.code, term_count=len(terms),
                  storage=plan.encoding.describe(), code_type=_CODE_TYPE[kind], window=plan.window,
                  mex_size=plan.mex_size, offsets=[o for o, _ in terms], constants=[c for _, c in terms],
-                 common_bits=_bit_words(_common_codes(plan), plan.mex_size))
+                 common_bits=_common_rows(plan), parity=plan.table.parity or 0)
 
 
 def compile_unit(unit: CUnit, flags=DEFAULT_CFLAGS) -> CompiledModule:
@@ -169,11 +162,11 @@ def _need_limit(plan: KernelPlan) -> int:
     return 512 if plan.encoding.kind == "u8" else plan.mex_size
 
 
-def _common_codes(plan: KernelPlan):
-    """Stored codes below ``mex_size`` that stand for common values."""
-    if plan.encoding.kind == "u8":
-        return range(256)  # every u8 code decodes to a common value
-    return (v for v in range(plan.mex_size) if not plan.table.is_rare(v))
+def _common_rows(plan: KernelPlan) -> list[list[str]]:
+    """The common codes below ``mex_size`` as bit words, a row per heap class where they differ
+    (u16 codes under positional rarity), else one row (every u8 code decodes to a common value)."""
+    classes = plan.heap_classes if plan.encoding.kind == "u16" else 1
+    return [_bit_words(plan.common_codes(c), plan.mex_size) for c in range(classes)]
 
 
 def _bit_words(members, size: int) -> list[str]:

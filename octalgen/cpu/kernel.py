@@ -4,7 +4,7 @@ A :class:`SpeculativeKernel` computes, for a plan, the values the plan predicts:
 value is the least common value not marked by the plan's terms.  Its whole state is the heap
 number n and the last ``plan.window`` stored codes, so a run can stop and resume anywhere
 (a checkpoint holds exactly that).  Values are stored codes (:class:`~octalgen.plan.Encoding`):
-decode them with ``plan.encoding.decode_array``.
+decode them with ``plan.encoding.decode_array(codes, first_heap)``.
 
 The kernel is exact only while no new rare value appears; :class:`~octalgen.cpu.verify.Verifier`
 proves its output.
@@ -138,7 +138,7 @@ class SpeculativeKernel:
         while True:
             part = buffer[offset:]
             status = lib.octalgen_kernel_fill(ffi.from_buffer(f"{code_ctype(self.dtype)}[]", part),
-                                              len(part) - window, threads, patient, done)
+                                              len(part) - window, first_heap + offset, threads, patient, done)
             offset += int(done[0])
             if status == 0:
                 return
@@ -181,6 +181,6 @@ class NaiveKernel(SpeculativeKernel):
             raise InputError("the naive kernel runs one thread from plan.start on a buffer of stored codes")
         ffi, lib = self.module.ffi, self.module.lib
         result = lib.octalgen_naive_fill(ffi.from_buffer(f"{code_ctype(self.dtype)}[]", buffer),
-                                         len(buffer) - self.plan.window)
+                                         len(buffer) - self.plan.window, first_heap)
         if result >= 0:
             raise StorageOverflow(first_heap + result, self.plan)

@@ -5,7 +5,12 @@ For heap n the plan's speculation G(n) = s is proven when
 1. the marks of the plan's terms, recomputed from the values, give exactly s: every common
    option involves a heap at a rare position, and those are the terms; and
 2. every rare value below s is an option: the scan over pairs G(x) ^ G(rest - x) for
-   x = 1, 2, ... (Grossman, Figure 2) reaches each of them.
+   x = 1, 2, ... (Grossman, Figure 2) reaches each of them, or a one-heap option rare at n
+   does (``plan.rare_options``, positional rarity only).
+
+Common and rare are the table's (:class:`~octalgen.rare.Rarity`): with positional rarity they
+depend on the heap's parity, which the generated code looks up per heap (two rows of each
+table, chosen by the heap's class), never per term.
 
 Step 1 is only right if the rare positions below n are exactly the table's.  The verifier
 checks that against the prefix it is given (the exact values G(0) ... G(P-1), which must
@@ -162,7 +167,7 @@ class Verifier:
         if len(prefix) and (prefix.min() < 0 or prefix.max() >= 1 << 16):
             raise InputError("prefix values must lie in 0 ... 65535")
         prefix = np.ascontiguousarray(prefix, dtype=np.uint16)
-        rare = np.flatnonzero(np.bitwise_count(prefix.astype(np.int64) & table.mask) % 2 == 0)
+        rare = np.flatnonzero(table.rare_flags(prefix, 0))
         entries = tuple(zip(rare.tolist(), prefix[rare].tolist()))
         if entries != table.entries:
             raise InputError(f"the prefix G(0) ... G({len(prefix) - 1}) contradicts the rare table "
@@ -175,7 +180,7 @@ class Verifier:
         start = max(0, prefix_length - base)
         if start < stop:
             before = values[start:stop].astype(np.int64)
-            rare = np.flatnonzero(np.bitwise_count(before & self.plan.table.mask) % 2 == 0)
+            rare = np.flatnonzero(self.plan.table.rare_flags(before, base + start))
             if len(rare):
                 heap = base + start + int(rare[0])
                 raise InputError(f"G({heap}) = {int(before[rare[0]])} is rare but not in the table: "

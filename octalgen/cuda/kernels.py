@@ -82,7 +82,9 @@ def render_kernels(plan: CudaPlan) -> str:
         terms=[(offset, spread(code)) for offset, code in plan.kernel.encoded_terms()],
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,
-        rare_codes_below=[int(v) for v in plan.rare_codes_below],
+        rare_codes_below=plan.rare_codes_below.tolist(),
+        parity=plan.table.parity or 0,
+        rare_options=list(plan.kernel.rare_options),
         two_heap_moves=list(plan.two_heap_moves),
     )
 

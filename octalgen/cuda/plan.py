@@ -20,6 +20,13 @@ gives the code of a *rare* option directly.  A pair with a rare heap gives a
 common option, which the term list already covers, so the scan skips heap
 sizes a whose value is rare (the table's rare positions; every other a is
 common once the speculation is verified up to there).
+
+Positional rarity (:class:`~octalgen.rare.Rarity`) changes only what a code
+means, by the class of the heap: the codes of two common heaps XOR to the code
+of an option rare at n, in the order of the values rare at n, so the scan is
+unchanged; the count of rare codes below a stored code is looked up in the row
+of n's class (:attr:`CudaPlan.rare_codes_below`), and the one-heap options rare
+at n (``KernelPlan.rare_options``) are marked as rare options before the scan.
 """
 
 from __future__ import annotations
@@ -145,22 +152,31 @@ class CudaPlan:
 
     @cached_property
     def rare_codes_below(self) -> np.ndarray:
-        """For common code s: how many rare values are below the common value it stores.
+        """Row c, common code s: how many values rare at heaps of class c are below the value s stores there.
 
         Rare codes are in value order, so "every rare value below G(n) is an
-        option" reads "rare codes 0 .. rare_codes_below[s]-1 are all marked".
+        option" reads "rare codes 0 .. rare_codes_below[class of n][s]-1 are all
+        marked".  One row for range rarity, two for positional rarity (int64,
+        shape (classes, 256)).
         """
-        encoding = self.kernel.encoding
-        values = np.array([encoding.decode(s) for s in range(CODES)], dtype=np.int64)
-        rare = np.bitwise_count(np.arange(2 * CODES) & self.table.mask) % 2 == 0
-        below = np.concatenate([[0], np.cumsum(rare)])  # below[v] = rare values < v
-        return below[values]
+        rows, rarity = [], self.table.rarity
+        for heap_class, decoded in enumerate(self.kernel.encoding.decode_rows.astype(np.int64)):
+            rare = [rarity.rare_in_class(v, heap_class) for v in range(2 * CODES)]
+            below = np.concatenate([[0], np.cumsum(rare)])  # below[v] = rare values < v
+            rows.append(below[decoded])
+        return np.array(rows, dtype=np.int64)
 
     @cached_property
     def scan_positions(self) -> np.ndarray:
         """Heap sizes a in 1 .. last rare position whose value is common, ascending (int64)."""
         rare = set(self.table.positions)
         return np.array([a for a in range(1, self.table.last_position + 1) if a not in rare], dtype=np.int64)
+
+    def heap_classes(self, heaps) -> np.ndarray:
+        """The class of each heap (:meth:`~octalgen.rare.Rarity.heap_class`; 0 for range rarity), int64."""
+        parity = self.table.parity
+        heaps = np.asarray(heaps, dtype=np.int64)
+        return np.zeros_like(heaps) if parity is None else (heaps + parity) & 1
 
     def scan_table(self, prefix) -> np.ndarray:
         """The verifier's scan table from the exact values ``prefix`` (G(0) ... G(P-1)).
@@ -172,7 +188,8 @@ class CudaPlan:
         """
         listed = self.scan_positions
         steps = self.options.scan_steps
-        heaps = np.concatenate([listed, self.table.last_position + 1 + np.arange(max(0, steps - len(listed)))])[:steps]
+        after = max(self.table.last_position, 0) + 1  # every heap from here on is common (0 is no heap)
+        heaps = np.concatenate([listed, after + np.arange(max(0, steps - len(listed)))])[:steps]
         heaps = heaps[heaps < len(prefix)]
         codes = self.kernel.encoding.encode_array(np.asarray(prefix)[heaps])
         return np.stack([heaps, spread(codes)], axis=1).astype(np.int32)

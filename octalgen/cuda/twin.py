@@ -64,7 +64,9 @@ Each position n is proven on its own, assuming all earlier values (Grossman's
 Fig. 2): the common options are exactly the term marks, so the stored value s
 must be their mex (s unmarked, every code below marked); and every rare value
 below s must be an option, which a scan over pairs of common heaps
-(a, n - k - a) shows, stopping as soon as all of them are covered.  The heaps
+(a, n - k - a) shows, stopping as soon as all of them are covered (with
+positional rarity, what is rare at n depends on n's class, and the one-heap
+options rare at n count too: see :mod:`.plan`).  The heaps
 a come from the *scan table* (built from the exact prefix); their partners
 from a stretch of codes ``base, base + 1, ...`` (a pair whose partner lies
 before the stretch is skipped).  A position whose scan ends uncovered is *not
@@ -434,10 +436,13 @@ def _verify_batch(plan: CudaPlan, codes: np.ndarray, base: int, positions: np.nd
     stored = codes[local]
     # 1. The stored code is the mex of the common options (the term marks).
     ok = speculative_codes(plan, codes, local) == stored
-    # 2. Every rare code below it is an option: scan pairs of common heaps, chunk by chunk.
-    need = plan.rare_codes_below[np.minimum(stored, CODES - 1)]
+    # 2. Every rare code below it is an option: the one-heap options rare at n, then pairs of
+    #    common heaps, chunk by chunk.
+    need = plan.rare_codes_below[plan.heap_classes(positions), np.minimum(stored, CODES - 1)]
     below = np.arange(CODES)[None, :] < need[:, None]
     seen = np.zeros((count, CODES + 1), dtype=bool)  # column 256: pairs that do not count
+    for k in plan.kernel.rare_options:
+        seen[np.arange(count), codes[local - k]] = True
     steps = np.zeros(count, dtype=np.int64)
     todo = ok & (need > 0)
     # Per move k: pairs need a <= (n - k) / 2, and a partner n - k - a in the stretch (a <= n - k - base).

@@ -55,12 +55,12 @@ from ..cpu.verify import PROVEN, UNDECIDED, Verifier
 from ..errors import CheckpointError, ComputationError, Interrupted
 from ..game import OctalGame
 from ..plan import KernelPlan, make_plan
-from ..rare import DEFAULT_TABLE_UPTO, RareTable, is_rare, shipped_table
+from ..rare import DEFAULT_TABLE_UPTO, RareTable, Rarity, shipped_table
 from .checkpoint import LAYOUT, check_layout, check_writable, read_checkpoint, write_checkpoint
 from .executors import IN_PROCESS_PIECE, VERIFY_HISTORY, InProcess, StopRequested, make_executor, verify_task
 from . import split
 from .history import PREFIX_LIMIT, RECENT_LIMIT, History
-from .plans import decide_failure, plan_for, reconcile
+from .plans import decide_failure, exact_solver, plan_for, reconcile
 from .store import ValueStore
 from .tally import UNSPARSE_WINDOW
 
@@ -246,7 +246,7 @@ class Engine:
         self.split = None  # the automatic split of the cores, when one was made
         self._phase_shown = None
         self._yaml = (None, None)
-        self._solver_mask: int | None = None
+        self._solver_rarity: Rarity | None = None
         self._last_checkpoint = time.monotonic()
 
     # -- running --------------------------------------------------------------------------
@@ -468,18 +468,19 @@ class Engine:
         if self.table is None:  # no table given or shipped: the first values decide the mask
             stop = min(until, DEFAULT_TABLE_UPTO)
             if self.position < stop:
-                self._accept_exact(min(stop, self.position + EXACT_STEP), mask=None)
+                self._accept_exact(min(stop, self.position + EXACT_STEP), rarity=None)
                 return
             self.table = RareTable.from_values(self.game, self.history.values_before(self.position))
-            log.info("rare table of %s from its first %d values: mask %#x, %d rare values", self.game.code,
-                     self.position, self.table.mask, self.table.count)
+            log.info("rare table of %s from its first %d values: sparse space %s, %d rare positions", self.game.code,
+                     self.position, self.table.describe(), self.table.count)
             self._replan()
             self._restart_consumers(self._anchor_from())
             return
         if self.plan is None:  # no kernel: the solver chooses the mask that makes it fastest
-            self._accept_exact(min(until, self.position + EXACT_STEP), mask=self.table.mask or None)
+            rarity = self.table.rarity if self.table.mask else None
+            self._accept_exact(min(until, self.position + EXACT_STEP), rarity=rarity)
             return
-        self._accept_exact(min(until, self.plan.start, self.position + EXACT_STEP), mask=self.table.mask)
+        self._accept_exact(min(until, self.plan.start, self.position + EXACT_STEP), rarity=self.table.rarity)
         if self.position >= self.plan.start:  # the exact values decide the table and the storage
             values = self._exact_values()
             self.table = reconcile(self.table, values)
@@ -488,13 +489,13 @@ class Engine:
             if self.plan is not None:
                 self.history.ensure_prefix(values[: self.plan.start])
 
-    def _accept_exact(self, stop: int, mask: int | None) -> None:
+    def _accept_exact(self, stop: int, rarity: Rarity | None) -> None:
         """G(position) ... G(stop-1) from the exact solver, handed on."""
         self._phase("exact prefix" if self.plan is not None or self.table is None else "exact values")
         solver = self._solver
-        if solver is None or len(solver) != self.position or self._solver_mask != mask:
-            solver = self._solver = CExactSolver(self.game, mask=mask, values=self.values_before(self.position))
-            self._solver_mask = mask
+        if solver is None or len(solver) != self.position or self._solver_rarity != rarity:
+            solver = self._solver = exact_solver(self.game, rarity, self.values_before(self.position))
+            self._solver_rarity = rarity
         began = time.thread_time()
         values = solver.extend(stop)[self.position: stop].copy()
         self.session.exact += time.thread_time() - began
@@ -607,7 +608,7 @@ class Engine:
         codes = buffer[w: w + b - a]
         self.session.kernel_values += b - a
         if a < b and not self.options.verify:
-            self._accept(plan.encoding.decode_values(codes), plan, from_kernel=True)
+            self._accept(plan.encoding.decode_values(codes, a), plan, from_kernel=True)
             self.ring = np.concatenate([self.ring[len(self.ring) - w:], codes])
             self.ring_base = b - len(self.ring)
             self.produced_to = b
@@ -631,7 +632,7 @@ class Engine:
             self.produced_to = b
         if overflow is not None:
             log.warning("%s; continuing with 16-bit storage", overflow)
-            values = plan.encoding.decode_array(self.ring)
+            values = plan.encoding.decode_array(self.ring, self.ring_base)
             self.producer_plan = make_plan(plan.table, storage="u16")
             _log_plan(self.producer_plan)
             self.ring = values.astype(np.uint16)
@@ -658,7 +659,7 @@ class Engine:
             if result.status == UNDECIDED:
                 result = self._verify_again(head, result)
             if result.status == PROVEN:
-                self._accept(head.plan.encoding.decode_values(head.codes), head.plan, from_kernel=True)
+                self._accept(head.plan.encoding.decode_values(head.codes, head.first), head.plan, from_kernel=True)
             else:
                 self._failed(head, result)
                 return
@@ -688,10 +689,11 @@ class Engine:
     def _failed(self, head: _Pending, result) -> None:
         """A proof failed at heap m of ``head``: hand on what is proven, decide G(m), go on."""
         m = result.heap
-        self._accept(head.plan.encoding.decode_values(head.codes[: m - head.first]), head.plan, from_kernel=True)
+        self._accept(head.plan.encoding.decode_values(head.codes[: m - head.first], head.first), head.plan,
+                     from_kernel=True)
         self._consistent = False
         known = self.history.values_before(m)
-        if known is None and result.true_value is not None and not is_rare(result.true_value, self.table.mask):
+        if known is None and result.true_value is not None and not self.table.is_rare(result.true_value, m):
             value, table, needs_u16 = result.true_value, self.table, not head.plan.encoding.fits(result.true_value)
         else:
             if known is None:
@@ -703,7 +705,7 @@ class Engine:
                         "kernel regenerated\n%s", banner, m, value, self.game.code, banner)
             self.rare_found.append((m, value))
             self.table = table
-            self._solver, self._solver_mask = CExactSolver(self.game, mask=table.mask, values=known), table.mask
+            self._solver, self._solver_rarity = exact_solver(self.game, table.rarity, known), table.rarity
             self._replan()  # the kernel's first heap moves past m: exact steps go on from m
             self._restart_consumers(self._anchor_from())
         else:

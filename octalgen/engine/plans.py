@@ -13,17 +13,25 @@ import numpy as np
 
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan, make_plan, plan_terms
-from ..rare import RareTable, is_rare
+from ..rare import RareTable, Rarity
 from ..cpu.exact import CExactSolver
 
 log = logging.getLogger("octalgen")
 
 
-def rare_entries(values, mask: int) -> dict[int, int]:
-    """``{position: value}`` of the rare values among ``values`` (G(0) ...) under ``mask``."""
+def rare_entries(values, rarity: Rarity) -> dict[int, int]:
+    """``{position: value}`` of the rare positions among ``values`` (G(0) ...) under ``rarity``."""
     values = np.asarray(values, dtype=np.int64)
-    rare = np.flatnonzero(np.bitwise_count(values & mask) % 2 == 0)
+    rare = np.flatnonzero(rarity.rare_flags(values, 0))
     return {int(p): int(values[p]) for p in rare}
+
+
+def exact_solver(game, rarity: Rarity | None, values=()) -> CExactSolver:
+    """The exact solver, continuing from ``values``, under a table's rarity (None: it picks its own
+    mask as it goes)."""
+    if rarity is None:
+        return CExactSolver(game, values=values)
+    return CExactSolver(game, mask=rarity.mask, values=values, position_parity=rarity.parity is not None)
 
 
 def reconcile(table: RareTable, values) -> RareTable:
@@ -32,11 +40,10 @@ def reconcile(table: RareTable, values) -> RareTable:
     ``values`` are exact values G(0) ... G(N-1).  Each difference is logged as a warning naming
     the position; entries at N or beyond are kept as they are (nothing can check them yet).
     """
-    found = rare_entries(values, table.mask)
+    found = rare_entries(values, table.rarity)
     listed = {p: v for p, v in table.entries if p < len(values)}
     if found == listed:
-        return table if table.exact_to >= len(values) else RareTable(
-            table.game, table.mask, table.entries, len(values))
+        return table if table.exact_to >= len(values) else table.with_entries(table.entries, len(values))
     for p in sorted(found.keys() | listed.keys()):
         if p not in listed:
             log.warning("rare table lacks G(%d) = %d (found by the exact solver); added", p, found[p])
@@ -46,7 +53,7 @@ def reconcile(table: RareTable, values) -> RareTable:
         elif found[p] != listed[p]:
             log.warning("rare table says G(%d) = %d, but it is %d; corrected", p, listed[p], found[p])
     entries = sorted(found.items()) + [e for e in table.entries if e[0] >= len(values)]
-    return RareTable(table.game, table.mask, tuple(entries), max(table.exact_to, len(values)))
+    return table.with_entries(entries, max(table.exact_to, len(values)))
 
 
 def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan | None:
@@ -58,7 +65,7 @@ def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan
     if table.mask == 0 or not plan_terms(table):
         return None
     known = np.asarray(values, dtype=np.int64)
-    common = known[np.bitwise_count(known & table.mask) % 2 == 1]
+    common = known[~table.rare_flags(known, 0)]
     max_common = int(common.max()) if len(common) else None
     if storage == "u8" and max_common is not None and max_common >= 512:
         raise InputError(f"{table.game.code}: G values of 512 or more cannot be stored in u8")
@@ -73,11 +80,11 @@ def decide_failure(table: RareTable, encoding, values, failure) -> tuple[int, Ra
     kernel's value (``needs_u16`` when it does not fit the storage).
     """
     m = failure.heap
-    solver = CExactSolver(table.game, mask=table.mask, values=values)
+    solver = exact_solver(table.game, table.rarity, values)
     value = int(solver.extend(m + 1)[m])
     if failure.true_value is not None and failure.true_value != value:
         raise ComputationError(f"the verifier says G({m}) = {failure.true_value}, the exact solver "
                                f"{value}: a bug, please report it")
-    if is_rare(value, table.mask):
+    if table.is_rare(value, m):
         return value, table.with_entry(m, value), False
     return value, table, not encoding.fits(value)

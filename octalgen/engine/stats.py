@@ -36,6 +36,10 @@ class Statistics:
         FNV-1a-64 of G(S) ... G(N-1).
     mask : int or None
         The rare mask of the sparse space (0: none; None: not decided yet).
+    parity : int or None
+        For a sparse space of positions, its parity (:class:`~octalgen.rare.Rarity`); None for range.
+    rule : str or None
+        The sparse space in words (:meth:`~octalgen.rare.RareTable.describe`).
     rare_positions : int
         How many rare positions the run's table holds (every one below N is exact).
     last_rare : (int, int) or None
@@ -54,6 +58,8 @@ class Statistics:
     digest_from: int = 0
     range_digest: str | None = None
     mask: int | None = None
+    parity: int | None = None
+    rule: str | None = None
     rare_positions: int = 0
     last_rare: tuple[int, int] | None = None
     zero_positions: list = field(default_factory=list)
@@ -88,13 +94,17 @@ class Statistics:
 
     @property
     def sparse_space(self) -> str:
-        """The kind of sparse space: ``range`` (rare values under a mask), ``none``, or ``undecided``."""
+        """The kind of sparse space: ``range`` (rare values under a mask), ``positions`` (rare values
+        under a mask and the heap's parity), ``none``, or ``undecided``."""
         if self.mask is None:
             return "undecided"
-        return "range" if self.mask else "none"
+        if not self.mask:
+            return "none"
+        return "range" if self.parity is None else "positions"
 
     def rare_count(self, mask: int) -> int:
-        """How many of the N values are rare under ``mask`` (an even number of set bits of G(n) & mask)."""
+        """How many of the N values are rare under ``mask`` (an even number of set bits of G(n) & mask:
+        range rarity, which the counts of values decide; positional rarity would need the heaps)."""
         return sum(c for v, c in self.counts.items() if is_rare(v, mask))
 
     def to_json(self, masks=()) -> dict:
@@ -110,6 +120,8 @@ class Statistics:
             "last_new": {"value": last_new[0], "first_heap": last_new[1]} if last_new else None,
             "sparse_space": self.sparse_space,
             "mask": f"{self.mask:#x}" if self.mask is not None else None,
+            "parity": self.parity,
+            "rule": self.rule,
             "rare_positions": self.rare_positions,
             "last_rare": {"heap": self.last_rare[0], "value": self.last_rare[1]} if self.last_rare else None,
             "rare_under_mask": {f"{m:#x}": self.rare_count(m) for m in masks},
@@ -132,8 +144,8 @@ class Statistics:
             lines.append("last new value {} first at G({})".format(*self.last_new))
         if self.mask:
             last = "" if self.last_rare is None else " the last G({}) = {}".format(*self.last_rare)
-            lines.append(f"sparse space: rare values under mask {self.mask:#x}; {self.rare_positions} rare "
-                         f"positions,{last}")
+            space = f"rare values under mask {self.mask:#x}" if self.parity is None else self.rule
+            lines.append(f"sparse space: {space}; {self.rare_positions} rare positions,{last}")
         elif self.mask == 0:
             lines.append("sparse space: none (every value computed by the exact solver)")
         for mask in masks:
@@ -166,7 +178,7 @@ def plot_histogram(stats: Statistics, path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ToolMissingError("--plot needs matplotlib, which is not installed: pip install 'octalgen[plot]'") from None
-    mask = stats.mask or 0
+    mask = (stats.mask or 0) if stats.parity is None else 0  # positional rarity: no value is always common
     shown = sorted(v for v in stats.counts if not is_rare(v, mask)) if mask else sorted(stats.counts)
     left_out = sum(c for v, c in stats.counts.items() if mask and is_rare(v, mask))
     figure, axes = plt.subplots(figsize=(10, 4))

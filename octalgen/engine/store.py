@@ -4,9 +4,10 @@ A run with a checkpoint directory writes every proven value to ``DIR/values/``, 
 stretch: ``G<first heap, 15 digits>.<kind>``.  ``kind`` is ``u8`` where the values are common
 and below 512, stored as the plan's order-preserving byte codes (:class:`~octalgen.plan.Encoding`:
 the lowest bit b of the rare mask is deleted and the higher bits shifted down; decoding puts b
-back so that the value is common, i.e. has an odd number of set bits under the mask), and
-``u16`` (little-endian, raw) otherwise.  The index (first heap, count, kind, mask, dropped bit,
-file name, sha256 per file) lives in the run's checkpoint, so it always matches the proven
+back so that the value is common, i.e. has an odd number of set bits under the mask, or under
+positional rarity an odd ``popcount(v & mask) + n + parity`` at its heap n), and ``u16``
+(little-endian, raw) otherwise.  The index (first heap, count, kind, mask, dropped bit, the
+positional parity if any, file name, sha256 per file) lives in the run's checkpoint, so it always matches the proven
 position: files the index does not list (left by a run that was killed) are removed when the
 run resumes.
 
@@ -99,9 +100,11 @@ class ValueStore:
         values = np.concatenate(self._buffer)
         first, encoding = self._buffer_first, self._buffer_encoding
         self._buffer, self._buffer_first = [], first + len(values)
-        if encoding is not None and encoding.kind == "u8" and _encodable(values, encoding):
+        if encoding is not None and encoding.kind == "u8" and _encodable(values, first, encoding):
             data = encoding.encode_array(values).astype(np.uint8)
             entry = {"kind": "u8", "mask": encoding.mask, "dropped_bit": encoding.dropped_bit}
+            if encoding.parity is not None:  # only then: indexes of range runs stay as they were
+                entry["parity"] = encoding.parity
         else:
             data = values.astype("<u2")
             entry = {"kind": "u16"}
@@ -183,7 +186,8 @@ class ValueStore:
             raise CheckpointError(f"stored values {path} fail their checksum (corrupt or edited)")
         data = np.frombuffer(payload, dtype=_DTYPES[entry["kind"]])
         if entry["kind"] == "u8":
-            data = Encoding("u8", entry["mask"], entry["dropped_bit"]).decode_array(data)
+            encoding = Encoding("u8", entry["mask"], entry["dropped_bit"], entry.get("parity"))
+            data = encoding.decode_array(data, entry["first"])
         return np.asarray(data, dtype=np.uint16)
 
     def covers(self, start: int, stop: int) -> bool:
@@ -201,10 +205,11 @@ class ValueStore:
         return position >= stop or (bool(self._buffer) and self._buffer_first <= position and self.stop >= stop)
 
 
-def _encodable(values: np.ndarray, encoding: Encoding) -> bool:
-    """True when every value is common and fits the u8 codes (so decoding gives it back)."""
+def _encodable(values: np.ndarray, first: int, encoding: Encoding) -> bool:
+    """True when every value G(first) ... is common at its heap and fits the u8 codes (so decoding
+    gives it back)."""
     values = values.astype(np.int64)
-    common = np.bitwise_count(values & encoding.mask) % 2 == 1
+    common = ~encoding.rarity.rare_flags(values, first)
     return bool(common.all()) and (len(values) == 0 or int(encoding.encode_array(values).max()) < 256)
 
 

@@ -154,6 +154,7 @@ def _statistics(game, table, state: dict, position: int, digest_from: int, rare_
     return Statistics.from_arrays(
         game.code, counts, first_seen, values=position, digest=f"{scanner['fnv']:016x}", digest_from=digest_from,
         range_digest=f"{scanner['fnv_range']:016x}", mask=table.mask if table is not None else None,
+        parity=table.parity if table is not None else None, rule=table.describe() if table is not None else None,
         rare_positions=sum(1 for p, _ in table.entries if p < position) if table is not None else 0,
         last_rare=next(((p, v) for p, v in reversed(table.entries) if p < position), None) if table else None,
         zero_positions=list(state["zeros"]), rare_found=list(rare_found), name=game.name)

@@ -110,7 +110,7 @@ class SpeculativeKernel(wiring.Component):
         encoding = plan.encoding
         self._codes = {i: encoding.encode(int(history[i])) for i in range(max(first - plan.window, 0), first)}
         for i, code in self._codes.items():
-            if not 0 <= code < encoding.capacity or encoding.decode(code) != history[i]:
+            if not 0 <= code < encoding.capacity or encoding.decode(code, i) != history[i]:
                 raise InputError(f"the preloaded G({i}) = {history[i]} cannot be stored as {encoding.describe()}: "
                                  "too large, or rare past the table's last rare value")
         super().__init__({
@@ -519,10 +519,18 @@ class SpeculativeKernel(wiring.Component):
                 m.d.sync += [recent[k].eq(recent[k - 1]) for k in range(1, len(recent))]
             with m.If(computing & none):
                 m.d.sync += error.eq(1)
-        m.d.comb += [self.valid.eq(valid), self.error.eq(error), self.value.eq(self._decode_value(newest))]
+        heap_class = None
+        if self.plan.heap_classes == 2:  # positional rarity: the class of the heap whose value is in newest
+            heap_class = Signal(name="newest_class", init=self.plan.table.rarity.heap_class(
+                self.first - layout.warmup_values - 1))
+            with m.If(finish & ((warm != 0) | (~error & ~none))):
+                m.d.sync += heap_class.eq(~heap_class)
+        m.d.comb += [self.valid.eq(valid), self.error.eq(error),
+                     self.value.eq(self._decode_value(newest, heap_class))]
 
-    def _decode_value(self, code):
-        """The common value stored as ``code`` (restores the dropped bit of u8 storage)."""
+    def _decode_value(self, code, heap_class=None):
+        """The value common at the heap stored as ``code``: restores the dropped bit of u8 storage,
+        set when the value without it is rare there (positional rarity: at a heap of ``heap_class``)."""
         encoding = self.plan.encoding
         if encoding.kind == "u16":
             return code
@@ -530,7 +538,7 @@ class SpeculativeKernel(wiring.Component):
         low, high = code[:b], code[b:]
         bare = Cat(low, Const(0, 1), high)
         parity = (bare & encoding.mask).xor()
-        return Cat(low, ~parity, high)
+        return Cat(low, ~parity if heap_class is None else ~(parity ^ heap_class), high)
 
 
 def _groups(bits: int) -> int:
