@@ -60,20 +60,26 @@ DOT356_VALUES = (1000, 16)
 @pytest.fixture(scope="module")
 def dot356_session():
     assert choose_fold(make_plan(rare_table(".356")), TARGETS["ecp5-85k"])[0] == DOT356_FOLD
-    return board_session(".356", DOT356_FOLD, 12_000, [(0, request(*DOT356_VALUES))])
+    return board_session(".356", DOT356_FOLD, 22_500, [(0, request(*DOT356_VALUES))])
 
 
 def test_dot356_board_session_record_by_record(dot356_session):
-    """Summary and histogram at heap 256, then the requested values: each equal to the reference's."""
+    """Summary and histogram at heap 256, the requested values, the next summary and histogram (the
+    link was busy until then: counted in the other bank, added to the totals): each equal to the
+    reference's."""
     plan, reference, run = dot356_session
     assert run.rejected == 0
     kinds = [type(r) for r in run.records]
-    assert kinds == [Summary, Histogram, Values], run.records
-    summary, histogram, values = run.records
+    assert kinds == [Summary, Histogram, Values, Summary, Histogram], run.records
+    summary, histogram, values, later, later_histogram = run.records
     assert summary.__dict__ == expected_summary(reference[:256], plan.window)
     assert histogram.heap == 256 and list(histogram.counts) == list(np.bincount(reference[:256]))
     start, count = DOT356_VALUES
     assert (values.start, list(values.values)) == (start, list(reference[start : start + count]))
+    heap = later.heap
+    assert heap % 256 == 0 and heap > 256
+    assert later.__dict__ == expected_summary(reference[:heap], plan.window)
+    assert later_histogram.heap == heap and list(later_histogram.counts) == list(np.bincount(reference[:heap]))
 
 
 def test_fpga_command_checks_the_simulated_session(dot356_session, cli, monkeypatch):
@@ -85,7 +91,9 @@ def test_fpga_command_checks_the_simulated_session(dot356_session, cli, monkeypa
     assert result.code == 0, result.err
     assert link.written == request(start, count)
     assert f"G({start:,}) ... G({start + count - 1:,}) from the board: all equal the exact values" in result.out
-    assert "board checked to G(255): digest fnv1a64" in result.out and "agrees with the exact engine" in result.out
+    last = run.records[-2].heap  # every summary the session sent is checked, the last one too
+    assert f"board checked to G({last - 1:,}): digest fnv1a64" in result.out
+    assert "agrees with the exact engine" in result.out
 
 
 def test_fpga_command_names_where_the_digests_part(dot356_session, cli, monkeypatch):
@@ -137,6 +145,72 @@ def _replay(monkeypatch, data: bytes) -> _Link:
 
 
 # -- the record format and the link model, without hardware ---------------------------------------
+
+
+def test_histogram_counts_repeated_values_in_both_banks():
+    """The pipelined counter against np.bincount: runs of equal values, gaps, a bank swap, a clear.
+
+    .356 has no two equal values in a row before heap 256, so the board session alone never
+    forwards a count; this stream repeats values one and two clocks apart, and swaps banks in
+    the middle of a run.
+    """
+    from amaranth.hdl import Elaboratable, Module, Signal
+    from amaranth.sim import Simulator
+
+    from octalgen.hdl.board import count_values
+
+    class Counter(Elaboratable):
+        def __init__(self):
+            self.valid, self.code, self.take = Signal(), Signal(3), Signal()
+            self.address, self.clear, self.bank = Signal(3), Signal(), Signal()
+
+        def elaborate(self, platform):
+            m = Module()
+            bank_now = self.bank ^ self.take
+            m.d.sync += self.bank.eq(bank_now)
+            self.fetched = count_values(m, self.valid, self.code, bank_now, self.bank, self.address, self.clear)
+            return m
+
+    rng = np.random.default_rng(14)
+    stream = [(int(rng.random() < 0.8), int(c)) for c in rng.choice(3, size=400, p=[0.6, 0.3, 0.1])]
+    swap = 200
+    while not (stream[swap - 1] == stream[swap] == (1, stream[swap][1])):  # a run across the swap
+        swap += 1
+    counted = [np.bincount([c for v, c in part if v], minlength=8) for part in (stream[:swap], stream[swap:])]
+    dut = Counter()
+    seen = {}
+
+    async def bench(ctx):
+        async def read_idle(address):
+            ctx.set(dut.address, address)
+            await ctx.tick().repeat(2)  # the address into the block RAM, its output into the register
+            return ctx.get(dut.fetched[1 - ctx.get(dut.bank)])
+
+        for clock, (valid, code) in enumerate(stream):
+            ctx.set(dut.valid, valid)
+            ctx.set(dut.code, code)
+            ctx.set(dut.take, clock == swap)
+            await ctx.tick()
+        ctx.set(dut.valid, 0)
+        ctx.set(dut.take, 0)
+        await ctx.tick().repeat(3)  # the last writes
+        seen["bank 0"] = [await read_idle(a) for a in range(8)]
+        ctx.set(dut.address, 0)
+        ctx.set(dut.clear, 1)  # the serializer's clear of a bin it has sent
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        seen["cleared"] = await read_idle(0)
+        ctx.set(dut.take, 1)  # swap back: bank 1 is the serializer's
+        await ctx.tick()
+        ctx.set(dut.take, 0)
+        seen["bank 1"] = [await read_idle(a) for a in range(8)]
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert seen["bank 0"] == list(counted[0]) and seen["bank 1"] == list(counted[1])
+    assert seen["cleared"] == 0 and counted[0][0] > 0
 
 
 def test_records_survive_noise_and_bad_crcs():

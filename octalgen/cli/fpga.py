@@ -110,6 +110,8 @@ def run(args) -> int:
                 raise ComputationError(f"no bytes from {args.port} for {SILENCE:.0f} s (is the board configured, "
                                        f"and built for {args.baud:g} baud?)")
             for record in reader.feed(data):
+                if status is not None:
+                    break  # decided: the records after it in the same read are not looked at
                 if isinstance(record, Summary):
                     board_heap = max(board_heap, record.heap)
                     summary_of[record.heap] = record

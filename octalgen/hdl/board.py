@@ -166,6 +166,53 @@ class UartRx(wiring.Component):
         return m
 
 
+def count_values(m, valid, code, bank_now, bank, serial_address, serial_clear):
+    """Count each value in one of two banks of block RAM; returns the banks' registered outputs.
+
+    Each value is a read-add-write of its count, pipelined so that no clock
+    holds more than one of its steps: in the value's clock its count is read
+    (bank ``bank_now``, address ``code``), in the next the block RAM's output
+    is registered, in the third the count + 1 is written.  (A block RAM's
+    clock-to-output is slow, 5.6 ns on the ECP5: the read-add-write in one
+    clock held the ``.356`` board to 77.31 MHz.)  The read is transparent, so
+    it sees the write in its own clock; the value just before it writes one
+    clock later, so its count is forwarded when it counted the same code in
+    the same bank (known a clock ahead, from registered codes).
+
+    The bank that is not counting (``bank`` when no value is in flight)
+    belongs to the serializer: it reads ``serial_address`` and, with
+    ``serial_clear``, writes 0 there.  The returned registers hold each
+    bank's read of the clock before.
+    """
+    width = len(code)
+    # The pipeline: A (the value's clock: the read), B (the count in the block RAM's output), C (the write).
+    b_valid, b_code, b_bank = Signal(), Signal(width), Signal()
+    c_valid, c_code, c_bank = Signal(), Signal(width), Signal()
+    m.d.sync += [b_valid.eq(valid), b_code.eq(code), b_bank.eq(bank_now),
+                 c_valid.eq(b_valid), c_code.eq(b_code), c_bank.eq(b_bank)]
+    # The count written in the clock before (the read of the value now in C came too early for it),
+    # and whether that value counted the same code in the same bank.
+    written, same = Signal(32), Signal()
+    m.d.sync += same.eq(c_valid & (c_code == b_code) & (c_bank == b_bank))
+    fetched = [Signal(32, name=f"counts_fetched_{i}") for i in range(2)]
+    count = (Mux(same, written, Mux(c_bank, fetched[1], fetched[0])) + 1)[:32]
+    m.d.sync += written.eq(count)
+    for i in range(2):
+        delta = Memory(shape=32, depth=1 << width, init=[])
+        m.submodules[f"counts_since_{i}"] = delta
+        write = delta.write_port()
+        read = delta.read_port(transparent_for=(write,))
+        mine = c_valid & (c_bank == i)
+        m.d.comb += [
+            read.addr.eq(Mux(bank_now == i, code, serial_address)),
+            write.addr.eq(Mux(mine, c_code, serial_address)),
+            write.data.eq(Mux(mine, count, 0)),
+            write.en.eq(mine | (serial_clear & (bank != i))),
+        ]
+        m.d.sync += fetched[i].eq(read.data)
+    return fetched
+
+
 class ResultStreamer(wiring.Component):
     """A kernel, the statistics of its values and the serial records (see the module docstring).
 
@@ -288,32 +335,14 @@ class ResultStreamer(wiring.Component):
         bank = Signal()
         bank_now = bank ^ take  # a snapshot's value and the ones after it count in the other bank
         m.d.sync += bank.eq(bank_now)
-        counting, counted_code, counted_bank = Signal(), Signal(code_bits), Signal()
-        m.d.sync += [counting.eq(valid), counted_code.eq(code), counted_bank.eq(bank_now)]
         serial_address = Signal(code_bits)
         serial_clear = Signal()
-        delta_reads = []
-        for i in range(2):
-            # The read-add-write of each value is the board's critical path: from a block RAM (5.6 ns
-            # clock-to-output) 77.31 MHz for .356; LUT RAM was slower still (66.49 MHz, its read
-            # multiplexers); the way out is a registered read with run-length merging (not done).
-            delta = Memory(shape=32, depth=bins, init=[])
-            m.submodules[f"counts_since_{i}"] = delta
-            write = delta.write_port()
-            read = delta.read_port(transparent_for=(write,))
-            mine = counting & (counted_bank == i)
-            m.d.comb += [
-                read.addr.eq(Mux(bank_now == i, code, serial_address)),
-                write.addr.eq(Mux(mine, counted_code, serial_address)),
-                write.data.eq(Mux(mine, read.data + 1, 0)),
-                write.en.eq(mine | (serial_clear & (bank != i))),
-            ]
-            delta_reads.append(read.data)
+        fetched = count_values(m, valid, code, bank_now, bank, serial_address, serial_clear)
         total = Memory(shape=64, depth=bins, init=[int(c) for c in prefix.counts[:bins]])
         m.submodules.counts_total = total
         total_read, total_write = total.read_port(), total.write_port()
         m.d.comb += [total_read.addr.eq(serial_address), total_write.addr.eq(serial_address)]
-        idle_delta = Mux(bank, delta_reads[0], delta_reads[1])
+        idle_delta = Mux(bank, fetched[0], fetched[1])  # the bank the serializer reads (registered)
 
         # -- requested values ---------------------------------------------------------------------
         depth = settings.capture_depth
@@ -333,7 +362,9 @@ class ResultStreamer(wiring.Component):
         with m.If(asked):
             m.d.sync += received.eq(0)
             with m.If(~armed & ~capturing & ~answer):
-                bad = (ask_count == 0) | (ask_count > depth) | (ask_start < position + valid)
+                # Too late: G(ask_start) has passed (or passes now); two compares, not an add then a compare.
+                late = Mux(valid, ask_start <= position, ask_start < position)
+                bad = (ask_count == 0) | (ask_count > depth) | late
                 m.d.sync += [start.eq(ask_start), count.eq(Mux(bad, 0, ask_count)), filled.eq(0)]
                 with m.If(bad):
                     m.d.sync += answer.eq(1)
@@ -360,7 +391,7 @@ class ResultStreamer(wiring.Component):
         item = Signal(17)
         items = Signal(17)
         word = Signal(64)
-        held_total, held_delta = Signal(64), Signal(32)
+        held_total = Signal(64)
         head = Signal(8 * 11)
         after_crc = Signal()  # a histogram follows the summary's CRC
 
@@ -401,17 +432,17 @@ class ResultStreamer(wiring.Component):
                              head.eq(Cat(Const(HISTOGRAM, 8), summary[:64], (snapshot_largest_code + 1)[:16]))]
             with m.State("HEAD_H"):
                 send_bytes(head, 11, "FETCH_H")
-            with m.State("FETCH_H"):
+            with m.State("FETCH_H"):  # the address into both memories
                 m.d.comb += serial_address.eq(item)
                 m.next = "HOLD_H"
-            with m.State("HOLD_H"):  # both read ports' data into registers before the 64-bit add
+            with m.State("HOLD_H"):  # both memories' outputs into registers
                 m.d.comb += serial_address.eq(item)
-                m.d.sync += [held_total.eq(total_read.data), held_delta.eq(idle_delta)]
+                m.d.sync += held_total.eq(total_read.data)
                 m.next = "ADD_H"
-            with m.State("ADD_H"):
+            with m.State("ADD_H"):  # the 64-bit add from registers; the bin is cleared in its bank
                 m.d.comb += [serial_address.eq(item), serial_clear.eq(1),
-                             total_write.data.eq(held_total + held_delta), total_write.en.eq(1)]
-                m.d.sync += [word.eq(held_total + held_delta), item.eq(item + 1)]
+                             total_write.data.eq(held_total + idle_delta), total_write.en.eq(1)]
+                m.d.sync += [word.eq(held_total + idle_delta), item.eq(item + 1)]
                 m.next = "BIN_H"
             with m.State("BIN_H"):
                 send_bytes(word, 8, "NEXT_H")
