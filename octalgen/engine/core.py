@@ -305,6 +305,7 @@ class Engine:
             self.session.wall = time.monotonic() - began
             self.session.process = time.process_time() - cpu_began
             self.elapsed += self.session.wall
+            self._refine_split()
             self._session_began = None
             try:
                 if self.directory is not None and self._started and self._consistent:
@@ -750,6 +751,17 @@ class Engine:
                             directory=scratch, keep_all=True, kernels=self.kernels)
             nested.run()
             return nested.history.values_before(heap)
+
+    def _refine_split(self) -> None:
+        """Give the split's cache the rates this session measured, when it measured enough."""
+        session = self.session
+        if self.plan is None or self.options.workers == 0:
+            return
+        kernel = session.kernel_values / session.kernel if session.kernel_values >= split.REFINE_AFTER \
+            and session.kernel > 0 else None
+        verify = session.verified_values / session.verifiers if session.verified_values >= split.REFINE_AFTER \
+            and session.verifiers > 0 else None
+        split.refine(self.plan, None, self.threads, kernel, verify)
 
     # -- results --------------------------------------------------------------------------
 

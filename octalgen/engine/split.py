@@ -10,7 +10,11 @@ C cores:
 * T >= 2 threads pass a baton and spin while they wait, so each needs a core of its own and
   the verifiers get the rest: rate = min(k(T), (C - T) v).
 
-The prediction and the rate achieved are both reported, so a wrong model shows.
+The prediction and the rate achieved are both reported, so a wrong model shows.  Rates are
+values per CPU second of the role (wall time only for T >= 2 threads, which spin), so a
+measurement on a busy machine is not a slow one; and a long enough run with one kernel thread
+replaces the cached start-up rates with the rates its own accounting measured (:func:`refine`),
+which are the better figures: the start-up sample is short and starts at the kernel's first heap.
 """
 
 from __future__ import annotations
@@ -83,14 +87,38 @@ def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
     threads = 1
     while threads == 1 or (threads < cores and threads <= kernel.max_threads):
         buffer[: plan.window] = window
-        began = time.perf_counter()
+        clock = time.thread_time if threads == 1 else time.perf_counter  # one thread runs in this one
+        began = clock()
         kernel.fill(buffer, start, threads, patient=True)
-        kernel_rates[threads] = KERNEL_SAMPLE / (time.perf_counter() - began)
+        kernel_rates[threads] = KERNEL_SAMPLE / max(clock() - began, 1e-9)
         threads *= 2
-    began = time.perf_counter()
+    began = time.thread_time()
     verifier.verify(buffer[: plan.window + VERIFY_SAMPLE], start - plan.window, prefix, start, start + VERIFY_SAMPLE)
-    verify_rate = VERIFY_SAMPLE / (time.perf_counter() - began)
+    verify_rate = VERIFY_SAMPLE / max(time.thread_time() - began, 1e-9)
     return {"kernel": kernel_rates, "verify": verify_rate}
+
+
+#: Values a run must have had its kernel produce and its verifiers prove before its rates replace
+#: the cached ones (a few seconds of work: long enough that start-up costs do not count).
+REFINE_AFTER = 1 << 23
+
+
+def refine(plan: KernelPlan, cores: int | None, threads: int, kernel_rate: float | None,
+           verify_rate: float | None) -> None:
+    """Cache the per-CPU-second rates a run measured (``Accounting.roles``) for the next split.
+
+    Only a run with one kernel thread measures the kernel's rate; the verifiers' rate is taken
+    from any run.  ``None`` rates leave the cached ones as they are.
+    """
+    cores = cores or default_threads()
+    rates = _cached(plan, cores)
+    if rates is None or not (verify_rate or (kernel_rate and threads == 1)):
+        return  # no split was made on this machine, or nothing measured: nothing to correct
+    if kernel_rate and threads == 1:
+        rates["kernel"]["1"] = kernel_rate
+    if verify_rate:
+        rates["verify"] = verify_rate
+    _store(plan, cores, rates)
 
 
 def _key(plan: KernelPlan, cores: int) -> str:
