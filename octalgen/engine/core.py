@@ -500,7 +500,7 @@ class Engine:
         began = time.thread_time()
         values = solver.extend(stop)[self.position: stop].copy()
         self.session.exact += time.thread_time() - began
-        self._accept(values, from_kernel=False)
+        self._accept(values)
 
     def _exact_values(self) -> np.ndarray:
         """G(0) ... G(position-1): the exact solver holds them all after exact steps."""
@@ -609,7 +609,7 @@ class Engine:
         codes = buffer[w: w + b - a]
         self.session.kernel_values += b - a
         if a < b and not self.options.verify:
-            self._accept(plan.encoding.decode_values(codes, a), plan, from_kernel=True)
+            self._accept(plan.encoding.decode_values(codes, a), plan, codes=codes)
             self.ring = np.concatenate([self.ring[len(self.ring) - w:], codes])
             self.ring_base = b - len(self.ring)
             self.produced_to = b
@@ -660,7 +660,7 @@ class Engine:
             if result.status == UNDECIDED:
                 result = self._verify_again(head, result)
             if result.status == PROVEN:
-                self._accept(head.plan.encoding.decode_values(head.codes, head.first), head.plan, from_kernel=True)
+                self._accept(head.plan.encoding.decode_values(head.codes, head.first), head.plan, codes=head.codes)
             else:
                 self._failed(head, result)
                 return
@@ -690,8 +690,8 @@ class Engine:
     def _failed(self, head: _Pending, result) -> None:
         """A proof failed at heap m of ``head``: hand on what is proven, decide G(m), go on."""
         m = result.heap
-        self._accept(head.plan.encoding.decode_values(head.codes[: m - head.first], head.first), head.plan,
-                     from_kernel=True)
+        proven = head.codes[: m - head.first]
+        self._accept(head.plan.encoding.decode_values(proven, head.first), head.plan, codes=proven)
         self._consistent = False
         known = self.history.values_before(m)
         if known is None and result.true_value is not None and not self.table.is_rare(result.true_value, m):
@@ -716,14 +716,17 @@ class Engine:
                 self._replan()
             self._restart_consumers(m + 1)
             self._consistent = True
-            self._accept(np.array([value], dtype=np.uint16), from_kernel=False)
+            self._accept(np.array([value], dtype=np.uint16))
         self._consistent = True
         self._reset_producer()
 
     # -- handing on -----------------------------------------------------------------------
 
-    def _accept(self, values: np.ndarray, plan: KernelPlan | None = None, from_kernel: bool = False) -> None:
-        """Hand proven values G(position) ... to the history and the consumers."""
+    def _accept(self, values: np.ndarray, plan: KernelPlan | None = None, codes: np.ndarray | None = None) -> None:
+        """Hand proven values G(position) ... to the history and the consumers.
+
+        ``codes``: the kernel's codes the values were decoded from (under ``plan``'s encoding).
+        """
         values = np.asarray(values, dtype=np.uint16)
         if not len(values):
             return
@@ -732,8 +735,9 @@ class Engine:
             self.plan, self.storage = plan, plan.encoding.kind
         began = time.thread_time()
         first = self.position
-        encoding = self.plan.encoding if self.plan is not None and from_kernel else None
-        self.history.append(values, encoding, prefix_at_least=self.plan.start if self.plan is not None else 0)
+        encoding = self.plan.encoding if self.plan is not None and codes is not None else None
+        self.history.append(values, encoding, prefix_at_least=self.plan.start if self.plan is not None else 0,
+                            codes=codes)
         for consumer in self.consumers:
             consumer.accept(first, values)
         self.session.consumers += time.thread_time() - began

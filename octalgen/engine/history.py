@@ -66,12 +66,16 @@ class History:
 
     # -- growing --------------------------------------------------------------------------
 
-    def append(self, values: np.ndarray, encoding: Encoding | None = None, prefix_at_least: int = 0) -> None:
-        """Add proven values G(position) ...; ``prefix_at_least`` lets the prefix grow past its limit."""
+    def append(self, values: np.ndarray, encoding: Encoding | None = None, prefix_at_least: int = 0,
+               codes: np.ndarray | None = None) -> None:
+        """Add proven values G(position) ...; ``prefix_at_least`` lets the prefix grow past its limit.
+
+        ``codes``: the kernel's codes of the values under ``encoding``, for the store's files.
+        """
         values = np.asarray(values, dtype=np.uint16)
         first = self.position
         if self.store is not None:
-            self.store.append(first, values, encoding)
+            self.store.append(first, values, encoding, codes)
         limit = max(self.prefix_limit, prefix_at_least)
         if self._prefix_length == first < limit:
             self._grow_prefix(values[: limit - first])

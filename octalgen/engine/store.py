@@ -53,6 +53,7 @@ class ValueStore:
         self.root = Path(directory) / "values"
         self.index = [dict(entry) for entry in index]
         self._buffer: list[np.ndarray] = []
+        self._codes: list[np.ndarray | None] = []  # per buffered part: its u8 codes, when the kernel gave them
         self._buffer_first = self.files_stop
         self._buffer_encoding: Encoding | None = None
         self._unsynced: list[Path] = []
@@ -81,8 +82,13 @@ class ValueStore:
             if path.name not in listed:
                 path.unlink()
 
-    def append(self, first: int, values: np.ndarray, encoding: Encoding | None) -> None:
-        """Store proven values G(first) ...; ``encoding`` is the plan's (u8 codes where they fit)."""
+    def append(self, first: int, values: np.ndarray, encoding: Encoding | None,
+               codes: np.ndarray | None = None) -> None:
+        """Store proven values G(first) ...; ``encoding`` is the plan's (u8 codes where they fit).
+
+        ``codes``, when given, are the kernel's codes of these values under ``encoding`` (the
+        values were decoded from them), so a u8 file is written from them without encoding again.
+        """
         if first != self.stop:
             raise ValueError(f"values must be stored in order: expected G({self.stop}), got G({first})")
         if self._buffer and encoding != self._buffer_encoding:
@@ -90,6 +96,9 @@ class ValueStore:
         if not self._buffer:
             self._buffer_first, self._buffer_encoding = first, encoding
         self._buffer.append(np.asarray(values, dtype=np.uint16))
+        fitting = codes is not None and encoding is not None and encoding.kind == "u8"
+        # A copy: the producer reuses its buffers.
+        self._codes.append(np.array(codes, dtype=np.uint8) if fitting else None)
         if self.stop - self._buffer_first >= FILE_VALUES:
             self.flush()
 
@@ -98,10 +107,15 @@ class ValueStore:
         if not self._buffer:
             return
         values = np.concatenate(self._buffer)
-        first, encoding = self._buffer_first, self._buffer_encoding
-        self._buffer, self._buffer_first = [], first + len(values)
-        if encoding is not None and encoding.kind == "u8" and _encodable(values, first, encoding):
+        first, encoding, codes = self._buffer_first, self._buffer_encoding, self._codes
+        self._buffer, self._codes, self._buffer_first = [], [], first + len(values)
+        if encoding is not None and encoding.kind == "u8" and all(part is not None for part in codes):
+            data = np.concatenate(codes)  # the kernel's codes: common values that fit, by construction
+        elif encoding is not None and encoding.kind == "u8" and _encodable(values, first, encoding):
             data = encoding.encode_array(values).astype(np.uint8)
+        else:
+            data = None
+        if data is not None:
             entry = {"kind": "u8", "mask": encoding.mask, "dropped_bit": encoding.dropped_bit}
             if encoding.parity is not None:  # only then: indexes of range runs stay as they were
                 entry["parity"] = encoding.parity
