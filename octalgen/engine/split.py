@@ -110,11 +110,14 @@ def refine(plan: KernelPlan, cores: int | None, threads: int, kernel_rate: float
     Only a run with one kernel thread measures the kernel's rate; the verifiers' rate is taken
     from any run.  ``None`` rates leave the cached ones as they are.
     """
+    kernel_rate = kernel_rate if threads == 1 else None  # threads that spin give no rate per CPU second
+    if not (kernel_rate or verify_rate):
+        return
     cores = cores or default_threads()
     rates = _cached(plan, cores)
-    if rates is None or not (verify_rate or (kernel_rate and threads == 1)):
-        return  # no split was made on this machine, or nothing measured: nothing to correct
-    if kernel_rate and threads == 1:
+    if rates is None:
+        return  # no split was made on this machine: nothing to correct
+    if kernel_rate:
         rates["kernel"]["1"] = kernel_rate
     if verify_rate:
         rates["verify"] = verify_rate

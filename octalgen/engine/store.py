@@ -53,7 +53,7 @@ class ValueStore:
         self.root = Path(directory) / "values"
         self.index = [dict(entry) for entry in index]
         self._buffer: list[np.ndarray] = []
-        self._codes: list[np.ndarray | None] = []  # per buffered part: its u8 codes, when the kernel gave them
+        self._codes: list[np.ndarray] = []  # the buffered parts' u8 codes, when the buffer is u8
         self._buffer_first = self.files_stop
         self._buffer_encoding: Encoding | None = None
         self._unsynced: list[Path] = []
@@ -82,23 +82,25 @@ class ValueStore:
             if path.name not in listed:
                 path.unlink()
 
-    def append(self, first: int, values: np.ndarray, encoding: Encoding | None,
+    def append(self, first: int, values: np.ndarray, encoding: Encoding | None = None,
                codes: np.ndarray | None = None) -> None:
-        """Store proven values G(first) ...; ``encoding`` is the plan's (u8 codes where they fit).
+        """Store proven values G(first) ...
 
-        ``codes``, when given, are the kernel's codes of these values under ``encoding`` (the
-        values were decoded from them), so a u8 file is written from them without encoding again.
+        ``codes`` and ``encoding``: the kernel's codes the values were decoded from, and the
+        plan's encoding of them; u8 codes are written as they are.  Values without codes (exact
+        values, 16-bit codes) are written as 16-bit values.
         """
         if first != self.stop:
             raise ValueError(f"values must be stored in order: expected G({self.stop}), got G({first})")
+        if codes is None or encoding is None or encoding.kind != "u8":
+            encoding = None
         if self._buffer and encoding != self._buffer_encoding:
             self.flush()
         if not self._buffer:
             self._buffer_first, self._buffer_encoding = first, encoding
         self._buffer.append(np.asarray(values, dtype=np.uint16))
-        fitting = codes is not None and encoding is not None and encoding.kind == "u8"
-        # A copy: the producer reuses its buffers.
-        self._codes.append(np.array(codes, dtype=np.uint8) if fitting else None)
+        if encoding is not None:
+            self._codes.append(np.array(codes, dtype=np.uint8))  # a copy: the producer reuses its buffers
         if self.stop - self._buffer_first >= FILE_VALUES:
             self.flush()
 
@@ -109,13 +111,8 @@ class ValueStore:
         values = np.concatenate(self._buffer)
         first, encoding, codes = self._buffer_first, self._buffer_encoding, self._codes
         self._buffer, self._codes, self._buffer_first = [], [], first + len(values)
-        if encoding is not None and encoding.kind == "u8" and all(part is not None for part in codes):
-            data = np.concatenate(codes)  # the kernel's codes: common values that fit, by construction
-        elif encoding is not None and encoding.kind == "u8" and _encodable(values, first, encoding):
-            data = encoding.encode_array(values).astype(np.uint8)
-        else:
-            data = None
-        if data is not None:
+        if encoding is not None:  # the kernel's u8 codes: common values that fit, by construction
+            data = np.concatenate(codes)
             entry = {"kind": "u8", "mask": encoding.mask, "dropped_bit": encoding.dropped_bit}
             if encoding.parity is not None:  # only then: indexes of range runs stay as they were
                 entry["parity"] = encoding.parity
@@ -217,14 +214,6 @@ class ValueStore:
             if position >= stop:
                 return True
         return position >= stop or (bool(self._buffer) and self._buffer_first <= position and self.stop >= stop)
-
-
-def _encodable(values: np.ndarray, first: int, encoding: Encoding) -> bool:
-    """True when every value G(first) ... is common at its heap and fits the u8 codes (so decoding
-    gives it back)."""
-    values = values.astype(np.int64)
-    common = ~encoding.rarity.rare_flags(values, first)
-    return bool(common.all()) and (len(values) == 0 or int(encoding.encode_array(values).max()) < 256)
 
 
 def _reason(exc: OSError) -> str:
