@@ -43,11 +43,11 @@ def expected_summary(values, window: int) -> dict:
                 anchor_crc=state["anchor_crc"], matches=state["hash_matches"], last_match=last_match, flags=0)
 
 
-def board_session(code, fold, cycles, requests):
+def board_session(code, fold, cycles, requests, **options):
     """Simulate the top level of ``code`` at ``fold``; returns (plan, reference, run)."""
     plan = make_plan(rare_table(code))
     reference = exact_values(code, plan.start + cycles)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold, **options)
     streamer = ResultStreamer(kernel, reference[: plan.start], SIM_SETTINGS)
     return plan, reference, simulate_board(streamer, cycles, requests)
 
@@ -243,12 +243,27 @@ def test_pll_dividers_are_those_of_ecppll():
     assert (setting.input_divider, setting.feedback_divider, setting.output_divider) == (1, 4, 6)
 
 
+@pytest.mark.parametrize("fold", [2, 3])
+def test_folded_board_summaries_equal_the_reference(fold):
+    """At fold 2 and more the window's old value passes one more register before the CRC: the
+    summary at heap 256 (its CRC-64 of the window took G(n - 46) through that register from heap 46
+    on; anchors, digest) equals the reference's."""
+    plan, reference, run = board_session(".356", fold, 2_600 * fold, [])
+    summaries = [r for r in run.records if isinstance(r, Summary)]
+    assert run.rejected == 0 and [s.heap for s in summaries] == [256] and plan.window == 46
+    for summary in summaries:
+        assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)
+
+
 @pytest.mark.slow
-def test_officers_board_session_at_its_fold():
-    """.6 at the fold of its bitstream: the first summary against the reference (a late request too)."""
+@pytest.mark.parametrize("fold, lanes_per_stage", [(None, 8), (12, 4)])
+def test_officers_board_session_at_its_fold(fold, lanes_per_stage):
+    """.6 at the fold `synth` chooses, and at the fold and stages of its ULX3S-85F bitstream (fold 12,
+    4 lanes per stage: hdl/reports): the first summary against the reference (a late request too)."""
     plan = make_plan(rare_table(".6"))
-    fold = choose_fold(plan, TARGETS["ecp5-85k"])[0]
-    plan, reference, run = board_session(".6", fold, 6_000, [(0, request(plan.start, 4))])
+    fold = fold or choose_fold(plan, TARGETS["ecp5-85k"])[0]
+    plan, reference, run = board_session(".6", fold, 6_000, [(0, request(plan.start, 4))],
+                                         lanes_per_stage=lanes_per_stage)
     assert run.rejected == 0
     summary = next(r for r in run.records if isinstance(r, Summary))
     assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)

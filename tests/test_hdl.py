@@ -35,11 +35,11 @@ def references():
     return get
 
 
-def run_kernel(code, fold, values, references):
+def run_kernel(code, fold, values, references, **options):
     """Simulate ``values`` values of ``code`` at ``fold``; returns (kernel, run, comparison)."""
     plan = plan_of(code)
     reference = references(code, plan.start + values)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold, **options)
     run = simulate_amaranth(kernel, kernel.latency + values * fold)
     return kernel, run, compare(run, reference, plan.start)
 
@@ -48,10 +48,11 @@ def run_kernel(code, fold, values, references):
 
 
 @pytest.mark.parametrize("code", SMALL_GAMES + (".6",))
-@pytest.mark.parametrize("fold", [1, 2, 5, 25])
-def test_layout_places_every_term_once_and_in_time(code, fold):
+@pytest.mark.parametrize("fold, lanes_per_stage", [(1, 8), (2, 8), (5, 8), (25, 8), (12, 4), (3, 1)])
+def test_layout_places_every_term_once_and_in_time(code, fold, lanes_per_stage):
     plan = plan_of(code)
-    layout = layout_pipeline(plan, fold)
+    layout = layout_pipeline(plan, fold, lanes_per_stage)
+    assert all(len(stage) <= lanes_per_stage for stage in layout.stages)
     placed = [(t.offset, t.code) for lane in layout.lanes for t in lane.terms]
     placed += [(r.offset, r.code) for r in layout.recent]
     assert sorted(placed) == sorted(plan.encoded_terms())
@@ -107,6 +108,15 @@ def test_folded_kernel_equals_reference(code, fold, references):
     assert result.checked == 2000 and result.ok, result.mismatch
 
 
+@pytest.mark.parametrize("code, fold, lanes_per_stage", [(".644", 4, 2), (".156", 3, 1)])
+def test_fewer_lanes_per_stage_equal_reference(code, fold, lanes_per_stage, references):
+    """Smaller stages (what `synth --lanes-per-stage` builds): more of them, the same values."""
+    kernel, _, result = run_kernel(code, fold, 2000, references, lanes_per_stage=lanes_per_stage)
+    assert len(kernel.layout.stages) > len(layout_pipeline(kernel.plan, fold).stages)
+    assert kernel.module_name.endswith(f"_f{fold}_l{lanes_per_stage}")
+    assert result.checked == 2000 and result.ok, result.mismatch
+
+
 @pytest.mark.parametrize("code, fold", [(".45", 1), (".356", 3)])
 def test_u16_storage_equals_reference(code, fold, references):
     """Raw 16-bit storage: the mark vector holds only the common codes (plan.mex_order)."""
@@ -134,6 +144,12 @@ def test_officers_equals_reference(fold, references):
 
         fold = choose_fold(plan_of(".6"), TARGETS["ecp5-85k"])[0]
     _, _, result = run_kernel(".6", fold, 100, references)
+    assert result.checked == 100 and result.ok, result.mismatch
+
+
+def test_officers_with_four_lanes_per_stage_equals_reference(references):
+    """.6 at fold 12 with 4 mark units per stage: the layout of its ULX3S-85F bitstream (hdl/reports)."""
+    _, _, result = run_kernel(".6", 12, 100, references, lanes_per_stage=4)
     assert result.checked == 100 and result.ok, result.mismatch
 
 

@@ -92,10 +92,23 @@ def test_small_games_place_and_route(code, target, cli, tmp_path):
     report = json.loads((tmp_path / "synth.json").read_text())
     assert report["fold_chosen"] and report["fold"] == choose_fold(make_plan(rare_table(code)), TARGETS[target])[0]
     assert 0 < report["luts"] <= report["luts_available"]
-    assert report["fmax_mhz"] > 0
+    assert report["fmax_mhz"] > 0 and (report["router"], report["seed"]) == ("router1", 1)
     # fmax_mhz is rounded to 0.01 MHz in the report; values/s comes from nextpnr's unrounded figure.
     assert report["values_per_second"] == pytest.approx(report["fmax_mhz"] * 1e6 / report["fold"],
                                                         abs=0.005e6 / report["fold"] + 1)
+
+
+def test_router2_and_another_seed_reach_nextpnr(cli, tmp_path):
+    """`--router router2 --seed 7`: nextpnr runs with them (flow.sh and its log say so) and the report records them."""
+    reason = synthesis_tools("ecp5")
+    if reason:
+        pytest.skip(reason)
+    result = cli("synth", ".356", "--target", "ecp5-85k", "--router", "router2", "--seed", "7", "-o", tmp_path)
+    assert result.code == 0, result.err
+    report = json.loads((tmp_path / "synth.json").read_text())
+    assert (report["router"], report["seed"]) == ("router2", 7) and report["fmax_mhz"] > 0
+    assert "--seed 7 --router router2" in (tmp_path / "flow.sh").read_text()
+    assert "router2" in (tmp_path / "nextpnr.log").read_text().lower()
 
 
 def test_board_bitstream_for_dot356(cli, tmp_path):

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..plan import make_plan
 from . import progress_for
-from .arguments import add_game, add_table, count_type, load_table
+from .arguments import add_game, add_table, count_type, load_table, positive_count_type
 
 log = logging.getLogger("octalgen")
 
@@ -34,13 +34,15 @@ EPILOG = """\
 examples:
   octalgen synth .356 --target ice40-hx8k
   octalgen synth .6 --target ecp5-85k --fold 8
-  octalgen synth .6 --board ulx3s-85f --fold 8 --freq 90 -o build/board/officers
+  octalgen synth .6 --board ulx3s-85f --fold 12 --lanes-per-stage 4 --block-ram-from 0 \\
+      --router router2 --freq 75 -o build/board/officers     # the .6 bitstream of hdl/reports
   (then: openFPGALoader -b ulx3s build/board/officers/top.bit; octalgen fpga .6 --port /dev/ttyUSB0)"""
 
 
 def register(sub) -> None:
     from ..hdl.boards import BOARDS
-    from ..hdl.synth import TARGETS
+    from ..hdl.layout import LANES_PER_STAGE
+    from ..hdl.synth import ROUTERS, TARGETS
 
     parser = sub.add_parser("synth", help="synthesise, place and route the FPGA kernel; a bitstream for a board",
                             description=DESCRIPTION, epilog=EPILOG,
@@ -58,6 +60,16 @@ def register(sub) -> None:
                         help="with --board: the serial link's bit rate (default 3000000, the ULX3S's FT231X maximum)")
     parser.add_argument("--record-every", type=count_type, default=1 << 24, metavar="N",
                         help="with --board: a summary and a histogram every N values, a power of two (default 2^24)")
+    parser.add_argument("--router", choices=ROUTERS, default="router1",
+                        help="nextpnr's router (default router1, nextpnr's own; router2 converges on congested "
+                             "designs such as .6 at a small fold)")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr's placement seed (default 1)")
+    parser.add_argument("--lanes-per-stage", type=positive_count_type, default=LANES_PER_STAGE, metavar="L",
+                        help=f"mark units per stage of the chain (default {LANES_PER_STAGE}); fewer make smaller "
+                             "stages whose vector updates need fewer wires in one place")
+    parser.add_argument("--block-ram-from", type=count_type, metavar="DEPTH",
+                        help="histories at least DEPTH deep go into block RAM (default: the target's, 64 on ECP5); "
+                             "0 lets yosys choose (LUT RAM up to its own limit), which frees block RAM sites")
     add_table(parser)
     parser.add_argument("-o", "--output", metavar="DIR",
                         help="working directory: Verilog, scripts, logs, synth.json "
@@ -87,20 +99,25 @@ def run(args) -> int:
     if board:
         find_tool("ecppack")
         board.load_platform()
+    if args.block_ram_from is None:
+        block_ram_depth = target.block_ram_depth
+    else:
+        block_ram_depth = args.block_ram_from or None
+    lanes = args.lanes_per_stage
     plan = make_plan(load_table(args))
     if args.fold is None:
-        fold, guess = choose_fold(plan, target)
+        fold, guess = choose_fold(plan, target, lanes_per_stage=lanes, block_ram_depth=block_ram_depth)
         print(f"no --fold given: chose fold {fold}, the smallest whose estimate fits {target.name} "
               f"({guess.luts} LUTs, {guess.ffs} FFs, {guess.brams} block RAMs: "
               f"{guess.fraction(target):.0%} of the largest resource)")
     else:
         fold = args.fold
-        guess = estimate(layout_pipeline(plan, fold), target)
+        guess = estimate(layout_pipeline(plan, fold, lanes), target, block_ram_depth)
         if guess.fraction(target) > 1:
             log.warning("the estimate for fold %d exceeds %s (%.0f%% of its largest resource); "
                         "placement will probably fail", fold, target.name, 100 * guess.fraction(target))
     history = preload_history(plan)
-    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth)
+    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=block_ram_depth, lanes_per_stage=lanes)
     if board:
         return _run_board(args, board, kernel, history, guess)
     workdir = Path(args.output or Path("build") / "synth" / f"{kernel.module_name}-{target.name}")
@@ -108,7 +125,8 @@ def run(args) -> int:
 
     with progress_for(args, None, label=f"synth {plan.game.code} {target.name} fold {fold}") as progress:
         progress.phase("synthesis (yosys), then placing and routing (nextpnr)")
-        report = synthesise(kernel, target, args.freq, workdir, fold_chosen=args.fold is None, estimated=guess)
+        report = synthesise(kernel, target, args.freq, workdir, fold_chosen=args.fold is None, estimated=guess,
+                            seed=args.seed, router=args.router)
     (workdir / "synth.json").write_text(report.to_json())
     _print_report(report, kernel)
     print(f"  wrote {workdir / 'synth.json'} ({report.seconds:.0f} s in yosys and nextpnr)")
@@ -133,7 +151,8 @@ def _run_board(args, board, kernel, history, guess) -> int:
     settings = board_settings(pll.output_mhz, args.baud, args.record_every, 1024)
     streamer = ResultStreamer(kernel, history, settings)
     workdir = Path(args.output or Path("build") / "board" / f"{kernel.module_name}-{board.name}")
-    report = build_board(streamer, board, pll, workdir, fold_chosen=args.fold is None, estimated=guess)
+    report = build_board(streamer, board, pll, workdir, fold_chosen=args.fold is None, estimated=guess,
+                         seed=args.seed, router=args.router)
     (workdir / "board.json").write_text(report.to_json())
     _print_report(report.synthesis, kernel)
     print(f"  clock       {report.clock_mhz:>8.2f} MHz from the PLL: timing "

@@ -23,7 +23,7 @@ from amaranth.hdl import ClockDomain, ClockSignal, Elaboratable, Instance, Modul
 
 from ..errors import ComputationError, InputError, ToolMissingError
 from .records import BoardSettings
-from .synth import TARGETS, SynthesisReport, Target, find_tool, read_report, tool_version
+from .synth import TARGETS, SynthesisReport, Target, find_tool, nextpnr_options, read_report, tool_version
 
 
 @dataclass(frozen=True)
@@ -217,14 +217,14 @@ class BoardReport:
 
 
 def build_board(streamer, board: Board, pll: PllSetting, workdir: Path, *, fold_chosen: bool = False,
-                estimated=None, seed: int = 1) -> BoardReport:
+                estimated=None, seed: int = 1, router: str = "router1") -> BoardReport:
     """Synthesise, place, route and pack ``streamer`` for ``board`` in ``workdir``; returns the report."""
     tools = {"YOSYS": find_tool("yosys"), "NEXTPNR_ECP5": find_tool("nextpnr-ecp5"), "ECPPACK": find_tool("ecppack")}
     platform = board.load_platform()
     workdir.mkdir(parents=True, exist_ok=True)
     top = BoardTop(streamer, board, pll)
     plan = platform.build(top, name="top", build_dir=str(workdir), do_build=False,
-                          nextpnr_opts=["--report", "report.json", "--seed", str(seed), "--timing-allow-fail"])
+                          nextpnr_opts=nextpnr_options(seed, router))
     plan.extract(str(workdir))
     began = time.perf_counter()
     result = subprocess.run(["sh", "build_top.sh"], cwd=workdir, env={**os.environ, **tools},
@@ -239,7 +239,7 @@ def build_board(streamer, board: Board, pll: PllSetting, workdir: Path, *, fold_
                             tools={"yosys": tool_version(tools["YOSYS"], "-V"),
                                    "nextpnr": tool_version(tools["NEXTPNR_ECP5"], "--version"),
                                    "ecppack": tool_version(tools["ECPPACK"], "--version")},
-                            target_mhz=pll.output_mhz)
+                            target_mhz=pll.output_mhz, router=router, seed=seed)
     bitstream = workdir / "top.bit"
     settings = streamer.settings
     return BoardReport(

@@ -13,7 +13,7 @@ from amaranth.lib.wiring import Out
 
 from ..errors import InputError
 from ..plan import KernelPlan
-from .layout import DATA_VALID, GROUP, MARK, PipelineLayout, lane_first_write, layout_pipeline
+from .layout import DATA_VALID, GROUP, LANES_PER_STAGE, MARK, PipelineLayout, lane_first_write, layout_pipeline
 
 #: Decoder styles for the two one-hot halves of a code: ``shift`` (one shift) or ``compare`` (one
 #: comparator per entry).  ``shift`` was the faster in both simulators when whole codes were decoded
@@ -48,6 +48,9 @@ class SpeculativeKernel(wiring.Component):
         by default yosys chooses.
     decoder : {"shift", "compare"}
         How the halves of a code are decoded into their one-hots (see :data:`DECODERS`).
+    lanes_per_stage : int, optional
+        Mark units per chain stage (see :data:`~octalgen.hdl.layout.LANES_PER_STAGE`);
+        fewer spread the wires of a stage's vector update over more, smaller stages.
 
     Attributes
     ----------
@@ -91,7 +94,8 @@ class SpeculativeKernel(wiring.Component):
     """
 
     def __init__(self, plan: KernelPlan, history, *, fold: int = 1, first: int | None = None,
-                 decoder: str = "shift", block_ram_depth: int | None = None):
+                 decoder: str = "shift", block_ram_depth: int | None = None,
+                 lanes_per_stage: int = LANES_PER_STAGE):
         self._MustUse__silence = True  # no "never used" warning when the checks below refuse the input
         first = plan.start if first is None else first
         if first < plan.start:
@@ -102,7 +106,7 @@ class SpeculativeKernel(wiring.Component):
         if decoder not in DECODERS:
             raise InputError(f"unknown decoder {decoder!r}; choose {' or '.join(DECODERS)}")
         self.plan = plan
-        self.layout: PipelineLayout = layout_pipeline(plan, fold)
+        self.layout: PipelineLayout = layout_pipeline(plan, fold, lanes_per_stage)
         self.first = first
         self.decoder = decoder
         self.block_ram_depth = block_ram_depth
@@ -131,10 +135,12 @@ class SpeculativeKernel(wiring.Component):
 
     @property
     def module_name(self) -> str:
-        """Name of the emitted Verilog module (and file), e.g. ``octal_0_6_f25`` for ``.6`` at fold 25."""
+        """Name of the emitted Verilog module (and file), e.g. ``octal_0_6_f25`` for ``.6`` at fold 25
+        (``octal_0_6_f12_l4`` at fold 12 with 4 lanes per stage instead of the default)."""
         code = self.plan.game.code
         code = ("0" + code if code.startswith(".") else code).replace(".", "_")
-        return f"octal_{code}_f{self.fold}"
+        lanes = self.layout.lanes_per_stage
+        return f"octal_{code}_f{self.fold}" + ("" if lanes == LANES_PER_STAGE else f"_l{lanes}")
 
     @property
     def value_bits(self) -> int:

@@ -167,12 +167,15 @@ class PipelineLayout:
         The chain, oldest terms first.
     recent : tuple of RecentTerm
         Terms left to the final compare-and-select, largest offset first.
+    lanes_per_stage : int
+        The most mark units a stage holds.
     """
 
     plan: KernelPlan
     fold: int
     stages: tuple[tuple[Lane, ...], ...]
     recent: tuple[RecentTerm, ...]
+    lanes_per_stage: int = LANES_PER_STAGE
 
     # -- sizes --------------------------------------------------------------
 
@@ -291,10 +294,10 @@ def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PE
         chain = terms[: len(terms) - recent_count]
         recent = tuple(RecentTerm(o, c) for o, c in terms[len(terms) - recent_count :])
         stages = _place(chain, fold, lanes_per_stage)
-        trial = PipelineLayout(plan, fold, stages, recent)
+        trial = PipelineLayout(plan, fold, stages, recent, lanes_per_stage)
         youngest = min((t.age for lane in trial.lanes for t in lane.terms), default=None)
         if youngest is None or youngest >= trial.latency - 1:
-            return PipelineLayout(plan, fold, _connect(stages, fold, trial.latency), recent)
+            return PipelineLayout(plan, fold, _connect(stages, fold, trial.latency), recent, lanes_per_stage)
     raise AssertionError("unreachable: an empty chain is always consistent")
 
 

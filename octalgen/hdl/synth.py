@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..errors import ComputationError, InputError, ToolMissingError
 from ..plan import KernelPlan
-from .layout import PipelineLayout, layout_pipeline
+from .layout import LANES_PER_STAGE, PipelineLayout, layout_pipeline
 
 log = logging.getLogger("octalgen")
 
@@ -65,6 +65,9 @@ class Target:
         fold 8 (estimate 70% of the LUTs, 75% of the block RAMs) packed into 64%
         of the LUTs and was placed, but its routing was not seen to finish
         (hdl/reports/README.md): fold 8 is what fits, not yet a proven clock.
+        Congestion, not the resources, is what limits: the `.6` bitstream on
+        the ULX3S-85F is fold 12 with 4 lanes per stage and histories left to
+        yosys (``--block-ram-from 0``), routed by router2.
     """
 
     name: str
@@ -121,7 +124,7 @@ class Estimate:
         return max(self.luts / target.luts, self.ffs / target.ffs, self.brams / target.brams)
 
 
-def estimate(layout: PipelineLayout, target: Target) -> Estimate:
+def estimate(layout: PipelineLayout, target: Target, block_ram_depth: int | None | str = "target") -> Estimate:
     """Predicted LUTs, flip-flops and block RAMs of ``layout`` on ``target``.
 
     Counted from the structure: per stage, its mark vector (a flip-flop per
@@ -132,15 +135,19 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     and its update; per candidate, its checks against the recent terms;
     memories as yosys maps them (block RAM, or logic up to
     ``target.small_memory_bits``).  The constants were fitted to synthesised
-    kernels (see hdl/reports/README.md).
+    kernels (see hdl/reports/README.md).  ``block_ram_depth``: histories at
+    least this deep are forced into block RAM (the target's depth by default;
+    None: yosys chooses).
     """
+    if block_ram_depth == "target":
+        block_ram_depth = target.block_ram_depth
     bits, width, fold = layout.mark_bits, layout.code_bits, layout.fold
     rows = (max(layout.plan.mex_order) >> 4) + 1  # entries of the high one-hot half
     luts = ffs = brams = 0
 
     def memory(depth, w):
         nonlocal luts, ffs, brams
-        forced = target.block_ram_depth is not None and depth >= target.block_ram_depth
+        forced = block_ram_depth is not None and depth >= block_ram_depth
         if forced or depth * w > target.small_memory_bits:
             brams += target.blocks(depth, w)
         elif target.family == "ecp5":
@@ -172,7 +179,9 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     return Estimate(luts, ffs, brams)
 
 
-def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None) -> tuple[int, Estimate]:
+def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
+                lanes_per_stage: int = LANES_PER_STAGE,
+                block_ram_depth: int | None | str = "target") -> tuple[int, Estimate]:
     """The smallest fold whose estimate uses at most ``limit`` (default: the target's) of every resource.
 
     Raises
@@ -184,8 +193,8 @@ def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None) ->
     fold = 1
     terms = len(plan.terms)
     while True:
-        layout = layout_pipeline(plan, fold)
-        guess = estimate(layout, target)
+        layout = layout_pipeline(plan, fold, lanes_per_stage)
+        guess = estimate(layout, target, block_ram_depth)
         if guess.fraction(target) <= limit:
             return fold, guess
         if fold >= terms:
@@ -196,9 +205,9 @@ def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None) ->
             )
         # Grow geometrically, then settle on the smallest fitting fold between the last two.
         bigger = min(terms, max(fold + 1, fold * 5 // 4))
-        if estimate(layout_pipeline(plan, bigger), target).fraction(target) <= limit:
+        if estimate(layout_pipeline(plan, bigger, lanes_per_stage), target, block_ram_depth).fraction(target) <= limit:
             for f in range(fold + 1, bigger + 1):
-                guess = estimate(layout_pipeline(plan, f), target)
+                guess = estimate(layout_pipeline(plan, f, lanes_per_stage), target, block_ram_depth)
                 if guess.fraction(target) <= limit:
                     return f, guess
         fold = bigger
@@ -237,6 +246,14 @@ class SynthesisReport:
         Wall time of yosys and nextpnr together.
     tools : dict
         Each tool's name and version, as it reports them (yosys, nextpnr).
+    router : str
+        nextpnr's router (``router1``, its default, or ``router2``).
+    seed : int
+        nextpnr's placement seed.
+    lanes_per_stage : int
+        Mark units per chain stage.
+    block_ram_from : int or None
+        Histories at least this deep were forced into block RAM (None: yosys chose).
     """
 
     game: str
@@ -257,6 +274,10 @@ class SynthesisReport:
     utilization: dict
     seconds: float
     tools: dict
+    router: str
+    seed: int
+    lanes_per_stage: int
+    block_ram_from: int | None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -283,8 +304,20 @@ def find_tool(name: str) -> str:
     return found
 
 
+#: nextpnr's routers: router1 (its default) and router2, which routes congested designs in far
+#: fewer iterations (a design near the device's limit, like `.6` at a small fold).
+ROUTERS = ("router1", "router2")
+
+
+def nextpnr_options(seed: int, router: str) -> list[str]:
+    """nextpnr's arguments shared by the kernel's flow and the board's: seed, router, report."""
+    if router not in ROUTERS:
+        raise InputError(f"unknown router {router!r} (choose from {', '.join(ROUTERS)})")
+    return ["--report", "report.json", "--seed", str(seed), "--router", router, "--timing-allow-fail"]
+
+
 def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_chosen: bool = False,
-               estimated: Estimate | None = None, seed: int = 1) -> SynthesisReport:
+               estimated: Estimate | None = None, seed: int = 1, router: str = "router1") -> SynthesisReport:
     """Run yosys and nextpnr on ``kernel`` for ``target`` in ``workdir``; return the report.
 
     ``workdir`` keeps the Verilog, the scripts, the logs and nextpnr's report.
@@ -301,7 +334,7 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
     commands = [
         [yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"],
         [nextpnr, *target.device, "--json", "netlist.json", "--freq", f"{freq_mhz:g}", unconstrained,
-         "--timing-allow-fail", "--seed", str(seed), "--report", "report.json", "-l", "nextpnr.log", "-q"],
+         *nextpnr_options(seed, router), "-l", "nextpnr.log", "-q"],
     ]
     (workdir / "flow.sh").write_text("#!/bin/sh\n# the synthesis flow octalgen ran (in this directory)\nset -e\n"
                                      + "".join(" ".join(c) + "\n" for c in commands))
@@ -316,11 +349,11 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
     tools = {"yosys": tool_version(yosys, "-V"), "nextpnr": tool_version(nextpnr, "--version")}
     return read_report(workdir, target, kernel, clock=lambda fmax: min(c["achieved"] for c in fmax.values()),
                        fold_chosen=fold_chosen, estimated=estimated, seconds=seconds, tools=tools,
-                       target_mhz=freq_mhz)
+                       target_mhz=freq_mhz, router=router, seed=seed)
 
 
 def read_report(workdir: Path, target: Target, kernel, *, clock, fold_chosen: bool, estimated, seconds: float,
-                tools: dict, target_mhz: float) -> SynthesisReport:
+                tools: dict, target_mhz: float, router: str, seed: int) -> SynthesisReport:
     """A :class:`SynthesisReport` from nextpnr's ``report.json`` (and yosys's netlist) in ``workdir``.
 
     ``clock`` picks the kernel clock's fmax from nextpnr's ``fmax`` table.
@@ -342,7 +375,8 @@ def read_report(workdir: Path, target: Target, kernel, *, clock, fold_chosen: bo
         fmax_mhz=round(fmax, 2), target_mhz=target_mhz, values_per_second=round(fmax * 1e6 / kernel.fold),
         latency=kernel.latency, estimate=asdict(estimated) if estimated else {},
         utilization={cell: count for cell, count in used.items() if count["used"]}, seconds=round(seconds, 1),
-        tools=tools,
+        tools=tools, router=router, seed=seed, lanes_per_stage=kernel.layout.lanes_per_stage,
+        block_ram_from=kernel.block_ram_depth,
     )
 
 
