@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InputError
@@ -99,25 +100,23 @@ def run(args) -> int:
     if board:
         find_tool("ecppack")
         board.load_platform()
-    if args.block_ram_from is None:
-        block_ram_depth = target.block_ram_depth
-    else:
-        block_ram_depth = args.block_ram_from or None
+    if args.block_ram_from is not None:  # the target's policy for the histories, replaced
+        target = replace(target, block_ram_depth=args.block_ram_from or None)
     lanes = args.lanes_per_stage
     plan = make_plan(load_table(args))
     if args.fold is None:
-        fold, guess = choose_fold(plan, target, lanes_per_stage=lanes, block_ram_depth=block_ram_depth)
+        fold, guess = choose_fold(plan, target, lanes_per_stage=lanes)
         print(f"no --fold given: chose fold {fold}, the smallest whose estimate fits {target.name} "
               f"({guess.luts} LUTs, {guess.ffs} FFs, {guess.brams} block RAMs: "
               f"{guess.fraction(target):.0%} of the largest resource)")
     else:
         fold = args.fold
-        guess = estimate(layout_pipeline(plan, fold, lanes), target, block_ram_depth)
+        guess = estimate(layout_pipeline(plan, fold, lanes), target)
         if guess.fraction(target) > 1:
             log.warning("the estimate for fold %d exceeds %s (%.0f%% of its largest resource); "
                         "placement will probably fail", fold, target.name, 100 * guess.fraction(target))
     history = preload_history(plan)
-    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=block_ram_depth, lanes_per_stage=lanes)
+    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth, lanes_per_stage=lanes)
     if board:
         return _run_board(args, board, kernel, history, guess)
     workdir = Path(args.output or Path("build") / "synth" / f"{kernel.module_name}-{target.name}")

@@ -124,7 +124,7 @@ class Estimate:
         return max(self.luts / target.luts, self.ffs / target.ffs, self.brams / target.brams)
 
 
-def estimate(layout: PipelineLayout, target: Target, block_ram_depth: int | None | str = "target") -> Estimate:
+def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     """Predicted LUTs, flip-flops and block RAMs of ``layout`` on ``target``.
 
     Counted from the structure: per stage, its mark vector (a flip-flop per
@@ -135,19 +135,15 @@ def estimate(layout: PipelineLayout, target: Target, block_ram_depth: int | None
     and its update; per candidate, its checks against the recent terms;
     memories as yosys maps them (block RAM, or logic up to
     ``target.small_memory_bits``).  The constants were fitted to synthesised
-    kernels (see hdl/reports/README.md).  ``block_ram_depth``: histories at
-    least this deep are forced into block RAM (the target's depth by default;
-    None: yosys chooses).
+    kernels (see hdl/reports/README.md).
     """
-    if block_ram_depth == "target":
-        block_ram_depth = target.block_ram_depth
     bits, width, fold = layout.mark_bits, layout.code_bits, layout.fold
     rows = (max(layout.plan.mex_order) >> 4) + 1  # entries of the high one-hot half
     luts = ffs = brams = 0
 
     def memory(depth, w):
         nonlocal luts, ffs, brams
-        forced = block_ram_depth is not None and depth >= block_ram_depth
+        forced = target.block_ram_depth is not None and depth >= target.block_ram_depth
         if forced or depth * w > target.small_memory_bits:
             brams += target.blocks(depth, w)
         elif target.family == "ecp5":
@@ -180,8 +176,7 @@ def estimate(layout: PipelineLayout, target: Target, block_ram_depth: int | None
 
 
 def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
-                lanes_per_stage: int = LANES_PER_STAGE,
-                block_ram_depth: int | None | str = "target") -> tuple[int, Estimate]:
+                lanes_per_stage: int = LANES_PER_STAGE) -> tuple[int, Estimate]:
     """The smallest fold whose estimate uses at most ``limit`` (default: the target's) of every resource.
 
     Raises
@@ -194,7 +189,7 @@ def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
     terms = len(plan.terms)
     while True:
         layout = layout_pipeline(plan, fold, lanes_per_stage)
-        guess = estimate(layout, target, block_ram_depth)
+        guess = estimate(layout, target)
         if guess.fraction(target) <= limit:
             return fold, guess
         if fold >= terms:
@@ -205,9 +200,9 @@ def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
             )
         # Grow geometrically, then settle on the smallest fitting fold between the last two.
         bigger = min(terms, max(fold + 1, fold * 5 // 4))
-        if estimate(layout_pipeline(plan, bigger, lanes_per_stage), target, block_ram_depth).fraction(target) <= limit:
+        if estimate(layout_pipeline(plan, bigger, lanes_per_stage), target).fraction(target) <= limit:
             for f in range(fold + 1, bigger + 1):
-                guess = estimate(layout_pipeline(plan, f, lanes_per_stage), target, block_ram_depth)
+                guess = estimate(layout_pipeline(plan, f, lanes_per_stage), target)
                 if guess.fraction(target) <= limit:
                     return f, guess
         fold = bigger
