@@ -735,7 +735,7 @@ class Engine:
             self.plan, self.storage = plan, plan.encoding.kind
         began = time.thread_time()
         first = self.position
-        encoding = self.plan.encoding if self.plan is not None and codes is not None else None
+        encoding = self.plan.encoding if self.plan is not None else None  # the store uses it only with codes
         self.history.append(values, encoding, prefix_at_least=self.plan.start if self.plan is not None else 0,
                             codes=codes)
         for consumer in self.consumers:
