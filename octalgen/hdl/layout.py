@@ -53,8 +53,9 @@ from ..plan import KernelPlan
 
 #: Mark units per stage.  Each mark bit of a unit is the AND of two one-hot registers, so a
 #: stage's update of one bit (load, the bit itself, the previous stage's bit, two per unit) is
-#: (2 L + 3) inputs: about (2 L + 2) / 3 four-input LUTs, 0.75 per unit at L = 8; longer stages
-#: save little more and gather more wires into one place.
+#: (2 L + 3) inputs: ceil((2 L + 2) / 3) four-input LUTs, 0.75 per unit at L = 8, 0.8 at 5,
+#: 1 at 4; longer stages save little more and gather more wires into one place (congestion:
+#: hdl/reports/README.md).
 LANES_PER_STAGE = 8
 
 #: Clocks from a term's phase to its history read being sampled (ROM, address register).
@@ -261,10 +262,24 @@ def lane_first_write(lane: Lane, fold: int) -> int:
     return _first_write(lane.source, fold)
 
 
-def _first_write(source: Source, fold: int) -> int:
+def lane_skipped_writes(lane: Lane, fold: int) -> int:
+    """Write slots of the lane's memory that pass before its first write.
+
+    In those slots its source's read pipeline does not yet hold a real read
+    (before clock :func:`primed`); the fresh values are real from the start.
+    """
+    if lane.source.fresh:
+        return 0
+    return (_first_write_clock(lane.source, fold) - lane.source.write_age % fold) // fold
+
+
+def _first_write_clock(source: Source, fold: int) -> int:
     earliest = 0 if source.fresh else primed(fold)
-    clock = earliest + (source.write_age - earliest) % fold
-    return (clock - source.write_age) // fold
+    return earliest + (source.write_age - earliest) % fold
+
+
+def _first_write(source: Source, fold: int) -> int:
+    return (_first_write_clock(source, fold) - source.write_age) // fold
 
 
 def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PER_STAGE) -> PipelineLayout:
