@@ -256,10 +256,10 @@ def test_folded_board_summaries_equal_the_reference(fold):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fold, lanes_per_stage", [(None, 8), (12, 4)])
+@pytest.mark.parametrize("fold, lanes_per_stage", [(None, 8), (12, 4), (11, 5)])
 def test_officers_board_session_at_its_fold(fold, lanes_per_stage):
-    """.6 at the fold `synth` chooses, and at the fold and stages of its ULX3S-85F bitstream (fold 12,
-    4 lanes per stage: hdl/reports): the first summary against the reference (a late request too)."""
+    """.6 at the fold `synth` chooses, and at the folds and stages of its ULX3S-85F builds (fold 12 with
+    4 lanes per stage, 11 with 5: hdl/reports): the first summary against the reference (a late request too)."""
     plan = make_plan(rare_table(".6"))
     fold = fold or choose_fold(plan, TARGETS["ecp5-85k"])[0]
     plan, reference, run = board_session(".6", fold, 6_000, [(0, request(plan.start, 4))],
