@@ -35,7 +35,7 @@ EPILOG = """\
 examples:
   octalgen synth .356 --target ice40-hx8k
   octalgen synth .6 --target ecp5-85k --fold 8
-  octalgen synth .6 --board ulx3s-85f --fold 12 --lanes-per-stage 4 --block-ram-from 0 \\
+  octalgen synth .6 --board ulx3s-85f --fold 10 --lanes-per-stage 2 --block-ram-from 0 \\
       --router router2 --freq 75 -o build/board/officers     # the .6 bitstream of hdl/reports
   (then: openFPGALoader -b ulx3s build/board/officers/top.bit; octalgen fpga .6 --port /dev/ttyUSB0)"""
 
@@ -68,7 +68,7 @@ def register(sub) -> None:
     parser.add_argument("--lanes-per-stage", type=positive_count_type, default=LANES_PER_STAGE, metavar="L",
                         help=f"mark units per stage of the chain (default {LANES_PER_STAGE}); fewer make smaller "
                              "stages whose vector updates need fewer wires in one place (5 takes 0.8 LUT per unit "
-                             "and mark bit, 4 takes 1)")
+                             "and mark bit, 2 to 4 take 1; .6 on the ECP5-85k routed with 2 and 3, not 5 or 8)")
     parser.add_argument("--block-ram-from", type=count_type, metavar="DEPTH",
                         help="histories at least DEPTH deep go into block RAM (default: the target's, 64 on ECP5); "
                              "0 lets yosys choose (LUT RAM up to its own limit), which frees block RAM sites")
