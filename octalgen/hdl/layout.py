@@ -266,21 +266,19 @@ def lane_first_write(lane: Lane, fold: int) -> int:
 def lane_skipped_writes(lane: Lane, fold: int) -> int:
     """Write slots of the lane's memory that pass before its first write.
 
-    In those slots its source's read pipeline does not yet hold a real read
-    (before clock :func:`primed`); the fresh values are real from the start.
+    Index ``first + k`` is written ``write_age`` clocks into its slot, clock
+    ``k * fold + write_age``; the first slot after configuration is that of
+    ``k = -(write_age // fold)``, and :func:`lane_first_write` says which slot
+    writes first (for a source that is not fresh, the first after its read
+    pipeline holds a real read, clock :func:`primed`).
     """
-    if lane.source.fresh:
-        return 0
-    return (_first_write_clock(lane.source, fold) - lane.source.write_age % fold) // fold
-
-
-def _first_write_clock(source: Source, fold: int) -> int:
-    earliest = 0 if source.fresh else primed(fold)
-    return earliest + (source.write_age - earliest) % fold
+    return lane_first_write(lane, fold) + lane.source.write_age // fold
 
 
 def _first_write(source: Source, fold: int) -> int:
-    return (_first_write_clock(source, fold) - source.write_age) // fold
+    earliest = 0 if source.fresh else primed(fold)
+    clock = earliest + (source.write_age - earliest) % fold
+    return (clock - source.write_age) // fold
 
 
 def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PER_STAGE) -> PipelineLayout:
