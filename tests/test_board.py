@@ -43,12 +43,12 @@ def expected_summary(values, window: int) -> dict:
                 anchor_crc=state["anchor_crc"], matches=state["hash_matches"], last_match=last_match, flags=0)
 
 
-def board_session(code, fold, cycles, requests, **options):
+def board_session(code, fold, cycles, requests, settings=SIM_SETTINGS, **options):
     """Simulate the top level of ``code`` at ``fold``; returns (plan, reference, run)."""
     plan = make_plan(rare_table(code))
     reference = exact_values(code, plan.start + cycles)
     kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold, **options)
-    streamer = ResultStreamer(kernel, reference[: plan.start], SIM_SETTINGS)
+    streamer = ResultStreamer(kernel, reference[: plan.start], settings)
     return plan, reference, simulate_board(streamer, cycles, requests)
 
 
@@ -253,6 +253,21 @@ def test_folded_board_summaries_equal_the_reference(fold):
     assert run.rejected == 0 and [s.heap for s in summaries] == [256] and plan.window == 46
     for summary in summaries:
         assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)
+
+
+@pytest.mark.parametrize("fold", [1, 2])
+def test_rolling_hash_matches_in_the_summary(fold):
+    """Kayles (.77) repeats with period 12 from heap 71, so its rolling hash of the last 72 values
+    matches the anchor's from heap 2 W on: the summary at heap 512 (matches, the last match, the
+    anchors, and the histogram after it) equals the reference's, with the anchors' compares and
+    updates in one clock (fold 1) and with the compares registered first (fold 2)."""
+    settings = BoardSettings(record_every=512, clocks_per_bit=4, capture_depth=64)
+    plan, reference, run = board_session(".77", fold, 8_000, [], settings)
+    assert run.rejected == 0 and [type(r) for r in run.records[:2]] == [Summary, Histogram]
+    summary, histogram = run.records[:2]
+    expected = expected_summary(reference[:512], plan.window)
+    assert summary.__dict__ == expected and expected["matches"] > 0
+    assert histogram.heap == 512 and list(histogram.counts) == list(np.bincount(reference[:512]))
 
 
 @pytest.mark.slow

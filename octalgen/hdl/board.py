@@ -43,23 +43,30 @@ def linear_map(value, columns: list[int], width: int):
     return Cat((value & mask).xor() if mask else Const(0, 1) for mask in masks)
 
 
-def carry_save_sum(operands, width: int):
-    """``sum(operands) mod 2**width``: 3:2 compressors down to two operands, then one adder.
+def carry_save_rows(operands, width: int) -> tuple:
+    """Two operands with the sum of ``operands`` mod ``2**width``: 3:2 compressors, no adder.
 
     A chain of adders would put one carry chain per operand on the path;
-    this puts one LUT level per compressor and a single carry chain.
+    this puts one LUT level per compressor, and leaves the one carry chain to the caller.
     """
     operands = list(operands)
     while len(operands) > 2:
         a, b, c = operands[:3]
         operands = operands[3:] + [(a ^ b ^ c)[:width], (((a & b) | (a & c) | (b & c)) << 1)[:width]]
-    return (operands[0] + operands[1])[:width]
+    return operands[0], operands[1]
+
+
+def fnv_rows(digest, value) -> tuple:
+    """One FNV-1a-64 step before its add: two rows whose sum mod ``2**64`` is
+    ``(digest ^ value) * FNV_PRIME mod 2**64`` (the prime's shifted copies, compressed)."""
+    x = (digest ^ value)[:64]
+    return carry_save_rows([(x << k)[:64] for k in range(64) if FNV_PRIME >> k & 1], 64)
 
 
 def fnv_step(digest, value):
-    """One FNV-1a-64 step, ``(digest ^ value) * FNV_PRIME mod 2**64``, as shifted copies."""
-    x = (digest ^ value)[:64]
-    return carry_save_sum([(x << k)[:64] for k in range(64) if FNV_PRIME >> k & 1], 64)
+    """One FNV-1a-64 step, ``(digest ^ value) * FNV_PRIME mod 2**64``."""
+    low, high = fnv_rows(digest, value)
+    return (low + high)[:64]
 
 
 def crc16_step_columns() -> tuple[list[int], list[int]]:
@@ -299,23 +306,44 @@ class ResultStreamer(wiring.Component):
 
         top = (crc[48:] ^ value)[:16]
         crc_next = (crc << 16)[:64] ^ linear_map(top, table_columns(0), 64) ^ linear_map(old, table_columns(2), 64)
+        checking = Signal()  # the clock after a value: crc holds H(n), checked holds n
+        checked = Signal(64)
+        m.d.sync += checking.eq(valid)
         with m.If(valid):
-            m.d.sync += [position.eq(position + 1), digest.eq(fnv_step(digest, value)), crc.eq(crc_next),
-                         pointer.eq(following)]
+            m.d.sync += [position.eq(position + 1), crc.eq(crc_next), pointer.eq(following), checked.eq(position)]
             with m.If(value > largest):
                 m.d.sync += [largest.eq(value), largest_at.eq(position)]
+        # Values come at most one every two clocks at fold >= 2, so the statistics take two clocks
+        # per value there: the FNV-1a step's compressors end in a register and its carry chain runs
+        # the clock after (13.28 ns in one clock held .6 at fold 10 to 75.32 MHz), and the anchors'
+        # compares end in registers before the updates they select (12.07 ns, fold 11).
+        pipelined = kernel.fold > 1
+        if pipelined:
+            rows = [Signal(64, name="fnv_low"), Signal(64, name="fnv_high")]
+            with m.If(valid):
+                m.d.sync += [row.eq(part) for row, part in zip(rows, fnv_rows(digest, value))]
+            with m.If(checking):
+                m.d.sync += digest.eq((rows[0] + rows[1])[:64])
+        else:
+            with m.If(valid):
+                m.d.sync += digest.eq(fnv_step(digest, value))
 
-        # -- anchors, one clock later (crc holds H(n)); their next values feed the snapshot --
-        checking = Signal()
-        checked = Signal(64)
-        m.d.sync += [checking.eq(valid), checked.eq(position)]
+        # -- anchors: crc against the anchor's, and heap against the next anchor --------------
         anchor = Signal(64, init=prefix.anchor)
         anchor_crc = Signal(64, init=prefix.anchor_crc)
         next_anchor = Signal(64, init=prefix.next_anchor)
         matches = Signal(32, init=prefix.matches)
         last_match = Signal(64, init=prefix.last_match)
-        at_anchor = checking & (checked == next_anchor)
-        match = checking & ~at_anchor & (anchor != 0) & (crc == anchor_crc)
+        compares = [checked == next_anchor, anchor != 0, crc == anchor_crc]
+        if pipelined:
+            settling = Signal()  # two clocks after a value: its compares are in registers
+            seen = [Signal(name=name) for name in ("anchor_due", "anchor_set", "crc_seen")]
+            m.d.sync += [settling.eq(checking)] + [s.eq(c) for s, c in zip(seen, compares)]
+        else:
+            settling, seen = checking, compares
+        anchor_due, anchor_set, crc_seen = seen
+        at_anchor = settling & anchor_due
+        match = settling & ~anchor_due & anchor_set & crc_seen
         anchor_next = Mux(at_anchor, checked, anchor)
         anchor_crc_next = Mux(at_anchor, crc, anchor_crc)
         # The +1 from the register alone, then a select: the compare ends in one LUT, not a carry chain
@@ -327,8 +355,13 @@ class ResultStreamer(wiring.Component):
 
         # -- snapshots ---------------------------------------------------------------------------
         every = settings.record_every.bit_length() - 1
-        boundary = Signal()  # the value just folded ends a record interval
-        m.d.sync += boundary.eq(valid & (position[:every] == (1 << every) - 1))
+        boundary = Signal()  # the value whose statistics settle now ends a record interval
+        ends_interval = valid & (position[:every] == (1 << every) - 1)
+        if pipelined:
+            ending = Signal()
+            m.d.sync += [ending.eq(ends_interval), boundary.eq(ending)]
+        else:
+            m.d.sync += boundary.eq(ends_interval)
         idle = Signal()
         take = boundary & idle
         m.d.comb += self.heartbeat.eq(position[every:][:8])
