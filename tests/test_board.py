@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from octalgen.checksum import fnv1a64
-from octalgen.hdl.board import ResultStreamer
+from octalgen.hdl.board import WINDOW_BANK, ResultStreamer
 from octalgen.hdl.kernel import SpeculativeKernel
 from octalgen.hdl.records import (SUMMARY, BoardSettings, Histogram, RecordReader, Summary, Values, crc16, frame,
                                   request)
@@ -43,12 +43,12 @@ def expected_summary(values, window: int) -> dict:
                 anchor_crc=state["anchor_crc"], matches=state["hash_matches"], last_match=last_match, flags=0)
 
 
-def board_session(code, fold, cycles, requests, settings=SIM_SETTINGS, **options):
+def board_session(code, fold, cycles, requests, settings=SIM_SETTINGS, window_bank=WINDOW_BANK, **options):
     """Simulate the top level of ``code`` at ``fold``; returns (plan, reference, run)."""
     plan = make_plan(rare_table(code))
     reference = exact_values(code, plan.start + cycles)
     kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold, **options)
-    streamer = ResultStreamer(kernel, reference[: plan.start], settings)
+    streamer = ResultStreamer(kernel, reference[: plan.start], settings, window_bank=window_bank)
     return plan, reference, simulate_board(streamer, cycles, requests)
 
 
@@ -243,12 +243,13 @@ def test_pll_dividers_are_those_of_ecppll():
     assert (setting.input_divider, setting.feedback_divider, setting.output_divider) == (1, 4, 6)
 
 
-@pytest.mark.parametrize("fold", [2, 3])
-def test_folded_board_summaries_equal_the_reference(fold):
-    """At fold 2 and more the window's old value passes one more register before the CRC: the
-    summary at heap 256 (its CRC-64 of the window took G(n - 46) through that register from heap 46
-    on; anchors, digest) equals the reference's."""
-    plan, reference, run = board_session(".356", fold, 2_600 * fold, [])
+@pytest.mark.parametrize("fold, window_bank", [(2, WINDOW_BANK), (3, WINDOW_BANK), (3, 16)])
+def test_folded_board_summaries_equal_the_reference(fold, window_bank):
+    """At fold 2 and more the window's old value passes one more register before the CRC, and at
+    fold 3 a window deeper than a bank (here 46 values in banks of 16, 16 and 14) is read bank by
+    bank into registers first: the summary at heap 256 (its CRC-64 of the window took G(n - 46)
+    through them from heap 46 on; anchors, digest) equals the reference's."""
+    plan, reference, run = board_session(".356", fold, 2_600 * fold, [], window_bank=window_bank)
     summaries = [r for r in run.records if isinstance(r, Summary)]
     assert run.rejected == 0 and [s.heap for s in summaries] == [256] and plan.window == 46
     for summary in summaries:

@@ -26,7 +26,7 @@ import binascii
 from dataclasses import dataclass
 
 import numpy as np
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -138,6 +138,7 @@ class UartTx(wiring.Component):
 class UartRx(wiring.Component):
     """8N1 receiver: ``valid`` is high for one clock with each byte whose stop bit is high."""
 
+
     def __init__(self, clocks_per_bit: int):
         self.clocks_per_bit = clocks_per_bit
         super().__init__({"rx": In(1, init=1), "data": Out(8), "valid": Out(1)})
@@ -214,6 +215,10 @@ def count_values(m, valid, code, bank_now, bank, serial_address, serial_clear):
     return fetched
 
 
+#: Values per bank of the statistics' window memory at fold >= 3: one ECP5 block RAM (DP16KD) of 16-bit words.
+WINDOW_BANK = 1024
+
+
 class ResultStreamer(wiring.Component):
     """A kernel, the statistics of its values and the serial records (see the module docstring).
 
@@ -236,9 +241,13 @@ class ResultStreamer(wiring.Component):
         Bits of the heap reached (for LEDs): bit 0 toggles every ``record_every`` values.
     """
 
-    def __init__(self, kernel: SpeculativeKernel, history, settings: BoardSettings = BoardSettings()):
+    def __init__(self, kernel: SpeculativeKernel, history, settings: BoardSettings = BoardSettings(), *,
+                 window_bank: int = WINDOW_BANK):
         if kernel.plan.window < 2:
             raise InputError("the board needs a window of at least two values")
+        if window_bank < 2 or window_bank & (window_bank - 1):
+            raise InputError(f"window bank {window_bank} must be a power of two, at least 2")
+        self.window_bank = window_bank
         self.kernel = kernel
         self.settings = settings
         self.prefix = prefix_state(kernel, history)
@@ -269,25 +278,7 @@ class ResultStreamer(wiring.Component):
         largest_at = Signal(64, init=prefix.largest_at)
         crc = Signal(64, init=prefix.crc)
         window = plan.window
-        line = Memory(shape=16, depth=window,
-                      init=[int(self._history[p]) if p >= 0 else 0
-                            for p in ((kernel.first - window + ((j - kernel.first) % window)) for j in range(window))])
-        m.submodules.window_values = line
-        pointer = Signal(range(window), init=kernel.first % window)
-        following = Mux(pointer == window - 1, 0, pointer + 1)
-        old_read = line.read_port()
-        old_write = line.write_port()
-        m.d.comb += [old_read.addr.eq(Mux(valid, following, pointer)),
-                     old_write.addr.eq(pointer), old_write.data.eq(value), old_write.en.eq(valid)]
-        old = old_read.data  # G(n - W) in the clock of G(n)
-        if kernel.fold > 1:
-            # Values come at most one every two clocks, so the read (held at the next value's slot
-            # from the clock after a value) can be registered once more: the memory's clock-to-output
-            # and its cascade multiplexers (a whole block RAM column for .6's window) then end in a
-            # register, not in the CRC's XOR network (59.94 MHz for .6 at fold 12 without it).
-            held = Signal(16, name="window_old")
-            m.d.sync += held.eq(old_read.data)
-            old = held
+        old = self._window_old(m, valid, value)  # G(n - W) in the clock of G(n)
 
         from ..engine.scan import crc_tables
 
@@ -304,7 +295,7 @@ class ResultStreamer(wiring.Component):
         checked = Signal(64)
         m.d.sync += checking.eq(valid)
         with m.If(valid):
-            m.d.sync += [position.eq(position + 1), crc.eq(crc_next), pointer.eq(following), checked.eq(position)]
+            m.d.sync += [position.eq(position + 1), crc.eq(crc_next), checked.eq(position)]
             with m.If(value > largest):
                 m.d.sync += [largest.eq(value), largest_at.eq(position)]
         # Values come at most one every two clocks at fold >= 2, so the statistics take two clocks
@@ -528,3 +519,54 @@ class ResultStreamer(wiring.Component):
                 with m.Elif(tx.ready):
                     m.next = "IDLE"
         return m
+
+    def _window_old(self, m, valid, value):
+        """G(n - W) in the clock of G(n), from a memory of the last W values written with each value.
+
+        The read moves to the next value's slot in the clock of a value, so at
+        fold >= 2 its result has clocks to spare before the next value: there
+        it passes one more register (the memory's clock-to-output and its
+        cascade multiplexers then end in a register, not in the CRC's XOR
+        network: 59.94 MHz for .6 at fold 12 without it).  At fold >= 3 a
+        window deeper than ``window_bank`` is cut into banks of that many
+        values, each read into its own register, and the bank is chosen the
+        clock after: yosys's own cascade of block RAMs (5.83 ns clock-to-output,
+        then multiplexers across a column) set the clock of .6 at fold 11, 81.95
+        MHz.
+        """
+        kernel = self.kernel
+        window = kernel.plan.window
+        contents = [int(self._history[p]) if p >= 0 else 0
+                    for p in ((kernel.first - window + ((j - kernel.first) % window)) for j in range(window))]
+        pointer = Signal(range(window), name="window_pointer", init=kernel.first % window)
+        following = Mux(pointer == window - 1, 0, pointer + 1)
+        with m.If(valid):
+            m.d.sync += pointer.eq(following)
+        read_at = Mux(valid, following, pointer)
+        bank = self.window_bank if kernel.fold >= 3 and window > self.window_bank else window
+        outputs = []
+        for first in range(0, window, bank):
+            depth = min(bank, window - first)
+            memory = Memory(shape=16, depth=depth, init=contents[first : first + depth])
+            read, write = memory.read_port(), memory.write_port()
+            selected = Const(1, 1) if bank == window else pointer[bank.bit_length() - 1 :] == first // bank
+            if bank == window:
+                m.submodules.window_values = memory
+                m.d.comb += [read.addr.eq(read_at), write.addr.eq(pointer)]
+            else:
+                m.submodules[f"window_values_{first // bank}"] = memory
+                m.d.comb += [read.addr.eq(read_at[: bank.bit_length() - 1]),
+                             write.addr.eq(pointer[: bank.bit_length() - 1])]
+            m.d.comb += [write.data.eq(value), write.en.eq(valid & selected)]
+            outputs.append(read.data)
+        if kernel.fold == 1:
+            return outputs[0]
+        if len(outputs) > 1:
+            registered = [Signal(16, name=f"window_old_{k}") for k in range(len(outputs))]
+            chosen = Signal(range(len(outputs)), name="window_bank")
+            m.d.sync += [r.eq(o) for r, o in zip(registered, outputs)]
+            m.d.sync += chosen.eq(pointer[bank.bit_length() - 1 :])
+            outputs = [Array(registered)[chosen]]
+        held = Signal(16, name="window_old")
+        m.d.sync += held.eq(outputs[0])
+        return held
