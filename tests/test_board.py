@@ -247,13 +247,19 @@ def test_pll_dividers_are_those_of_ecppll():
 def test_folded_board_summaries_equal_the_reference(fold, window_bank):
     """At fold 2 and more the window's old value passes one more register before the CRC, and at
     fold 3 a window deeper than a bank (here 46 values in banks of 16, 16 and 14) is read bank by
-    bank into registers first: the summary at heap 256 (its CRC-64 of the window took G(n - 46)
-    through them from heap 46 on; anchors, digest) equals the reference's."""
-    plan, reference, run = board_session(".356", fold, 2_600 * fold, [], window_bank=window_bank)
+    bank into registers first: the summaries from heap 256 on (their CRC-64 of the window took
+    G(n - 46) through them from heap 46 on; anchors, digest) and the histograms equal the
+    reference's."""
+    plan, reference, run = board_session(".356", fold, 2_600 * fold + 10_000, [], window_bank=window_bank)
     summaries = [r for r in run.records if isinstance(r, Summary)]
-    assert run.rejected == 0 and [s.heap for s in summaries] == [256] and plan.window == 46
+    assert run.rejected == 0 and summaries[0].heap == 256 and plan.window == 46
     for summary in summaries:
         assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)
+    # The histograms after them: at fold 3 the counts take the bank from its register.
+    histograms = [r for r in run.records if isinstance(r, Histogram)]
+    assert [h.heap for h in histograms] == [s.heap for s in summaries][: len(histograms)] and histograms
+    for histogram in histograms:
+        assert list(histogram.counts) == list(np.bincount(reference[: histogram.heap]))
 
 
 @pytest.mark.parametrize("fold", [1, 2])

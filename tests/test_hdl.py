@@ -118,14 +118,6 @@ def test_fewer_lanes_per_stage_equal_reference(code, fold, lanes_per_stage, refe
     assert result.checked == 2000 and result.ok, result.mismatch
 
 
-@pytest.mark.parametrize("code, fold", [(".644", 3), (".356", 1), (".156", 2)])
-def test_mark_blocks_equal_reference(code, fold, references):
-    """Each unit's halves registered per block of code rows (`synth --mark-blocks 2`): the same values."""
-    kernel, _, result = run_kernel(code, fold, 2000, references, mark_blocks=2)
-    assert kernel.module_name.endswith(f"_f{fold}_b2")
-    assert result.checked == 2000 and result.ok, result.mismatch
-
-
 @pytest.mark.parametrize("code, fold", [(".45", 1), (".356", 3)])
 def test_u16_storage_equals_reference(code, fold, references):
     """Raw 16-bit storage: the mark vector holds only the common codes (plan.mex_order)."""
@@ -156,11 +148,10 @@ def test_officers_equals_reference(fold, references):
     assert result.checked == 100 and result.ok, result.mismatch
 
 
-@pytest.mark.parametrize("fold, lanes_per_stage, blocks", [(12, 4, 1), (11, 5, 1), (11, 3, 1), (10, 2, 1), (11, 3, 2)])
-def test_officers_with_fewer_lanes_per_stage_equals_reference(fold, lanes_per_stage, blocks, references):
-    """.6 with 2 to 5 mark units per stage (and their halves in 2 blocks of rows): layouts built for the
-    ULX3S-85F (hdl/reports; all but 5 lanes routed)."""
-    _, _, result = run_kernel(".6", fold, 100, references, lanes_per_stage=lanes_per_stage, mark_blocks=blocks)
+@pytest.mark.parametrize("fold, lanes_per_stage", [(12, 4), (11, 5), (11, 3), (10, 2)])
+def test_officers_with_fewer_lanes_per_stage_equals_reference(fold, lanes_per_stage, references):
+    """.6 with 2 to 5 mark units per stage: layouts built for the ULX3S-85F (hdl/reports; all but 5 routed)."""
+    _, _, result = run_kernel(".6", fold, 100, references, lanes_per_stage=lanes_per_stage)
     assert result.checked == 100 and result.ok, result.mismatch
 
 

@@ -70,11 +70,6 @@ def register(sub) -> None:
                         help=f"mark units per stage of the chain (default {LANES_PER_STAGE}); fewer make smaller "
                              "stages whose vector updates need fewer wires in one place (5 takes 0.8 LUT per unit "
                              "and mark bit, 2 to 4 take 1; .6 on the ECP5-85k routed with 2 and 3, not 5 or 8)")
-    parser.add_argument("--mark-blocks", type=int, choices=(1, 2), default=1,
-                        help="2: each mark unit registers its decoded halves in two blocks of code rows, each "
-                             "register reaching half as many of its stage's mark bits (16 more registers per "
-                             "unit), for shorter wires where those set the clock (.6 at folds 10 and 11); "
-                             "default 1")
     parser.add_argument("--block-ram-from", type=count_type, metavar="DEPTH",
                         help="histories at least DEPTH deep go into block RAM (default: the target's, 64 on ECP5); "
                              "0 lets yosys choose (LUT RAM up to its own limit), which frees block RAM sites")
@@ -123,8 +118,7 @@ def run(args) -> int:
             log.warning("the estimate for fold %d exceeds %s (%.0f%% of its largest resource); "
                         "placement will probably fail", fold, target.name, 100 * guess.fraction(target))
     history = preload_history(plan)
-    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth, lanes_per_stage=lanes,
-                               mark_blocks=args.mark_blocks)
+    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth, lanes_per_stage=lanes)
     if board:
         return _run_board(args, board, kernel, history, guess)
     workdir = Path(args.output or Path("build") / "synth" / f"{kernel.module_name}-{target.name}")

@@ -52,9 +52,6 @@ class SpeculativeKernel(wiring.Component):
     lanes_per_stage : int, optional
         Mark units per chain stage (see :data:`~octalgen.hdl.layout.LANES_PER_STAGE`);
         fewer spread the wires of a stage's vector update over more, smaller stages.
-    mark_blocks : {1, 2}
-        Blocks of rows of the code grid whose halves each mark unit registers
-        separately (see :meth:`_mark`); 1, the default, registers each half once.
 
     Attributes
     ----------
@@ -99,7 +96,7 @@ class SpeculativeKernel(wiring.Component):
 
     def __init__(self, plan: KernelPlan, history, *, fold: int = 1, first: int | None = None,
                  decoder: str = "shift", block_ram_depth: int | None = None,
-                 lanes_per_stage: int = LANES_PER_STAGE, mark_blocks: int = 1):
+                 lanes_per_stage: int = LANES_PER_STAGE):
         self._MustUse__silence = True  # no "never used" warning when the checks below refuse the input
         first = plan.start if first is None else first
         if first < plan.start:
@@ -107,8 +104,6 @@ class SpeculativeKernel(wiring.Component):
                              f"not {first}")
         if len(history) < first:
             raise InputError(f"the preloaded history has {len(history)} values; heap {first} needs {first}")
-        if mark_blocks not in (1, 2):
-            raise InputError(f"mark blocks must be 1 or 2, not {mark_blocks}")
         if decoder not in DECODERS:
             raise InputError(f"unknown decoder {decoder!r}; choose {' or '.join(DECODERS)}")
         self.plan = plan
@@ -116,7 +111,6 @@ class SpeculativeKernel(wiring.Component):
         self.first = first
         self.decoder = decoder
         self.block_ram_depth = block_ram_depth
-        self.mark_blocks = mark_blocks
         # Heaps from `first` on read G(first - window) ... only; older memory slots are never read.
         encoding = plan.encoding
         self._codes = {i: encoding.encode(int(history[i])) for i in range(max(first - plan.window, 0), first)}
@@ -147,8 +141,7 @@ class SpeculativeKernel(wiring.Component):
         code = self.plan.game.code
         code = ("0" + code if code.startswith(".") else code).replace(".", "_")
         lanes = self.layout.lanes_per_stage
-        return (f"octal_{code}_f{self.fold}" + ("" if lanes == LANES_PER_STAGE else f"_l{lanes}")
-                + ("" if self.mark_blocks == 1 else f"_b{self.mark_blocks}"))
+        return f"octal_{code}_f{self.fold}" + ("" if lanes == LANES_PER_STAGE else f"_l{lanes}")
 
     @property
     def value_bits(self) -> int:
@@ -339,19 +332,6 @@ class SpeculativeKernel(wiring.Component):
         the previous stage's bit and two per lane) maps to about (2 L + 2) / 3
         LUTs per bit for L lanes, where decoding a whole code per bit took two
         or three.  ``enable`` (for lanes with an empty phase) clears ``high``.
-
-        With ``mark_blocks`` 2 the rows of the code grid are cut into two
-        blocks, each with its own registers: its rows of ``high``, and its own
-        copy of ``low``.  A ``low`` register then reaches half the vector's
-        bits, so the placer can keep it closer to them: the wires from a unit's
-        halves to its stage's vector set the clock of ``.6`` at folds 10 and 11
-        (11 to 12.6 ns of routing against 1 ns of logic).  The two copies of
-        ``low`` start from different values (0 and all ones; harmless, as
-        ``high`` starts at 0 and no code is marked) so that synthesis does not
-        merge them into one: yosys merges equal registers unless their initial
-        values differ, and gating a copy instead (a synchronous reset) gave
-        every unit its own control sets, and nextpnr's placer 14 to 48 times
-        as long per iteration (.6 at fold 11).
         """
         order = self.plan.mex_order
         rows = (max(order) >> 4) + 1
@@ -364,19 +344,10 @@ class SpeculativeKernel(wiring.Component):
             shifted = Const(1, 1) << high_code[:span]
             high_hot = shifted[:rows] if len(high_code) <= span else Mux(high_code < rows, shifted[:rows], 0)
             low_hot = Const(1, 1) << low_code
-        if enable is not None:
-            high_hot = Mux(enable, high_hot, 0)
-        blocks = min(self.mark_blocks, rows)
-        per_block = -(-rows // blocks)
-        grid = []
-        for block, first_row in enumerate(range(0, rows, per_block)):
-            last_row = min(first_row + per_block, rows)
-            suffix = "" if blocks == 1 else f"{block}"
-            high = Signal(last_row - first_row, name=f"{name}_high{suffix}", reset_less=True)
-            low = Signal(16, name=f"{name}_low{suffix}", init=-block % (1 << 16), reset_less=True)
-            m.d.sync += [high.eq(high_hot[first_row:last_row]), low.eq(low_hot)]
-            grid += [Mux(high[j], low, 0) for j in range(last_row - first_row)]
-        grid = Cat(*grid)  # bit c: code c is marked
+        high = Signal(rows, name=f"{name}_high", reset_less=True)
+        low = Signal(16, name=f"{name}_low", reset_less=True)
+        m.d.sync += [high.eq(high_hot if enable is None else Mux(enable, high_hot, 0)), low.eq(low_hot)]
+        grid = Cat(Mux(high[j], low, 0) for j in range(rows))  # bit c: code c is marked
         if order == tuple(range(len(grid))):
             return grid
         return Cat(grid[code] for code in order)

@@ -247,8 +247,6 @@ class SynthesisReport:
         nextpnr's placement seed.
     lanes_per_stage : int
         Mark units per chain stage.
-    mark_blocks : int
-        Blocks of code rows whose halves each mark unit registers separately.
     block_ram_from : int or None
         Histories at least this deep were forced into block RAM (None: yosys chose).
     """
@@ -275,7 +273,6 @@ class SynthesisReport:
     seed: int
     lanes_per_stage: int
     block_ram_from: int | None
-    mark_blocks: int = 1
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -374,7 +371,7 @@ def read_report(workdir: Path, target: Target, kernel, *, clock, fold_chosen: bo
         latency=kernel.latency, estimate=asdict(estimated) if estimated else {},
         utilization={cell: count for cell, count in used.items() if count["used"]}, seconds=round(seconds, 1),
         tools=tools, router=router, seed=seed, lanes_per_stage=kernel.layout.lanes_per_stage,
-        block_ram_from=kernel.block_ram_depth, mark_blocks=kernel.mark_blocks,
+        block_ram_from=kernel.block_ram_depth,
     )
 
 
