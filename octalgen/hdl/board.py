@@ -138,7 +138,6 @@ class UartTx(wiring.Component):
 class UartRx(wiring.Component):
     """8N1 receiver: ``valid`` is high for one clock with each byte whose stop bit is high."""
 
-
     def __init__(self, clocks_per_bit: int):
         self.clocks_per_bit = clocks_per_bit
         super().__init__({"rx": In(1, init=1), "data": Out(8), "valid": Out(1)})
@@ -553,20 +552,20 @@ class ResultStreamer(wiring.Component):
             m.d.sync += pointer.eq(following)
         read_at = Mux(valid, following, pointer)
         bank = self.window_bank if kernel.fold >= 3 and window > self.window_bank else window
+        bits = bank.bit_length() - 1  # address bits within a bank (banks are a power of two deep)
         outputs = []
         for first in range(0, window, bank):
             depth = min(bank, window - first)
             memory = Memory(shape=16, depth=depth, init=contents[first : first + depth])
             read, write = memory.read_port(), memory.write_port()
-            selected = Const(1, 1) if bank == window else pointer[bank.bit_length() - 1 :] == first // bank
             if bank == window:
                 m.submodules.window_values = memory
-                m.d.comb += [read.addr.eq(read_at), write.addr.eq(pointer)]
+                m.d.comb += [read.addr.eq(read_at), write.addr.eq(pointer), write.en.eq(valid)]
             else:
                 m.submodules[f"window_values_{first // bank}"] = memory
-                m.d.comb += [read.addr.eq(read_at[: bank.bit_length() - 1]),
-                             write.addr.eq(pointer[: bank.bit_length() - 1])]
-            m.d.comb += [write.data.eq(value), write.en.eq(valid & selected)]
+                m.d.comb += [read.addr.eq(read_at[:bits]), write.addr.eq(pointer[:bits]),
+                             write.en.eq(valid & (pointer[bits:] == first // bank))]
+            m.d.comb += write.data.eq(value)
             outputs.append(read.data)
         if kernel.fold == 1:
             return outputs[0]
@@ -574,7 +573,7 @@ class ResultStreamer(wiring.Component):
             registered = [Signal(16, name=f"window_old_{k}") for k in range(len(outputs))]
             chosen = Signal(range(len(outputs)), name="window_bank")
             m.d.sync += [r.eq(o) for r, o in zip(registered, outputs)]
-            m.d.sync += chosen.eq(pointer[bank.bit_length() - 1 :])
+            m.d.sync += chosen.eq(pointer[bits:])
             outputs = [Array(registered)[chosen]]
         held = Signal(16, name="window_old")
         m.d.sync += held.eq(outputs[0])
