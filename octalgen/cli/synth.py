@@ -37,7 +37,7 @@ examples:
   octalgen synth .356 --target ice40-hx8k
   octalgen synth .6 --target ecp5-85k --fold 8
   octalgen synth .6 --board ulx3s-85f --fold 11 --lanes-per-stage 3 --block-ram-from 0 \\
-      --router router2 --freq 80 -o build/board/officers     # the .6 bitstream of hdl/reports
+      --router router2 --freq 82 -o build/board/officers     # the .6 bitstream of hdl/reports
   (then: openFPGALoader -b ulx3s build/board/officers/top.bit; octalgen fpga .6 --port /dev/ttyUSB0)"""
 
 
