@@ -235,7 +235,7 @@ class SpeculativeKernel(wiring.Component):
             m.d.sync += slot.eq(slot + at_phase(fold - 1))
             # The mark of phase 0 arrives: a new heap starts.  A register, set from the phase a clock
             # ahead: the phase compare reaches all the vector's bits, and as logic after the phase
-            # token it was 12.4 ns of routing in two hops (.6 at fold 11, 73.87 MHz).
+            # token it was 12.4 ns of routing in two hops (.6 at fold 11, hdl/reports/README.md).
             load = Const(1, 1)
             if fold > 1:
                 load = Signal(name=f"s{s}_load", init=MARK % fold == 0)
