@@ -277,18 +277,39 @@ def test_rolling_hash_matches_in_the_summary(fold):
     assert histogram.heap == 512 and list(histogram.counts) == list(np.bincount(reference[:512]))
 
 
+def test_requests_around_the_heap_reached_are_answered_late_or_exactly():
+    """Requests for G(start) ... whose start the board reaches just before, while or just after it
+    decides (three registered steps): each answer is late (no values) or the reference's values,
+    the late ones are those that start earliest, and none is lost."""
+    settings = BoardSettings(record_every=4096, clocks_per_bit=4, capture_depth=8)
+    plan = make_plan(rare_table(".356"))
+    reference = exact_values(".356", plan.start + 2_000)
+    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=1)
+    # The heap that the board reaches as the request's last stop bit ends (one value per clock).
+    arrival = plan.start + len(uart_levels(request(0, 4), settings.clocks_per_bit)) - kernel.latency
+    late = []
+    for start in range(arrival - 2, arrival + 7):
+        run = simulate_board(ResultStreamer(kernel, reference[: plan.start], settings), 1_600, [(0, request(start, 4))])
+        answer, = [r for r in run.records if isinstance(r, Values)]
+        assert answer.start == start
+        assert answer.late or list(answer.values) == list(reference[start : start + 4])
+        late.append(answer.late)
+    assert late[0] and not late[-1] and late == sorted(late, reverse=True)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("fold, lanes_per_stage", [(None, 8), (12, 4), (11, 3), (10, 2)])
-def test_officers_board_session_at_its_fold(fold, lanes_per_stage):
-    """.6 at the fold `synth` chooses, and at the folds and stages of its ULX3S-85F bitstreams (folds
-    10, 11 and 12 with 2, 3 and 4 lanes per stage: hdl/reports): the first summary against the
-    reference (a late request too)."""
+@pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
+                         [(None, 8, "vector"), (12, 4, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 2, "rows")])
+def test_officers_board_session_at_its_fold(fold, lanes_per_stage, mark_chain):
+    """.6 at the fold `synth` chooses, and at the folds and stages of its ULX3S-85F builds (folds
+    10, 11 and 12 with 2, 3 and 4 lanes per stage, fold 8 with rows: hdl/reports): the first
+    summary against the reference (a late request too)."""
     plan = make_plan(rare_table(".6"))
     fold = fold or choose_fold(plan, TARGETS["ecp5-85k"])[0]
     # G(start - 1) is preloaded, never computed: late at every latency (a request for G(start) is
     # late or not by whether the pipeline's latency ends before the request's 11 bytes arrive).
     plan, reference, run = board_session(".6", fold, 6_000, [(0, request(plan.start - 1, 4))],
-                                         lanes_per_stage=lanes_per_stage)
+                                         lanes_per_stage=lanes_per_stage, mark_chain=mark_chain)
     assert run.rejected == 0
     summary = next(r for r in run.records if isinstance(r, Summary))
     assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)

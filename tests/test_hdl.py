@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from octalgen.errors import InputError
 from octalgen.hdl.kernel import SpeculativeKernel
 from octalgen.hdl.layout import DATA_VALID, READ_SAMPLE, layout_pipeline
 from octalgen.hdl.simulate import SimulationRun, compare, simulate_amaranth
@@ -48,11 +49,13 @@ def run_kernel(code, fold, values, references, **options):
 
 
 @pytest.mark.parametrize("code", SMALL_GAMES + (".6",))
-@pytest.mark.parametrize("fold, lanes_per_stage",
-                         [(1, 8), (2, 8), (5, 8), (25, 8), (12, 4), (11, 5), (11, 3), (10, 2), (3, 1)])
-def test_layout_places_every_term_once_and_in_time(code, fold, lanes_per_stage):
+@pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
+                         [(1, 8, "vector"), (2, 8, "vector"), (5, 8, "vector"), (25, 8, "vector"), (12, 4, "vector"),
+                          (11, 5, "vector"), (11, 3, "vector"), (10, 2, "vector"), (3, 1, "vector"),
+                          (2, 8, "rows"), (3, 1, "rows"), (8, 2, "rows")])
+def test_layout_places_every_term_once_and_in_time(code, fold, lanes_per_stage, mark_chain):
     plan = plan_of(code)
-    layout = layout_pipeline(plan, fold, lanes_per_stage)
+    layout = layout_pipeline(plan, fold, lanes_per_stage, mark_chain)
     assert all(len(stage) <= lanes_per_stage for stage in layout.stages)
     placed = [(t.offset, t.code) for lane in layout.lanes for t in lane.terms]
     placed += [(r.offset, r.code) for r in layout.recent]
@@ -118,6 +121,25 @@ def test_fewer_lanes_per_stage_equal_reference(code, fold, lanes_per_stage, refe
     assert result.checked == 2000 and result.ok, result.mismatch
 
 
+# Folds 2, 3, 5 and 7: groups of 8, 6, 4 and 3 rows (banks by bit fields, and by division); .644 at
+# fold 4: lane memories fed from other stages' reads, as with vectors.
+@pytest.mark.parametrize("code, fold, lanes_per_stage",
+                         [(".356", 2, 1), (".45", 3, 1), (".644", 4, 2), (".156", 5, 2), (".16", 7, 1)])
+def test_rows_mark_chain_equals_reference(code, fold, lanes_per_stage, references):
+    """Stages that hand their marks on as rows, a group per clock (`synth --mark-chain rows`)."""
+    kernel, _, result = run_kernel(code, fold, 2000, references, lanes_per_stage=lanes_per_stage,
+                                   mark_chain="rows")
+    layout = kernel.layout
+    assert layout.rows_per_clock * layout.drain_clocks >= layout.mark_rows > layout.rows_per_clock
+    assert kernel.module_name.endswith("_rows")
+    assert result.checked == 2000 and result.ok, result.mismatch
+
+
+def test_rows_mark_chain_needs_two_clocks_per_value():
+    with pytest.raises(InputError, match="fold 2 or more"):
+        layout_pipeline(plan_of(".356"), 1, mark_chain="rows")
+
+
 @pytest.mark.parametrize("code, fold", [(".45", 1), (".356", 3)])
 def test_u16_storage_equals_reference(code, fold, references):
     """Raw 16-bit storage: the mark vector holds only the common codes (plan.mex_order)."""
@@ -148,10 +170,11 @@ def test_officers_equals_reference(fold, references):
     assert result.checked == 100 and result.ok, result.mismatch
 
 
-@pytest.mark.parametrize("fold, lanes_per_stage", [(12, 4), (11, 5), (11, 3), (10, 2)])
-def test_officers_with_fewer_lanes_per_stage_equals_reference(fold, lanes_per_stage, references):
-    """.6 with 2 to 5 mark units per stage: layouts built for the ULX3S-85F (hdl/reports; all but 5 routed)."""
-    _, _, result = run_kernel(".6", fold, 100, references, lanes_per_stage=lanes_per_stage)
+@pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
+                         [(12, 4, "vector"), (11, 5, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 2, "rows")])
+def test_officers_with_fewer_lanes_per_stage_equals_reference(fold, lanes_per_stage, mark_chain, references):
+    """.6 with 2 to 5 mark units per stage: layouts built for the ULX3S-85F (hdl/reports; not all routed)."""
+    _, _, result = run_kernel(".6", fold, 100, references, lanes_per_stage=lanes_per_stage, mark_chain=mark_chain)
     assert result.checked == 100 and result.ok, result.mismatch
 
 
@@ -204,8 +227,6 @@ def test_compare_reports_the_first_mismatching_heap():
 
 
 def test_kernel_rejects_a_start_inside_the_rare_region(references):
-    from octalgen.errors import InputError
-
     plan = plan_of(".356")
     with pytest.raises(InputError, match="at the earliest"):
         SpeculativeKernel(plan, references(".356", plan.start), first=plan.start - 1)

@@ -43,7 +43,7 @@ examples:
 
 def register(sub) -> None:
     from ..hdl.boards import BOARDS
-    from ..hdl.layout import LANES_PER_STAGE
+    from ..hdl.layout import LANES_PER_STAGE, MARK_CHAINS
     from ..hdl.synth import ROUTERS, TARGETS
 
     parser = sub.add_parser("synth", help="synthesise, place and route the FPGA kernel; a bitstream for a board",
@@ -70,6 +70,10 @@ def register(sub) -> None:
                         help=f"mark units per stage of the chain (default {LANES_PER_STAGE}); fewer make smaller "
                              "stages whose vector updates need fewer wires in one place (5 takes 0.8 LUT per unit "
                              "and mark bit, 2 to 4 take 1; .6 on the ECP5-85k routed with 2 and 3, not 5 or 8)")
+    parser.add_argument("--mark-chain", choices=MARK_CHAINS, default="vector",
+                        help="how a stage hands its marks to the next (default vector: the whole mark vector in "
+                             "one clock; rows: each lane marks rows of a small LUT RAM, handed on a few rows per "
+                             "clock, so a lane's wires stay local; fold 2 or more)")
     parser.add_argument("--block-ram-from", type=count_type, metavar="DEPTH",
                         help="histories at least DEPTH deep go into block RAM (default: the target's, 64 on ECP5); "
                              "0 lets yosys choose (LUT RAM up to its own limit), which frees block RAM sites")
@@ -104,21 +108,22 @@ def run(args) -> int:
         board.load_platform()
     if args.block_ram_from is not None:  # the target's policy for the histories, replaced
         target = replace(target, block_ram_depth=args.block_ram_from or None)
-    lanes = args.lanes_per_stage
+    lanes, chain = args.lanes_per_stage, args.mark_chain
     plan = make_plan(load_table(args))
     if args.fold is None:
-        fold, guess = choose_fold(plan, target, lanes_per_stage=lanes)
+        fold, guess = choose_fold(plan, target, lanes_per_stage=lanes, mark_chain=chain)
         print(f"no --fold given: chose fold {fold}, the smallest whose estimate fits {target.name} "
               f"({guess.luts} LUTs, {guess.ffs} FFs, {guess.brams} block RAMs: "
               f"{guess.fraction(target):.0%} of the largest resource)")
     else:
         fold = args.fold
-        guess = estimate(layout_pipeline(plan, fold, lanes), target)
+        guess = estimate(layout_pipeline(plan, fold, lanes, chain), target)
         if guess.fraction(target) > 1:
             log.warning("the estimate for fold %d exceeds %s (%.0f%% of its largest resource); "
                         "placement will probably fail", fold, target.name, 100 * guess.fraction(target))
     history = preload_history(plan)
-    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth, lanes_per_stage=lanes)
+    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth, lanes_per_stage=lanes,
+                               mark_chain=chain)
     if board:
         return _run_board(args, board, kernel, history, guess)
     workdir = Path(args.output or Path("build") / "synth" / f"{kernel.module_name}-{target.name}")
@@ -135,8 +140,9 @@ def run(args) -> int:
 
 
 def _print_report(report, kernel) -> None:
-    print(f"{report.game} on {report.target} at fold {report.fold} ({kernel.layout.mark_units} mark units, "
-          f"latency {report.latency} clocks)")
+    layout = kernel.layout
+    print(f"{report.game} on {report.target} at fold {report.fold} ({layout.mark_units} mark units, "
+          f"{len(layout.stages)} stages handing on {layout.mark_chain}, latency {report.latency} clocks)")
     print(f"  LUTs        {report.luts:>8} of {report.luts_available}")
     print(f"  flip-flops  {report.ffs:>8} of {report.ffs_available}")
     print(f"  block RAMs  {report.brams:>8} of {report.brams_available}")

@@ -16,6 +16,9 @@ from ..plan import KernelPlan
 from .layout import (DATA_VALID, GROUP, LANES_PER_STAGE, MARK, PipelineLayout, lane_first_write, lane_skipped_writes,
                      layout_pipeline)
 
+#: Bits per row of the mark grid: code c is bit c & 15 of row c >> 4.
+ROW = 16
+
 #: Decoder styles for the two one-hot halves of a code: ``shift`` (one shift) or ``compare`` (one
 #: comparator per entry).  ``shift`` was the faster in both simulators when whole codes were decoded
 #: (benchmarks/bench_hdl.py: compare/shift 0.54 under Verilator, 0.18 under amaranth.sim for .156 at
@@ -52,6 +55,9 @@ class SpeculativeKernel(wiring.Component):
     lanes_per_stage : int, optional
         Mark units per chain stage (see :data:`~octalgen.hdl.layout.LANES_PER_STAGE`);
         fewer spread the wires of a stage's vector update over more, smaller stages.
+    mark_chain : {"vector", "rows"}
+        How a stage hands its marks to the next (see
+        :data:`~octalgen.hdl.layout.MARK_CHAINS`, :meth:`_rows_stage`).
 
     Attributes
     ----------
@@ -81,7 +87,8 @@ class SpeculativeKernel(wiring.Component):
     clock) are ORed into the stage's mark vector, which starts each heap from
     the previous stage's vector, so the vector moves from neighbour to
     neighbour (see :meth:`_mark` for why each mark is a pair of one-hot
-    halves); each mark
+    halves; with ``mark_chain="rows"`` the stages hand the vector on a few
+    rows per clock instead: :meth:`_rows_stage`); each mark
     unit reads its values from its own slice of the history (a block RAM with
     one read and one write per clock, written from a neighbour's reads), so
     no wire spans the chain.  The terms whose values come too late for the
@@ -96,7 +103,7 @@ class SpeculativeKernel(wiring.Component):
 
     def __init__(self, plan: KernelPlan, history, *, fold: int = 1, first: int | None = None,
                  decoder: str = "shift", block_ram_depth: int | None = None,
-                 lanes_per_stage: int = LANES_PER_STAGE):
+                 lanes_per_stage: int = LANES_PER_STAGE, mark_chain: str = "vector"):
         self._MustUse__silence = True  # no "never used" warning when the checks below refuse the input
         first = plan.start if first is None else first
         if first < plan.start:
@@ -107,7 +114,7 @@ class SpeculativeKernel(wiring.Component):
         if decoder not in DECODERS:
             raise InputError(f"unknown decoder {decoder!r}; choose {' or '.join(DECODERS)}")
         self.plan = plan
-        self.layout: PipelineLayout = layout_pipeline(plan, fold, lanes_per_stage)
+        self.layout: PipelineLayout = layout_pipeline(plan, fold, lanes_per_stage, mark_chain)
         self.first = first
         self.decoder = decoder
         self.block_ram_depth = block_ram_depth
@@ -137,11 +144,13 @@ class SpeculativeKernel(wiring.Component):
     @property
     def module_name(self) -> str:
         """Name of the emitted Verilog module (and file), e.g. ``octal_0_6_f25`` for ``.6`` at fold 25
-        (``octal_0_6_f12_l4`` at fold 12 with 4 lanes per stage instead of the default)."""
+        (``octal_0_6_f12_l4`` at fold 12 with 4 lanes per stage instead of the default,
+        ``octal_0_6_f8_l1_rows`` with the ``rows`` mark chain)."""
         code = self.plan.game.code
         code = ("0" + code if code.startswith(".") else code).replace(".", "_")
         lanes = self.layout.lanes_per_stage
-        return f"octal_{code}_f{self.fold}" + ("" if lanes == LANES_PER_STAGE else f"_l{lanes}")
+        return (f"octal_{code}_f{self.fold}" + ("" if lanes == LANES_PER_STAGE else f"_l{lanes}")
+                + ("" if self.layout.mark_chain == "vector" else f"_{self.layout.mark_chain}"))
 
     @property
     def value_bits(self) -> int:
@@ -237,10 +246,10 @@ class SpeculativeKernel(wiring.Component):
             # ahead: the phase compare reaches all the vector's bits, and as logic after the phase
             # token it was 12.4 ns of routing in two hops (.6 at fold 11, hdl/reports/README.md).
             load = Const(1, 1)
-            if fold > 1:
+            if fold > 1 and layout.mark_chain == "vector":
                 load = Signal(name=f"s{s}_load", init=MARK % fold == 0)
                 m.d.sync += load.eq(at_phase(MARK - 1))
-            products = []
+            products, marked = [], []  # per lane: its mark (vector), or what it marks and when (rows)
             for lane in stage:
                 name = f"s{s}_l{lane.index}"
                 partial = len(lane.terms) < fold
@@ -278,8 +287,14 @@ class SpeculativeKernel(wiring.Component):
 
                 x = Signal(width, name=f"{name}_x", reset_less=True)
                 m.d.sync += x.eq(data ^ codes[2])
-                products.append(self._mark(m, name, x, en4 if partial else None))
+                if layout.mark_chain == "rows":
+                    marked.append((name, x, en4 if partial else None))
+                else:
+                    products.append(self._mark(m, name, x, en4 if partial else None))
 
+            if layout.mark_chain == "rows":
+                previous = self._rows_stage(m, f"s{s}", marked, at_phase, previous)
+                continue
             # The stage's mark vector: loaded with the previous stage's (complete for the heap that
             # moves on) and this heap's first marks, then ORed with one mark per lane per clock.
             marks = Signal(bits, name=f"s{s}_marks", reset_less=True)
@@ -287,16 +302,97 @@ class SpeculativeKernel(wiring.Component):
             for product in products[1:]:
                 combined = combined | product
             m.d.sync += marks.eq(Mux(load, 0 if previous is None else previous, marks) | combined)
-            previous, previous_load = marks, load
+            previous, complete, vector = marks, load, marks
         if previous is None:  # every term is recent: nothing is marked before the final select
             return Const(0, bits), Const(0, _groups(bits)), memories, data_of, token
-        # The last stage's vector is complete in its load clock: hold it for the extraction, and
-        # which of its groups are fully marked (the extraction starts from these).
+        if layout.mark_chain == "rows":
+            # The last stage hands its rows on a group per clock: keep all but the last group, and
+            # the heap's vector is complete in the clock that the last group is in the stream register.
+            stream, group = previous
+            held = [Signal(len(stream), name=f"chain_rows{g}", reset_less=True) for g in range(layout.drain_clocks - 1)]
+            for g, register in enumerate(held):
+                with m.If(group == g):
+                    m.d.sync += register.eq(stream)
+            complete = group == layout.drain_clocks - 1
+            vector = self._in_mex_order(Cat(*held, stream)[: layout.mark_rows * ROW])
+        # The last stage's vector is complete: hold it for the extraction, and which of its groups
+        # are fully marked (the extraction starts from these).
         chain = Signal(bits, name="chain_marks", reset_less=True)
         full = Signal(_groups(bits), name="chain_full", reset_less=True)
-        with m.If(previous_load):
-            m.d.sync += [chain.eq(previous), full.eq(_full_groups(previous))]
+        with m.If(complete):
+            m.d.sync += [chain.eq(vector), full.eq(_full_groups(vector))]
         return chain, full, memories, data_of, token
+
+    def _rows_stage(self, m, name: str, lanes, at_phase, previous):
+        """One stage of the ``rows`` mark chain; returns its row stream register and the group it holds.
+
+        Each lane ORs the mark of its code into one of two small memories of
+        rows (code c is bit c & 15 of row c >> 4: a read-modify-write in one
+        clock, so an asynchronous read: LUT RAM), the two taking turns by
+        slot.  In the next slot the other memory marks while this one hands
+        its rows on, ``layout.rows_per_clock`` rows (a *group*) per clock for
+        ``layout.drain_clocks`` clocks, and is cleared as it is read.  The
+        stage ORs its lanes' groups with the previous stage's (held for a slot
+        in a small delay memory) into its stream register.  So each lane's
+        wires stay within its own memories, and the stages are linked by
+        ``16 * rows_per_clock`` wires instead of a vector of every code.
+
+        Clock t of stage s (any fold): ``k`` = (t - MARK) mod F; a term
+        of phase j is marked in the clock with k = j, and group k of the
+        previous heap's rows is handed on in the same clock (k < drain clocks).
+        """
+        layout = self.layout
+        fold, rows, per_clock, drain = layout.fold, layout.mark_rows, layout.rows_per_clock, layout.drain_clocks
+        width = ROW * per_clock
+        # Counted from this stage's own phase token (as `load` is for vectors), so synthesis cannot
+        # merge the stages' counters into one net across the chip.
+        k = Signal(range(fold), name=f"{name}_k", init=-MARK % fold)
+        parity = Signal(name=f"{name}_parity", init=(-MARK // fold) % 2)
+        group = Signal(range(fold), name=f"{name}_group", init=(-MARK - 1) % fold)  # k a clock ago: the stream's group
+        turn = at_phase(MARK - 1)
+        m.d.sync += [k.eq(Mux(turn, 0, k + 1)), parity.eq(parity ^ turn), group.eq(k)]
+        handing = k < drain
+        abits = (drain - 1).bit_length()
+
+        stream = Signal(width, name=f"{name}_rows", reset_less=True)
+        combined = Const(0, width)
+        if previous is not None:
+            # The previous stage's stream a slot later (F - 1 clocks in this memory).
+            before, _ = previous
+            delay = Memory(shape=width, depth=drain, init=[])
+            m.submodules[f"{name}_delay"] = delay
+            write, read = delay.write_port(), delay.read_port(domain="comb")
+            m.d.comb += [write.addr.eq(group[:abits]), write.data.eq(before), write.en.eq(group < drain),
+                         read.addr.eq(k[:abits])]
+            combined = read.data
+        for lane_name, x, enable in lanes:
+            row_code, low_code = x[4:], x[:4]
+            hit = row_code < rows if enable is None else enable & (row_code < rows)
+            if per_clock & (per_clock - 1) == 0:  # a power of two: bank and address are bit fields
+                shift = per_clock.bit_length() - 1
+                bank_code, address_code = row_code[:shift], row_code[shift:]
+            else:
+                bank_code, address_code = row_code % per_clock, row_code // per_clock
+            banks = Signal(per_clock, name=f"{lane_name}_banks", reset_less=True)  # one-hot, 0 when no mark
+            address = Signal(max(abits, 1), name=f"{lane_name}_row", reset_less=True)
+            low = Signal(ROW, name=f"{lane_name}_low", reset_less=True)
+            m.d.sync += [banks.eq(Mux(hit, Const(1, 1) << bank_code, 0)[:per_clock]),
+                         address.eq(address_code), low.eq(Const(1, 1) << low_code)]
+            handed = [[], []]
+            for memory_index in (0, 1):
+                marking = parity == memory_index
+                for b in range(per_clock):
+                    memory = Memory(shape=ROW, depth=drain, init=[])
+                    m.submodules[f"{lane_name}_rows{memory_index}_{b}"] = memory
+                    write, read = memory.write_port(), memory.read_port(domain="comb")
+                    at = Mux(marking, address, k)[:abits]
+                    m.d.comb += [read.addr.eq(at), write.addr.eq(at),
+                                 write.data.eq(Mux(marking, read.data | low, 0)),
+                                 write.en.eq(Mux(marking, banks[b], handing))]
+                    handed[memory_index].append(read.data)
+            combined = combined | Mux(parity, Cat(*handed[0]), Cat(*handed[1]))
+        m.d.sync += stream.eq(combined)
+        return stream, group
 
     def _rom(self, m, name, phase, words, abits, width):
         """The lane's per-phase constants, one clock after ``phase`` (a ROM; plain constants at fold 1).
@@ -347,7 +443,11 @@ class SpeculativeKernel(wiring.Component):
         high = Signal(rows, name=f"{name}_high", reset_less=True)
         low = Signal(16, name=f"{name}_low", reset_less=True)
         m.d.sync += [high.eq(high_hot if enable is None else Mux(enable, high_hot, 0)), low.eq(low_hot)]
-        grid = Cat(Mux(high[j], low, 0) for j in range(rows))  # bit c: code c is marked
+        return self._in_mex_order(Cat(Mux(high[j], low, 0) for j in range(rows)))  # bit c: code c is marked
+
+    def _in_mex_order(self, grid):
+        """The mark vector (bit i: code ``plan.mex_order[i]``) of ``grid`` (bit c: code c)."""
+        order = self.plan.mex_order
         if order == tuple(range(len(grid))):
             return grid
         return Cat(grid[code] for code in order)

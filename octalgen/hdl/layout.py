@@ -31,7 +31,10 @@ heap index h = n - first (clock 0 is the first clock after configuration):
 * t0 + 3: the value arrives and is registered;
 * t0 + 4: it is XORed with the term's constant;
 * t0 + 5: the code's two one-hot halves are registered;
-* t0 + 6: its mark (their product) is ORed into the stage's mark vector.
+* t0 + 6: its mark (their product) is ORed into the stage's mark vector
+  (``rows``: into a row of the lane's row memory, which the stage hands on,
+  a group of rows per clock, in the next slot: :attr:`PipelineLayout.drain_clocks`
+  more clocks before the chain's vector is complete).
 
 So a term reads its value ``alpha = (s + o) F + j`` clocks after index m's own
 slot began: its *age*.  History memories are per lane (one read per clock, one
@@ -74,6 +77,14 @@ MARK = 6
 EXTRACT = 3
 #: Bits per group of the mark vector in the extraction.
 GROUP = 16
+
+#: How a stage hands its marks to the next (:attr:`PipelineLayout.mark_chain`).  ``vector``: the
+#: whole mark vector in one clock; every lane's two one-hot halves reach all its bits (16 sinks
+#: each), which is what congests the routing of a large chain.  ``rows``: each lane ORs its marks
+#: into a small memory of rows (code c is bit c & 15 of row c >> 4), and the stages pass the
+#: finished rows on a few per clock, over :attr:`PipelineLayout.drain_clocks` clocks of the next
+#: slot: a lane's wires stay local and the chain is ``16 * rows_per_clock`` bits wide.
+MARK_CHAINS = ("vector", "rows")
 
 
 def primed(fold: int) -> int:
@@ -171,6 +182,8 @@ class PipelineLayout:
         Terms left to the final compare-and-select, largest offset first.
     lanes_per_stage : int
         The most mark units a stage holds.
+    mark_chain : {"vector", "rows"}
+        How a stage hands its marks to the next (see :data:`MARK_CHAINS`).
     """
 
     plan: KernelPlan
@@ -178,6 +191,7 @@ class PipelineLayout:
     stages: tuple[tuple[Lane, ...], ...]
     recent: tuple[RecentTerm, ...]
     lanes_per_stage: int = LANES_PER_STAGE
+    mark_chain: str = "vector"
 
     # -- sizes --------------------------------------------------------------
 
@@ -201,6 +215,21 @@ class PipelineLayout:
         return len(self.plan.mex_order)
 
     @property
+    def mark_rows(self) -> int:
+        """Rows of 16 codes that hold every code of ``plan.mex_order`` (code c in row c >> 4)."""
+        return (max(self.plan.mex_order) >> 4) + 1
+
+    @property
+    def rows_per_clock(self) -> int:
+        """Rows a stage hands on per clock: all of them for ``vector``, enough to finish in a slot for ``rows``."""
+        return self.mark_rows if self.mark_chain == "vector" else -(-self.mark_rows // self.fold)
+
+    @property
+    def drain_clocks(self) -> int:
+        """Clocks a stage takes to hand one heap's rows on (1 for ``vector``)."""
+        return -(-self.mark_rows // self.rows_per_clock)
+
+    @property
     def code_bits(self) -> int:
         """Width of a stored value (8 for u8 storage, 16 for u16)."""
         return self.plan.encoding.bits
@@ -215,7 +244,8 @@ class PipelineLayout:
     @property
     def chain_output(self) -> int:
         """Clock (for heap index 0) from which the chain's mark vector holds heap 0."""
-        return len(self.stages) * self.fold + MARK + 1
+        # A vector is complete in the clock after its last mark; rows are handed on after that.
+        return len(self.stages) * self.fold + MARK + 1 + (self.drain_clocks if self.mark_chain == "rows" else 0)
 
     def candidate_clock(self, k: int) -> int:
         """Clock (for heap 0) from which candidate k is in its register."""
@@ -281,7 +311,8 @@ def _first_write(source: Source, fold: int) -> int:
     return (clock - source.write_age) // fold
 
 
-def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PER_STAGE) -> PipelineLayout:
+def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PER_STAGE,
+                    mark_chain: str = "vector") -> PipelineLayout:
     """Assign every term of ``plan`` to the chain or to the final select, and size the memories.
 
     Parameters
@@ -291,6 +322,8 @@ def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PE
         Clocks per value, at least 1.
     lanes_per_stage : int
         Mark units per chain stage.
+    mark_chain : {"vector", "rows"}
+        How a stage hands its marks to the next (see :data:`MARK_CHAINS`).
 
     Notes
     -----
@@ -303,15 +336,20 @@ def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PE
         raise InputError(f"fold {fold} must be at least 1")
     if lanes_per_stage < 1:
         raise InputError(f"lanes per stage {lanes_per_stage} must be at least 1")
+    if mark_chain not in MARK_CHAINS:
+        raise InputError(f"unknown mark chain {mark_chain!r}; choose {' or '.join(MARK_CHAINS)}")
+    if mark_chain == "rows" and fold < 2:
+        raise InputError("the rows mark chain hands rows on in the slot after they are marked: it needs fold 2 or more")
     terms = plan.encoded_terms()  # by decreasing offset
     for recent_count in range(len(terms) + 1):
         chain = terms[: len(terms) - recent_count]
         recent = tuple(RecentTerm(o, c) for o, c in terms[len(terms) - recent_count :])
         stages = _place(chain, fold, lanes_per_stage)
-        trial = PipelineLayout(plan, fold, stages, recent, lanes_per_stage)
+        trial = PipelineLayout(plan, fold, stages, recent, lanes_per_stage, mark_chain)
         youngest = min((t.age for lane in trial.lanes for t in lane.terms), default=None)
         if youngest is None or youngest >= trial.latency - 1:
-            return PipelineLayout(plan, fold, _connect(stages, fold, trial.latency), recent, lanes_per_stage)
+            return PipelineLayout(plan, fold, _connect(stages, fold, trial.latency), recent, lanes_per_stage,
+                                  mark_chain)
     raise AssertionError("unreachable: an empty chain is always consistent")
 
 

@@ -129,9 +129,10 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
 
     Counted from the structure: per stage, its mark vector (a flip-flop per
     bit and about (2 L + 2) / 3 LUTs per bit for L mark units: see
-    :meth:`~octalgen.hdl.kernel.SpeculativeKernel._mark`); per mark unit,
-    its XOR, the registered one-hot halves of the code, address adder, term
-    ROM and pipeline; per extraction step, three copies of the mark vector
+    :meth:`~octalgen.hdl.kernel.SpeculativeKernel._mark`), or for the
+    ``rows`` mark chain its delay memory and stream register; per mark unit,
+    its XOR, the registered one-hot halves of the code (``rows``: its two
+    row memories per bank), address adder, term ROM and pipeline; per extraction step, three copies of the mark vector
     and its update; per candidate, its checks against the recent terms;
     memories as yosys maps them (block RAM, or logic up to
     ``target.small_memory_bits``).  The constants were fitted to synthesised
@@ -152,13 +153,25 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
             ffs += depth * w
             luts += -(-depth * w // 3)
 
+    rows_chain = layout.mark_chain == "rows"
+    stream = 16 * layout.rows_per_clock  # rows: the bits a stage hands on per clock
+    # rows: a 16-deep LUT RAM (ECP5 DPR16X4) holds 4 bits of a word in 4 LUTs and writes through 2 more.
+    lut_ram = 6 * -(-layout.drain_clocks // 16)
     for stage in layout.stages:
-        luts += bits * -(-(2 * len(stage) + 2) // 3)
-        ffs += bits + 24
+        if rows_chain:  # the delay memory and the stream register, ORing 2 memories per lane
+            luts += stream // 4 * lut_ram + stream * -(-(2 * len(stage) + 1) // 3)
+            ffs += stream + 24
+        else:
+            luts += bits * -(-(2 * len(stage) + 2) // 3)
+            ffs += bits + 24
         for lane in stage:
             rom_bits = lane.address_bits + width + 1
-            luts += width + rows + 16 + 2 * lane.address_bits + 24
-            ffs += 5 * width + rows + 16 + 2 * lane.address_bits + 8
+            if rows_chain:  # two memories of rows per bank, each with its write data and address
+                luts += 2 * layout.rows_per_clock * (4 * lut_ram + 16 + 4) + width + 16 + 2 * lane.address_bits + 24
+                ffs += 5 * width + layout.rows_per_clock + 4 + 16 + 2 * lane.address_bits + 8
+            else:
+                luts += width + rows + 16 + 2 * lane.address_bits + 24
+                ffs += 5 * width + rows + 16 + 2 * lane.address_bits + 8
             if fold > 1:  # the term ROM: one LUT per output bit and 16 phases, and its register
                 luts += rom_bits * -(-fold // 16)
                 ffs += rom_bits
@@ -176,7 +189,7 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
 
 
 def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
-                lanes_per_stage: int = LANES_PER_STAGE) -> tuple[int, Estimate]:
+                lanes_per_stage: int = LANES_PER_STAGE, mark_chain: str = "vector") -> tuple[int, Estimate]:
     """The smallest fold whose estimate uses at most ``limit`` (default: the target's) of every resource.
 
     Raises
@@ -185,10 +198,14 @@ def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
         When even the largest useful fold (all terms in one mark unit) does not fit.
     """
     limit = target.utilisation_limit if limit is None else limit
-    fold = 1
+    fold = 1 if mark_chain == "vector" else 2
     terms = len(plan.terms)
+
+    def layout_at(f):
+        return layout_pipeline(plan, f, lanes_per_stage, mark_chain)
+
     while True:
-        layout = layout_pipeline(plan, fold, lanes_per_stage)
+        layout = layout_at(fold)
         guess = estimate(layout, target)
         if guess.fraction(target) <= limit:
             return fold, guess
@@ -200,9 +217,9 @@ def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
             )
         # Grow geometrically, then settle on the smallest fitting fold between the last two.
         bigger = min(terms, max(fold + 1, fold * 5 // 4))
-        if estimate(layout_pipeline(plan, bigger, lanes_per_stage), target).fraction(target) <= limit:
+        if estimate(layout_at(bigger), target).fraction(target) <= limit:
             for f in range(fold + 1, bigger + 1):
-                guess = estimate(layout_pipeline(plan, f, lanes_per_stage), target)
+                guess = estimate(layout_at(f), target)
                 if guess.fraction(target) <= limit:
                     return f, guess
         fold = bigger
@@ -247,6 +264,8 @@ class SynthesisReport:
         nextpnr's placement seed.
     lanes_per_stage : int
         Mark units per chain stage.
+    mark_chain : str
+        How a stage hands its marks to the next (``vector`` or ``rows``).
     block_ram_from : int or None
         Histories at least this deep were forced into block RAM (None: yosys chose).
     """
@@ -273,6 +292,7 @@ class SynthesisReport:
     seed: int
     lanes_per_stage: int
     block_ram_from: int | None
+    mark_chain: str = "vector"
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
@@ -371,7 +391,7 @@ def read_report(workdir: Path, target: Target, kernel, *, clock, fold_chosen: bo
         latency=kernel.latency, estimate=asdict(estimated) if estimated else {},
         utilization={cell: count for cell, count in used.items() if count["used"]}, seconds=round(seconds, 1),
         tools=tools, router=router, seed=seed, lanes_per_stage=kernel.layout.lanes_per_stage,
-        block_ram_from=kernel.block_ram_depth,
+        block_ram_from=kernel.block_ram_depth, mark_chain=kernel.layout.mark_chain,
     )
 
 
