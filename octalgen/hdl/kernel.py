@@ -347,10 +347,11 @@ class SpeculativeKernel(wiring.Component):
         # Counted from this stage's own phase token (as `load` is for vectors), so synthesis cannot
         # merge the stages' counters into one net across the chip.
         k = Signal(range(fold), name=f"{name}_k", init=-MARK % fold)
-        parity = Signal(name=f"{name}_parity", init=(-MARK // fold) % 2)
         group = Signal(range(fold), name=f"{name}_group", init=(-MARK - 1) % fold)  # k a clock ago: the stream's group
-        turn = at_phase(MARK - 1)
-        m.d.sync += [k.eq(Mux(turn, 0, k + 1)), parity.eq(parity ^ turn), group.eq(k)]
+        turn = at_phase(MARK - 1)  # a new slot of marks starts in the next clock
+        k_next = Mux(turn, 0, k + 1)
+        m.d.sync += [k.eq(k_next), group.eq(k)]
+        marks_first = (-MARK // fold) % 2  # the memory that marks in clock 0 (they swap every slot)
         handing = k < drain
         abits = (drain - 1).bit_length()
 
@@ -374,23 +375,28 @@ class SpeculativeKernel(wiring.Component):
             else:
                 bank_code, address_code = row_code % per_clock, row_code // per_clock
             banks = Signal(per_clock, name=f"{lane_name}_banks", reset_less=True)  # one-hot, 0 when no mark
-            address = Signal(max(abits, 1), name=f"{lane_name}_row", reset_less=True)
             low = Signal(ROW, name=f"{lane_name}_low", reset_less=True)
-            m.d.sync += [banks.eq(Mux(hit, Const(1, 1) << bank_code, 0)[:per_clock]),
-                         address.eq(address_code), low.eq(Const(1, 1) << low_code)]
-            handed = [[], []]
+            m.d.sync += [banks.eq(Mux(hit, Const(1, 1) << bank_code, 0)[:per_clock]), low.eq(Const(1, 1) << low_code)]
+            reads, turns = [[], []], []
             for memory_index in (0, 1):
-                marking = parity == memory_index
+                # Each memory's own turn, a toggle (synthesis cannot merge the copies: a stage's single
+                # parity register reaching every memory's data and address was 5.7 ns of routing at
+                # fold 8), and its address, registered a clock ahead (the row it marks, or the group it
+                # hands on).
+                marking = Signal(name=f"{lane_name}_marking{memory_index}", init=marks_first == memory_index)
+                at = Signal(max(abits, 1), name=f"{lane_name}_at{memory_index}", reset_less=True)
+                m.d.sync += [marking.eq(marking ^ turn),
+                             at.eq(Mux(marking ^ turn, address_code, k_next))]
                 for b in range(per_clock):
                     memory = Memory(shape=ROW, depth=drain, init=[])
                     m.submodules[f"{lane_name}_rows{memory_index}_{b}"] = memory
                     write, read = memory.write_port(), memory.read_port(domain="comb")
-                    at = Mux(marking, address, k)[:abits]
-                    m.d.comb += [read.addr.eq(at), write.addr.eq(at),
+                    m.d.comb += [read.addr.eq(at[:abits]), write.addr.eq(at[:abits]),
                                  write.data.eq(Mux(marking, read.data | low, 0)),
                                  write.en.eq(Mux(marking, banks[b], handing))]
-                    handed[memory_index].append(read.data)
-            combined = combined | Mux(parity, Cat(*handed[0]), Cat(*handed[1]))
+                    reads[memory_index].append(read.data)
+                turns.append(marking)
+            combined = combined | Mux(turns[0], Cat(*reads[1]), Cat(*reads[0]))  # the memory handing on
         m.d.sync += stream.eq(combined)
         return stream, group
 
