@@ -132,8 +132,9 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     :meth:`~octalgen.hdl.kernel.SpeculativeKernel._mark`), or for the
     ``rows`` mark chain its delay memory and stream register; per mark unit,
     its XOR, the registered one-hot halves of the code (``rows``: its two
-    row memories per bank), address adder, term ROM and pipeline; per extraction step, three copies of the mark vector
-    and its update; per candidate, its checks against the recent terms;
+    row memories per bank, about 6 LUT cells per 16 x 4 bits), address
+    adder, term ROM and pipeline; per extraction step, three copies of the
+    mark vector and its update; per candidate, its checks against the recent terms;
     memories as yosys maps them (block RAM, or logic up to
     ``target.small_memory_bits``).  The constants were fitted to synthesised
     kernels (see hdl/reports/README.md).
