@@ -299,10 +299,10 @@ def test_requests_around_the_heap_reached_are_answered_late_or_exactly():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
-                         [(None, 8, "vector"), (12, 4, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 2, "rows")])
+                         [(None, 8, "vector"), (12, 4, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 4, "rows")])
 def test_officers_board_session_at_its_fold(fold, lanes_per_stage, mark_chain):
     """.6 at the fold `synth` chooses, and at the folds and stages of its ULX3S-85F builds (folds
-    10, 11 and 12 with 2, 3 and 4 lanes per stage, fold 8 with rows: hdl/reports): the first
+    10, 11 and 12 with 2, 3 and 4 lanes per stage, fold 8 with 4 and rows: hdl/reports): the first
     summary against the reference (a late request too)."""
     plan = make_plan(rare_table(".6"))
     fold = fold or choose_fold(plan, TARGETS["ecp5-85k"])[0]

@@ -171,7 +171,7 @@ def test_officers_equals_reference(fold, references):
 
 
 @pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
-                         [(12, 4, "vector"), (11, 5, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 2, "rows")])
+                         [(12, 4, "vector"), (11, 5, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 4, "rows")])
 def test_officers_with_fewer_lanes_per_stage_equals_reference(fold, lanes_per_stage, mark_chain, references):
     """.6 with 2 to 5 mark units per stage: layouts built for the ULX3S-85F (hdl/reports; not all routed)."""
     _, _, result = run_kernel(".6", fold, 100, references, lanes_per_stage=lanes_per_stage, mark_chain=mark_chain)
