@@ -403,13 +403,14 @@ class ResultStreamer(wiring.Component):
         with m.If(taken):
             # Too late: G(start) has passed (or passes now); two compares, not an add then a compare.
             m.d.sync += late.eq(Mux(valid, start <= position, start < position))
+        refused = late | too_many
         with m.If(compared):
-            with m.If(late | too_many):
+            with m.If(refused):
                 m.d.sync += [count.eq(0), answer.eq(1)]
             with m.Else():
                 m.d.sync += armed.eq(1)
         # Armed from the clock after the compare: G(start) may arrive in that clock already.
-        begin = (armed | compared & ~late & ~too_many) & valid & (position == start)
+        begin = (armed | compared & ~refused) & valid & (position == start)
         storing = valid & (capturing | begin)
         m.d.comb += [capture_write.addr.eq(filled), capture_write.data.eq(value), capture_write.en.eq(storing)]
         with m.If(storing):

@@ -435,8 +435,7 @@ class SpeculativeKernel(wiring.Component):
         LUTs per bit for L lanes, where decoding a whole code per bit took two
         or three.  ``enable`` (for lanes with an empty phase) clears ``high``.
         """
-        order = self.plan.mex_order
-        rows = (max(order) >> 4) + 1
+        rows = self.layout.mark_rows
         high_code, low_code = x[4:], x[:4]
         if self.decoder == "compare":
             high_hot = Cat(high_code == j for j in range(rows))

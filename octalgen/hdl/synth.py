@@ -140,7 +140,7 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     kernels (see hdl/reports/README.md).
     """
     bits, width, fold = layout.mark_bits, layout.code_bits, layout.fold
-    rows = (max(layout.plan.mex_order) >> 4) + 1  # entries of the high one-hot half
+    rows = layout.mark_rows  # entries of the high one-hot half
     luts = ffs = brams = 0
 
     def memory(depth, w):
