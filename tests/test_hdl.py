@@ -203,6 +203,61 @@ def test_latency_property_and_one_value_every_fold_clocks(fold, references):
     assert clocks == [kernel.latency + i * fold for i in range(20)]
 
 
+def test_extraction_yields_the_lowest_clear_codes(references):
+    """The extraction alone (.644 at fold 1: 50 candidates, 25 steps) on mark vectors whose groups of
+    16 have 0, 1, 2, 3 or many clear bits, so that every step meets each case (a group filled by
+    one or two candidates, both candidates in one group or in two): the candidates are the lowest
+    clear codes, in order, and a missing one is invalid.  (The whole-kernel tests still pass when a
+    second group with one clear bit is taken as filled while both candidates come from the first.)"""
+    from amaranth.hdl import Elaboratable, Module, Signal
+    from amaranth.sim import Simulator
+
+    from octalgen.hdl.kernel import _full_groups
+
+    plan = plan_of(".644")
+    kernel = SpeculativeKernel(plan, references(".644", plan.start), fold=1)
+    kernel._MustUse__silence = True  # only its extraction is built: no "never used" warning
+    assert kernel.layout.candidates == 50 and plan.mex_order == tuple(range(256))
+    rng = np.random.default_rng(644)
+    vectors = []
+    for _ in range(40):
+        bits = np.ones(256, dtype=bool)
+        for group in range(16):
+            clear = rng.choice([0, 0, 1, 1, 2, 3, int(rng.integers(4, 17))])
+            bits[group * 16 + rng.choice(16, clear, replace=False)] = False
+        vectors.append(int("".join("1" if b else "0" for b in bits[::-1]), 2))
+    found = []
+
+    class Extraction(Elaboratable):
+        def __init__(self):
+            self.marks = Signal(256)
+
+        def elaborate(self, platform):
+            m = Module()
+            full = Signal(16)
+            m.d.comb += full.eq(_full_groups(self.marks))
+            found.extend(kernel._extract(m, self.marks, full, plan.mex_order))
+            return m
+
+    extraction = Extraction()
+    sim = Simulator(extraction)
+    sim.add_clock(1e-8)
+    seen = []
+
+    async def bench(ctx):
+        settle = kernel.layout.candidate_clock(49) - kernel.layout.chain_output + 2
+        for vector in vectors:
+            ctx.set(extraction.marks, vector)
+            await ctx.tick().repeat(settle)
+            seen.append([ctx.get(code) if ctx.get(valid) else None for code, valid in found])
+
+    sim.add_testbench(bench)
+    sim.run()
+    for vector, candidates in zip(vectors, seen):
+        clear = [c for c in range(256) if not vector >> c & 1][:50]
+        assert candidates == clear + [None] * (50 - len(clear))
+
+
 def test_error_flag_when_every_code_is_marked(references):
     """A history whose marks cover all 256 codes: the value does not fit u8, so error instead of a value."""
     plan = plan_of(".6")

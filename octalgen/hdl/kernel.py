@@ -480,10 +480,10 @@ class SpeculativeKernel(wiring.Component):
             name = f"step{step}"
             if previous is not None:
                 # Clock 1 (continued from the previous step): mark its candidates and emit their codes.
-                (held, held_full, group1, group2, low1, next1, low2, in_first,
+                (held, held_full, group1, group2, word1, word2, low1, next1, low2, in_first,
                  filled1_once, filled1_twice, filled2) = previous
-                new1 = word_of(held, group1) | low1 | Mux(in_first, next1, 0)
-                new2 = word_of(held, group2) | Mux(in_first, 0, low2)
+                new1 = word1 | low1 | Mux(in_first, next1, 0)
+                new2 = word2 | Mux(in_first, 0, low2)
                 parts = [_padded(held)[i * GROUP : (i + 1) * GROUP] for i in range(groups)]
                 vector = Signal(width, name=f"{name}_marks_in")
                 full = Signal(groups, name=f"{name}_full_in")
@@ -526,7 +526,9 @@ class SpeculativeKernel(wiring.Component):
             m.d.sync += [stage2[0].eq(held), stage2[1].eq(held_full), stage2[2].eq(group1), stage2[3].eq(group2),
                          stage2[4].eq(word_of(held, group1)), stage2[5].eq(word_of(held, group2))]
             held, held_full, group1, group2, word1, word2 = stage2
-            # Clock 3: the two lowest clear bits, and whether each group fills up.
+            # Clock 3: the two lowest clear bits, and whether each group fills up.  The groups' words
+            # pass on too, so the next step marks its candidates in registers: clock 2's AND-OR over
+            # every group again there, in front of the marks' multiplexers, held .6 at fold 8 to 73.16 MHz.
             clear1 = _LowestSet(m, ~word1, 3, f"{name}_clear1")
             clear2 = _LowestSet(m, ~word2, 2, f"{name}_clear2")
             low1, next1, low2 = clear1.nth(0), clear1.nth(1), clear2.nth(0)
@@ -534,6 +536,8 @@ class SpeculativeKernel(wiring.Component):
                       Signal(groups, name=f"{name}_full_3", reset_less=True),
                       Signal(groups, name=f"{name}_group1_3", reset_less=True),
                       Signal(groups, name=f"{name}_group2_3", reset_less=True),
+                      Signal(GROUP, name=f"{name}_word1_3", reset_less=True),
+                      Signal(GROUP, name=f"{name}_word2_3", reset_less=True),
                       Signal(GROUP, name=f"{name}_low1", reset_less=True),
                       Signal(GROUP, name=f"{name}_next1", reset_less=True),
                       Signal(GROUP, name=f"{name}_low2", reset_less=True),
@@ -543,8 +547,8 @@ class SpeculativeKernel(wiring.Component):
                       Signal(name=f"{name}_filled2", reset_less=True)]
             # Whether each group fills up once its candidates are marked.
             m.d.sync += [a.eq(b) for a, b in zip(stage3, (
-                held, held_full, group1, group2, low1, next1, low2, group1.any() & clear1.at_least(2),
-                ~clear1.at_least(2), ~clear1.at_least(3), ~clear2.at_least(2)))]
+                held, held_full, group1, group2, word1, word2, low1, next1, low2,
+                group1.any() & clear1.at_least(2), ~clear1.at_least(2), ~clear1.at_least(3), ~clear2.at_least(2)))]
             previous = stage3
         return found
 
