@@ -409,8 +409,16 @@ class ResultStreamer(wiring.Component):
                 m.d.sync += [count.eq(0), answer.eq(1)]
             with m.Else():
                 m.d.sync += armed.eq(1)
-        # Armed from the clock after the compare: G(start) may arrive in that clock already.
-        begin = (armed | compared & ~refused) & valid & (position == start)
+        # Armed from the clock after the compare: G(start) may arrive in that clock already.  At fold
+        # >= 2 the clock before a value has none, so the heap counter held then what it holds in the
+        # value's clock, and the 64-bit compare with the start ends in a register (in front of the
+        # capture's count it was .6's critical path at fold 8 asked for 90 MHz: 84.52 MHz).
+        reached = position == start
+        if pipelined:
+            reached_before = Signal()
+            m.d.sync += reached_before.eq(reached)
+            reached = reached_before
+        begin = (armed | compared & ~refused) & valid & reached
         storing = valid & (capturing | begin)
         m.d.comb += [capture_write.addr.eq(filled), capture_write.data.eq(value), capture_write.en.eq(storing)]
         with m.If(storing):
@@ -544,46 +552,55 @@ class ResultStreamer(wiring.Component):
         fold >= 2 its result has clocks to spare before the next value: there
         it passes one more register (the memory's clock-to-output and its
         cascade multiplexers then end in a register, not in the CRC's XOR
-        network: 59.94 MHz for .6 at fold 12 without it).  At fold >= 3 a
+        network: 59.94 MHz for .6 at fold 12 without it).  At fold >= 4 a
         window deeper than ``window_bank`` is cut into banks of that many
         values, each read into its own register, and the bank is chosen the
-        clock after: yosys's own cascade of block RAMs (5.83 ns clock-to-output,
-        then multiplexers across a column) set the clock of .6 at fold 11, 81.95
-        MHz.
+        clock after (yosys's own cascade of block RAMs, 5.83 ns clock-to-output
+        and then multiplexers across a column, set the clock of .6 at fold 11,
+        81.95 MHz); the banks read at the pointer register itself, a clock
+        after the value, and each is written when a one-hot register of the
+        pointer's bank says so (the pointer's increment and compare in front of
+        the addresses of banks across the chip held .6 at fold 8 to 81.17 and
+        82.28 MHz).  That read starts a clock after the value, so the banks
+        need four clocks from one value to the next.
         """
         kernel = self.kernel
         window = kernel.plan.window
         contents = [int(self._history[p]) if p >= 0 else 0
                     for p in ((kernel.first - window + ((j - kernel.first) % window)) for j in range(window))]
         pointer = Signal(range(window), name="window_pointer", init=kernel.first % window)
-        following = Mux(pointer == window - 1, 0, pointer + 1)
+        wraps = pointer == window - 1
+        following = Mux(wraps, 0, pointer + 1)
         with m.If(valid):
             m.d.sync += pointer.eq(following)
-        read_at = Mux(valid, following, pointer)
-        bank = self.window_bank if kernel.fold >= 3 and window > self.window_bank else window
-        bits = bank.bit_length() - 1  # address bits within a bank (banks are a power of two deep)
-        outputs = []
-        for first in range(0, window, bank):
-            depth = min(bank, window - first)
-            memory = Memory(shape=16, depth=depth, init=contents[first : first + depth])
+        if kernel.fold < 4 or window <= self.window_bank:
+            memory = Memory(shape=16, depth=window, init=contents)
+            m.submodules.window_values = memory
             read, write = memory.read_port(), memory.write_port()
-            if bank == window:
-                m.submodules.window_values = memory
-                m.d.comb += [read.addr.eq(read_at), write.addr.eq(pointer), write.en.eq(valid)]
-            else:
-                m.submodules[f"window_values_{first // bank}"] = memory
-                m.d.comb += [read.addr.eq(read_at[:bits]), write.addr.eq(pointer[:bits]),
-                             write.en.eq(valid & (pointer[bits:] == first // bank))]
-            m.d.comb += write.data.eq(value)
-            outputs.append(read.data)
-        if kernel.fold == 1:
-            return outputs[0]
-        if len(outputs) > 1:
-            registered = [Signal(16, name=f"window_old_{k}") for k in range(len(outputs))]
-            chosen = Signal(range(len(outputs)), name="window_bank")
-            m.d.sync += [r.eq(o) for r, o in zip(registered, outputs)]
-            m.d.sync += chosen.eq(pointer[bits:])
-            outputs = [Array(registered)[chosen]]
+            m.d.comb += [read.addr.eq(Mux(valid, following, pointer)),
+                         write.addr.eq(pointer), write.data.eq(value), write.en.eq(valid)]
+            if kernel.fold == 1:
+                return read.data
+            held = Signal(16, name="window_old")
+            m.d.sync += held.eq(read.data)
+            return held
+        bank = self.window_bank
+        bits = bank.bit_length() - 1  # address bits within a bank (banks are a power of two deep)
+        banks = -(-window // bank)
+        writing = Signal(banks, name="window_writing", init=1 << (kernel.first % window >> bits))  # one-hot
+        with m.If(valid & wraps):
+            m.d.sync += writing.eq(1)
+        with m.Elif(valid & pointer[:bits].all()):
+            m.d.sync += writing.eq(writing << 1)
+        registered = [Signal(16, name=f"window_old_{k}") for k in range(banks)]
+        for k, first in enumerate(range(0, window, bank)):
+            memory = Memory(shape=16, depth=min(bank, window - first), init=contents[first : first + bank])
+            m.submodules[f"window_values_{k}"] = memory
+            read, write = memory.read_port(), memory.write_port()
+            m.d.comb += [read.addr.eq(pointer[:bits]), write.addr.eq(pointer[:bits]), write.data.eq(value),
+                         write.en.eq(valid & writing[k])]
+            m.d.sync += registered[k].eq(read.data)
+        chosen = Signal(range(banks), name="window_bank")
         held = Signal(16, name="window_old")
-        m.d.sync += held.eq(outputs[0])
+        m.d.sync += [chosen.eq(pointer[bits:]), held.eq(Array(registered)[chosen])]
         return held
