@@ -116,7 +116,7 @@ def test_board_bitstream_for_dot356(cli, tmp_path):
     reason = synthesis_tools("ecp5")
     if reason:
         pytest.skip(reason)
-    # 100 MHz: met with seed 2 (101.77 MHz routed; seed 1 routes the top level of stop 22 to 98.49 MHz,
+    # 100 MHz: met with seed 2 (101.36 MHz routed; seed 1 routed the top level of stop 22 to 98.49 MHz,
     # hdl/reports/README.md).  nextpnr places the same netlist the same way for a given seed.
     result = cli("synth", ".356", "--board", "ulx3s-85f", "--seed", "2", "-o", tmp_path)
     assert result.code == 0, result.out + result.err

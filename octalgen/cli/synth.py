@@ -37,7 +37,7 @@ examples:
   octalgen synth .356 --target ice40-hx8k
   octalgen synth .6 --target ecp5-85k --fold 8
   octalgen synth .6 --board ulx3s-85f --fold 8 --lanes-per-stage 4 --mark-chain rows \\
-      --block-ram-from 64 --router router2 --freq 80 -o build/board/officers  # hdl/reports' .6
+      --block-ram-from 64 --router router2 --freq 95 -o build/board/officers  # hdl/reports' .6
   (then: openFPGALoader -b ulx3s build/board/officers/top.bit; octalgen fpga .6 --port /dev/ttyUSB0)"""
 
 
