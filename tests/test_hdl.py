@@ -221,11 +221,12 @@ def test_extraction_yields_the_lowest_clear_codes(references):
     rng = np.random.default_rng(644)
     vectors = []
     for _ in range(40):
-        bits = np.ones(256, dtype=bool)
+        vector = (1 << 256) - 1  # bit c: code c is marked
         for group in range(16):
             clear = rng.choice([0, 0, 1, 1, 2, 3, int(rng.integers(4, 17))])
-            bits[group * 16 + rng.choice(16, clear, replace=False)] = False
-        vectors.append(int("".join("1" if b else "0" for b in bits[::-1]), 2))
+            for bit in rng.choice(16, clear, replace=False):
+                vector &= ~(1 << (group * 16 + int(bit)))
+        vectors.append(vector)
     found = []
 
     class Extraction(Elaboratable):

@@ -557,12 +557,11 @@ class ResultStreamer(wiring.Component):
         values, each read into its own register, and the bank is chosen the
         clock after (yosys's own cascade of block RAMs, 5.83 ns clock-to-output
         and then multiplexers across a column, set the clock of .6 at fold 11,
-        81.95 MHz); the banks read at the pointer register itself, a clock
+        81.95 MHz); the banks read at the pointer register itself, so a clock
         after the value, and each is written when a one-hot register of the
         pointer's bank says so (the pointer's increment and compare in front of
         the addresses of banks across the chip held .6 at fold 8 to 81.17 and
-        82.28 MHz).  That read starts a clock after the value, so the banks
-        need four clocks from one value to the next.
+        82.28 MHz).  Hence four clocks from one value to the next.
         """
         kernel = self.kernel
         window = kernel.plan.window
