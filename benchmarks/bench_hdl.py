@@ -12,7 +12,7 @@ not counted.
 
 import sys
 
-from octalgen.hdl.kernel import SpeculativeKernel
+from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.simulate import compare, simulate_amaranth, simulate_verilator
 from octalgen.hdl.verilog import emit_verilog
 from octalgen.plan import make_plan
@@ -28,7 +28,7 @@ def main():
     reference = exact_values(code, plan.start + values)
     rates = {}
     for style in ("shift", "compare"):
-        kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold, decoder=style)
+        kernel = SpeculativePipeline(plan, reference[: plan.start], fold=fold, decoder=style)
         verilog = emit_verilog(kernel)
         for simulator, count in (("verilator", values), ("amaranth", max(values // 100, 100))):
             cycles = kernel.latency + count * fold

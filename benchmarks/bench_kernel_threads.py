@@ -16,7 +16,7 @@ Three tables, every kernel checked against the one-thread values:
    ``--rounds`` alternating rounds), ratio to one thread.  Only as many threads as this process
    has cores are measured unless ``--threads`` asks for more (the table then says so).
 2. **Speculative mex, speed**: on 2 threads, the production kernel against the variant whose mex
-   waits for the baton (``kernel_unit(..., speculative_mex=False)``, built only here), for
+   waits for the baton (``kernel_variant_unit(..., speculative_mex=False)``, built only here), for
    ``.6`` (1584 terms: at 2 threads the work per heap outweighs the critical path) and ``.16``
    (53 terms: the critical path is all there is).
 3. **Speculative mex, critical path**: both variants again, built with a clock
@@ -41,9 +41,9 @@ from functools import cached_property
 
 import numpy as np
 
-from octalgen.cpu.generate import kernel_unit
+from octalgen.cpu.generate import kernel_variant_unit
 from octalgen.cpu.kernel import SpeculativeKernel, default_threads
-from octalgen.engine.core import kernel_start
+from octalgen.engine.plans import plan_game
 from octalgen.game import parse_game
 
 #: Heaps per round (``--quick``: a quarter): about a second for one thread on an idle core.
@@ -51,11 +51,11 @@ HEAPS = {".6": 1 << 21, ".16": 1 << 25}
 #: Heaps per kernel call; a round is as many calls as fit in ROUND_SECONDS.
 PIECE = 1 << 16
 ROUND_SECONDS = 5.0
-CLOCK_TICKS, CLOCK_BUCKETS = 4, 2048  # as in templates/c/kernel.c.j2
+CLOCK_TICKS, CLOCK_BUCKETS = 4, 2048  # as in templates/c/bench/kernel.c.j2
 
 
 class VariantKernel(SpeculativeKernel):
-    """A benchmark build of the kernel (see :func:`~octalgen.cpu.generate.kernel_unit`)."""
+    """A benchmark build of the kernel (see :func:`~octalgen.cpu.generate.kernel_variant_unit`)."""
 
     def __init__(self, plan, speculative_mex: bool = True, baton_clock: bool = False):
         super().__init__(plan)
@@ -63,7 +63,7 @@ class VariantKernel(SpeculativeKernel):
 
     @cached_property
     def unit(self):
-        return kernel_unit(self.plan, self.max_threads, **self.variant)
+        return kernel_variant_unit(self.plan, self.max_threads, **self.variant)
 
     def clock(self) -> np.ndarray:
         """The critical-path clock since the last call (clocked builds only)."""
@@ -76,7 +76,7 @@ class Game:
     """A game's plan, the window its kernel starts from, and the one-thread values to check against."""
 
     def __init__(self, code: str, heaps: int):
-        self.plan, prefix = kernel_start(parse_game(code))
+        self.plan, prefix = plan_game(parse_game(code), required=True)
         self.code, self.heaps = code, heaps
         plan = self.plan
         self.window = plan.encoding.encode_array(prefix[plan.start - plan.window:]).astype(

@@ -25,7 +25,7 @@ import json
 import sys
 
 from octalgen.cuda.bench import run_benchmark
-from octalgen.cuda.plan import CudaOptions
+from octalgen.cuda.cuda_plan import CudaOptions
 
 
 def count(text: str) -> int:

@@ -28,7 +28,7 @@ import numpy as np
 from octalgen.backends import compute_values
 from octalgen.cuda import twin
 from octalgen.cuda.bench import distribution, rounds_per_window
-from octalgen.cuda.plan import CudaOptions, make_cuda_plan
+from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
 from octalgen.rare import rare_table
 
 

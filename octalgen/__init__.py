@@ -1,3 +1,32 @@
-"""octalgen: Sprague–Grundy values of octal games, from a pure-Python reference to generated C and hardware."""
+"""octalgen: Sprague–Grundy values of octal games, from a pure-Python reference to generated C and hardware.
+
+The Python interface (:mod:`octalgen.api`) is available from the package itself::
+
+    import octalgen
+    octalgen.values("officers", 20)       # exact G(0) ... G(19), a uint16 NumPy array
+    octalgen.period(".137")               # least period and preperiod, proven
+    octalgen.rare_table(".6")             # the rare-value table
+    octalgen.info("kayles")               # moves, rare mask, known period
+
+Those names are loaded on first use, so ``import octalgen`` stays cheap (no NumPy, no compiler,
+no Amaranth).
+"""
 
 __version__ = "0.2.0"
+
+#: Names of :mod:`octalgen.api` offered here, loaded when first asked for.
+_API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "rare_table", "info", "GameInfo")
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'octalgen' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_API))

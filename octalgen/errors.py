@@ -32,6 +32,10 @@ class TableError(InputError):
     """A rare-value table that is malformed, inconsistent or for another game."""
 
 
+class OutputError(OctalgenError):
+    """An output file that cannot be written: a full disk, a missing directory, no permission, a directory."""
+
+
 class ToolMissingError(OctalgenError):
     """An external program (compiler, synthesis tool) is not installed."""
 
@@ -61,14 +65,23 @@ class Interrupted(OctalgenError):
         Where the checkpoint was written (None: the command keeps none).
     exit_code : int
         130 for SIGINT, 143 for SIGTERM (128 + the signal number, as shells report it).
+
+    Notes
+    -----
+    ``checkpoints=False`` is for a command that cannot keep a checkpoint at all (``values``):
+    its message then says nothing of one, rather than that none was asked for.
     """
 
-    def __init__(self, signal_number: int, proven: int | None, checkpoint=None, what: str | None = None):
+    def __init__(self, signal_number: int, proven: int | None, checkpoint=None, what: str | None = None,
+                 checkpoints: bool = True):
         import signal
 
         self.signal_number, self.proven, self.checkpoint = signal_number, proven, checkpoint
         self.exit_code = 128 + signal_number
         by = "Ctrl-C" if signal_number == signal.SIGINT else "SIGTERM"
         done = what or (f"G(0) ... G({proven - 1}) proven" if proven else "nothing proven yet")
-        where = f"; checkpoint in {checkpoint}" if checkpoint is not None else " (no checkpoint was asked for)"
+        if checkpoint is not None:
+            where = f"; checkpoint in {checkpoint}"
+        else:
+            where = " (no checkpoint was asked for)" if checkpoints else ""
         super().__init__(f"stopped by {by}: {done}{where}")

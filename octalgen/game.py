@@ -14,6 +14,7 @@ remove one bean and leave the rest as one heap or two.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -40,6 +41,9 @@ LEAVE_ONE = 2
 LEAVE_TWO = 4
 
 _SUBTRACTION = re.compile(r"^[sS]\((.*)\)$")
+
+#: Text that is meant as a game's name rather than a code.
+_NAME_LIKE = re.compile(r"[A-Za-z][A-Za-z' _-]*")
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ class OctalGame:
     def take_parity(self) -> int | None:
         """The parity of the beans every two-heap move takes, or None when they differ or there is
         no two-heap move: rarity may count a heap's parity (positional rarity,
-        :class:`~octalgen.rare.Rarity`) only when it is defined."""
+        :class:`~octalgen.sparse.Rarity`) only when it is defined."""
         parities = {k % 2 for k, _none, _one, two in self.moves() if two}
         return parities.pop() if len(parities) == 1 else None
 
@@ -154,6 +158,10 @@ def parse_game(text: str) -> OctalGame:
         raise GameCodeError(f"empty game code; {ACCEPTED_FORMS}")
     if text.lower() in NAMED_GAMES:
         text = NAMED_GAMES[text.lower()]
+    elif _NAME_LIKE.fullmatch(text):
+        meant = difflib.get_close_matches(text.lower(), NAMED_GAMES, n=1, cutoff=0.6)
+        if meant:
+            raise GameCodeError(f"no game is named {raw!r}: did you mean {meant[0]}?")
     match = _SUBTRACTION.match(text)
     if match:
         return _parse_subtraction(raw, match.group(1))
@@ -162,6 +170,8 @@ def parse_game(text: str) -> OctalGame:
         bad = next((c for c in text if c not in "01234567."), None)
         if bad is not None:
             problem = f"has the bad character {bad!r}"
+            if _NAME_LIKE.fullmatch(text):
+                problem = f"is neither a code nor a name octalgen knows (bad character {bad!r})"
         raise GameCodeError(f"bad game code {raw!r}: it {problem}; {ACCEPTED_FORMS}")
     whole, fraction = text.split(".")
     if whole not in ("", "0", "4"):

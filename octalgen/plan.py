@@ -10,7 +10,7 @@ n - k - p (p = 0 is the one-heap option).  For ``.6`` there are 1584 terms,
 ``G(p) ^ G(n - 1 - p)`` for every rare position p.  The speculation is exact
 while no new rare value appears; the verifier proves it.
 
-Positional rarity (:class:`~octalgen.rare.Rarity`: v rare at heap n when
+Positional rarity (:class:`~octalgen.sparse.Rarity`: v rare at heap n when
 ``popcount(v & m) + n + t`` is even) changes which options are terms, once, at
 planning: a two-heap option pairing a rare position with a common one is
 common at n whatever n is, so it is a term as before; a one-heap option
@@ -38,7 +38,8 @@ import numpy as np
 
 from . import __version__
 from .errors import InputError
-from .rare import RareTable, Rarity
+from .rare import RareTable
+from .sparse import Rarity
 
 
 @dataclass(frozen=True)
@@ -117,7 +118,7 @@ class Encoding:
     @cached_property
     def decode_rows(self) -> np.ndarray:
         """The value of every u8 code, uint16: one row per heap class (0, and 1 for positional rarity;
-        see :meth:`~octalgen.rare.Rarity.heap_class`), a look-up table."""
+        see :meth:`~octalgen.sparse.Rarity.heap_class`), a look-up table."""
         heaps = (0,) if self.parity is None else (self.parity, 1 - self.parity)  # of class 0, 1
         return np.array([[self.decode(code, heap) for code in range(256)] for heap in heaps], dtype=np.uint16)
 
@@ -213,7 +214,7 @@ class KernelPlan:
 
     def common_codes(self, heap_class: int = 0) -> tuple[int, ...]:
         """Stored codes below :attr:`mex_size` that stand for values common at heaps of ``heap_class``
-        (see :meth:`~octalgen.rare.Rarity.heap_class`), ascending: the order of the mex.  Every
+        (see :meth:`~octalgen.sparse.Rarity.heap_class`), ascending: the order of the mex.  Every
         code for u8."""
         if self.encoding.kind == "u8":
             return tuple(range(256))
@@ -297,6 +298,19 @@ def plan_rare_options(table: RareTable) -> tuple[int, ...]:
     return tuple(sorted((k for k, _none, one, _two in table.game.moves() if one and k % 2 == 1), reverse=True))
 
 
+def no_kernel_reason(table: RareTable) -> str | None:
+    """Why ``table``'s game has no speculative kernel (one line), or None when it has one.
+
+    A kernel needs a sparse space (mask 0 makes every value rare, so there is nothing to
+    speculate from) and a move that leaves a heap (else no option is a term).
+    """
+    if table.mask == 0:
+        return f"{table.game.code} has no sparse space (rare mask 0): no speculative kernel; use an exact backend"
+    if not plan_terms(table):
+        return f"{table.game.code} has no move that leaves a heap: no speculative kernel; use an exact backend"
+    return None
+
+
 def make_plan(table: RareTable, max_common: int | None = None, storage: str | None = None) -> KernelPlan:
     """Plan the speculative kernel for ``table``.
 
@@ -316,11 +330,10 @@ def make_plan(table: RareTable, max_common: int | None = None, storage: str | No
         so no speculative kernel exists, or when forced u8 storage cannot work.
     """
     game = table.game
-    if table.mask == 0:
-        raise InputError(f"{game.code} has no sparse space (rare mask 0): no speculative kernel; use an exact backend")
+    reason = no_kernel_reason(table)
+    if reason is not None:
+        raise InputError(reason)
     terms = plan_terms(table)
-    if not terms:
-        raise InputError(f"{game.code} has no move that leaves a heap: no speculative kernel; use an exact backend")
     u8 = Encoding("u8", table.mask, (table.mask & -table.mask).bit_length() - 1, table.parity)
     u8_ok = all(t.constant < 512 for t in terms) and (max_common is None or max_common < 512)
     if storage == "u8" and not u8_ok:

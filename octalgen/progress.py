@@ -14,9 +14,12 @@ it has come; the display does the rest:
 * **Elsewhere** (stderr to a file or a pipe): a plain line every ``every`` seconds.
 
 The rate is measured over this session's values only (a resumed run's earlier values do not
-count) and over the last :data:`RATE_WINDOW` seconds, so the ETA follows the current speed.  No
-ETA is shown until a rate has been measured, and a goal further than :data:`HORIZON` seconds
-away is said to be out of reach instead of given a date.
+count), within the current phase only (the exact prefix's slow start says nothing about the
+kernel's speed) and over the last :data:`RATE_WINDOW` seconds, so the ETA follows the current
+speed.  The ETA waits until that rate means something: the phase must lead to the goal (a
+preparatory phase such as the exact prefix says so with ``phase(text, eta=False)``) and must
+have proven values for :data:`ETA_SETTLE` seconds, in at least :data:`ETA_MIN_STEPS` steps.  A
+goal further than :data:`HORIZON` seconds away is said to be out of reach instead of given a date.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ RATE_WINDOW = 30.0
 
 #: The rate needs proven values to have moved over at least this many seconds.
 RATE_MIN_SPAN = 1.0
+
+#: The ETA needs the current phase to have proven values over at least this many seconds ...
+ETA_SETTLE = 5.0
+
+#: ... in at least this many updates that moved the proven position (two points are a guess).
+ETA_MIN_STEPS = 3
 
 #: An ETA further than this (10 years, in seconds) is not given: the goal is out of reach.
 HORIZON = 10 * 365.25 * 86400
@@ -102,11 +111,17 @@ class Progress:
         self.every = every
         self.enabled = enabled
         self._phase = "starting"
+        self._phase_leads_to_goal = True
         self._began = _clock()
         self._last_line = self._began
         self._proven = None
         self._produced = None
+        self._updated = None  # when update() was last called
+        # The current phase's rate: (time, proven) samples of the last RATE_WINDOW seconds, where
+        # the phase's first sample was taken, and how many updates moved the proven position.
         self._samples: deque[tuple[float, int]] = deque()
+        self._phase_first_sample = None
+        self._phase_steps = 0
         self._rate = None
         self._live = None
         if enabled and self.interactive:
@@ -114,12 +129,21 @@ class Progress:
 
     # -- what the computation reports ---------------------------------------------------
 
-    def phase(self, text: str) -> None:
+    def phase(self, text: str, *, eta: bool = True) -> None:
         """Say what is being done now ("building kernel", "exact prefix", "running", ...).
 
-        The live line shows it at once; plain lines carry it from the next one on.
+        The live line shows it at once; plain lines carry it from the next one on.  A new phase
+        measures its rate afresh.  ``eta=False``: this phase's rate does not predict when the goal
+        is reached (the exact prefix, before the much faster kernel takes over), so no ETA is
+        given during it.
         """
-        self._phase = text
+        if text != self._phase:  # the new phase's rate starts here, from where the last one left off
+            self._samples.clear()
+            self._phase_first_sample, self._phase_steps, self._rate = None, 0, None
+            if self._proven is not None:
+                self._phase_first_sample = (_clock(), self._proven)
+                self._samples.append(self._phase_first_sample)
+        self._phase, self._phase_leads_to_goal = text, eta
         self._report(force=self._live is not None)
 
     def update(self, proven: int, produced: int | None = None, force: bool = False) -> None:
@@ -128,7 +152,11 @@ class Progress:
         ``force`` draws (or writes the plain line) now instead of at the next refresh.
         """
         now = _clock()
-        self._proven, self._produced = proven, produced
+        if self._phase_first_sample is None:
+            self._phase_first_sample = (now, proven)
+        elif self._proven is not None and proven > self._proven:
+            self._phase_steps += 1
+        self._proven, self._produced, self._updated = proven, produced, now
         samples = self._samples
         if not samples or now - samples[-1][0] >= 0.2 or force:
             samples.append((now, proven))
@@ -153,9 +181,17 @@ class Progress:
 
     # -- figures --------------------------------------------------------------------------
 
+    def _eta_established(self) -> bool:
+        """True once the current phase's rate predicts the end (see the module's docstring)."""
+        if not (self._rate and self._phase_leads_to_goal and self._phase_first_sample is not None):
+            return False
+        began, first = self._phase_first_sample
+        return (self._updated - began >= ETA_SETTLE and self._proven > first
+                and self._phase_steps >= ETA_MIN_STEPS)
+
     def _eta(self) -> str | None:
         """The ETA field: None while it cannot be estimated."""
-        if self.goal is None or self._proven is None or self._proven >= self.goal or not self._rate:
+        if self.goal is None or self._proven is None or self._proven >= self.goal or not self._eta_established():
             return None
         remaining = (self.goal - self._proven) / self._rate
         return "ETA > 10 years" if remaining > HORIZON else f"ETA {duration(remaining)}"

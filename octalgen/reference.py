@@ -13,7 +13,7 @@ be obviously right first and fast second.
 A value v is *rare* for a mask m when ``popcount(v & m)`` is even, *common*
 otherwise.  Because ``common ^ common`` is rare, a common-valued option always
 involves a heap of rare value; that is the whole trick.  With positional rarity
-(:class:`~octalgen.rare.Rarity`: v rare at heap n when ``popcount(v & m) + n +
+(:class:`~octalgen.sparse.Rarity`: v rare at heap n when ``popcount(v & m) + n +
 t`` is even) the same holds for the options of heap n, whose rare/common test
 then depends on n.  The solver is exact for every mask and either kind: a bad
 one only makes it slower.
@@ -29,7 +29,7 @@ import bisect
 import numpy as np
 
 from .game import OctalGame, parse_game
-from .rare import Rarity, find_rare_space
+from .sparse import Rarity, find_rare_space
 
 __all__ = ["options", "mex", "naive_values", "exact_values", "ExactSolver"]
 
@@ -92,7 +92,7 @@ def exact_values(game, count: int, *, mask: int | None = None, parity: int | Non
     mask : int, optional
         The rare mask; found from the values as they are computed when omitted.
     parity : int, optional
-        With ``mask``: positional rarity with this parity (see :class:`~octalgen.rare.Rarity`).
+        With ``mask``: positional rarity with this parity (see :class:`~octalgen.sparse.Rarity`).
     """
     solver = ExactSolver(parse_game(game), mask=mask, parity=parity)
     solver.extend(count)

@@ -27,6 +27,7 @@ from .engine.summary import summarize
 from .engine.tally import Tally
 from .errors import CheckpointError, InputError
 from .game import OctalGame, parse_game
+from .output import write_output
 
 #: Values computed per step of the periodic extension of a digest.
 _EXTEND = 1 << 20
@@ -52,8 +53,10 @@ class GameResult:
 
     ``status`` is ``periodic`` (then period, preperiod and the values the proof used) or
     ``open`` (N values computed, no period proven; then the sparse space, its mask, the rare
-    positions below N and the last one).  ``digest`` is the FNV-1a-64 of G(0) ...
-    G(N-1) (for a periodic game, with the values past its proof given by the period).
+    positions below N and the last one, and a repetition seen whose proof needs more than N
+    values, if any: ``candidate_period``, ``candidate_preperiod``, ``candidate_proof_values``).
+    ``digest`` is the FNV-1a-64 of G(0) ... G(N-1) (for a periodic game, with the values past
+    its proof given by the period).
     """
 
     code: str
@@ -69,6 +72,9 @@ class GameResult:
     period: int | None = None
     preperiod: int | None = None
     proof_values: int | None = None
+    candidate_period: int | None = None
+    candidate_preperiod: int | None = None
+    candidate_proof_values: int | None = None
     seconds: float = 0.0
     group: str | None = None
 
@@ -80,7 +86,7 @@ def survey_game(code: str, limit: int) -> dict:
     """
     game = parse_game(code)
     began = time.perf_counter()
-    prover = ExactProof(game.max_take)
+    prover = ExactProof(game.max_take, until=limit)
     tally = Tally(0, prover)
     with tempfile.TemporaryDirectory(prefix="octalgen-survey-") as directory:
         engine = Engine(game, EngineOptions(until=limit, threads=1, workers=0, checkpoint_every=1e9), [tally],
@@ -94,6 +100,8 @@ def survey_game(code: str, limit: int) -> dict:
             digest = _extended_digest(engine, tally.scanner, proven["period"], proven["preperiod"], limit)
     largest, largest_at = stats.largest
     sparse = proven is None  # the sparse space matters for games still open
+    # The repetition closest to a proof, for the hint that more values may prove it.
+    candidate = min(summary.candidates, key=lambda c: c["proof_length"], default=None) if sparse else None
     result = GameResult(
         code=game.code, status="periodic" if proven else "open", values=engine.position, largest=largest,
         largest_at=largest_at, sparse_space=stats.sparse_space if sparse else None,
@@ -101,7 +109,11 @@ def survey_game(code: str, limit: int) -> dict:
         rare_count=stats.rare_positions if sparse else None,
         last_rare=stats.last_rare[0] if sparse and stats.last_rare else None, digest=digest,
         period=proven["period"] if proven else None, preperiod=proven["preperiod"] if proven else None,
-        proof_values=proven["proof_length"] if proven else None, seconds=round(time.perf_counter() - began, 3))
+        proof_values=proven["proof_length"] if proven else None,
+        candidate_period=candidate["period"] if candidate else None,
+        candidate_preperiod=candidate["preperiod"] if candidate else None,
+        candidate_proof_values=candidate["proof_length"] if candidate else None,
+        seconds=round(time.perf_counter() - began, 3))
     return asdict(result)
 
 
@@ -134,12 +146,18 @@ class Survey:
         self.base = self.path.with_suffix("") if self.path.suffix in (".tsv", ".json") else self.path
         self.games = games
         self.limit = limit
-        self.header = {"survey": 1, "limit": limit, "games": [g.code for g in games]}
+        # Version 2: games are searched directly for periods too (version 1 left some provable ones open).
+        self.header = {"survey": 2, "limit": limit, "games": [g.code for g in games]}
         self.results: dict[str, dict] = {}
 
     @property
     def done_path(self) -> Path:
         return self.base.with_name(self.base.name + ".done.jsonl")
+
+    @property
+    def table_paths(self) -> tuple[Path, Path]:
+        """Where :meth:`write` puts the table: ``PATH.tsv`` and ``PATH.json``."""
+        return self.base.with_suffix(".tsv"), self.base.with_suffix(".json")
 
     def resume(self) -> int:
         """Read the games finished by an earlier run of the same survey; returns how many."""
@@ -151,6 +169,9 @@ class Survey:
             header = json.loads(lines[0])
         except (IndexError, ValueError):
             raise CheckpointError(f"{path} is not a survey record (remove it to start again)") from None
+        if isinstance(header, dict) and header.get("survey") == 1:
+            raise CheckpointError(f"{path} was written by an earlier octalgen, whose period search left some provable "
+                                  "periods open: remove it (or use another --out) to survey again")
         if header != self.header:
             raise CheckpointError(f"{path} belongs to another survey (other games or --max); use another --out")
         for line in lines[1:]:
@@ -187,16 +208,15 @@ class Survey:
         """Write the table as TSV and JSON; returns the paths."""
         results = self.finished()
         columns = [f.name for f in fields(GameResult)]
-        tsv = self.base.with_suffix(".tsv")
+        tsv, path = self.table_paths
         lines = ["\t".join(columns)] + ["\t".join("" if r[c] is None else str(r[c]) for c in columns) for r in results]
-        tsv.write_text("\n".join(lines) + "\n")
+        write_output(tsv, "\n".join(lines) + "\n")
         groups: dict[str, list[str]] = {}
         for r in results:
             groups.setdefault(r["group"], []).append(r["code"])
         document = {"limit": self.limit, "counts": self.counts(), "games": results,
                     "identical_sequences": [codes for codes in groups.values() if len(codes) > 1]}
-        path = self.base.with_suffix(".json")
-        path.write_text(json.dumps(document, indent=1) + "\n")
+        write_output(path, json.dumps(document, indent=1) + "\n")
         return [tsv, path]
 
     def counts(self) -> dict:

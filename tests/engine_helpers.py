@@ -1,15 +1,23 @@
 """Helpers shared by the engine tests."""
 
+import os
+import signal
 
-class StopAt:
-    """A consumer that asks the engine to stop (as Ctrl-C does) once ``position`` is proven."""
+from octalgen.engine.seams import Consumer
 
-    def __init__(self, position: int):
+
+class StopAt(Consumer):
+    """A consumer that presses Ctrl-C (or sends ``signal_number``) once ``position`` is proven: the signal
+    goes to this process, and the engine (running in the main thread) stops at its next safe point."""
+
+    name = "stop-at"
+
+    def __init__(self, position: int, signal_number: int = signal.SIGINT):
         self.position = position
-
-    def attach(self, engine) -> None:
-        self.engine = engine
+        self.signal_number = signal_number
+        self.sent = False
 
     def accept(self, first, values) -> None:
-        if first + len(values) >= self.position:
-            self.engine.request_stop()
+        if not self.sent and first + len(values) >= self.position:
+            self.sent = True  # once: a second signal acts at once, as the engine's handler promises
+            os.kill(os.getpid(), self.signal_number)

@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from octalgen.checksum import fnv1a64
-from octalgen.hdl.board import WINDOW_BANK, ResultStreamer
-from octalgen.hdl.kernel import SpeculativeKernel
-from octalgen.hdl.records import (SUMMARY, BoardSettings, Histogram, RecordReader, Summary, Values, crc16, frame,
+from octalgen.hdl.kernel import SpeculativePipeline
+from octalgen.hdl.records import (SUMMARY, BoardSettings, BoardSummary, Histogram, RecordReader, Values, crc16, frame,
                                   request)
 from octalgen.hdl.simulate import simulate_board, uart_levels
+from octalgen.hdl.statistics import WINDOW_BANK
+from octalgen.hdl.streamer import ResultStreamer
 from octalgen.hdl.synth import TARGETS, choose_fold
 from octalgen.engine.scan import HASH_MATCH, Scanner, crc_of_window
 from octalgen.plan import make_plan
@@ -47,7 +48,7 @@ def board_session(code, fold, cycles, requests, settings=SIM_SETTINGS, window_ba
     """Simulate the top level of ``code`` at ``fold``; returns (plan, reference, run)."""
     plan = make_plan(rare_table(code))
     reference = exact_values(code, plan.start + cycles)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold, **options)
+    kernel = SpeculativePipeline(plan, reference[: plan.start], fold=fold, **options)
     streamer = ResultStreamer(kernel, reference[: plan.start], settings, window_bank=window_bank)
     return plan, reference, simulate_board(streamer, cycles, requests)
 
@@ -70,7 +71,7 @@ def test_dot356_board_session_record_by_record(dot356_session):
     plan, reference, run = dot356_session
     assert run.rejected == 0
     kinds = [type(r) for r in run.records]
-    assert kinds == [Summary, Histogram, Values, Summary, Histogram], run.records
+    assert kinds == [BoardSummary, Histogram, Values, BoardSummary, Histogram], run.records
     summary, histogram, values, later, later_histogram = run.records
     assert summary.__dict__ == expected_summary(reference[:256], plan.window)
     assert histogram.heap == 256 and list(histogram.counts) == list(np.bincount(reference[:256]))
@@ -148,28 +149,17 @@ def _replay(monkeypatch, data: bytes) -> _Link:
 
 
 def test_histogram_counts_repeated_values_in_both_banks():
-    """The pipelined counter against np.bincount: runs of equal values, gaps, a bank swap, a clear.
+    """The histogram against np.bincount: runs of equal values, gaps, a bank swap, read-outs.
 
     .356 has no two equal values in a row before heap 256, so the board session alone never
     forwards a count; this stream repeats values one and two clocks apart, and swaps banks in
-    the middle of a run.
+    the middle of a run.  Each read-out (as the record sender does it: address, hold, add) gives
+    the cumulative counts from ``init`` on and clears the idle bank: a bank read out twice would
+    count its values twice in the last read-out.
     """
-    from amaranth.hdl import Elaboratable, Module, Signal
     from amaranth.sim import Simulator
 
-    from octalgen.hdl.board import count_values
-
-    class Counter(Elaboratable):
-        def __init__(self):
-            self.valid, self.code, self.take = Signal(), Signal(3), Signal()
-            self.address, self.clear, self.bank = Signal(3), Signal(), Signal()
-
-        def elaborate(self, platform):
-            m = Module()
-            bank_now = self.bank ^ self.take
-            m.d.sync += self.bank.eq(bank_now)
-            self.fetched = count_values(m, self.valid, self.code, bank_now, self.bank, self.address, self.clear)
-            return m
+    from octalgen.hdl.statistics import Histogram
 
     rng = np.random.default_rng(14)
     stream = [(int(rng.random() < 0.8), int(c)) for c in rng.choice(3, size=400, p=[0.6, 0.3, 0.1])]
@@ -177,40 +167,52 @@ def test_histogram_counts_repeated_values_in_both_banks():
     while not (stream[swap - 1] == stream[swap] == (1, stream[swap][1])):  # a run across the swap
         swap += 1
     counted = [np.bincount([c for v, c in part if v], minlength=8) for part in (stream[:swap], stream[swap:])]
-    dut = Counter()
+    init = np.array([5, 0, 1, 0, 0, 0, 0, 9])
+    dut = Histogram(init, bank_from_register=False)
     seen = {}
 
     async def bench(ctx):
-        async def read_idle(address):
-            ctx.set(dut.address, address)
-            await ctx.tick().repeat(2)  # the address into the block RAM, its output into the register
-            return ctx.get(dut.fetched[1 - ctx.get(dut.bank)])
+        async def read_out():
+            """Every bin of the idle bank: its cumulative count, written back; the bin cleared."""
+            counts = []
+            for address in range(8):
+                ctx.set(dut.address, address)
+                await ctx.tick()  # the address into both memories
+                ctx.set(dut.hold, 1)
+                await ctx.tick()  # their outputs into registers
+                ctx.set(dut.hold, 0)
+                ctx.set(dut.add, 1)
+                counts.append(ctx.get(dut.cumulative))
+                await ctx.tick()  # written back, the bin cleared
+                ctx.set(dut.add, 0)
+            return counts
+
+        async def swap_banks():
+            ctx.set(dut.swap, 1)
+            await ctx.tick()
+            ctx.set(dut.swap, 0)
 
         for clock, (valid, code) in enumerate(stream):
             ctx.set(dut.valid, valid)
             ctx.set(dut.code, code)
-            ctx.set(dut.take, clock == swap)
+            ctx.set(dut.swap, clock == swap)
             await ctx.tick()
         ctx.set(dut.valid, 0)
-        ctx.set(dut.take, 0)
+        ctx.set(dut.swap, 0)
         await ctx.tick().repeat(3)  # the last writes
-        seen["bank 0"] = [await read_idle(a) for a in range(8)]
-        ctx.set(dut.address, 0)
-        ctx.set(dut.clear, 1)  # the serializer's clear of a bin it has sent
-        await ctx.tick()
-        ctx.set(dut.clear, 0)
-        seen["cleared"] = await read_idle(0)
-        ctx.set(dut.take, 1)  # swap back: bank 1 is the serializer's
-        await ctx.tick()
-        ctx.set(dut.take, 0)
-        seen["bank 1"] = [await read_idle(a) for a in range(8)]
+        seen["bank 0"] = await read_out()  # while bank 1 counts (it holds the stream after the swap)
+        await swap_banks()
+        seen["bank 1"] = await read_out()
+        await swap_banks()
+        seen["bank 0 again"] = await read_out()  # cleared by the first read-out: adds nothing
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    assert seen["bank 0"] == list(counted[0]) and seen["bank 1"] == list(counted[1])
-    assert seen["cleared"] == 0 and counted[0][0] > 0
+    assert seen["bank 0"] == list(init + counted[0])
+    assert seen["bank 1"] == seen["bank 0 again"] == list(init + counted[0] + counted[1])
+    assert counted[0][0] > 0 and counted[1][0] > 0
 
 
 def test_records_survive_noise_and_bad_crcs():
@@ -251,7 +253,7 @@ def test_folded_board_summaries_equal_the_reference(fold, window_bank):
     CRC-64 of the window took G(n - 46) through them from heap 46 on; anchors, digest) and the
     histograms equal the reference's."""
     plan, reference, run = board_session(".356", fold, 2_600 * fold + 10_000, [], window_bank=window_bank)
-    summaries = [r for r in run.records if isinstance(r, Summary)]
+    summaries = [r for r in run.records if isinstance(r, BoardSummary)]
     assert run.rejected == 0 and summaries[0].heap == 256 and plan.window == 46
     for summary in summaries:
         assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)
@@ -270,7 +272,7 @@ def test_rolling_hash_matches_in_the_summary(fold):
     updates in one clock (fold 1) and with the compares registered first (fold 2)."""
     settings = BoardSettings(record_every=512, clocks_per_bit=4, capture_depth=64)
     plan, reference, run = board_session(".77", fold, 8_000, [], settings)
-    assert run.rejected == 0 and [type(r) for r in run.records[:2]] == [Summary, Histogram]
+    assert run.rejected == 0 and [type(r) for r in run.records[:2]] == [BoardSummary, Histogram]
     summary, histogram = run.records[:2]
     expected = expected_summary(reference[:512], plan.window)
     assert summary.__dict__ == expected and expected["matches"] > 0
@@ -286,7 +288,7 @@ def test_requests_around_the_heap_reached_are_answered_late_or_exactly(fold):
     settings = BoardSettings(record_every=4096, clocks_per_bit=4, capture_depth=8)
     plan = make_plan(rare_table(".356"))
     reference = exact_values(".356", plan.start + 2_000)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    kernel = SpeculativePipeline(plan, reference[: plan.start], fold=fold)
     # The heap that the board reaches as the request's last stop bit ends.
     arrival = plan.start + (len(uart_levels(request(0, 4), settings.clocks_per_bit)) - kernel.latency) // fold
     late = []
@@ -314,7 +316,7 @@ def test_officers_board_session_at_its_fold(fold, lanes_per_stage, mark_chain):
     plan, reference, run = board_session(".6", fold, 6_000, [(0, request(plan.start - 1, 4))],
                                          lanes_per_stage=lanes_per_stage, mark_chain=mark_chain)
     assert run.rejected == 0
-    summary = next(r for r in run.records if isinstance(r, Summary))
+    summary = next(r for r in run.records if isinstance(r, BoardSummary))
     assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)
     late = next(r for r in run.records if isinstance(r, Values))
     assert late.late and late.start == plan.start - 1

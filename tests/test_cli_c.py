@@ -92,6 +92,7 @@ def test_bench_reports_every_figure(cli):
                   "exact --backend c, 2 threads", "Python reference", "all agree", "load average"):
         assert label in result.out
     assert result.out.count("M values/s") == 7
+    assert max(map(len, result.out.splitlines())) <= 80, result.out  # a report that fits a terminal
 
 
 @pytest.mark.parametrize("args", [("bench", ".07", "-n", 1000), ("emit", "c", ".6", "--threads", 0)])

@@ -10,7 +10,7 @@ import pytest
 from octalgen.build import DEFAULT_CFLAGS, find_compiler
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
-from octalgen.cpu.generate import exact_unit, kernel_unit, naive_unit
+from octalgen.cpu.generate import exact_unit, kernel_unit, kernel_variant_unit, naive_unit
 from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel, StorageOverflow
 from octalgen.cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from octalgen.errors import InputError
@@ -19,7 +19,7 @@ from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
 
 # Agreed by independent programs (shared/README.md): FNV-1a-64 of .6 over heaps [65536, 2097152).
-OFFICERS_FNV_65536_2097152 = "fceb5187c44e10c4"
+OFFICERS_FNV_65536_2097152 = "73c2a53ce177d95a"
 
 
 class Officers:
@@ -311,9 +311,11 @@ def _units():
         "kernel .6 u16": kernel_unit(make_plan(shipped_table(".6"), storage="u16")),
         "kernel .16": kernel_unit(make_plan(shipped_table(".16"))),
         # benchmarks/bench_kernel_threads.py builds these
-        "kernel .16, clocked": kernel_unit(make_plan(shipped_table(".16")), baton_clock=True),
-        "kernel .16, mex after the baton, clocked": kernel_unit(make_plan(shipped_table(".16")),
-                                                                speculative_mex=False, baton_clock=True),
+        "kernel .16, clocked": kernel_variant_unit(make_plan(shipped_table(".16")), baton_clock=True),
+        "kernel .16, mex after the baton": kernel_variant_unit(make_plan(shipped_table(".16")),
+                                                               speculative_mex=False),
+        "kernel .16, mex after the baton, clocked": kernel_variant_unit(make_plan(shipped_table(".16")),
+                                                                        speculative_mex=False, baton_clock=True),
         # positional rarity: rows per heap class; .106 has a one-heap option rare at every heap
         "kernel .104": kernel_unit(make_plan(shipped_table(".104"))),
         "kernel .106 u16": kernel_unit(make_plan(_table_106(), storage="u16")),
@@ -365,3 +367,18 @@ def test_portable_builds_compute_the_same(flags):
     assert results[0] == results[1]
     assert np.array_equal(plan.encoding.decode_array(np.frombuffer(results[0][0], np.uint8)[plan.window:]),
                           exact[plan.start:])
+
+
+def test_benchmark_builds_differ_from_the_kernel_only_in_their_variant():
+    # c/bench/kernel.c.j2 with the production switches renders the production unit to the byte, so
+    # the benchmark's variants are measured against the kernel that computes values; the production
+    # unit carries none of the benchmark's code.
+    plan = make_plan(shipped_table(".104"))
+    production = kernel_unit(plan)
+    assert kernel_variant_unit(plan) == production
+    assert "baton_clock" not in production.source + production.declarations
+    assert production.source.count("uint32_t guess = mex(") == 1
+    variant = kernel_variant_unit(plan, speculative_mex=False, baton_clock=True)
+    assert "void octalgen_baton_clock(uint64_t *counts);" in variant.declarations
+    assert " * benchmark variant: mex after the baton, baton clock\n" in variant.source
+    assert "uint32_t guess = mex(" not in variant.source

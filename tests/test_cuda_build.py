@@ -10,7 +10,7 @@ import pytest
 from octalgen.backends import backends, get_backend
 from octalgen.cuda import runtime
 from octalgen.cuda.kernels import NVCC_FLAGS, compile_kernels, find_nvcc, render_kernels
-from octalgen.cuda.plan import CudaOptions, make_cuda_plan
+from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
 from octalgen.errors import ToolMissingError
 from octalgen.rare import rare_table
 

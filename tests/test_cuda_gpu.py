@@ -14,7 +14,7 @@ import pytest
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
 from octalgen.cuda import plugin, runtime, twin
-from octalgen.cuda.plan import CudaOptions, make_cuda_plan
+from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
 from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.summary import summarize
 from octalgen.engine.tally import Tally

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from octalgen.cuda import twin
-from octalgen.cuda.plan import CODES, CudaOptions, make_cuda_plan, spread, unspread
+from octalgen.cuda.cuda_plan import CODES, CudaOptions, make_cuda_plan, spread, unspread
 from octalgen.errors import InputError
-from octalgen.rare import is_rare, rare_table
+from octalgen.rare import rare_table
 from octalgen.reference import exact_values
+from octalgen.sparse import is_rare
 
 GAMES = [".6", ".16", ".356", ".644"]
 #: Heaps computed past the first heap the tests start from.

@@ -18,23 +18,27 @@ import pytest
 
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
-from octalgen.engine import checkpoint as checkpoint_module
+from octalgen.engine import checkpoint as checkpoint_module, pipeline
 from octalgen.engine.checkpoint import read_checkpoint, write_checkpoint
 from octalgen.engine.core import Engine, EngineOptions
+from octalgen.engine.exact import EXACT_STEP
 from octalgen.engine.period import ExactProof
+from octalgen.engine.producer import FIRST_CHUNK
 from octalgen.engine.scan import ANCHORED, HASH_MATCH, Scanner, crc_of_window
+from octalgen.engine.seams import KernelPlugin, Kernels, ProofVerifier, Speculator
 from octalgen.engine.store import read_kept_values
 from octalgen.engine.summary import summarize, summary_of_checkpoint
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.errors import Interrupted
 from octalgen.game import parse_game
 from octalgen.periodicity import solved_games
+from octalgen.plan import make_plan
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
 
 from engine_helpers import StopAt
 
-OFFICERS_FNV_65536_2097152 = "fceb5187c44e10c4"
+OFFICERS_FNV_65536_2097152 = "73c2a53ce177d95a"
 
 
 def run_engine(code, until, directory=None, stop_at=None, table=None, keep_all=False, digest_from=0,
@@ -72,6 +76,9 @@ def test_scanner_digests_and_rolling_crc_match_their_definitions(window):
     assert scanner.range_digest() == fnv1a64(values[1000:])
     assert np.array_equal(scanner.counts[:700], np.bincount(values, minlength=700))
     assert scanner.first_seen[int(values[0])] == 0
+    for v in np.unique(values):  # the first and last heap of every value, by their definition
+        heaps = np.flatnonzero(values == v)
+        assert (scanner.first_seen[v], scanner.last_seen[v]) == (heaps[0], heaps[-1])
 
 
 def test_scanner_anchors_at_powers_of_two_and_finds_repeated_windows():
@@ -123,7 +130,7 @@ def test_stats_command_reads_the_checkpoint(officers_run, cli, tmp_path):
     assert result.code == 0
     assert digest_line(result.out) == summary.statistics.digest
     assert f"fnv1a64 [65536, 2097152) {OFFICERS_FNV_65536_2097152}" in result.out
-    assert "mask 0x1ee; 1584 rare positions, the last G(20627) = 277" in result.out
+    assert "mask 0x1ee; 1584 rare values, the last G(20627) = 277" in result.out
     assert "zeros 14 at 0, 1, 4, 12, 20, 30, 46, 72, 98, 124, 150, 176, 314, 408" in result.out
     values = read_kept_values(directory)
     assert f"rare under mask 0x1fe: {int((np.bitwise_count(values & 0x1FE) % 2 == 0).sum())} of" in result.out
@@ -167,13 +174,25 @@ def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
     """While the prefix still grows, chunks produced ahead carry the codes their proof scans need:
     none comes back undecided to be verified again in this process."""
     retried = []
-    again = Engine._verify_again
-    monkeypatch.setattr(Engine, "_verify_again",
-                        lambda self, head, result: retried.append(result.heap) or again(self, head, result))
+    again = pipeline.verify_again
+    monkeypatch.setattr(pipeline, "verify_again",
+                        lambda verifier, chunk, result, *more: retried.append(result.heap) or again(verifier, chunk,
+                                                                                                   result, *more))
     until = 1_500_000
     summary = run_engine(".6", until, workers=1, chunk=1 << 18, backlog=8)  # all produced ahead
     assert retried == []
     assert summary.statistics.digest == fnv1a64(c_values(".6", until))
+
+
+def test_both_kernel_plug_ins_implement_the_engines_seam():
+    from octalgen.cuda.plugin import TwinKernels
+
+    plan = make_plan(shipped_table(".6"))
+    for plugin in (Kernels(), TwinKernels(64)):
+        assert isinstance(plugin, KernelPlugin)
+        producer, verifier = plugin(plan)
+        assert isinstance(producer, Speculator) and isinstance(verifier, ProofVerifier)
+        assert verifier.plan == plan
 
 
 # -- stop and resume ------------------------------------------------------------------------
@@ -200,6 +219,73 @@ def test_stops_at_many_positions_then_resumes_give_the_uninterrupted_figures(off
     assert all(r >= s for r, s in zip(reached, stops)) and reached == sorted(reached)
     final = run_engine(".6", 600_000, tmp_path, workers=0, chunk=1 << 16, **SMALL_HISTORY).statistics
     assert final.to_json() == officers_600k.to_json()
+    assert final.last == officers_600k.last  # the last heap of every value, kept in the checkpoints
+
+
+def test_sigterms_in_the_exact_phase_keep_its_steps_and_the_run_ends_as_one_run(tmp_path):
+    """An early stop keeps what the exact solver proved (issue 30): .04 has no kernel, so its whole run
+    is exact steps; each SIGTERM's checkpoint is where the next run starts, and the end is the
+    uninterrupted run's."""
+    game = parse_game(".04")
+
+    def run(directory, until, *stop):
+        tally = Tally(0, RecurrenceProof(game.max_take))
+        engine = Engine(game, EngineOptions(until=until, workers=0), [tally, *stop], directory=directory,
+                        identity={"command": "run", "digest_from": 0})
+        engine.run()
+        return summarize(engine, tally)
+
+    whole = run(None, 100_000)
+    starts = [0]
+    for stop in (40_000, 70_000):
+        with pytest.raises(Interrupted) as raised:
+            run(tmp_path, 100_000, StopAt(stop, signal.SIGTERM))
+        assert raised.value.signal_number == signal.SIGTERM and raised.value.proven >= stop
+        starts.append(read_checkpoint(tmp_path)["position"])
+        assert starts[-1] == raised.value.proven > starts[-2]
+    final = run(tmp_path, 100_000)
+    assert final.session_values == 100_000 - starts[-1]
+    assert final.statistics.to_json() == whole.statistics.to_json()
+
+
+class _Crash(Exception):
+    pass
+
+
+class CrashAt(StopAt):
+    """A consumer that fails in the middle of handing values on, as ``kill -9`` would leave a run: the
+    engine writes no checkpoint at exit, so only the ones it wrote as it went remain."""
+
+    def accept(self, first, values) -> None:
+        if first + len(values) >= self.position:
+            raise _Crash
+
+
+def test_exact_steps_are_checkpointed_as_they_go(tmp_path):
+    game = parse_game(".04")
+    with pytest.raises(_Crash):
+        Engine(game, EngineOptions(until=100_000, workers=0, checkpoint_every=0), [Tally(), CrashAt(70_000)],
+               directory=tmp_path).run()
+    assert 70_000 - EXACT_STEP <= read_checkpoint(tmp_path)["position"] < 70_000  # the step before the crash
+    tally = Tally()
+    resumed = Engine(game, EngineOptions(until=100_000, workers=0), [tally], directory=tmp_path).run()
+    assert summarize(resumed, tally).statistics.digest == fnv1a64(c_values(".04", 100_000))
+
+
+def test_the_first_chunks_are_small_so_an_early_stop_keeps_proven_values():
+    """After the exact prefix the producer starts with small chunks that double up to --chunk: the
+    first kernel values are proven within a fraction of a second, not after a whole chunk."""
+    sizes = []
+
+    class Sizes(StopAt):
+        def accept(self, first, values) -> None:
+            if first >= self.position:
+                sizes.append(len(values))
+
+    game = parse_game(".6")
+    Engine(game, EngineOptions(until=800_000, workers=0, chunk=1 << 18), [Sizes(41_256)]).run()
+    assert sizes[:4] == [FIRST_CHUNK, 2 * FIRST_CHUNK, 1 << 18, 1 << 18]
+    assert sum(sizes) == 800_000 - 41_256
 
 
 def test_finished_runs_extended_with_a_larger_until_give_the_digest_of_one_run(officers_600k, tmp_path):
@@ -315,11 +401,49 @@ def test_ctrl_c_and_sigterm_stop_with_one_line_and_the_run_resumes(tmp_path, sig
     assert resumed.statistics.digest == fnv1a64(c_values(".6", proven + 10_000))
 
 
+def test_sigterm_to_the_whole_process_group_is_a_clean_stop(tmp_path):
+    # timeout(1), kill -- -PGID and batch systems signal the run's process group: its verifying
+    # processes too.  They ignore it (the run kills them as it stops), so the run stops as for a
+    # SIGTERM of its own, not with "a verifying process died".
+    command = [sys.executable, "-m", "octalgen", "run", ".6", "--until", "1e9", "--checkpoint", str(tmp_path),
+               "--workers", "2", "--chunk", str(1 << 16), "--checkpoint-every", "0.2"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)  # a process group of its own: the run and its workers
+    while process.poll() is None and _position(tmp_path) < 50_000:  # past the exact prefix: workers at work
+        time.sleep(0.05)
+    workers = _descendants(process.pid)
+    assert len(workers) >= 2
+    for pid in workers:  # a worker alone: it lives on
+        os.kill(pid, signal.SIGTERM)
+    time.sleep(0.2)
+    assert process.poll() is None and all(_alive(pid) for pid in workers)
+    os.killpg(process.pid, signal.SIGTERM)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 143, err
+    last = err.strip().splitlines()[-1]
+    proven = read_checkpoint(tmp_path)["position"]
+    assert last.startswith("octalgen: stopped by ") and f"G(0) ... G({proven - 1}) proven" in last, err
+    assert "Traceback" not in err and "died" not in err and out == ""
+    resumed = run_engine(".6", proven + 10_000, tmp_path, workers=0)
+    assert resumed.statistics.digest == fnv1a64(c_values(".6", proven + 10_000))
+
+
 def test_a_checkpoint_of_octalgen_0_1_is_refused_with_one_line(cli, tmp_path):
     write_checkpoint(tmp_path, {"octalgen_checkpoint": 1, "parameters": {"game": ".6"}, "position": 5})
     before = (tmp_path / "checkpoint.json").read_bytes()
     result = cli("run", ".6", "--until", 100_000, "--checkpoint", tmp_path)
     assert result.code == 2 and result.err.count("\n") == 1 and "written by octalgen 0.1" in result.err
+    assert (tmp_path / "checkpoint.json").read_bytes() == before
+
+
+def test_a_checkpoint_of_octalgen_0_2_is_refused_for_its_digest(cli, tmp_path):
+    """0.2's digests started from a non-standard offset basis: continuing one would print a wrong digest."""
+    write_checkpoint(tmp_path, {"octalgen_checkpoint": 2, "parameters": {"game": ".6"}, "position": 5})
+    before = (tmp_path / "checkpoint.json").read_bytes()
+    for command in (("run", ".6", "--until", 100_000, "--checkpoint", tmp_path), ("stats", tmp_path)):
+        result = cli(*command)
+        assert result.code == 2 and result.err.count("\n") == 1, result.err
+        assert "the standard FNV-1a-64" in result.err and "start a new checkpoint directory" in result.err
     assert (tmp_path / "checkpoint.json").read_bytes() == before
 
 
@@ -408,11 +532,13 @@ def _refused(cli, directory, *args):
 
 
 def test_a_checkpoint_of_another_game_is_refused(cli, small_checkpoint):
-    assert "belongs to another run (game '.6'" in _refused(cli, small_checkpoint, ".16", "--until", 200_000).err
+    assert "belongs to another run: it is a run of .6, not .16;" in _refused(cli, small_checkpoint, ".16", "--until",
+                                                                             200_000).err
 
 
 def test_a_checkpoint_of_other_parameters_is_refused(cli, small_checkpoint):
-    _refused(cli, small_checkpoint, ".6", "--until", 200_000, "--digest-from", 5)
+    refused = _refused(cli, small_checkpoint, ".6", "--until", 200_000, "--digest-from", 5).err
+    assert "it was started with --digest-from 0, this command gives --digest-from 5" in refused
 
 
 def test_a_truncated_checkpoint_is_refused(cli, small_checkpoint):
@@ -500,7 +626,7 @@ def test_a_whole_number_in_scientific_notation_is_accepted(cli):
 
 def find_period(code, limit, directory=None, claim=None):
     game = parse_game(code)
-    tally = Tally(0, ExactProof(game.max_take, claim))
+    tally = Tally(0, ExactProof(game.max_take, claim, until=limit))
     engine = Engine(game, EngineOptions(until=limit, workers=0), [tally], directory=directory,
                     identity={"command": "period", "claim": list(claim) if claim else None}, keep_all=True)
     engine.run()
@@ -583,11 +709,11 @@ def test_period_1777_flammenkamp():
 def test_officers_to_10_8_and_the_agreed_checksum(tmp_path, cli):
     result = cli("run", ".6", "--until", 10**8, "--checkpoint", tmp_path, "--digest-from", 65536)
     assert result.code == 0
-    assert digest_line(result.out) == "454292924ee5b56d"
+    assert digest_line(result.out) == "0a4a3e704932696f"
     assert "largest value 325 first at G(19739543)" in result.out
     # Extend the same run to 100,065,536: the digest three independent programs agree on.
     result = cli("run", ".6", "--until", 100_065_536, "--checkpoint", tmp_path, "--digest-from", 65536)
-    assert "fnv1a64 [65536, 100065536) 48e5957e44f1849b" in result.out
+    assert "fnv1a64 [65536, 100065536) 8e4b3a1160b8651d" in result.out
 
 
 # Stops spread over G(0) ... G(10^8): inside the first 41,256, around 2^23 and 2^24 (the history's
@@ -602,10 +728,10 @@ def test_resume_sweep_over_10_8_gives_the_agreed_digest(tmp_path):
     for stop in SWEEP_STOPS:
         with pytest.raises(Interrupted):
             run_engine(".6", 10**8, tmp_path / "stopped", stop_at=stop)
-    assert run_engine(".6", 10**8, tmp_path / "stopped").statistics.digest == "454292924ee5b56d"
+    assert run_engine(".6", 10**8, tmp_path / "stopped").statistics.digest == "0a4a3e704932696f"
     for until in SWEEP_STOPS + [10**8]:
         summary = run_engine(".6", until, tmp_path / "extended")
-    assert summary.statistics.digest == "454292924ee5b56d"
+    assert summary.statistics.digest == "0a4a3e704932696f"
 
 
 def test_a_long_run_replaces_the_start_up_rates_of_the_split(tmp_path, monkeypatch):

@@ -1,4 +1,7 @@
-"""``octalgen export``: kept values read back, checked, in every format, against the reference."""
+"""``octalgen export``: kept values read back, checked, in every format, against the reference.
+
+Also the other files of values and counts: ``values --format bfile`` and ``stats``' CSV.
+"""
 
 import io
 import shutil
@@ -72,6 +75,10 @@ def test_a_corrupt_chunk_is_refused_and_nothing_is_written(cli, kept, tmp_path):
     out = tmp_path / "values.u16"
     one_line_error(cli("export", copy, "--format", "u16", "-o", out), 2, "fail their checksum")
     assert not out.exists() and not list(tmp_path.glob("*.partial"))
+    # The first values lie in an intact file, before the corrupt one: stdout gets none of them either.
+    printed = cli("export", copy, "-n", 10)
+    one_line_error(printed, 2, "fail their checksum")
+    assert printed.out == ""
 
 
 def test_values_that_do_not_match_the_runs_digest_are_refused(cli, kept, tmp_path, monkeypatch):
@@ -87,6 +94,70 @@ def test_values_that_do_not_match_the_runs_digest_are_refused(cli, kept, tmp_pat
     out = tmp_path / "values.txt"
     one_line_error(cli("export", directory, "-o", out), 1, "but the run proved")
     assert not out.exists() and not list(tmp_path.glob("*.partial"))
+    printed = cli("export", directory, "--format", "bfile")
+    one_line_error(printed, 1, "but the run proved")
+    assert printed.out == ""
+
+
+def bfile_pairs(text: str) -> list[tuple[int, int]]:
+    """The ``n a(n)`` lines of an OEIS b-file, checked to be exactly two decimals each."""
+    pairs = []
+    for line in text.splitlines():
+        n, value = line.split(" ")
+        pairs.append((int(n), int(value)))
+    return pairs
+
+
+def test_export_as_a_bfile(cli, kept, tmp_path):
+    directory, count, reference = kept
+    result = cli("export", directory, "--start", 85, "-n", 10, "--format", "bfile")  # across u16 / u8
+    assert result.code == 0 and result.out.endswith("\n")
+    assert bfile_pairs(result.out) == [(n, int(reference[n])) for n in range(85, 95)]
+    out = tmp_path / "b.txt"
+    assert cli("export", directory, "--format", "bfile", "-o", out).code == 0
+    assert bfile_pairs(out.read_text()) == list(enumerate(reference.tolist()))
+
+
+def test_values_as_a_bfile(cli, oeis_sequences, tmp_path):
+    for entry in oeis_sequences[:3]:  # offset 0 or 1: n is the heap, as OEIS numbers the terms
+        data, offset = entry["data"], entry["offset"]
+        result = cli("values", entry["game"], "-n", len(data), "--start", offset, "--format", "bfile")
+        assert result.code == 0 and bfile_pairs(result.out) == list(enumerate(data, start=offset)), entry["oeis"]
+    out = tmp_path / "b356.txt"
+    assert cli("values", GAME, "-n", 3000, "--start", 20000, "--format", "bfile", "-o", out).code == 0
+    expected = exact_values(GAME, 23000)[20000:].tolist()
+    assert bfile_pairs(out.read_text()) == list(enumerate(expected, start=20000))
+
+
+def expected_csv(reference: np.ndarray) -> list[str]:
+    """``value,count,first_heap`` rows of G(0) ... G(N-1), from the values themselves."""
+    values, first, counts = np.unique(reference, return_index=True, return_counts=True)
+    return ["value,count,first_heap"] + [f"{v},{c},{f}" for v, c, f in zip(values, counts, first)]
+
+
+def test_stats_writes_the_counts_beside_the_plot(cli, kept, tmp_path):
+    pytest.importorskip("matplotlib")
+    directory, count, reference = kept
+    plot = tmp_path / "hist.png"
+    result = cli("stats", directory, "--plot", plot)
+    assert result.code == 0, result.err
+    assert f"wrote the histogram to {plot} and its counts to {tmp_path / 'hist.csv'}" in result.err
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (tmp_path / "hist.csv").read_text().splitlines() == expected_csv(reference)
+
+
+def test_stats_csv_alone(cli, kept, tmp_path):
+    directory, count, reference = kept
+    out = tmp_path / "counts.csv"
+    result = cli("stats", directory, "--csv", out)
+    assert result.code == 0 and f"wrote the counts to {out}" in result.err
+    assert out.read_text().splitlines() == expected_csv(reference)
+    one_line_error(cli("stats", directory, "--plot", tmp_path / "h.csv"), 2, "would be overwritten by the counts")
+    assert not (tmp_path / "h.csv").exists()
+    # Both paths are checked before either file is written.
+    unwritable = tmp_path / "missing" / "counts.csv"
+    one_line_error(cli("stats", directory, "--plot", tmp_path / "p.png", "--csv", unwritable), 1, "does not exist")
+    assert not (tmp_path / "p.png").exists()
 
 
 def test_bad_requests_are_one_line(cli, kept, tmp_path):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from octalgen.errors import InputError
-from octalgen.hdl.kernel import SpeculativeKernel
+from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.layout import DATA_VALID, READ_SAMPLE, layout_pipeline
 from octalgen.hdl.simulate import SimulationRun, compare, simulate_amaranth
 from octalgen.plan import make_plan
@@ -40,7 +40,7 @@ def run_kernel(code, fold, values, references, **options):
     """Simulate ``values`` values of ``code`` at ``fold``; returns (kernel, run, comparison)."""
     plan = plan_of(code)
     reference = references(code, plan.start + values)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold, **options)
+    kernel = SpeculativePipeline(plan, reference[: plan.start], fold=fold, **options)
     run = simulate_amaranth(kernel, kernel.latency + values * fold)
     return kernel, run, compare(run, reference, plan.start)
 
@@ -145,7 +145,7 @@ def test_u16_storage_equals_reference(code, fold, references):
     """Raw 16-bit storage: the mark vector holds only the common codes (plan.mex_order)."""
     plan = make_plan(rare_table(code), storage="u16")
     reference = references(code, plan.start + 2000)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    kernel = SpeculativePipeline(plan, reference[: plan.start], fold=fold)
     assert kernel.layout.mark_bits == len(plan.mex_order) < plan.mex_size
     result = compare(simulate_amaranth(kernel, kernel.latency + 2000 * fold), reference, plan.start)
     assert result.checked == 2000 and result.ok, result.mismatch
@@ -154,7 +154,7 @@ def test_u16_storage_equals_reference(code, fold, references):
 def test_comparator_decoders_equal_reference(references):
     plan = plan_of(".156")
     reference = references(".156", plan.start + 500)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=2, decoder="compare")
+    kernel = SpeculativePipeline(plan, reference[: plan.start], fold=2, decoder="compare")
     result = compare(simulate_amaranth(kernel, kernel.latency + 500 * 2), reference, plan.start)
     assert result.checked == 500 and result.ok, result.mismatch
 
@@ -184,7 +184,7 @@ def test_latency_property_and_one_value_every_fold_clocks(fold, references):
     from amaranth.sim import Simulator
 
     plan = plan_of(".45")
-    kernel = SpeculativeKernel(plan, references(".45", plan.start), fold=fold)
+    kernel = SpeculativePipeline(plan, references(".45", plan.start), fold=fold)
     clocks = []
     sim = Simulator(kernel)
     sim.add_clock(1e-8)
@@ -215,7 +215,7 @@ def test_extraction_yields_the_lowest_clear_codes(references):
     from octalgen.hdl.kernel import _full_groups
 
     plan = plan_of(".644")
-    kernel = SpeculativeKernel(plan, references(".644", plan.start), fold=1)
+    kernel = SpeculativePipeline(plan, references(".644", plan.start), fold=1)
     kernel._MustUse__silence = True  # only its extraction is built: no "never used" warning
     assert kernel.layout.candidates == 50 and plan.mex_order == tuple(range(256))
     rng = np.random.default_rng(644)
@@ -267,7 +267,7 @@ def test_error_flag_when_every_code_is_marked(references):
     # G(first - offset) = constant ^ code i for the i-th term (mod 256): all codes are marked at heap first.
     for i, (offset, constant) in enumerate(plan.encoded_terms()):
         history[plan.start - offset] = encoding.decode((i % 256) ^ constant)
-    kernel = SpeculativeKernel(plan, history, fold=25)
+    kernel = SpeculativePipeline(plan, history, fold=25)
     run = simulate_amaranth(kernel, kernel.latency + 3 * 25)
     assert run.error_cycle == kernel.latency
     assert len(run.values) == 0
@@ -285,7 +285,7 @@ def test_compare_reports_the_first_mismatching_heap():
 def test_kernel_rejects_a_start_inside_the_rare_region(references):
     plan = plan_of(".356")
     with pytest.raises(InputError, match="at the earliest"):
-        SpeculativeKernel(plan, references(".356", plan.start), first=plan.start - 1)
+        SpeculativePipeline(plan, references(".356", plan.start), first=plan.start - 1)
 
 
 # -- the command line -----------------------------------------------------------
@@ -303,12 +303,14 @@ def test_emit_hdl_sim_checks_every_value(cli):
     assert "cycles/s" in result.out
 
 
-def test_emit_hdl_sim_catches_a_planted_fault(cli, tmp_path):
-    """One rare-table entry changed: the run names the first wrong heap and exits 1."""
-    table = shipped_table(".356").with_entry(24, 10)  # G(24) = 9 in truth; 10 is rare too
-    path = tmp_path / "planted.yaml"
-    table.save(path)
-    result = cli("emit", "hdl", ".356", "--sim", "--table", path)
+def test_emit_hdl_sim_catches_a_planted_fault(cli, monkeypatch):
+    """A kernel planned from a wrong table entry: the run names the first wrong heap and exits 1."""
+    import octalgen.cli.emit_hdl as emit_hdl
+
+    wrong = make_plan(shipped_table(".356").with_entry(24, 10))  # G(24) = 9 in truth; 10 is rare too
+    # plan_game corrects a table from the exact values (a --table file would not get through): plant the plan.
+    monkeypatch.setattr(emit_hdl, "plan_game", lambda *args, **kwargs: (wrong, exact_values(".356", wrong.start)))
+    result = cli("emit", "hdl", ".356", "--sim")
     assert result.code == 1
     # The first heap where the wrong table changes the value (the reference solver, which
     # does not use the table's values, disagrees from there on).
@@ -360,11 +362,13 @@ def test_generated_officers_verilog_is_current():
 
     from octalgen.cli.emit_hdl import verilog_path
     from octalgen.hdl.synth import TARGETS, choose_fold
-    from octalgen.hdl.verilog import emit_verilog, header_lines, preload_history, toolchain
+    from octalgen.engine.plans import plan_game
+    from octalgen.game import parse_game
+    from octalgen.hdl.verilog import emit_verilog, header_lines, toolchain
 
-    plan = plan_of(".6")
+    plan, prefix = plan_game(parse_game(".6"))  # as `octalgen emit hdl .6` plans it
     fold = choose_fold(plan, TARGETS["ecp5-85k"])[0]
-    kernel = SpeculativeKernel(plan, preload_history(plan), fold=fold)
+    kernel = SpeculativePipeline(plan, prefix, fold=fold)
     generated = Path(__file__).resolve().parent.parent / "generated"
     path = verilog_path(generated, kernel)
     regenerate = f"regenerate with: octalgen emit hdl .6 --fold {fold} (and remove the other folds)"

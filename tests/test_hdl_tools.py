@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from octalgen.errors import ToolMissingError
-from octalgen.hdl.kernel import SpeculativeKernel
+from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.simulate import compare, simulate_verilator
 from octalgen.hdl.synth import TARGETS, choose_fold, find_tool
 from octalgen.hdl.verilog import emit_verilog
@@ -46,7 +46,7 @@ def verilator_run(code, fold, values):
     """Run ``values`` values of ``code`` at ``fold`` under Verilator; returns (reference, run, comparison)."""
     plan = make_plan(rare_table(code))
     reference = reference_values(code, plan.start + values)
-    kernel = SpeculativeKernel(plan, reference[: plan.start], fold=fold)
+    kernel = SpeculativePipeline(plan, reference[: plan.start], fold=fold)
     run = simulate_verilator(emit_verilog(kernel), kernel.module_name, kernel.latency + values * fold)
     return reference, run, compare(run, reference, plan.start)
 

@@ -1,8 +1,13 @@
-"""Known periods, checked on the reference's values with the Guy–Smith theorem."""
+"""Known periods, checked on the reference's values with the Guy–Smith theorem; the direct
+search against the definition; ``octalgen period`` finding .127's period and refuting claims."""
 
+import numpy as np
 import pytest
 
-from octalgen.periodicity import is_proven_period, proof_length, solved_games
+from octalgen import periodicity
+from octalgen.game import parse_game
+from octalgen.periodicity import (Repetition, is_proven_period, least_preperiod, proof_length, search_periods,
+                                  solved_games)
 from octalgen.reference import exact_values
 
 KNOWN = [(".77", 12, 71), (".07", 34, 53), (".137", 34, 52), (".4", 34, 54), (".16", 149459, 105351)]
@@ -37,3 +42,133 @@ def test_a_wrong_period_is_not_proven():
     values = exact_values(".77", 400)
     assert not is_proven_period(values, ".77", 24, 71)  # a multiple of the least period
     assert not is_proven_period(values, ".77", 11, 71)
+
+
+# -- the direct search ------------------------------------------------------------------------
+
+
+def least_proven_by_definition(values, max_take):
+    """The least p, with its least preperiod a over ``values``, such that 2a + 2p + t <= N: one p at a time."""
+    for period in range(1, len(values)):
+        preperiod = least_preperiod(values, period)
+        if proof_length(period, preperiod, max_take) <= len(values):
+            return period, preperiod
+    return None
+
+
+def search(values, max_take):
+    values = np.asarray(values)
+    return search_periods(lambda start, stop: values[start:stop], len(values), max_take)
+
+
+def test_the_direct_search_agrees_with_the_definition(monkeypatch):
+    # Tiny blocks, so that the window compare and the backward scans cross many block boundaries.
+    monkeypatch.setattr(periodicity, "SEARCH_BLOCK", 5)
+    monkeypatch.setattr(periodicity, "FIRST_SCAN", 3)
+    rng = np.random.default_rng(30)
+    for _ in range(1500):
+        length, max_take = int(rng.integers(2, 300)), int(rng.integers(1, 5))
+        alphabet = int(rng.integers(1, 4))
+        head = rng.integers(0, alphabet, int(rng.integers(0, length)))
+        cycle = rng.integers(0, alphabet, int(rng.integers(1, max(2, length // 2))))
+        values = np.concatenate([head, np.resize(cycle, length)])[:length].astype(np.uint16)
+        if rng.random() < 0.3:
+            values[int(rng.integers(0, length))] = 7  # a late exception
+        found = search(values, max_take).proven
+        assert (None if found is None else (found.period, found.preperiod)) == \
+            least_proven_by_definition(values, max_take), values.tolist()
+
+
+@pytest.mark.parametrize("row", SMALL, ids=[row.game.code for row in SMALL])
+def test_the_direct_search_proves_solved_games_with_their_proof_length_and_not_one_value_less(row):
+    length = proof_length(row.period, row.preperiod, row.game.max_take)
+    values = exact_values(row.game, length + 50)
+    assert search(values[:length], row.game.max_take).proven == Repetition(row.period, row.preperiod, length)
+    assert search(values[: length + 50], row.game.max_take).proven == Repetition(row.period, row.preperiod, length)
+    short = search(values[: length - 1], row.game.max_take)
+    assert short.proven is None and Repetition(row.period, row.preperiod, length) in short.candidates
+    for n in range(length - 1, max(0, length - 200), -7):
+        assert search(values[:n], row.game.max_take).proven is None
+    assert least_proven_by_definition(values[:length], row.game.max_take) == (row.period, row.preperiod)
+
+
+# .127: period 4 with preperiod 46,578 (Gangolli and Plambeck [5]); t = 3, so the Guy–Smith proof
+# needs G(0) ... G(93,166).  The power-of-two anchors of the hash saw it only after 2^17 values.
+G127_PERIOD, G127_PREPERIOD, G127_PROOF = 4, 46_578, 2 * 46_578 + 2 * 4 + 3
+
+
+def test_the_period_of_127_by_the_reference():
+    values = exact_values(".127", G127_PROOF)
+    assert is_proven_period(values, ".127", G127_PERIOD, G127_PREPERIOD)
+    assert search(values, 3).proven == Repetition(G127_PERIOD, G127_PREPERIOD, G127_PROOF)
+    assert search(values[:-1], 3).proven is None
+
+
+def test_period_finds_127_within_two_to_the_17_values(cli):
+    result = cli("period", ".127", "--max", 1 << 17)
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert lines[0] == "period 4 preperiod 46578"
+    assert f"checked on G(0) ... G({G127_PROOF - 1})" in lines[1]
+
+
+def test_period_names_the_values_a_seen_period_still_needs(cli):
+    out = cli("period", ".127", "--max", 90_000).out
+    assert out.splitlines()[0] == "no period up to 90000"
+    assert "candidate period 4 preperiod 46578" in out and f"run with --max {G127_PROOF}" in out
+
+
+@pytest.mark.parametrize("code, period, preperiod, workers", [
+    (".16", 149459, 105351, 0), (".16", 149459, 105351, 1), (".127", G127_PERIOD, G127_PREPERIOD, 0),
+    (".137", 34, 52, 0), (".77", 12, 71, 0)])
+def test_the_search_ends_as_soon_as_the_proof_is_complete(code, period, preperiod, workers):
+    # Values reach the prover in chunks (.16's run proved 1,010,913 before its proof of 509,622
+    # ended it); a search that ends at the proof computes exactly 2i + 2p + t values.
+    import octalgen
+
+    result = octalgen.period(code, workers=workers)
+    assert (result.period, result.preperiod) == (period, preperiod)
+    needed = proof_length(period, preperiod, parse_game(code).max_take)
+    assert result.proof_length == result.values == needed
+
+
+# -- claims -----------------------------------------------------------------------------------
+
+
+KAYLES = exact_values(".77", 200).tolist()
+
+
+@pytest.mark.parametrize("period, preperiod, says", [
+    (12, 71, None),
+    # Not a preperiod: the first n >= I where G(n + P) != G(n), with both values.
+    (12, 70, f"70 is not a preperiod of period 12: G(n + 12) != G(n) at n = 70 (G(82) = {KAYLES[82]}, "
+             f"G(70) = {KAYLES[70]})"),
+    (13, 71, "71 is not a preperiod of period 13: G(n + 13) != G(n) at n = "),
+    # A preperiod, not least: the witness that I - 1 is one too.
+    (12, 73, f"the preperiod 73 is not least: G(72 + 12) = G(72) = {KAYLES[72]}, so 72 is a preperiod too "
+             "(the least is 71)"),
+    # A period, not least: the shorter one.
+    (36, 71, "the period 36 is not least: 12 is also a period from G(71) (the least period)"),
+])
+def test_a_claim_about_kayles_is_proven_or_refuted_truly(cli, period, preperiod, says):
+    result = cli("period", ".77", "--period", period, "--preperiod", preperiod)
+    if says is None:
+        assert result.code == 0 and result.out.splitlines()[0] == "period 12 preperiod 71"
+    else:
+        assert result.code == 1 and result.out.startswith("claim refuted: " + says), result.out
+
+
+def test_a_refuted_claim_names_both_values_where_it_fails(cli):
+    n = next(n for n in range(71, 187) if KAYLES[n + 13] != KAYLES[n])  # the first n >= 71, by the reference
+    result = cli("period", ".77", "--period", 13, "--preperiod", 71)
+    assert f"at n = {n} (G({n + 13}) = {KAYLES[n + 13]}, G({n}) = {KAYLES[n]})" in result.out
+
+
+def test_the_claim_of_issue_30_on_16(cli):
+    # 105350 is no preperiod of .16's period at all: G(105350) = 16 but G(254809) = 14 (reference).
+    values = exact_values(".16", 254_810)
+    assert (int(values[105_350]), int(values[254_809])) == (16, 14)
+    result = cli("period", ".16", "--period", 149459, "--preperiod", 105350)
+    assert result.code == 1
+    assert result.out.splitlines()[0] == ("claim refuted: 105350 is not a preperiod of period 149459: "
+                                          "G(n + 149459) != G(n) at n = 105350 (G(254809) = 14, G(105350) = 16)")

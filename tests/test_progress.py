@@ -1,17 +1,10 @@
 """The progress display: one live line that fits a real terminal, plain lines in a log, sane figures."""
 
-import fcntl
 import io
-import os
-import pty
 import re
-import struct
-import subprocess
-import sys
-import termios
 
-import pyte
 import pytest
+from terminal import run_in_terminal, screens
 
 import octalgen.progress as progress_module
 from octalgen.progress import Progress, compact, duration
@@ -19,9 +12,11 @@ from octalgen.progress import Progress, compact, duration
 # Drives Progress as a long run does: a silent phase first, then values proven in steps.
 SCRIPT = r"""
 import sys, time
+import octalgen.progress
 from octalgen.progress import Progress
 
 goal, first, step = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+octalgen.progress.ETA_SETTLE = 1.0  # the running phase below lasts 1.5 s: time enough for an ETA here
 progress = Progress(goal, label=".6")
 progress.phase("building kernel")
 time.sleep(0.8)
@@ -35,43 +30,9 @@ print("DONE")
 """
 
 
-def run_in_terminal(columns: int, *arguments) -> bytes:
-    """Everything SCRIPT writes to a real pseudo-terminal of ``columns`` x 24."""
-    main, secondary = pty.openpty()
-    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    environment["TERM"] = "xterm-256color"
-    child = subprocess.Popen([sys.executable, "-c", SCRIPT, *map(str, arguments)], stdin=secondary,
-                             stdout=secondary, stderr=secondary, env=environment, close_fds=True)
-    os.close(secondary)
-    output = b""
-    while True:
-        try:
-            data = os.read(main, 1 << 16)
-        except OSError:  # the child closed the terminal
-            break
-        if not data:
-            break
-        output += data
-    os.close(main)
-    assert child.wait(timeout=60) == 0, output.decode(errors="replace")
-    return output
-
-
-def screens(output: bytes, columns: int) -> list[list[str]]:
-    """The non-blank rows of a terminal emulator's screen after each redraw (each starts with a CR)."""
-    screen = pyte.Screen(columns, 24)
-    stream = pyte.ByteStream(screen)
-    shown = []
-    for piece in re.split(rb"(?=\r)", output):
-        stream.feed(piece)
-        shown.append([row.rstrip() for row in screen.display if row.strip()])
-    return shown
-
-
 @pytest.mark.parametrize("columns, goal", [(80, 10**8), (80, 10**99), (40, 10**8)])
 def test_the_live_line_fits_the_terminal_and_leaves_nothing_behind(columns, goal):
-    shown = screens(run_in_terminal(columns, goal, 50_000_000, 2_000_000), columns)
+    shown = screens(run_in_terminal(columns, SCRIPT, goal, 50_000_000, 2_000_000), columns)
     lines = [rows[0] for rows in shown if rows]
     # One row at every moment: a line wider than the terminal would wrap onto a second row,
     # and a refresh that did not replace the previous line would leave it standing above.
@@ -127,18 +88,60 @@ def test_the_rate_counts_only_this_sessions_values(clock):
     progress, stream = plain(10**9, every=0)
     progress.update(500_000_000)  # resumed: half the run was proven before
     assert "values/s" not in stream.getvalue() and "ETA" not in stream.getvalue()
-    clock.now += 10
-    progress.update(501_000_000)
+    for second in range(1, 11):
+        clock.now += 1
+        progress.update(500_000_000 + second * 100_000)
     assert stream.getvalue().splitlines()[-1].endswith("100 k values/s  ETA 1:23:10")
 
 
 def test_a_goal_out_of_reach_gets_no_date(clock):
     progress, stream = plain(10**99, every=0)
     progress.update(0)
-    clock.now += 5
-    progress.update(5_000_000)
+    for second in range(1, 6):
+        clock.now += 1
+        progress.update(second * 1_000_000)
     last = stream.getvalue().splitlines()[-1]
     assert last.endswith("1.00 M values/s  ETA > 10 years") and "0.0%" in last
+
+
+def test_no_eta_from_the_exact_prefix_nor_before_the_kernels_rate_settles(clock):
+    """The run of the report: 41.3 k values proven at 1 k/s by the exact prefix, then the
+    kernel at 1 M/s.  The prefix's rate would give an ETA of 2:45:59; none is shown until the
+    kernel's own rate has been measured for ETA_SETTLE seconds, and then it is the kernel's."""
+    progress, stream = plain(10**7, every=0)
+    progress.phase("exact prefix", eta=False)
+    for second in range(1, 42):
+        clock.now += 1
+        progress.update(second * 1_000)
+    prefix_lines = stream.getvalue().splitlines()
+    assert "1.00 k values/s" in prefix_lines[-1]  # the prefix's rate is shown, as what it is ...
+    assert not any("ETA" in line for line in prefix_lines)  # ... but predicts nothing
+    progress.phase("building kernel")
+    clock.now += 2
+    progress.phase("running")
+    began = clock.now
+    for tenth in range(1, 81):  # 8 s of kernel at 1 M values/s, an update every 0.1 s
+        clock.now = began + tenth / 10
+        progress.update(41_000 + tenth * 100_000)
+        has_eta = "ETA" in stream.getvalue().splitlines()[-1]
+        assert has_eta == (tenth / 10 >= progress_module.ETA_SETTLE), (tenth, stream.getvalue().splitlines()[-1])
+    # From the kernel's rate alone: 10^7 - 8,041,000 values at 1.00 M values/s, about 2 s.
+    assert stream.getvalue().splitlines()[-1].endswith("1.00 M values/s  ETA 0:01")
+
+
+def test_a_rate_from_too_few_steps_gives_no_eta(clock):
+    progress, stream = plain(10**6, every=0)
+    progress.phase("running")
+    progress.update(0)
+    clock.now += 10
+    progress.update(100_000)  # one step over 10 s: a rate, but not yet an ETA
+    assert stream.getvalue().splitlines()[-1].endswith("10.0 k values/s")
+    clock.now += 1
+    progress.update(110_000)
+    assert "ETA" not in stream.getvalue()
+    clock.now += 1
+    progress.update(120_000)  # the third step
+    assert stream.getvalue().splitlines()[-1].endswith("10.0 k values/s  ETA 1:28")
 
 
 def test_disabled_reports_nothing(clock):

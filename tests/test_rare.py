@@ -5,8 +5,9 @@ import pytest
 
 from octalgen.errors import TableError
 from octalgen.game import parse_game
-from octalgen.rare import RareTable, compute_table, find_rare_mask, is_rare, shipped_table
+from octalgen.rare import RareTable, compute_table, shipped_table
 from octalgen.reference import exact_values
+from octalgen.sparse import find_rare_mask, is_rare
 
 
 def test_rare_means_even_parity_under_the_mask():

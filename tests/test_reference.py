@@ -86,4 +86,19 @@ def test_officers_agreed_checksum_2m():
     from octalgen.checksum import fnv1a64
 
     values = exact_values(".6", 2_097_152, mask=0x1EE)
-    assert fnv1a64(values[65536:]) == "fceb5187c44e10c4"
+    assert fnv1a64(values[65536:]) == "73c2a53ce177d95a"
+
+
+def test_digest_is_the_standard_fnv1a64():
+    """Values below 256 fold as FNV-1a-64 folds bytes: the test vectors of the FNV reference code hold,
+    in Python and in the C scanner that ``run`` uses."""
+    from octalgen.checksum import fnv1a64
+    from octalgen.engine.scan import Scanner
+
+    assert fnv1a64([]) == "cbf29ce484222325"  # the standard offset basis
+    for text, digest in (("a", "af63dc4c8601ec8c"), ("foobar", "85944171f73967e8")):
+        symbols = np.frombuffer(text.encode(), dtype=np.uint8).astype(np.uint16)
+        assert fnv1a64(symbols) == digest
+        scanner = Scanner(1, anchor_from=1 << 62)
+        list(scanner.fold(symbols))
+        assert scanner.digest() == digest

@@ -24,18 +24,19 @@ from octalgen.cpu.generate import CUnit, compile_unit, kernel_unit
 from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel
 from octalgen.cpu.verify import Verifier
 from octalgen.cuda import plugin, twin
-from octalgen.cuda.plan import CODES, CudaPlan
+from octalgen.cuda.cuda_plan import CODES, CudaPlan
 from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.store import read_kept_values
 from octalgen.engine.summary import summarize, summary_of_checkpoint
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.errors import InputError, Interrupted, TableError
 from octalgen.game import parse_game
-from octalgen.hdl.kernel import SpeculativeKernel as HdlKernel
+from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.simulate import compare, simulate_amaranth
 from octalgen.plan import make_plan
-from octalgen.rare import SCHEMA_1, RareTable, Rarity, shipped_table
+from octalgen.rare import SCHEMA_1, RareTable, shipped_table
 from octalgen.reference import ExactSolver, exact_values, naive_values
+from octalgen.sparse import Rarity
 from octalgen.survey import survey_game
 
 from engine_helpers import StopAt
@@ -301,7 +302,7 @@ def test_fpga_pipeline_decodes_by_the_heaps_parity(code, fold, count):
     truth = reference(code, count)
     plan = make_plan(shipped_table(code) or RareTable.from_values(code, truth))
     for first in (plan.start, plan.start + 1):  # the output's first heap of either parity
-        kernel = HdlKernel(plan, truth[:first], fold=fold, first=first)
+        kernel = SpeculativePipeline(plan, truth[:first], fold=fold, first=first)
         run = simulate_amaranth(kernel, kernel.latency + (len(truth) - first) * fold)
         assert compare(run, truth, first).ok and len(run.values) == len(truth) - first
 
@@ -310,4 +311,4 @@ def test_fpga_pipeline_refuses_16_bit_codes_of_positions():
     # Which 16-bit codes are common differs by heap: the pipeline's one mex order cannot serve both.
     plan = make_plan(shipped_table(".104"), storage="u16")
     with pytest.raises(InputError, match="one mex order does not fit every heap"):
-        HdlKernel(plan, reference(".104", plan.start), fold=2)
+        SpeculativePipeline(plan, reference(".104", plan.start), fold=2)

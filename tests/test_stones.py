@@ -19,8 +19,8 @@ from octalgen.build import find_compiler
 from octalgen.errors import InputError, ToolMissingError
 from octalgen.game import subtraction_game
 from octalgen.stones import Asymmetric, Classic, NoRepeat, StonesRuleError, compute, parse_moves
-from octalgen.stones.period import Period, least_period, state_period, summarize, summarize_game
-from octalgen.stones.plan import MAX_HISTORY_EDGES, make_plan
+from octalgen.stones.period import Period, eventual_periods, eventual_periods_of_game, least_period, state_period
+from octalgen.stones.stones_plan import MAX_HISTORY_EDGES, make_stones_plan
 from octalgen.stones.reference import reference_outcomes
 
 
@@ -117,10 +117,10 @@ def test_asymmetric_game_1_left_wins_from_ten(backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_summaries_of_the_papers_games(backend):
-    assert summarize_game(GAME_1, 10_000, backend)[0].always_wins == ("Left", 10)
-    assert summarize_game(NoRepeat((1, 2, 3, 4, 5)), 10_000, backend)[0].periods == {"safe": Period(0, 13)}
+    assert eventual_periods_of_game(GAME_1, 10_000, backend)[0].always_wins == ("Left", 10)
+    assert eventual_periods_of_game(NoRepeat((1, 2, 3, 4, 5)), 10_000, backend)[0].periods == {"safe": Period(0, 13)}
     # Section 4.3: with Rekha on {3, 5, 9} no player wins whoever starts.
-    assert summarize_game(Asymmetric((2, 5, 9), (3, 5, 9)), 10_000, backend)[0].always_wins is None
+    assert eventual_periods_of_game(Asymmetric((2, 5, 9), (3, 5, 9)), 10_000, backend)[0].always_wins is None
 
 
 @settings(max_examples=40, deadline=None)
@@ -203,8 +203,8 @@ def test_generated_source_has_a_reproducible_provenance_header():
     from octalgen.stones.ccode import generate_source
 
     for game in (Classic((1, 5, 8, 10)), NoRepeat((1, 2, 3, 4, 5), 2), GAME_1):
-        source = generate_source(make_plan(game))
-        assert source == generate_source(make_plan(game))
+        source = generate_source(make_stones_plan(game))
+        assert source == generate_source(make_stones_plan(game))
         header = source[: source.index("*/")]
         assert f"generator: octalgen {__version__}" in header
         assert f"rule: {game.rule}" in header
@@ -215,7 +215,7 @@ def test_generated_source_has_a_reproducible_provenance_header():
 
 def test_history_kernel_refuses_a_huge_state_graph():
     with pytest.raises(InputError, match=f"more than the {MAX_HISTORY_EDGES}"):
-        make_plan(NoRepeat((1, 2, 3, 4, 5, 6), 4))
+        make_stones_plan(NoRepeat((1, 2, 3, 4, 5, 6), 4))
 
 
 # -- periods ---------------------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def test_state_period_finds_the_first_repeated_window():
 @given(small_sets)
 def test_classic_period_holds_far_beyond(moves):
     game = Classic(tuple(moves))
-    summary = summarize(reference_outcomes(game, 600))
+    summary = eventual_periods(reference_outcomes(game, 600))
     if summary is None:
         return  # no repeat below 600 pile sizes: nothing claimed
     period = summary.periods["mover"]

@@ -8,6 +8,9 @@ from octalgen.checksum import fnv1a64
 from octalgen.engine.executors import InProcess
 from octalgen.periodicity import proof_length, solved_games
 from octalgen.reference import exact_values
+from octalgen.cli.survey import open_hints
+from octalgen.game import parse_game
+from octalgen.periodicity import is_proven_period
 from octalgen.survey import Survey, run_survey, survey_game, survey_games
 
 
@@ -77,3 +80,54 @@ def test_a_record_of_another_survey_is_refused(tmp_path, cli):
     run_survey(survey, InProcess())
     result = cli("survey", "--digits", 1, "--max", 6000, "--out", tmp_path / "s", "--workers", 0)
     assert result.code == 2 and "belongs to another survey" in result.err and result.err.count("\n") == 1
+
+
+def test_a_survey_proves_what_its_values_prove_and_hints_at_the_rest(tmp_path):
+    # .127: period 4, preperiod 46,578 (Gangolli and Plambeck); its proof needs G(0) ... G(93,166), within 2^17,
+    # though the hash's power-of-two anchors see the period only past 2^17.  .6 and .16 stay open at 2^17.
+    codes = (".127", ".77", ".6", ".16")
+    survey = Survey(tmp_path / "s", [parse_game(code) for code in codes], 1 << 17)
+    run_survey(survey, InProcess())
+    results = {r["code"]: r for r in survey.finished()}
+    assert is_proven_period(exact_values(".127", 93_167), ".127", 4, 46_578)
+    assert (results[".127"]["status"], results[".127"]["period"], results[".127"]["preperiod"],
+            results[".127"]["proof_values"]) == ("periodic", 4, 46_578, 93_167)
+    assert (results[".77"]["period"], results[".77"]["preperiod"]) == (12, 71)
+    assert [code for code in codes if results[code]["status"] == "open"] == [".6", ".16"]
+    open_games = [r for r in survey.finished() if r["status"] == "open"]
+    assert open_hints(open_games, 1 << 17) == ["(a period may need more values: try octalgen period .6 --max 1e6)"]
+
+
+def test_an_open_game_with_a_period_in_sight_names_the_values_its_proof_needs():
+    result = survey_game(".127", 90_000)
+    assert result["status"] == "open" and result["period"] is None
+    assert (result["candidate_period"], result["candidate_preperiod"], result["candidate_proof_values"]) == (
+        4, 46_578, 93_167)
+    assert open_hints([result], 90_000) == ["  .127: period 4 preperiod 46578 seen: octalgen period .127 --max 93167"]
+
+
+def test_a_record_of_the_earlier_survey_is_refused(tmp_path, cli):
+    survey = Survey(tmp_path / "s", survey_games(1), 5000)
+    record = dict(survey.header, survey=1)
+    survey.done_path.write_text(json.dumps(record) + "\n")
+    result = cli("survey", "--digits", 1, "--max", 5000, "--out", tmp_path / "s", "--workers", 0)
+    assert result.code == 2 and "written by an earlier octalgen" in result.err and result.err.count("\n") == 1
+
+
+SURVEY_IN_A_TERMINAL = r"""
+import sys
+from octalgen.cli import main
+
+sys.exit(main(["-q", "survey", "--digits", "1", "--max", "2000", "--workers", "0", "--out", sys.argv[1]]))
+"""
+
+
+def test_survey_output_fits_the_terminal(tmp_path):
+    from terminal import run_in_terminal, screens
+
+    output = run_in_terminal(40, SURVEY_IN_A_TERMINAL, tmp_path / "one-digit")
+    # A wider emulator than the program's terminal: a line too wide shows as a long row instead of wrapping.
+    rows = [row for rows in screens(output, 200) for row in rows]
+    assert any(row.startswith("survey of 15 games") for row in rows), rows
+    assert any(row.startswith("open to 2000: ") for row in rows), rows
+    assert not [row for row in rows if len(row) > 40]

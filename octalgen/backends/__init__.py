@@ -34,9 +34,10 @@ class Backend:
     summary : str
         One line for ``--help``.
     compute : callable
-        ``compute(game, start, count, table=None, threads=None)`` (game: an
+        ``compute(game, start, count, table=None, threads=None, progress=None)`` (game: an
         :class:`~octalgen.game.OctalGame`) yielding int64
-        numpy chunks that together are G(start) ... G(start+count-1).
+        numpy chunks that together are G(start) ... G(start+count-1); it tells ``progress`` (a
+        :class:`~octalgen.progress.Progress`) its phase and how far it has come.
     unavailable : callable
         Returns None when the backend can run here, else the reason (one line).
     """

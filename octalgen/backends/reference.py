@@ -6,12 +6,16 @@ from ..reference import ExactSolver
 from . import Backend, register
 
 
-def _compute(game, start, count, table=None, threads=None):
+def _compute(game, start, count, table=None, threads=None, progress=None):
     # The rare table only lends its mask (and positional parity): the solver finds every rare
     # value itself, so a wrong table can slow it down but never make it wrong.
     solver = ExactSolver(game, mask=table.mask if table is not None else None,
                          parity=table.parity if table is not None else None)
+    if progress is not None:
+        progress.phase("pure-Python reference")
     solver.extend(start + count)
+    if progress is not None:
+        progress.update(start + count)
     yield solver.values[start : start + count].copy()
 
 

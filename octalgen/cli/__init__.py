@@ -7,7 +7,9 @@ status).  Library code raises :class:`~octalgen.errors.OctalgenError`; this
 module prints its message as one line on stderr and exits with its code.
 
 Every sub-command's parser is a :class:`CommandParser`: it accepts ``-q`` and ``-v`` after the
-sub-command too, and shows its description and example as written.  Output is quiet by
+sub-command too, and lays out its help with :class:`HelpFormatter` (prose fitted to the terminal,
+examples as written).  A mistyped option is named, with the option meant, before any other usage
+error.  Results written to a terminal fit its width (:func:`fit_to_terminal`).  Output is quiet by
 default: warnings and errors, and the progress display of long computations; ``-v`` adds what
 octalgen is doing (builds, plans, cache), ``-vv`` debugging detail, ``-q`` drops the progress
 display.  Commands make their display with :func:`progress_for`.
@@ -16,10 +18,13 @@ display.  Commands make their display with :func:`progress_for`.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import os
+import re
 import shlex
+import shutil
 import sys
 import textwrap
 
@@ -34,31 +39,137 @@ _QUIET_HELP = "no progress display: only warnings, errors and the results"
 _VERBOSE_HELP = "also say what octalgen is doing (builds, plans, cache); -vv for debugging detail"
 
 
+#: Help pages are as wide as the terminal, but no wider than this: longer lines are hard to read.
+HELP_WIDTH = 80
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr, exit status 2."""
+    """An argument parser whose usage errors are one line on stderr, exit status 2.
+
+    An option it does not know is reported first, with the known option it most resembles
+    (``--untill``: did you mean ``--until``?), rather than the error it causes (a required
+    option missing, an argument left over).
+    """
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)  # for error(), which argparse gives no arguments
+        namespace, extras = super().parse_known_args(args, namespace)
+        unknown = self._unknown_option(extras)
+        if unknown is not None:
+            self.error(self._unknown_message(unknown))
+        return namespace, extras
 
     def error(self, message):
+        # A parser with sub-commands cannot judge their options: only a leaf parser looks.
+        unknown = None if self._subparsers is not None else self._unknown_option(getattr(self, "_given", ()))
+        if unknown is not None:
+            message = self._unknown_message(unknown)
+        else:
+            message = _suggest_choice(message)
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+    def _unknown_option(self, tokens) -> str | None:
+        """The first of ``tokens`` that looks like an option and is none of this parser's (nor a prefix of one)."""
+        for token in tokens:
+            if token == "--":
+                break
+            if not token.startswith("-") or token == "-" or self._negative_number_matcher.match(token):
+                continue
+            name = token.split("=", 1)[0]
+            if name.startswith("--"):
+                known = any(option.startswith(name) for option in self._option_string_actions)
+            else:  # -n5, -vv: a short option with its value or repeated
+                known = name[:2] in self._option_string_actions
+            if not known:
+                return name
+        return None
+
+    def _unknown_message(self, name: str) -> str:
+        options = [option for option in self._option_string_actions if option.startswith("--")]
+        meant = difflib.get_close_matches(name if name.startswith("--") else "-" + name, options, n=1,
+                                          cutoff=_CLOSE_ENOUGH)
+        return f"unrecognized option {name}" + (f": did you mean {meant[0]}?" if meant else "")
+
+
+#: How alike (difflib's ratio) a mistyped name and a known one must be for the known one to be suggested.
+_CLOSE_ENOUGH = 0.75
+
+#: argparse's message for a value outside ``choices``.
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)$")
+
+
+def _suggest_choice(message: str) -> str:
+    """argparse's "invalid choice" message with the choice most like the one given, when one is."""
+    match = _INVALID_CHOICE.search(message)
+    if match is None:
+        return message
+    meant = difflib.get_close_matches(match["given"], re.findall(r"'([^']*)'", match["choices"]), n=1,
+                                      cutoff=_CLOSE_ENOUGH)
+    if not meant:
+        return message
+    given_ends = match.end("given") + 1  # after its closing quote
+    return f"{message[:given_ends]}: did you mean {meant[0]}?{message[given_ends:]}"
 
 
 class HelpFormatter(argparse.HelpFormatter):
-    """Wraps descriptions to the terminal's width, but keeps indented lines (the examples) as written."""
+    """The layout of every help page: as wide as the terminal, at most :data:`HELP_WIDTH` columns.
+
+    Unindented lines are prose: consecutive ones are one paragraph, re-flowed to the width (so
+    the text may break its lines anywhere; a blank line ends a paragraph).  Indented lines are
+    examples and are kept as written; one too wide for the terminal has its explanation (after
+    two spaces or a ``#``) moved onto the next line, and a command still too wide is continued
+    with a backslash, as a shell reads it.
+    """
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None):
+        if width is None:
+            width = min(shutil.get_terminal_size().columns, HELP_WIDTH) - 2  # argparse's own margin of 2
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _fill_text(self, text, width, indent):
-        lines = []
+        lines, paragraph = [], []
+
+        def end_paragraph():
+            if paragraph:
+                lines.extend(textwrap.wrap(" ".join(paragraph), width, initial_indent=indent,
+                                           subsequent_indent=indent, break_on_hyphens=False))
+                paragraph.clear()
+
         for line in text.splitlines():
-            if line.startswith(" ") or not line.strip():
-                lines.append(indent + line)
-            else:
-                lines.extend(textwrap.wrap(line, width, initial_indent=indent, subsequent_indent=indent))
+            if line.strip() and not line.startswith(" "):
+                paragraph.append(line.strip() + (" " if line.rstrip().endswith(".") else ""))
+                continue
+            end_paragraph()
+            lines.extend(_example_lines(indent + line.rstrip(), width + len(indent)) if line.strip() else [""])
+        end_paragraph()
         return "\n".join(lines)
 
 
+#: An example line: its indent, the command, and an explanation after two spaces or a ``#``.
+_EXAMPLE = re.compile(r"^(?P<indent> *)(?P<command>\S.*?)(?: {2,}| +(?=# ))(?P<comment>\S.*)$")
+
+
+def _example_lines(line: str, width: int) -> list[str]:
+    """An indented example line as lines of at most ``width`` columns (see :class:`HelpFormatter`)."""
+    if len(line) <= width:
+        return [line]
+    match = _EXAMPLE.match(line)
+    indent, command = (match["indent"], match["command"]) if match else (line[: len(line) - len(line.lstrip())],
+                                                                          line.strip())
+    more = indent + "    "
+    pieces = textwrap.wrap(command, width - len(indent) - 2, break_long_words=False, break_on_hyphens=False)
+    lines = [indent + pieces[0]] + [more + piece for piece in pieces[1:]]
+    lines = [piece + " \\" for piece in lines[:-1]] + lines[-1:]
+    if match:
+        lines += textwrap.wrap(match["comment"], width, initial_indent=more, subsequent_indent=more + "  ")
+    return lines
+
+
 class CommandParser(OneLineParser):
-    """The parser of a sub-command: ``-q``/``-v`` accepted after it too, examples kept as written."""
+    """The parser of a sub-command: ``-q``/``-v`` accepted after it too, help laid out by :class:`HelpFormatter`."""
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("formatter_class", HelpFormatter)
+        kwargs["formatter_class"] = HelpFormatter  # one layout for every page (a module's own choice is overruled)
         super().__init__(**kwargs)
         # Own destinations (merged in main): a sub-parser's default would overwrite the main parser's value.
         self.add_argument("-q", "--quiet", dest="sub_quiet", action="store_true", default=argparse.SUPPRESS,
@@ -103,8 +214,15 @@ class _CurrentStderr(logging.StreamHandler):
         pass
 
 
+class _FittingFormatter(logging.Formatter):
+    """``octalgen: message``, wrapped to the terminal's width when stderr is one."""
+
+    def format(self, record):
+        return "\n".join(fit_to_terminal(super().format(record).splitlines(), sys.stderr))
+
+
 _HANDLER = _CurrentStderr()
-_HANDLER.setFormatter(logging.Formatter("octalgen: %(message)s"))
+_HANDLER.setFormatter(_FittingFormatter("octalgen: %(message)s"))
 
 
 def set_verbosity(verbose: int) -> None:
@@ -128,6 +246,35 @@ def progress_for(args, goal: int | None, label: str = "", writes_stdout: bool = 
 
     shown = not args.quiet and not (writes_stdout and is_terminal(sys.stdout))
     return Progress(goal, label=label, enabled=shown, items=items)
+
+
+def terminal_width(stream) -> int:
+    """The columns of the terminal ``stream`` writes to (``COLUMNS`` overrides, as for argparse)."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return shutil.get_terminal_size().columns
+
+
+def fit_to_terminal(lines, stream=None, indent: str = "    ") -> list[str]:
+    """``lines`` wrapped to the terminal's width when ``stream`` (default stdout) is a terminal.
+
+    A long line goes on in lines starting with ``indent``.  Written to a file or a pipe, the lines
+    are left whole: one figure per line, for programs that read them.
+    """
+    from ..progress import is_terminal
+
+    stream = sys.stdout if stream is None else stream
+    if not is_terminal(stream):
+        return list(lines)
+    width = terminal_width(stream)
+    fitted = []
+    for line in lines:
+        fitted.extend(textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [""])
+    return fitted
 
 
 def main(argv=None) -> int:

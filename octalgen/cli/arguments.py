@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import InputError, OctalgenError
+from ..errors import OctalgenError
 from ..game import OctalGame, parse_game
-from ..rare import RareTable, rare_table, table_filename
+from ..output import output_file
+from ..rare import RareTable, table_filename
 
 #: Where ``octalgen emit`` writes by default (the repository's generated/).
 GENERATED_DIRECTORY = "generated"
@@ -111,11 +111,15 @@ def add_table(parser) -> None:
                         help="rare-value table (YAML) to use instead of the shipped or computed one")
 
 
-def load_table(args) -> RareTable:
-    """The table named by ``--table``, checked against the game, else the default one."""
+def load_table(args) -> RareTable | None:
+    """The table named by ``--table``, checked against the game; None without one.
+
+    Without one, the engine and :func:`~octalgen.engine.plans.plan_game` take the shipped table,
+    else find one from the first exact values.
+    """
     if getattr(args, "table", None):
         return RareTable.load(args.table, game=args.game)
-    return rare_table(args.game)
+    return None
 
 
 def mask_type(text: str) -> int:
@@ -131,24 +135,14 @@ def mask_type(text: str) -> int:
 
 @contextmanager
 def output_stream(path=None):
-    """A binary file to write a command's output to: ``path`` atomically, else stdout.
+    """A binary file for a command's output: ``path``, by :func:`octalgen.output.output_file`, else stdout.
 
-    ``path`` is written as ``path.partial`` and renamed when the block ends normally; on any
-    error the partial file is removed, so a failed command leaves no half-written output.
+    A regular file is replaced atomically (nothing half-written is ever left), a device, FIFO or
+    symbolic link is written through, and a failure is one :class:`~octalgen.errors.OutputError`.
     """
     if path is None:
         yield sys.stdout.buffer
         sys.stdout.flush()
         return
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        with open(partial, "wb") as out:
-            yield out
-        os.replace(partial, path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    with output_file(path) as out:
+        yield out

@@ -16,13 +16,15 @@ one-thread C kernel timed in the same command.
 from __future__ import annotations
 
 import os
+import textwrap
 import time
 
 import numpy as np
 
 from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
 from ..cpu.verify import PLAIN_SCAN_FLAGS, Verifier
-from ..engine.core import Engine, EngineOptions, kernel_start
+from ..engine.core import Engine, EngineOptions
+from ..engine.plans import plan_game
 from ..engine.values import ValueSink
 from ..errors import ComputationError, InputError
 from ..reference import exact_values as reference_values
@@ -34,6 +36,8 @@ REFERENCE_COUNT = 20_000
 #: rounds of the vector and the plain proof scan (the plain one takes seconds per round).
 VERIFY_SAMPLE = 1 << 19
 VERIFY_ROUNDS = 3
+#: Columns of bench's report: every line fits this, whatever the terminal (a report is kept in files too).
+WIDTH = 80
 
 
 def register(sub) -> None:
@@ -85,13 +89,6 @@ def _verify_cpu(verifiers, codes, base, prefix, a, b):
     return verdicts, seconds
 
 
-def _kernel_plan(game):
-    plan, prefix = kernel_start(game)
-    if plan is None:
-        raise InputError(f"{game.code} has no speculative kernel (no sparse space): nothing to bench")
-    return plan, prefix
-
-
 def run(args) -> int:
     if args.count < 1 or (args.threads is not None and args.threads < 1):
         raise InputError("-n and --threads must be at least 1")
@@ -104,7 +101,7 @@ def _bench_cuda(args) -> int:
 
     require_gpu()  # one line, before the C baseline spends any time
     game, count = args.game, args.count
-    plan, prefix = _kernel_plan(game)
+    plan, prefix = plan_game(game, required=True)
     baseline_count = min(count, DEFAULT_COUNT)
     codes = np.empty(plan.window + baseline_count, dtype=SpeculativeKernel(plan).dtype)
     codes[: plan.window] = plan.encoding.encode_array(prefix[plan.start - plan.window:])
@@ -113,21 +110,20 @@ def _bench_cuda(args) -> int:
     _, c_seconds = _timed(kernel.fill, codes, plan.start, 1)
     c_rate = baseline_count / c_seconds
     figures = run_benchmark(game.code, max(count, plan.start + 1))
-    print(f"octalgen bench {game.code} --backend cuda: G(0) ... G({figures['count'] - 1}), "
-          f"window {figures['window']} positions per round, whole runs through the engine")
+    _say(f"octalgen bench {game.code} --backend cuda: G(0) ... G({figures['count'] - 1}), "
+         f"window {figures['window']} positions per round, whole runs through the engine")
     rows = (("speculative (GPU, whole run)", "speculative_values_per_s"),
             ("verified (GPU, whole run)", "verified_values_per_s"),
             ("round kernels alone (device time)", "kernel_values_per_s"))
     for name, key in rows:
         if figures.get(key):
-            print(f"  {name:<40} {figures[key] / 1e6:9.3f} M values/s   "
-                  f"{figures[key] / c_rate:.1f}x the C kernel, 1 thread")
-    print(f"  {'C speculative kernel, 1 thread':<40} {c_rate / 1e6:9.3f} M values/s   "
-          f"the baseline ({baseline_count} heaps, this machine)")
-    print(f"rounds {figures['rounds']} ({figures['microseconds_per_round']:.2f} us each); positions recomputed per "
-          f"value {figures['recomputed_per_value']:.2f}; rounds per window {figures['rounds_per_window']}")
+            _row(name, figures[key], f"{figures[key] / c_rate:.1f}x the C kernel")
+    _row("C speculative kernel, 1 thread", c_rate, "the baseline",
+         f"on {baseline_count} heaps of this machine")
+    _say(f"rounds {figures['rounds']} ({figures['microseconds_per_round']:.2f} us each); positions recomputed per "
+         f"value {figures['recomputed_per_value']:.2f}; rounds per window {figures['rounds_per_window']}")
     known = figures.get("checksum_known")
-    print(f"fnv1a64 {figures['checksum']}" + (f" (agreed: {known})" if known else ""))
+    _say(f"fnv1a64 {figures['checksum']}" + (f" (agreed: {known})" if known else ""))
     if not figures["checksum_ok"]:
         raise ComputationError(f"bench: the GPU values are wrong (checksum {figures['checksum']}, speculative "
                                f"{figures['speculative_checksum']}); please report")
@@ -137,11 +133,11 @@ def _bench_cuda(args) -> int:
 def _bench_c(args) -> int:
     game, count = args.game, args.count
     threads = args.threads or default_threads()
-    plan, prefix = _kernel_plan(game)
+    plan, prefix = plan_game(game, required=True)
     threads = min(threads, SpeculativeKernel(plan).max_threads)
     start, window = plan.start, plan.window
-    print(f"octalgen bench {game.code}: N = {count} heaps from G({start}); kernel of {len(plan.terms)} terms, "
-          f"{plan.encoding.kind} storage; {os.cpu_count()} cores, load average {_load()} at start")
+    _say(f"octalgen bench {game.code}: N = {count} heaps from G({start}); kernel of {len(plan.terms)} terms, "
+         f"{plan.encoding.kind} storage; {os.cpu_count()} cores, load average {_load()} at start")
 
     def buffer():
         codes = np.empty(window + count, dtype=SpeculativeKernel(plan).dtype)
@@ -180,27 +176,36 @@ def _bench_c(args) -> int:
     speedup = float(np.median(np.divide(plain_s, verify_s)))
     exact_rate = (start + count) / exact_s
     reference_rate = len(reference) / reference_s
-    note = f" (fell back to one thread at G({fell_back}): cores busy)" if fell_back is not None else ""
-    rows = [
-        ("speculative kernel, 1 thread", rate["one"], f"{rate['one'] / rate['naive']:.2f}x naive C"),
-        (f"speculative kernel, {threads} threads", rate["many"], f"{rate['many'] / rate['one']:.2f}x one thread{note}"),
-        ("naive C (loop over the term table)", rate["naive"], "the baseline, same compiler flags"),
-        ("verifier, 1 process", rate["verify"], f"per core (CPU time, last {sample} heaps); {speedup:.2f}x the "
-                                                 f"plain scan; {verdict.options_scanned / sample:.0f} options "
-                                                 "scanned per heap"),
-        ("verifier, plain C proof scan", rate["plain verify"], f"the baseline, same unit and heaps "
-                                                                f"(-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}"),
-        (f"exact --backend c, {threads} threads", exact_rate, f"G(0) ... G({start + count - 1}): exact prefix, "
-                                                              f"kernel, {threads} verifying processes"),
-        (f"Python reference, first {len(reference)}", reference_rate,
-         f"kernel {rate['one'] / reference_rate:.0f}x, exact C {exact_rate / reference_rate:.0f}x faster"),
-    ]
-    for name, value, comment in rows:
-        print(f"  {name:<40} {value / 1e6:9.3f} M values/s   {comment}")
+    fell = f"fell back to one thread at G({fell_back}): cores busy" if fell_back is not None else None
+    _row("speculative kernel, 1 thread", rate["one"], f"{rate['one'] / rate['naive']:.2f}x naive C")
+    _row(f"speculative kernel, {threads} threads", rate["many"], f"{rate['many'] / rate['one']:.2f}x one thread",
+         fell)
+    _row("naive C (loop over the term table)", rate["naive"], "the baseline", "same compiler flags")
+    _row("verifier, 1 process", rate["verify"], f"{speedup:.2f}x the plain scan",
+         f"per core (CPU time, last {sample} heaps); {verdict.options_scanned / sample:.0f} options scanned per heap")
+    _row("verifier, plain C proof scan", rate["plain verify"], "the baseline",
+         f"same unit and heaps (-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}")
+    _row(f"exact --backend c, {threads} threads", exact_rate, "",
+         f"G(0) ... G({start + count - 1}): exact prefix, kernel, {threads} verifying processes")
+    _row(f"Python reference, first {len(reference)}", reference_rate,
+         f"kernel {rate['one'] / reference_rate:.0f}x faster", f"exact C {exact_rate / reference_rate:.0f}x faster")
     roles = engine.accounting()
-    print("  exact backend, CPU seconds per 10^8 values: " + ", ".join(
+    _say("  exact backend, CPU seconds per 10^8 values: " + ", ".join(
         f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in roles.items() if figures["cpu_seconds"]))
-    print(f"all agree (kernel 1 and {threads} threads, naive, verifier and its plain scan, exact backend, "
-          "reference); "
-          f"load average {_load()} at end")
+    _say(f"all agree (kernel 1 and {threads} threads, naive, verifier and its plain scan, exact backend, "
+         f"reference); load average {_load()} at end")
     return 0
+
+
+def _row(name: str, rate: float, comparison: str, note: str | None = None) -> None:
+    """A row of figures: what was timed, its rate and how it compares (``note``: on lines below)."""
+    print(f"  {name:<34} {rate / 1e6:8.3f} M values/s  {comparison}".rstrip())
+    if note:
+        _say(note, indent="      ")
+
+
+def _say(text: str, indent: str = "") -> None:
+    """``text`` wrapped to :data:`WIDTH` columns after ``indent`` (default: the text's own), later lines four more."""
+    lead = indent or text[: len(text) - len(text.lstrip())]
+    print("\n".join(textwrap.wrap(text.strip(), WIDTH, initial_indent=lead, subsequent_indent=lead + "    ",
+                                  break_on_hyphens=False)))

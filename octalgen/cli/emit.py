@@ -22,9 +22,9 @@ def register(sub) -> None:
                     "Verilog, or its simulation).  Every file starts with a header naming the octalgen version, "
                     "the game, the rare table's digest and the options, so the output is reproducible.",
         epilog="examples:\n"
-               "  octalgen emit c .6           # generated/0.6/octalgen_kernel.{c,h}, octalgen_exact.{c,h}\n"
+               "  octalgen emit c .6          # generated/0.6/octalgen_{kernel,exact}.{c,h}\n"
                "  octalgen emit hdl .6 --fold 20\n"
-               "  octalgen emit c --help       # the options of one target")
+               "  octalgen emit c --help      # the options of one target")
     targets = parser.add_subparsers(dest="target", metavar="TARGET", parser_class=CommandParser)
     targets.required = True
     for name in EMIT_TARGETS:

@@ -8,15 +8,11 @@ before the kernel's first heap, and the storage chosen from them.
 
 from __future__ import annotations
 
-import logging
-
 from ..cpu.generate import DEFAULT_MAX_THREADS, exact_unit, kernel_unit
-from ..engine.core import kernel_start
-from ..errors import InputError
+from ..engine.plans import plan_game
+from ..output import check_directory, write_output
 from ..rare import RareTable
-from .arguments import GENERATED_DIRECTORY, add_game, add_table, game_folder, threads_type
-
-log = logging.getLogger("octalgen")
+from .arguments import GENERATED_DIRECTORY, add_game, add_table, game_folder, load_table, threads_type
 
 
 def register(targets) -> None:
@@ -43,26 +39,17 @@ def register(targets) -> None:
 
 def units(game, table: RareTable | None = None, threads: int = DEFAULT_MAX_THREADS):
     """The units ``emit c`` writes for ``game``: the exact solver, and the kernel if the game has one."""
-    plan, _prefix = kernel_start(game, table)
-    found = [exact_unit(game)]
-    if plan is None:
-        log.info("%s has no sparse space (or no move leaving a heap): no speculative kernel, only the exact solver",
-                 game.code)
-    else:
-        found.append(kernel_unit(plan, threads))
-    return found
+    plan, _prefix = plan_game(game, table)  # with no kernel, plan_game logs why
+    return [exact_unit(game)] + ([kernel_unit(plan, threads)] if plan is not None else [])
 
 
 def run(args) -> int:
-    table = RareTable.load(args.table, game=args.game) if args.table else None
+    table = load_table(args)
     folder = game_folder(args.output, args.game)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for unit in units(args.game, table, args.threads):
-            for suffix, text in ((".c", unit.source), (".h", unit.header)):
-                path = folder / (unit.name + suffix)
-                path.write_text(text)
-                print(path)
-    except OSError as exc:
-        raise InputError(f"cannot write to {folder}: {exc.strerror}") from None
+    check_directory(folder)  # before generating anything
+    for unit in units(args.game, table, args.threads):
+        for suffix, text in ((".c", unit.source), (".h", unit.header)):
+            path = folder / (unit.name + suffix)
+            write_output(path, text)
+            print(path)
     return 0

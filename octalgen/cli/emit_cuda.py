@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
+from ..cuda.cuda_plan import CudaOptions, cuda_plan_for
 from ..cuda.kernels import render_kernels
-from ..cuda.plan import CudaOptions, make_cuda_plan
+from ..engine.plans import plan_game
+from ..output import check_output, write_output
 from .arguments import add_game, add_table, count_type, load_table
 
 
@@ -32,10 +33,13 @@ def register(targets) -> None:
 
 
 def run(args) -> int:
-    options = CudaOptions(term_groups=args.term_groups, cache_final=args.cache_final, arch=args.arch)
-    source = render_kernels(make_cuda_plan(load_table(args), options=options))
     if args.output:
-        Path(args.output).write_text(source)
+        check_output(args.output)  # before planning and rendering
+    options = CudaOptions(term_groups=args.term_groups, cache_final=args.cache_final, arch=args.arch)
+    plan, _prefix = plan_game(args.game, load_table(args), required=True)
+    source = render_kernels(cuda_plan_for(plan, options))
+    if args.output:
+        write_output(args.output, source)
     else:
         sys.stdout.write(source)
     return 0

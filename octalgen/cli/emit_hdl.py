@@ -11,12 +11,12 @@ heap size) or a raised error flag.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ..backends import compute_values
 from ..errors import InputError
-from ..plan import make_plan
+from ..engine.plans import plan_game
+from ..output import check_directory, write_output
 from . import progress_for
 from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder, load_table
 
@@ -33,8 +33,8 @@ def register(sub) -> None:
                     "runs the emitted Verilog itself (for long runs); it needs verilator on PATH "
                     "(Debian/Ubuntu: apt install verilator), checked before any work.",
         epilog="examples:\n"
-               "  octalgen emit hdl .6 --fold 20                     # generated/0.6/octalgen_hdl_f20.v\n"
-               "  octalgen emit hdl .356 --sim                       # amaranth.sim, 2000 values\n"
+               "  octalgen emit hdl .6 --fold 20      # generated/0.6/octalgen_hdl_f20.v\n"
+               "  octalgen emit hdl .356 --sim        # amaranth.sim, 2000 values\n"
                "  octalgen emit hdl .6 --sim --simulator verilator --cycles 1e6")
     add_game(parser)
     parser.add_argument("--fold", type=count_type, default=1, metavar="F",
@@ -54,8 +54,8 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..hdl.kernel import SpeculativeKernel
-    from ..hdl.verilog import emit_verilog, preload_history
+    from ..hdl.kernel import SpeculativePipeline
+    from ..hdl.verilog import emit_verilog
 
     if args.fold < 1:
         raise InputError("--fold must be at least 1")
@@ -65,10 +65,12 @@ def run(args) -> int:
         from ..hdl.simulate import find_verilator
 
         find_verilator()  # one line naming how to install it, before any work
-    plan = make_plan(load_table(args))
+    if args.output or not args.sim:  # where the Verilog goes must be writable before any work
+        check_directory(game_folder(args.output or GENERATED_DIRECTORY, args.game))
+    plan, prefix = plan_game(args.game, load_table(args), required=True)
     first = plan.start
     if not args.sim:
-        kernel = SpeculativeKernel(plan, preload_history(plan), fold=args.fold)
+        kernel = SpeculativePipeline(plan, prefix, fold=args.fold)
         path = _write(emit_verilog(kernel), Path(args.output or GENERATED_DIRECTORY), kernel)
         layout = kernel.layout
         print(f"wrote {path}: {plan.game.code} at fold {layout.fold}, {layout.mark_units} mark units, "
@@ -87,7 +89,7 @@ def run(args) -> int:
         progress.phase(f"computing {first + expected:,} reference values")
         reference = compute_values(plan.game, 0, first + expected, table=plan.table)
         progress.phase("building the circuit")
-        kernel = SpeculativeKernel(plan, reference[:first], fold=args.fold)
+        kernel = SpeculativePipeline(plan, prefix, fold=args.fold)
         verilog = None
         if args.simulator == "verilator" or args.output:
             verilog = emit_verilog(kernel)
@@ -122,13 +124,7 @@ def verilog_path(directory: Path, kernel) -> Path:
 
 
 def _write(text: str, directory: Path, kernel) -> Path:
-    """Write ``text`` to :func:`verilog_path` atomically."""
+    """Write ``text`` to :func:`verilog_path` (atomically, by :func:`~octalgen.output.write_output`)."""
     path = verilog_path(directory, kernel)
-    partial = path.with_name(path.name + ".partial")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial.write_text(text)
-        os.replace(partial, path)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror}") from None
+    write_output(path, text)
     return path

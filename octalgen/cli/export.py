@@ -17,9 +17,11 @@ is).  For Officers (M = 0x1ee, b = 1) this stores every value below 512 in one b
 parity P (a sparse space of positions, such as ``.104``'s) a value is common at its heap n when
 popcount(v & M) + n + P is odd: decoding then sets bit b when popcount(v' & M) + n + P is even.
 
-``export`` reads every file, checks each against its sha256 and the whole of G(0) ... G(N-1)
-against the run's FNV-1a-64 digest (so it reads all kept values even for a short range), in
-bounded memory, and writes the asked range as text, raw ``u16`` or a ``.npy`` file.
+``export`` first reads every file, checks each against its sha256 and the whole of G(0) ...
+G(N-1) against the run's FNV-1a-64 digest (so it reads all kept values even for a short range),
+in bounded memory; only when all of that holds does it read the asked range again and write it
+as text, an OEIS b-file (``n G(n)`` lines), raw ``u16`` or a ``.npy`` file.  So a corrupt file
+anywhere gives an error and no output at all, on stdout as in a file.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CheckpointError, InputError, OctalgenError
+from ..output import check_output
 from . import progress_for
 from .arguments import count_type, output_stream
+from .values import bfile_lines, decimal_lines
 
-FORMATS = ("text", "u16", "npy")
+FORMATS = ("text", "bfile", "u16", "npy")
 
 #: Values per piece written (bounded memory within a large chunk file).
 _PIECE = 1 << 20
@@ -40,25 +44,29 @@ _PIECE = 1 << 20
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "export", help="read back the values a run kept (run --keep-values): text, u16 or npy",
+        "export", help="read back the values a run kept (run --keep-values): text, bfile, u16 or npy",
         description="Read the proven values that `octalgen run ... --keep-values --checkpoint DIR` kept in "
                     "DIR/values/, decode them, check every file against its sha256 in the checkpoint's index "
-                    "and all of them against the run's FNV-1a-64 digest, and write G(S) ... G(S+N-1): as text "
-                    "(one value per line), u16 (raw little-endian 16-bit integers) or npy (a NumPy array of "
-                    "dtype <u2).  Memory stays bounded whatever the run's size; all kept values are read for "
-                    "the digest check even when a short range is asked for.  With -o the file appears only "
-                    "when everything checked out.",
+                    "and all of them against the run's FNV-1a-64 digest, and then write G(S) ... G(S+N-1): as "
+                    "text (one value per line), bfile (OEIS b-file: 'n G(n)' lines), u16 (raw little-endian "
+                    "16-bit integers) or npy (a NumPy array of dtype <u2).  Memory stays bounded whatever the "
+                    "run's size; all kept values are read for the checks even when a short range is asked for.  "
+                    "Nothing is written unless everything checked out.",
         epilog="examples:\n"
                "  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values\n"
-               "  octalgen export runs/kept --start 20620 -n 10          # G(20620) ... G(20629)\n"
-               "  octalgen export runs/kept --format npy -o officers.npy  # numpy.load('officers.npy')")
+               "  octalgen export runs/kept --start 20620 -n 10    # G(20620) ... G(20629)\n"
+               "  octalgen export runs/kept --format bfile -o b046695.txt    # OEIS b-file\n"
+               "  octalgen export runs/kept --format npy -o officers.npy     # for numpy.load")
     parser.add_argument("directory", metavar="DIR", help="the run's --checkpoint directory")
     parser.add_argument("--start", type=count_type, default=0, metavar="S", help="first heap (default 0)")
     parser.add_argument("-n", "--count", type=count_type, metavar="N",
                         help="how many values (default: all kept values from S on)")
     parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text: one decimal per line (default); u16: raw little-endian uint16; npy: NumPy file")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here (atomically) instead of stdout")
+                        help="text: one decimal per line (default); bfile: 'n G(n)' lines (OEIS b-file); u16: raw "
+                             "little-endian uint16; npy: NumPy file")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write here instead of stdout: a regular file is replaced only once the whole output "
+                             "is written; a device or FIFO is written in place")
     parser.set_defaults(run=run)
 
 
@@ -77,22 +85,25 @@ def run(args) -> int:
     if start >= kept.stop or start + count > kept.stop:
         raise InputError(f"the run in {args.directory} kept G(0) ... G({kept.stop - 1}); "
                          f"G({start}) ... G({start + count - 1}) goes beyond it")
+    if args.output:
+        check_output(args.output)  # before every kept value is read and checked
     with progress_for(args, kept.stop, label=f"export {kept.game}", writes_stdout=args.output is None) as progress:
-        progress.phase("reading and checking")
+        progress.phase("checking")
+        digest = _checked_digest(kept, progress)
+        if digest != kept.digest:
+            raise OctalgenError(f"the values kept in {args.directory} have digest {digest}, but the run proved "
+                                f"{kept.digest}: they are not the run's values (nothing written)")
+        progress.phase("writing")
         with output_stream(args.output) as out:
             if args.format == "npy":
                 np.lib.format.write_array_header_1_0(out, {"descr": "<u2", "fortran_order": False,
                                                            "shape": (count,)})
-            digest = _copy_checked(kept, start, start + count, args.format, out, progress)
-            if digest != kept.digest:
-                done = "nothing written" if args.output else "discard what was written"
-                raise OctalgenError(f"the values kept in {args.directory} have digest {digest}, but the run proved "
-                                    f"{kept.digest}: they are not the run's values ({done})")
+            _copy(kept, start, start + count, args.format, out)
     return 0
 
 
-def _copy_checked(kept, start: int, stop: int, fmt: str, out, progress) -> str:
-    """Write G(start) ... G(stop-1) of ``kept`` (a KeptValues) to ``out``; return the digest of all kept values."""
+def _checked_digest(kept, progress) -> str:
+    """The digest of every value ``kept`` (a KeptValues) holds, each file checked against its sha256 on the way."""
     from ..engine.scan import Scanner
 
     digest = Scanner(1, anchor_from=1 << 62)  # only its digest is used: no period-search anchors
@@ -102,9 +113,6 @@ def _copy_checked(kept, start: int, stop: int, fmt: str, out, progress) -> str:
             raise CheckpointError(f"the index of kept values jumps from G({position}) to G({first})")
         for _event in digest.fold(values):
             pass
-        lo, hi = max(start, first), min(stop, first + len(values))
-        for piece in range(lo, hi, _PIECE):
-            _write(values[piece - first: min(hi, piece + _PIECE) - first], fmt, out)
         position = first + len(values)
         progress.update(position)
     if position != kept.stop:
@@ -113,8 +121,18 @@ def _copy_checked(kept, start: int, stop: int, fmt: str, out, progress) -> str:
     return digest.digest()
 
 
-def _write(values: np.ndarray, fmt: str, out) -> None:
+def _copy(kept, start: int, stop: int, fmt: str, out) -> None:
+    """Write G(start) ... G(stop-1) of ``kept`` to ``out`` (its files are read, and sha256-checked, again)."""
+    for first, values in kept.chunks(start, stop):
+        for piece in range(0, len(values), _PIECE):
+            _write(values[piece: piece + _PIECE], first + piece, fmt, out)
+
+
+def _write(values: np.ndarray, first: int, fmt: str, out) -> None:
+    """G(first), G(first+1), ... (``values``) to ``out`` in ``fmt``; npy is u16 after its header."""
     if fmt == "text":
-        out.write(("\n".join(map(str, values.tolist())) + "\n").encode())
+        out.write(decimal_lines(values))
+    elif fmt == "bfile":
+        out.write(bfile_lines(values, first))
     else:
         out.write(values.astype("<u2", copy=False).tobytes())

@@ -6,8 +6,8 @@ import argparse
 import logging
 import time
 
+from ..engine.plans import plan_game
 from ..errors import ComputationError, InputError, ToolMissingError
-from ..plan import make_plan
 from . import progress_for
 from .arguments import add_game, add_table, count_type, load_table
 
@@ -36,8 +36,7 @@ SILENCE = 30.0
 
 def register(sub) -> None:
     parser = sub.add_parser("fpga", help="read a board's records over serial and check them against the exact engine",
-                            description=DESCRIPTION, epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+                            description=DESCRIPTION, epilog=EPILOG)
     add_game(parser)
     parser.add_argument("--port", required=True, metavar="DEVICE",
                         help="the board's serial port (/dev/ttyUSB0), or a pyserial URL")
@@ -79,16 +78,15 @@ def _values_option(text: str | None) -> tuple[int, int] | None:
 
 def run(args) -> int:
     from ..hdl.host import ExactFollower, check_histogram, check_summary, check_values, checkpoint_digest
-    from ..hdl.records import Histogram, RecordReader, Summary, Values, request
+    from ..hdl.records import BoardSummary, Histogram, RecordReader, Values, request
 
     if args.baud <= 0:
         raise InputError("--baud must be positive")
     wanted_values = _values_option(args.values)
-    table = load_table(args)
-    plan = make_plan(table)
+    plan, _prefix = plan_game(args.game, load_table(args), required=True)
     checkpoint = checkpoint_digest(args.checkpoint) if args.checkpoint else None
     link = open_link(args.port, args.baud)
-    follower = None if checkpoint else ExactFollower(args.game, plan.window, table=table)
+    follower = None if checkpoint else ExactFollower(args.game, plan.window, table=plan.table)
     reader = RecordReader()
     progress = progress_for(args, args.until, label=f"fpga {args.game.code}")
     pending: list = []  # records waiting for the exact engine
@@ -112,14 +110,14 @@ def run(args) -> int:
             for record in reader.feed(data):
                 if status is not None:
                     break  # decided: the records after it in the same read are not looked at
-                if isinstance(record, Summary):
+                if isinstance(record, BoardSummary):
                     board_heap = max(board_heap, record.heap)
                     summary_of[record.heap] = record
                     if record.error:
                         print(f"the board's kernel raised its error flag: a value past G({record.heap - 1}) "
                               f"does not fit {plan.encoding.describe()}")
                         status = 1
-                if checkpoint and isinstance(record, Summary):
+                if checkpoint and isinstance(record, BoardSummary):
                     if record.heap == checkpoint[0]:
                         agree = record.hexdigest == checkpoint[1]
                         print(f"G({record.heap:,}): board digest {record.hexdigest}, checkpoint {checkpoint[1]}: "
@@ -130,7 +128,7 @@ def run(args) -> int:
                             f"the board's records passed G({checkpoint[0]:,}) without one at that heap (records "
                             f"fall at multiples of the board's --record-every, and a busy link skips some): "
                             f"use a checkpoint whose heap is a multiple of it, or no --checkpoint")
-                elif follower and isinstance(record, (Summary, Histogram)):
+                elif follower and isinstance(record, (BoardSummary, Histogram)):
                     follower.want(record.heap)
                     pending.append(record)
                 elif follower and isinstance(record, Values):
@@ -161,7 +159,7 @@ def run(args) -> int:
                 if exact is None:
                     break
                 pending.pop(0)
-                differences = (check_summary(record, exact) if isinstance(record, Summary)
+                differences = (check_summary(record, exact) if isinstance(record, BoardSummary)
                                else check_histogram(record, exact))
                 if differences:
                     where = (f"the first wrong value lies in G({last_good:,}) ... G({record.heap - 1:,}) "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..periodicity import solved_games
-from ..rare import shipped_table
+from ..api import DEFAULT_PERIOD_MAX, info
+from . import fit_to_terminal
 from .arguments import add_game
 
 
@@ -13,39 +13,44 @@ def register(sub) -> None:
         description="Describe an octal game: its moves in words, its rare mask (the bits whose parity tells the "
                     "few rare values from the common ones) and the rare-value table octalgen ships for it, and "
                     "its period and preperiod when the game is in the table of solved games.  Computes nothing.",
-        epilog="example:\n  octalgen info officers     # .6: moves, mask 0x1ee, 1584 rare values, open question")
+        epilog="examples:\n"
+               "  octalgen info officers   # .6: moves, mask 0x1ee, 1584 rare values, open\n"
+               "  octalgen info .16        # solved: period 149459, preperiod 105351")
     add_game(parser)
     parser.set_defaults(run=run)
 
 
-def describe_table(table, source: str) -> None:
+#: Each line starts with a label of this width; a line too long for the terminal goes on under its text.
+LABEL = 13
+
+
+def describe_table(table, source: str) -> list[str]:
     """The ``info`` lines of a rare table: its sparse space (kind, mask, rule) and rare positions."""
     if table.mask == 0:
-        print(f"rare mask    0 (no sparse space below {table.exact_to}: every value is rare)")
-        return
+        return [f"rare mask    0 (no sparse space below {table.exact_to}: every value is rare)"]
     bits = ", ".join(str(b) for b in range(table.mask.bit_length()) if table.mask >> b & 1)
-    print(f"sparse space {table.describe()}")
-    print(f"rare mask    {table.mask:#x} (bits {bits})")
     last = f", the last at G({table.entries[-1][0]}) = {table.entries[-1][1]}" if table.entries else ""
     what = "rare values " if table.kind == "range" else "rare heaps  "
-    print(f"{what} {table.count}{last} ({source}, exact below {table.exact_to})")
+    return [f"sparse space {table.describe()}",
+            f"rare mask    {table.mask:#x} (bits {bits})",
+            f"{what} {table.count}{last} ({source}, exact below {table.exact_to})"]
 
 
 def run(args) -> int:
-    game = args.game
-    name = f" ({game.name})" if game.name else ""
-    print(f"game         {game.code}{name}")
-    for i, line in enumerate(game.describe()):
-        print(f"{'moves' if i == 0 else '':12} {line}")
-    table = shipped_table(game)
-    if table is None:
-        print("rare values  no shipped table (octalgen rare computes one)")
+    about = info(args.game)
+    name = f" ({about.name})" if about.name else ""
+    lines = [f"game         {about.code}{name}"]
+    lines += [f"{'moves' if i == 0 else '':12} {line}" for i, line in enumerate(about.moves)]
+    if about.table is None:
+        lines.append("rare values  no shipped table (octalgen rare computes one)")
     else:
-        describe_table(table, "shipped table")
-    solved = solved_games().get(game)
-    if solved is None:
-        print("period       not in the table of solved games")
+        lines += describe_table(about.table, "shipped table")
+    if not about.solved:
+        search = f"octalgen period {about.code} --max {DEFAULT_PERIOD_MAX:.0e}".replace("e+0", "e").replace("e+", "e")
+        lines += ["period       not in the table of solved games; to find it and prove it:",
+                  f"             {search}   (a larger --max searches further)"]
     else:
-        print(f"period       {solved.period}, preperiod {solved.preperiod}, largest value {solved.max_value} "
-              "(known answer)")
+        lines.append(f"period       {about.period}, preperiod {about.preperiod}, largest value {about.max_value} "
+                     "(known answer)")
+    print("\n".join(fit_to_terminal(lines, indent=" " * LABEL)))
     return 0

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from ..engine.core import CHECKPOINT_EVERY, CHUNK, Engine, EngineOptions
 from ..engine.summary import summarize
 from ..engine.tally import RecurrenceProof, Tally
-from . import progress_for
+from . import fit_to_terminal, progress_for
 from .arguments import (add_game, add_table, count_type, load_table, mask_type, positive_count_type, seconds_type,
                         threads_type, whole_number, workers_type)
 
@@ -23,20 +22,22 @@ value; a failed proof is recovered exactly (a new rare value extends the table).
 bounded whatever N.  With --checkpoint the run is written to DIR every few seconds and at exit,
 and the same command resumes it, also after kill -9; a larger --until extends a finished run.
 Ctrl-C or SIGTERM stops within a second or two and prints the command that resumes
-(exit status 130 and 143)."""
+(exit status 130 and 143).  The figures printed are the mathematics; -v adds the rare table's
+digest, how the cores were used and the CPU seconds of each part, and --json gives them all."""
 
 EXAMPLES = """\
 examples:
   octalgen run .6 --until 1e8 --checkpoint runs/officers
-  octalgen run .6 --until 1e9 --checkpoint runs/officers            (extends the run above)
-  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values  (octalgen export reads them)
-  octalgen run .16 --until 1e6                                      (stops once its period is proven)"""
+  octalgen run .6 --until 1e9 --checkpoint runs/officers   # goes on from 1e8
+  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values
+      # keeps the values, for octalgen export
+  octalgen run .16 --until 1e6          # stops once its period is proven
+  octalgen run .6 --until 1e6 -v        # also the cores and CPU time used"""
 
 
 def register(sub) -> None:
     parser = sub.add_parser("run", help="long run: prove G(0) ... G(N-1) with statistics, digests and period search; "
-                                        "resumable", description=DESCRIPTION, epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+                                        "resumable", description=DESCRIPTION, epilog=EXAMPLES)
     add_game(parser)
     parser.add_argument("--until", type=positive_count_type, required=True, metavar="N",
                         help="prove G(0) ... G(N-1) (N up to 1e15; 1e8, 1.05e8 and 10**8 are accepted)")
@@ -53,8 +54,10 @@ def register(sub) -> None:
                         help="c: generated kernel and verifier on this machine's cores (default); cuda: the kernel "
                              "and verifier on an NVIDIA GPU")
     parser.add_argument("--mask", type=mask_type, action="append", default=[], metavar="M",
-                        help="also count the values that are rare under mask M (hexadecimal, e.g. 0x1ee); repeatable")
-    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+                        help="also count the values that are rare under mask M (hexadecimal, e.g. 0x1ee), and say "
+                             "where the last one is; repeatable")
+    parser.add_argument("--json", action="store_true",
+                        help="print the figures as JSON (all of them: the cores and CPU seconds too)")
     add_table(parser)
     parser.set_defaults(run=run)
 
@@ -108,14 +111,17 @@ def run(args) -> int:
                         identity={"command": "run", "digest_from": args.digest_from}, keep_all=args.keep_values,
                         progress=progress, kernels=kernels)
         engine.run()
-    print_summary(summarize(engine, tally), args.json, args.mask)
+    summary = summarize(engine, tally)
+    print_summary(summary, args.json, args.mask, engineering=args.verbose > 0)
     return 0
 
 
-def print_summary(summary, as_json: bool, masks=()) -> None:
+def print_summary(summary, as_json: bool, masks=(), engineering: bool = False) -> None:
+    """Print a :class:`~octalgen.engine.summary.RunSummary`: every figure as JSON, or the lines a
+    reader wants (``engineering``: also the cores and CPU seconds), fitted to the terminal."""
     if as_json:
         json.dump(summary.to_json(masks), sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write("\n".join(summary.lines(masks)) + "\n")
+        sys.stdout.write("\n".join(fit_to_terminal(summary.lines(masks, engineering))) + "\n")
     sys.stdout.flush()

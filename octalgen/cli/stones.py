@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ComputationError, InputError
 from ..stones import BACKENDS, Asymmetric, Classic, NoRepeat, compute, default_backend, parse_moves
-from ..stones.period import summarize_game
+from ..stones.period import eventual_periods_of_game
 from .arguments import count_type
 
 log = logging.getLogger("octalgen")
@@ -139,7 +139,7 @@ def _print_table(outcomes, out) -> None:
 
 
 def _print_summary(game, limit: int, backend: str, out) -> None:
-    summary, count = summarize_game(game, limit, backend)
+    summary, count = eventual_periods_of_game(game, limit, backend)
     if summary is None:
         raise ComputationError(
             f"no period is proven among pile sizes below {limit} (the states of {game.reach} "

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
+import math
 import signal
 import sys
-import textwrap
 import time
 
 from ..cpu.kernel import default_threads
 from ..engine.executors import make_executor
 from ..errors import Interrupted
+from ..output import check_output
 from ..survey import Survey, parse_wholes, run_survey, survey_games
-from . import progress_for
+from . import fit_to_terminal, progress_for
 from .arguments import positive_count_type, whole_number, workers_type
 
 #: Values per game by default: the whole 3-digit survey took 1,513 s on the 2-core development machine
@@ -32,15 +32,14 @@ OUT.done.jsonl at once, so the same command goes on after Ctrl-C or a kill."""
 
 EXAMPLES = """\
 examples:
-  octalgen survey                                  every game 0.ddd and 4.ddd, N = 2^17
+  octalgen survey                   every game 0.ddd and 4.ddd, N = 2^17
   octalgen survey --digits 2 --max 1e5 --out two-digit
   octalgen survey --whole 0 --max 1e6 --scheduler tcp://host:8786"""
 
 
 def register(sub) -> None:
     parser = sub.add_parser("survey", help="every octal game of a shape: computed, periods proven, identical "
-                                           "sequences grouped", description=DESCRIPTION, epilog=EXAMPLES,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+                                           "sequences grouped", description=DESCRIPTION, epilog=EXAMPLES)
     parser.add_argument("--digits", type=lambda text: whole_number(text, 1, 4), default=3, metavar="D",
                         help="digits after the point (1 to 4; default 3)")
     parser.add_argument("--whole", default="0,4", metavar="W",
@@ -59,6 +58,8 @@ def register(sub) -> None:
 def run(args) -> int:
     games = survey_games(args.digits, parse_wholes(args.whole))
     survey = Survey(args.out, games, args.max)
+    for path in (*survey.table_paths, survey.done_path):  # every file it writes, before any game is computed
+        check_output(path, make_directory=True)
     already = survey.resume()
     workers = default_threads() if args.workers is None else args.workers
     began = time.monotonic()
@@ -77,12 +78,33 @@ def run(args) -> int:
         raise Interrupted(stop[0], None, survey.done_path, what=f"{len(survey.results)} of {len(games)} games done")
     counts = survey.counts()
     results = survey.finished()
-    print(f"survey of {counts['games']} games (digits {args.digits}, whole {args.whole}), up to {args.max} values each: "
-          f"{counts['periodic']} periodic, {counts['open']} open; {counts['distinct_sequences']} distinct sequences")
-    print(f"{len(results) - already} games computed in {time.monotonic() - began:.0f} s"
-          + (f" ({already} finished before)" if already else ""))
-    open_games = [r["code"] for r in results if r["status"] == "open"]
+    lines = [f"survey of {counts['games']} games (digits {args.digits}, whole {args.whole}), up to {args.max} values "
+             f"each: {counts['periodic']} periodic, {counts['open']} open; {counts['distinct_sequences']} distinct "
+             "sequences",
+             f"{len(results) - already} games computed in {time.monotonic() - began:.0f} s"
+             + (f" ({already} finished before)" if already else "")]
+    open_games = [r for r in results if r["status"] == "open"]
     if open_games:
-        print(textwrap.fill("open: " + " ".join(open_games), width=100, subsequent_indent="      "))
-    print("wrote " + " and ".join(str(p) for p in written), file=sys.stderr)
+        lines.append(f"open to {args.max}: " + " ".join(r["code"] for r in open_games))
+        lines += open_hints(open_games, args.max)
+    print("\n".join(fit_to_terminal(lines)))
+    print("\n".join(fit_to_terminal(["wrote " + " and ".join(str(p) for p in written)], sys.stderr)), file=sys.stderr)
     return 0
+
+
+#: Games whose unproven repetition is shown, at most (the others are in the table's candidate columns).
+SHOWN_CANDIDATES = 5
+
+
+def open_hints(open_games: list[dict], limit: int) -> list[str]:
+    """What more values may prove: the repetitions seen with the values their proofs need, and a larger --max."""
+    seen = sorted((r for r in open_games if r["candidate_proof_values"]), key=lambda r: r["candidate_proof_values"])
+    lines = [f"  {r['code']}: period {r['candidate_period']} preperiod {r['candidate_preperiod']} seen: "
+             f"octalgen period {r['code']} --max {r['candidate_proof_values']}" for r in seen[:SHOWN_CANDIDATES]]
+    if len(seen) > SHOWN_CANDIDATES:
+        lines.append(f"  ... and {len(seen) - SHOWN_CANDIDATES} more (the candidate columns of the table)")
+    unseen = next((r["code"] for r in open_games if not r["candidate_proof_values"]), None)
+    if unseen is not None:
+        more = f"1e{math.ceil(math.log10(4 * limit))}"  # a power of ten, four times --max or more
+        lines.append(f"(a period may need more values: try octalgen period {unseen} --max {more})")
+    return lines

@@ -5,20 +5,19 @@ Verilog; prints the resources used, the fmax nextpnr reports and the values
 per second it implies (fmax / fold), and writes them as JSON.  Without
 ``--fold`` it takes the smallest fold whose estimate fits the device, and
 says so.  With ``--board`` the kernel goes into the board's top level (PLL,
-statistics, serial records: see :mod:`octalgen.hdl.board`) and ecppack
+statistics, serial records: see :mod:`octalgen.hdl.streamer`) and ecppack
 writes the bitstream next to the report.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 from dataclasses import replace
 from pathlib import Path
 
+from ..engine.plans import plan_game
 from ..errors import InputError
-from ..plan import make_plan
 from . import progress_for
 from .arguments import add_game, add_table, count_type, load_table, positive_count_type
 
@@ -36,9 +35,11 @@ EPILOG = """\
 examples:
   octalgen synth .356 --target ice40-hx8k
   octalgen synth .6 --target ecp5-85k --fold 8
-  octalgen synth .6 --board ulx3s-85f --fold 8 --lanes-per-stage 4 --mark-chain rows \\
-      --block-ram-from 64 --router router2 --freq 95 -o build/board/officers  # hdl/reports' .6
-  (then: openFPGALoader -b ulx3s build/board/officers/top.bit; octalgen fpga .6 --port /dev/ttyUSB0)"""
+  octalgen synth .6 --board ulx3s-85f --fold 8 --lanes-per-stage 4 \\
+      --mark-chain rows --block-ram-from 64 --router router2 --freq 95 \\
+      -o build/board/officers              # the build of hdl/reports' .6
+  then: openFPGALoader -b ulx3s build/board/officers/top.bit
+        octalgen fpga .6 --port /dev/ttyUSB0"""
 
 
 def register(sub) -> None:
@@ -47,12 +48,14 @@ def register(sub) -> None:
     from ..hdl.synth import ROUTERS, TARGETS
 
     parser = sub.add_parser("synth", help="synthesise, place and route the FPGA kernel; a bitstream for a board",
-                            description=DESCRIPTION, epilog=EPILOG,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+                            description=DESCRIPTION, epilog=EPILOG)
     add_game(parser)
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--target", choices=tuple(TARGETS), help="the FPGA (the kernel alone)")
-    where.add_argument("--board", choices=tuple(BOARDS), help="the board (top level and bitstream)")
+    # Named in the help, not in the usage line, which argparse cannot break inside a group.
+    where.add_argument("--target", choices=tuple(TARGETS), metavar="FPGA",
+                       help=f"the FPGA (the kernel alone): {', '.join(TARGETS)}")
+    where.add_argument("--board", choices=tuple(BOARDS), metavar="BOARD",
+                       help=f"the board (top level and bitstream): {', '.join(BOARDS)}")
     parser.add_argument("--fold", type=count_type, metavar="F",
                         help="clocks per value (default: the smallest that the estimate fits in the device)")
     parser.add_argument("--freq", type=float, default=100.0, metavar="MHZ",
@@ -85,10 +88,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..hdl.kernel import SpeculativeKernel
+    from ..hdl.kernel import SpeculativePipeline
     from ..hdl.layout import layout_pipeline
     from ..hdl.synth import choose_fold, estimate, find_tool, get_target
-    from ..hdl.verilog import preload_history
 
     board = None
     if args.board:
@@ -109,7 +111,7 @@ def run(args) -> int:
     if args.block_ram_from is not None:  # the target's policy for the histories, replaced
         target = replace(target, block_ram_depth=args.block_ram_from or None)
     lanes, chain = args.lanes_per_stage, args.mark_chain
-    plan = make_plan(load_table(args))
+    plan, history = plan_game(args.game, load_table(args), required=True)
     if args.fold is None:
         fold, guess = choose_fold(plan, target, lanes_per_stage=lanes, mark_chain=chain)
         print(f"no --fold given: chose fold {fold}, the smallest whose estimate fits {target.name} "
@@ -121,9 +123,8 @@ def run(args) -> int:
         if guess.fraction(target) > 1:
             log.warning("the estimate for fold %d exceeds %s (%.0f%% of its largest resource); "
                         "placement will probably fail", fold, target.name, 100 * guess.fraction(target))
-    history = preload_history(plan)
-    kernel = SpeculativeKernel(plan, history, fold=fold, block_ram_depth=target.block_ram_depth, lanes_per_stage=lanes,
-                               mark_chain=chain)
+    kernel = SpeculativePipeline(plan, history, fold=fold, block_ram_depth=target.block_ram_depth,
+                                 lanes_per_stage=lanes, mark_chain=chain)
     if board:
         return _run_board(args, board, kernel, history, guess)
     workdir = Path(args.output or Path("build") / "synth" / f"{kernel.module_name}-{target.name}")
@@ -151,8 +152,9 @@ def _print_report(report, kernel) -> None:
 
 
 def _run_board(args, board, kernel, history, guess) -> int:
-    from ..hdl.board import ResultStreamer
-    from ..hdl.boards import board_settings, build_board, ecp5_pll
+    from ..hdl.boards import board_settings, ecp5_pll
+    from ..hdl.streamer import ResultStreamer
+    from ..hdl.top import build_board
 
     pll = ecp5_pll(board.reference_mhz, args.freq)
     settings = board_settings(pll.output_mhz, args.baud, args.record_every, 1024)

@@ -2,42 +2,43 @@
 
 from __future__ import annotations
 
-import argparse
-import logging
 from functools import lru_cache
 
 import numpy as np
 
-from ..backends import backends, get_backend
-from ..errors import InputError
+from ..api import iter_values
+from ..backends import backends
+from ..errors import InputError, Interrupted
 from . import progress_for
 from .arguments import (MAX_HEAP, add_game, add_table, count_type, load_table, output_stream, positive_count_type,
                         threads_type, workers_type)
 
-log = logging.getLogger("octalgen")
-
-FORMATS = {"text": None, "u16": np.dtype("<u2"), "u32": np.dtype("<u4")}
+#: Output formats: text ones (None) and raw little-endian integers of a dtype.
+FORMATS = {"text": None, "bfile": None, "u16": np.dtype("<u2"), "u32": np.dtype("<u4")}
 
 DESCRIPTION = """\
-Compute the nim-sequence values G(S) ... G(S+N-1) of a game and write them out, one decimal per
-line or as raw little-endian integers.  The default backend is the fastest exact one on this
+Compute the nim-sequence values G(S) ... G(S+N-1) of a game and write them out: one decimal per
+line, an OEIS b-file (--format bfile: one line 'n G(n)' per heap, the form in which the OEIS
+takes a sequence's terms), or raw little-endian integers.  The default backend is the fastest exact one on this
 machine (the generated C: speculative kernel, verifier and exact recovery), so every value
 written is proven; 'reference' is the pure-Python definition every backend is tested against;
 the '-speculative' backends give unproven values and say so.  Memory stays bounded for any N:
-values are streamed as they are proven.  With -o the file appears only once it is complete."""
+values are streamed as they are proven.  With -o a regular file appears only once it is complete;
+a device or FIFO is written in place, as the values come."""
 
 EXAMPLES = """\
 examples:
-  octalgen values .6 -n 100000                    exact values of Officers, one per line
+  octalgen values .6 -n 100000                    Officers, one value per line
   octalgen values .6 -n 10 --start 20620          G(20620) ... G(20629)
   octalgen values .77 -n 1000 --format u16 -o kayles.u16
+  octalgen values .6 -n 10000 --format bfile -o b046695.txt     OEIS b-file
   octalgen values .6 -n 5000 --backend reference  the pure-Python reference"""
 
 
 def register(sub) -> None:
     names = ", ".join(f"{b.name} ({b.summary})" for b in backends().values())
     parser = sub.add_parser("values", help="compute values G(S) ... G(S+N-1)", description=DESCRIPTION,
-                            epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                            epilog=EXAMPLES)
     add_game(parser)
     parser.add_argument("-n", "--count", type=positive_count_type, required=True, metavar="N",
                         help="how many values (at least 1; S + N up to 1e15)")
@@ -45,7 +46,8 @@ def register(sub) -> None:
     parser.add_argument("--backend", metavar="NAME",
                         help=f"how to compute; default: the fastest exact one available. Backends: {names}")
     parser.add_argument("--format", choices=tuple(FORMATS), default="text",
-                        help="text: one decimal per line; u16/u32: raw little-endian integers")
+                        help="text: one decimal per line; bfile: 'n G(n)' lines (OEIS b-file); u16/u32: raw "
+                             "little-endian integers")
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--threads", type=threads_type, metavar="T", help="kernel threads (C backends; default 1)")
     parser.add_argument("--workers", type=workers_type, metavar="W",
@@ -57,33 +59,28 @@ def register(sub) -> None:
 def run(args) -> int:
     if args.start + args.count > MAX_HEAP:
         raise InputError(f"--start + -n is beyond the largest heap accepted ({MAX_HEAP:.0e})".replace("e+", "e"))
-    backend = get_backend(args.backend)
-    if not backend.exact:
-        log.warning("backend %s gives speculative values: they are NOT proven", backend.name)
     table = load_table(args) if args.table else None
-    options = {"workers": args.workers} if args.workers is not None and backend.name == "c" else {}
     stop = args.start + args.count
     with progress_for(args, stop, label=args.game.code, writes_stdout=args.output is None) as progress:
-        chunks = backend.compute(args.game, args.start, args.count, table=table, threads=args.threads, **options)
-        chunks = _reporting(chunks, args.start, progress)
-        with output_stream(args.output) as out:
-            _write(chunks, args.format, args.start, out)
+        # The computation itself tells the display its phase (exact prefix, kernel, ...) and position.
+        chunks = iter_values(args.game, args.count, args.start, backend=args.backend, table=table,
+                             threads=args.threads, workers=args.workers, progress=progress)
+        try:
+            with output_stream(args.output) as out:
+                _write(chunks, args.format, args.start, out)
+        except Interrupted as stopped:  # values keeps no checkpoint: say nothing of one
+            raise Interrupted(stopped.signal_number, stopped.proven, checkpoints=False) from None
     return 0
 
 
-def _reporting(chunks, start: int, progress):
-    position = start
-    for chunk in chunks:
-        position += len(chunk)
-        progress.update(position, position)
-        yield chunk
-
-
 def _write(chunks, fmt: str, start: int, out) -> None:
+    """Write the chunks of G(start) ... to ``out`` in format ``fmt`` (a key of :data:`FORMATS`)."""
     dtype = FORMATS[fmt]
     position = start
     for chunk in chunks:
-        if dtype is not None:
+        if fmt == "bfile":
+            out.write(bfile_lines(chunk, position))
+        elif dtype is not None:
             limit = np.iinfo(dtype).max
             too_big = np.flatnonzero(chunk > limit)
             if len(too_big):
@@ -111,6 +108,16 @@ def decimal_lines(values: np.ndarray) -> bytes:
     lines, lengths = _line_table()
     rows = lines[values]
     return rows[np.arange(6) < lengths[values][:, None]].tobytes()
+
+
+def bfile_lines(values: np.ndarray, first: int) -> bytes:
+    """OEIS b-file lines ``n a(n)`` of G(first), G(first+1), ...: the heap, a space, the value.
+
+    n is always the heap, so a b-file starts where its sequence's OEIS offset says: ``--start 0``
+    for A046695 (Officers, from G(0)), ``--start 1`` for the many sequences that begin at G(1).
+    """
+    heaps = range(first, first + len(values))
+    return "".join(f"{n} {v}\n" for n, v in zip(heaps, np.asarray(values).tolist())).encode()
 
 
 @lru_cache(maxsize=1)

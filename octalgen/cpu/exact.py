@@ -23,7 +23,7 @@ import numpy as np
 
 from ..errors import ComputationError, InputError
 from ..game import OctalGame, parse_game
-from ..rare import find_solver_mask
+from ..sparse import find_solver_mask
 from .generate import compile_unit, exact_unit
 
 #: Without a mask the solver starts with mask 0 and re-detects it from its own values at every
@@ -67,7 +67,7 @@ class CExactSolver:
         while this block's heaps are proven; with mask 0, half of each block's options).
     position_parity : bool
         With a mask: G(p) is rare when ``popcount(G(p) & mask) + p + k`` is even, k the beans
-        every two-heap move takes (see :func:`octalgen.rare.find_solver_mask`).  Only for
+        every two-heap move takes (see :func:`octalgen.sparse.find_solver_mask`).  Only for
         games whose two-heap moves all take the same parity; chosen by itself when ``mask`` is
         omitted.
 

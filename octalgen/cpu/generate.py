@@ -6,10 +6,16 @@ digest, storage, terms, options; no timestamp), so equal inputs give equal bytes
 * :func:`exact_unit` (``octalgen_exact.c``): the exact rare-value solver of one game.  It
   depends only on the game's moves, never on a rare table.
 * :func:`kernel_unit` (``octalgen_kernel.c``): the speculative kernel (one thread and
-  Grossman's baton-passing threads) and the exact verifier of one :class:`~octalgen.plan.KernelPlan`.
+  Grossman's baton-passing threads) and the exact verifier of one :class:`~octalgen.plan.KernelPlan`,
+  one module for both.  Templates by job: ``c/kernel.c.j2`` (the kernel, and the unit around it),
+  ``c/verify.c.j2`` (the verifier), ``c/common.c.j2`` (what both use), declared by
+  ``c/kernel_api.j2`` and ``c/verify_api.j2``.
 * :func:`naive_unit` (``octalgen_naive.c``): the plain-loop baseline ``octalgen bench`` measures against.
 
-:func:`compile_unit` builds one into a cached cffi module (:func:`octalgen.build.build_module`).
+:func:`kernel_variant_unit` renders the benchmark's builds of the kernel (``c/bench/``), never
+used for values.  :func:`compile_unit` builds a unit into a cached cffi module
+(:func:`octalgen.build.build_module`), keyed by the rendered source and declarations, so by every
+template a unit is made of.
 """
 
 from __future__ import annotations
@@ -64,8 +70,9 @@ class CUnit:
     what: str
 
 
-def _unit(name: str, template: str, api_template: str, provenance: list[str], what: str, **context) -> CUnit:
-    declarations = render(f"c/{api_template}", **context)
+def _unit(name: str, template: str, api_templates: tuple[str, ...], provenance: list[str], what: str,
+          **context) -> CUnit:
+    declarations = "\n".join(render(f"c/{api}", **context) for api in api_templates)
     source = render(f"c/{template}", provenance=provenance, declarations=declarations, **context)
     header = render("c/header.h.j2", provenance=provenance, declarations=declarations,
                     guard=name.upper() + "_H")
@@ -87,7 +94,7 @@ def exact_unit(game) -> CUnit:
     game = parse_game(game)
     moves = _moves(game)
     provenance = [f"generator: octalgen {__version__}", f"game: {game.code}", "unit: exact rare-value solver"]
-    return _unit("octalgen_exact", "exact.c.j2", "exact_api.j2", provenance,
+    return _unit("octalgen_exact", "exact.c.j2", ("exact_api.j2",), provenance,
                  f"exact solver for {game.code}", game=game.code,
                  moves="; ".join(game.describe()), take_parity=game.take_parity or 0, **moves)
 
@@ -97,8 +104,12 @@ def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> i
     return max(1, min(requested, _BATON_VALUES[plan.encoding.kind] + 1))
 
 
-def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, speculative_mex: bool = True,
-                baton_clock: bool = False) -> CUnit:
+#: The declarations of the kernel unit's two functions (c/kernel.c.j2, which includes
+#: c/common.c.j2 and c/verify.c.j2).
+_KERNEL_API = ("kernel_api.j2", "verify_api.j2")
+
+
+def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUnit:
     """``octalgen_kernel.c``: speculative kernel and verifier for ``plan``.
 
     Parameters
@@ -107,25 +118,48 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, specul
     max_threads : int
         The kernel runs with up to this many threads (capped at 57 for u8, 29 for u16 storage);
         terms with offsets below it are kept out of the unrolled block so that they can be late.
-    speculative_mex, baton_clock : bool
-        For ``benchmarks/bench_kernel_threads.py`` only, never for values.  Threads take the mex
-        before their baton arrives and only check it after (Grossman 3.3); False gives the
-        variant whose mex waits for the baton.  ``baton_clock`` clocks each heap's critical
-        path (from a baton's arrival to the next one's departure) into
-        ``octalgen_baton_clock``.
     """
+    return _kernel_unit(plan, max_threads, "kernel.c.j2", _KERNEL_API, variant=[])
+
+
+def kernel_variant_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, *, speculative_mex: bool = True,
+                        baton_clock: bool = False) -> CUnit:
+    """A benchmark build of :func:`kernel_unit` (``c/bench/kernel.c.j2``), for
+    ``benchmarks/bench_kernel_threads.py`` only, never for values.
+
+    Parameters
+    ----------
+    plan : KernelPlan
+    max_threads : int
+        As for :func:`kernel_unit`.
+    speculative_mex : bool
+        True: threads take the mex before their baton arrives and only check it after (Grossman
+        3.3), as in production; False: the variant whose mex waits for the baton.
+    baton_clock : bool
+        Clock each heap's critical path (from a baton's arrival to the next one's departure) into
+        ``octalgen_baton_clock`` (declared by ``c/bench/baton_clock_api.j2``).
+    """
+    variant = ([] if speculative_mex else ["mex after the baton"]) + (["baton clock"] if baton_clock else [])
+    api = (*_KERNEL_API, "bench/baton_clock_api.j2") if baton_clock else _KERNEL_API
+    return _kernel_unit(plan, max_threads, "bench/kernel.c.j2", api, variant,
+                        speculative_mex=speculative_mex, baton_clock=baton_clock)
+
+
+def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_templates: tuple[str, ...],
+                 variant: list[str], **variant_context) -> CUnit:
+    """The kernel unit of ``plan`` rendered from ``template``; ``variant`` names a benchmark build's
+    differences (in its provenance and log lines), ``variant_context`` its template's switches."""
     kind = plan.encoding.kind
     if plan.mex_size > 1 << 16:
         raise InputError(f"{plan.game.code}: {len(plan.terms)} terms need a mark array beyond 16 bits")
     recent = max_threads_for(plan, max_threads)
     terms = plan.encoded_terms()
     old = [("MARK" if c else "MARK0", o, c) for o, c in terms if o >= recent]
-    variant = ([] if speculative_mex else ["mex after the baton"]) + (["baton clock"] if baton_clock else [])
     options = {"unit": "speculative kernel and verifier", "threads": f"1 to {recent}"}
     if variant:
         options["benchmark variant"] = ", ".join(variant)
     provenance = plan.provenance(**options)
-    return _unit("octalgen_kernel", "kernel.c.j2", "kernel_api.j2", provenance,
+    return _unit("octalgen_kernel", template, api_templates, provenance,
                  f"kernel for {plan.game.code} ({len(terms)} terms, {', '.join([kind, *variant])})",
                  game=plan.game.code, term_count=len(terms), storage=plan.encoding.describe(),
                  storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
@@ -136,8 +170,7 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, specul
                  rare_bits=[_bit_words((v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)),
                                        _need_limit(plan)) for c in range(plan.heap_classes)],
                  decode=plan.encoding.decode_rows.tolist() if kind == "u8" else [],
-                 rare_options=plan.rare_options, speculative_mex=speculative_mex, baton_clock=baton_clock,
-                 **_moves(plan.game))
+                 rare_options=plan.rare_options, **variant_context, **_moves(plan.game))
 
 
 def naive_unit(plan: KernelPlan) -> CUnit:
@@ -145,7 +178,7 @@ def naive_unit(plan: KernelPlan) -> CUnit:
     kind = plan.encoding.kind
     terms = plan.encoded_terms()
     provenance = plan.provenance(unit="naive baseline (loop over the term table)")
-    return _unit("octalgen_naive", "naive.c.j2", "naive_api.j2", provenance,
+    return _unit("octalgen_naive", "naive.c.j2", ("naive_api.j2",), provenance,
                  f"naive baseline for {plan.game.code}", game=plan.game.code, term_count=len(terms),
                  storage=plan.encoding.describe(), code_type=_CODE_TYPE[kind], window=plan.window,
                  mex_size=plan.mex_size, offsets=[o for o, _ in terms], constants=[c for _, c in terms],

@@ -8,7 +8,7 @@ For heap n the plan's speculation G(n) = s is proven when
    x = 1, 2, ... (Grossman, Figure 2) reaches each of them, or a one-heap option rare at n
    does (``plan.rare_options``, positional rarity only).
 
-Common and rare are the table's (:class:`~octalgen.rare.Rarity`): with positional rarity they
+Common and rare are the table's (:class:`~octalgen.sparse.Rarity`): with positional rarity they
 depend on the heap's parity, which the generated code looks up per heap (two rows of each
 table, chosen by the heap's class), never per term.
 

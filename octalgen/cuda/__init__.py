@@ -3,7 +3,7 @@
 Nothing in this package imports CuPy or touches a GPU when imported; only
 :mod:`octalgen.cuda.runtime` does, and only when a computation starts.
 
-* :mod:`.plan` -- :class:`~.plan.CudaPlan`: everything the kernels need, decided
+* :mod:`.cuda_plan` -- :class:`~.cuda_plan.CudaPlan`: everything the kernels need, decided
   in Python from the shared :class:`~octalgen.plan.KernelPlan`.
 * :mod:`.twin` -- the same algorithm in numpy (the streaming fixed point with the
   kernel's own bookkeeping, and the verifier), so CI checks its logic without a GPU.

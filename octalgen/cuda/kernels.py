@@ -1,6 +1,6 @@
 """Render the CUDA kernels for a plan and compile them with nvcc into the build cache.
 
-Flow: :class:`~.plan.CudaPlan` -> :func:`render_kernels` (``templates/cuda/kernels.cu.j2``)
+Flow: :class:`~.cuda_plan.CudaPlan` -> :func:`render_kernels` (``templates/cuda/kernels.cu.j2``)
 -> :func:`compile_kernels` (nvcc, cached by :func:`octalgen.build.cached_build`)
 -> a cubin that :mod:`.runtime` loads.  Nothing here needs a GPU or CuPy.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from ..build import Artefact, cached_build, run_compiler, tool_identity
 from ..errors import ToolMissingError
 from ..render import render
-from .plan import CudaPlan, spread
+from .cuda_plan import CudaPlan, spread
 
 #: nvcc flags, chosen deliberately (all part of the cache key):
 #: ``-cubin -arch=sm_XX``: machine code for exactly the target (H100/H200: sm_90), no PTX for

@@ -1,12 +1,12 @@
 """The GPU as the engine's kernel plug-in: a streaming producer and an in-process verifier.
 
 :class:`octalgen.engine.core.Engine` takes ``kernels(plan) -> (producer, verifier)``
-(see :class:`octalgen.engine.core.Kernels`).  :class:`CudaKernels` gives it the
+(the protocol :class:`octalgen.engine.seams.KernelPlugin`).  :class:`CudaKernels` gives it the
 generated CUDA through CuPy, :class:`TwinKernels` the same decisions in numpy
 (:mod:`.twin`, small sizes: for CI).  Both set ``verify_here``: the engine then
 verifies in this process, where the device is.
 
-* :class:`Producer` ``fill(buffer, first_heap, threads)`` hands the engine the
+* :class:`FixedPointProducer` ``fill(buffer, first_heap, threads)`` hands the engine the
   fixed point of the heaps after the ``W`` codes at the buffer's start.  The
   speculator keeps going from where the last call ended (it checks that the
   engine's history is what it produced), so on the GPU the rounds of the next
@@ -14,7 +14,7 @@ verifies in this process, where the device is.
   recovery or a resume the engine's history differs and it starts afresh from
   it.  A value too large for byte storage raises
   :class:`~octalgen.cpu.kernel.StorageOverflow` with the values before it filled in.
-* :class:`Verifier` ``verify(codes, base, prefix, a, b)`` proves ``[a, b)`` from
+* :class:`HybridVerifier` ``verify(codes, base, prefix, a, b)`` proves ``[a, b)`` from
   the exact prefix (its scan table) and the stretch of codes from ``base``, on the
   device.  A heap the device leaves unproven (its pair scan ran out of table,
   needed a partner before the stretch, or found the value wrong) is decided by
@@ -34,11 +34,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ..cpu.kernel import StorageOverflow
-from ..cpu.verify import PROVEN, Verifier as CpuVerifier, VerifyResult
+from ..cpu.verify import PROVEN, Verifier, VerifyResult
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
 from . import twin
-from .plan import CudaOptions, CudaPlan, storage_problem
+from .cuda_plan import CudaOptions, CudaPlan, storage_problem
 
 log = logging.getLogger("octalgen")
 
@@ -93,7 +93,7 @@ class RoundFigures:
         return self.marks / self.terms / self.values if self.values else 0.0
 
 
-class Producer:
+class FixedPointProducer:
     """The engine's producer on a speculator (:class:`~.twin.Speculator` or the GPU's).
 
     Same contract as :class:`octalgen.cpu.kernel.SpeculativeKernel.fill` with one thread.
@@ -177,8 +177,9 @@ class VerifyFigures:
     seconds: float = 0.0
 
 
-class Verifier:
-    """The engine's verifier on a device verifier (:func:`~.twin.verify` or the GPU's).
+class HybridVerifier:
+    """The engine's verifier: a device verifier (:func:`~.twin.verify` or the GPU's) first, the exact C
+    verifier for the heaps it leaves unproven.
 
     Same contract as :meth:`octalgen.cpu.verify.Verifier.verify`.
     """
@@ -188,7 +189,7 @@ class Verifier:
         self.cuda_plan = plan
         self.device = device
         self.figures = figures
-        self.cpu = CpuVerifier(plan.kernel)
+        self.cpu = Verifier(plan.kernel)
         self._prefix = None
         self._scan = None
 
@@ -226,7 +227,7 @@ class Verifier:
 
 
 class StreamingKernels:
-    """The kernel plug-in: a :class:`Producer` and a :class:`Verifier` per plan (the current one only).
+    """The kernel plug-in: a :class:`FixedPointProducer` and a :class:`HybridVerifier` for the current plan only.
 
     Subclasses say where the speculator and the device verifier run (:meth:`_devices`).
     """
@@ -240,7 +241,7 @@ class StreamingKernels:
         self.options = options
         self.rounds = RoundFigures()
         self.verification = VerifyFigures()
-        self._made: dict[KernelPlan, tuple[Producer, Verifier]] = {}
+        self._made: dict[KernelPlan, tuple[FixedPointProducer, HybridVerifier]] = {}
 
     def __call__(self, plan: KernelPlan):
         if plan not in self._made:
@@ -251,8 +252,8 @@ class StreamingKernels:
                 producer.figures_now()
             cuda_plan = CudaPlan(plan, self.options)
             speculator, device = self._devices(cuda_plan)
-            self._made = {plan: (Producer(cuda_plan, speculator, self.rounds),
-                                 Verifier(cuda_plan, device, self.verification))}
+            self._made = {plan: (FixedPointProducer(cuda_plan, speculator, self.rounds),
+                                 HybridVerifier(cuda_plan, device, self.verification))}
         return self._made[plan]
 
     def _devices(self, plan: CudaPlan):

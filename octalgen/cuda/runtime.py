@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import ToolMissingError
 from . import twin
 from .kernels import compile_kernels, find_nvcc
-from .plan import CudaPlan
+from .cuda_plan import CudaPlan
 
 log = logging.getLogger("octalgen")
 

@@ -66,7 +66,7 @@ must be their mex (s unmarked, every code below marked); and every rare value
 below s must be an option, which a scan over pairs of common heaps
 (a, n - k - a) shows, stopping as soon as all of them are covered (with
 positional rarity, what is rare at n depends on n's class, and the one-heap
-options rare at n count too: see :mod:`.plan`).  The heaps
+options rare at n count too: see :mod:`.cuda_plan`).  The heaps
 a come from the *scan table* (built from the exact prefix); their partners
 from a stretch of codes ``base, base + 1, ...`` (a pair whose partner lies
 before the stretch is skipped).  A position whose scan ends uncovered is *not
@@ -80,7 +80,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .plan import CODES, CudaPlan, unspread
+from .cuda_plan import CODES, CudaPlan, unspread
 
 #: "No position": larger than any position.
 NO_POSITION = 1 << 62
@@ -413,7 +413,7 @@ def verify(plan: CudaPlan, codes: np.ndarray, base: int, scan: np.ndarray, lo: i
     """Prove heaps ``[lo, hi)`` one at a time, assuming every earlier value exact.
 
     ``codes`` are the stored codes of heaps ``base ...`` (covering ``[lo - W, hi)``), ``scan``
-    the scan table (:meth:`~.plan.CudaPlan.scan_table`).
+    the scan table (:meth:`~.cuda_plan.CudaPlan.scan_table`).
     """
     if lo < plan.start or base > lo - plan.kernel.window or base + len(codes) < hi:
         raise ValueError(f"verify [{lo}, {hi}) needs codes from heap {lo - plan.kernel.window} and lo >= "

@@ -1,10 +1,23 @@
 """The one engine every proving command uses: produce, verify, recover, hand on.
 
-* :mod:`.core` — :class:`~.core.Engine`: exact steps, the speculative producer, verifiers
-  (this process, local processes, Dask: :mod:`.executors`), recovery (:mod:`.plans`), the
-  consumers, checkpoints (:mod:`.checkpoint`) and resume.
+The loop and its rooms:
+
+* :mod:`.core` — :class:`~.core.Engine`, the loop that ties the rooms together (exact step or
+  pipeline step, hand on, checkpoint), with its :class:`~.options.EngineOptions` (:mod:`.options`).
+* :mod:`.exact` — the exact steps: values from the exact solver up to the kernel's first heap.
+* :mod:`.producer` — the speculative kernel's ring of codes, filled chunk by chunk.
+* :mod:`.pipeline` — chunks produced ahead, proven by the executors (this process, local
+  processes, Dask: :mod:`.executors`; the split of the cores: :mod:`.split`), taken back in order.
+* :mod:`.recovery` — an undecided proof tried again with more values; a failed one decided
+  exactly (beside :mod:`.plans`: the rare table and kernel plan decided from exact values).
+* :mod:`.seams` — the protocols of what plugs in: the kernel plug-in (the generated C by
+  default, :mod:`octalgen.cuda.plugin` for the GPU) and the consumers.
 * :mod:`.history` — the proven values a proof scan or a recovery may need again, bounded in
   memory, on disk in the run's directory (:mod:`.store`).
+* :mod:`.checkpoint` — the run's state (:class:`~.checkpoint.RunState`) and its file;
+  :mod:`.resume` — starting afresh or from it, and writing it as the run goes.
+* :mod:`.signals` — Ctrl-C and SIGTERM as a stop at the next safe point; :mod:`.accounting` —
+  CPU seconds per role.
 * Consumers: :mod:`.tally` (digests, counts, zeros, period candidates; the recurrence proof of
   ``run``), :mod:`.period` (the exact period proof of ``period``), :mod:`.values` (the value
   stream of ``values`` and the ``c`` backends).

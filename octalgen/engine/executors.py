@@ -7,8 +7,9 @@ a verifier with a ``verify(codes, base, prefix, a, b)`` method and a stretch of 
 engine that runs Python functions can run them.
 
 Local worker processes never outlive the run: each asks the kernel to kill it when its parent
-dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent itself, and ignores Ctrl-C (the
-parent stops them).  ``close(kill=True)`` ends them at once instead of letting them finish.
+dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent itself, and ignores Ctrl-C and
+SIGTERM (the parent stops them).  ``close(kill=True)`` ends them at once instead of letting them
+finish.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 
 from ..cpu.verify import PROVEN, UNDECIDED, VerifyResult
 from ..errors import ComputationError, InputError, ToolMissingError
+from .signals import StopRequested
 
 #: Seconds to wait for a Dask scheduler to answer.
 CONNECT_TIMEOUT = 20.0
@@ -78,10 +80,6 @@ def verify_task(verifier, codes, base, prefix, a, b) -> tuple[VerifyResult, floa
         prefix = prefix.array()
     result = verify_interval(verifier, codes, base, prefix, a, b)
     return result, time.thread_time() - began
-
-
-class StopRequested(Exception):
-    """Raised by an in-process task when the engine was asked to stop (between pieces)."""
 
 
 class _Deferred:
@@ -160,8 +158,15 @@ _PR_SET_PDEATHSIG = 1
 
 
 def _worker_start(parent: int) -> None:
-    """Initializer of local worker processes: die with the parent, leave Ctrl-C to it."""
+    """Initializer of local worker processes: die with the parent, leave Ctrl-C and SIGTERM to it.
+
+    Both reach the workers too when they are sent to the run's process group (Ctrl-C at a
+    terminal, ``timeout``, ``kill -- -PGID``): the parent stops at its next safe point and kills
+    the workers itself, so a worker that died of the signal first would only turn a clean stop
+    into a failed run.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -13,10 +13,22 @@ with ``keep_all``), so memory stays bounded whatever N:
   r dividing p, p/r is a period from i when G(n + p/r) = G(n) over one period) and i recomputed
   for it.
 
+The hash sees a repetition only once it reaches an anchor (a power of two) and recurs after
+it, which can be long after the values prove it.  So the prover also searches the values
+directly (:func:`~octalgen.periodicity.search_periods`) each time the position has grown by
+a quarter, and at the run's last value: a period the values prove is proven there, and a
+repetition that already covers half of what its proof needs becomes a candidate, checked
+value by value like a hash's and proven at the first position where the Guy–Smith bound is
+met.  The engine hands values on in pieces that end at each search and at the nearest
+candidate's proof length (:attr:`ExactProof.looks_at`, :attr:`ExactProof.finishes_at`), and
+produces nothing beyond that length while the candidate holds: the run ends as soon as a proof
+is complete, with G(0) ... G(2i + 2p + t - 1) proven, not at the end of a chunk.
+
 Every claim rests on these explicit comparisons, never on the hash, and none relies on a
 kernel: games without a sparse space are searched the same way.  Given a claim (``--period P
---preperiod I``) the same comparisons check it from the start and name the first n where
-G(n + P) != G(n), or where I or P is not least.
+--preperiod I``) the same comparisons check it from the start: the first n >= I where G(n + P)
+!= G(n) refutes it; once the proof length is reached it holds, and it is refuted only if a
+shorter period or I - 1 also works (each named).
 """
 
 from __future__ import annotations
@@ -26,12 +38,23 @@ import logging
 import numpy as np
 
 from ..errors import ComputationError
-from ..periodicity import prime_factors, proof_length
+from ..periodicity import last_mismatch, prime_factors, proof_length, search_periods
 
 log = logging.getLogger("octalgen")
 
 #: Values compared per read when scanning back and forth.
 BLOCK = 1 << 21
+
+#: The direct search runs at ``SEARCH_STEP`` values, then again once the position has grown by
+#: ``SEARCH_GROWTH`` (by ``SEARCH_STEP`` at least).  A repetition becomes a candidate at 3/4 of
+#: its proof length at the latest (it then covers half of what the proof needs), and from
+#: 4 ``SEARCH_STEP`` on searches are 1.25 < 4/3 times apart, so one falls between 3/4 of any
+#: longer proof length and the length itself: the repetition is a candidate before its proof is
+#: complete, and the run ends where it is (shorter proofs, at most ``SEARCH_STEP`` values later).
+SEARCH_GROWTH, SEARCH_STEP = 0.25, 1 << 4
+
+#: Open candidates at most (each costs a compare of every later value).
+MAX_CANDIDATES = 8
 
 
 class ExactProof:
@@ -43,6 +66,10 @@ class ExactProof:
         t of the Guy–Smith theorem (the game's largest move).
     claim : (int, int), optional
         ``(P, I)`` to check instead of searching.
+    until : int, optional
+        N of the run (the engine's ``until``): the direct search also runs at G(N-1), so every
+        period that G(0) ... G(N-1) prove is found.  Without it the search runs only as the
+        position grows by a quarter.
 
     Attributes
     ----------
@@ -51,15 +78,18 @@ class ExactProof:
     proven : dict or None
         ``{"period", "preperiod", "proof_length"}``: least period and preperiod, proven.
     refuted : str or None
-        For a claim: why it does not hold (the first n where it fails).
+        For a claim: why it does not hold (the first n >= I where G(n + P) != G(n), or the
+        shorter period, or the witness that I - 1 is a preperiod too).
     """
 
     name = "exact"
 
-    def __init__(self, max_take: int, claim: tuple[int, int] | None = None):
+    def __init__(self, max_take: int, claim: tuple[int, int] | None = None, *, until: int | None = None):
         self.max_take = max_take
         self.claim = claim
         self.history = None
+        self.until = until
+        self.next_search = SEARCH_STEP
         self.candidates: list[dict] = []
         self.proven = None
         self.refuted = None
@@ -67,8 +97,8 @@ class ExactProof:
             period, preperiod = claim
             self.candidates.append(self._candidate(period, preperiod, 0))
 
-    def attach(self, engine) -> None:
-        self.history = engine.history
+    def attach(self, history) -> None:
+        self.history = history
         if not self.history.keep_all:
             raise ComputationError("the exact period proof needs a history that keeps every value")
 
@@ -79,6 +109,19 @@ class ExactProof:
     @property
     def finished(self) -> bool:
         return self.proven is not None or self.refuted is not None
+
+    @property
+    def finishes_at(self) -> int | None:
+        """The proof length of the nearest open candidate: the run ends there if it holds."""
+        if self.finished or not self.candidates:
+            return None
+        return min(c["proof_length"] for c in self.candidates)
+
+    @property
+    def looks_at(self) -> int | None:
+        """Where the next direct search runs (searches run exactly there, so that a repetition is a
+        candidate before its proof length, and the run ends at that length)."""
+        return None if self.finished or self.claim is not None else self.next_search
 
     def _values(self, start: int, stop: int) -> np.ndarray:
         values = self.history.values(start, stop)
@@ -102,14 +145,27 @@ class ExactProof:
 
     def _least_preperiod(self, period: int, upper: int) -> int:
         """The least i with G(n + period) = G(n) for i <= n < upper (all values below upper + period held)."""
-        hi = upper
-        while hi > 0:
-            lo = max(0, hi - BLOCK)
-            differ = np.flatnonzero(self._values(lo, hi) != self._values(lo + period, hi + period))
-            if len(differ):
-                return lo + int(differ[-1]) + 1
-            hi = lo
-        return 0
+        last = last_mismatch(self._values, period, 0, upper)
+        return 0 if last is None else last + 1
+
+    def _search(self, position: int) -> None:
+        """The direct search over G(0) ... G(position-1): a proven period, or candidates to check."""
+        self.next_search = position + max(int(position * SEARCH_GROWTH), SEARCH_STEP)
+        found = search_periods(self._values, position, self.max_take)
+        if found.proven is not None:
+            log.info("direct search: G(0) ... G(%d) prove period %d with preperiod %d", position - 1,
+                     found.proven.period, found.proven.preperiod)
+            self._prove(self._candidate(found.proven.period, found.proven.preperiod, position))
+            return
+        for repetition in found.candidates:
+            if len(self.candidates) >= MAX_CANDIDATES:
+                break
+            if any(repetition.period % c["period"] == 0 for c in self.candidates):
+                continue  # a multiple of an open candidate: nothing new
+            log.info("candidate: G(n + %d) = G(n) for %d <= n < %d (direct search); the proof needs G(0) ... G(%d)",
+                     repetition.period, repetition.preperiod, position - repetition.period,
+                     repetition.proof_length - 1)
+            self.candidates.append(self._candidate(repetition.period, repetition.preperiod, position))
 
     # -- checking -------------------------------------------------------------------------
 
@@ -123,16 +179,13 @@ class ExactProof:
             if position >= candidate["proof_length"]:
                 self._prove(candidate)
                 return
+        if self.claim is None and (position >= self.next_search or (self.until is not None and position >= self.until)):
+            self._search(position)
 
     def _check(self, candidate: dict, position: int) -> bool:
         """Compare G(m) with G(m - p) for the values proven since the last check; False at a difference."""
         p, i = candidate["period"], candidate["preperiod"]
         start = max(candidate["checked_to"], i + p)
-        if self.claim is not None and i > 0 and candidate["checked_to"] <= i - 1 + p < position:
-            before, after = int(self._values(i - 1, i)[0]), int(self._values(i - 1 + p, i + p)[0])
-            if before == after:
-                self.refuted = f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) = {before}"
-                return False
         for lo in range(start, position, BLOCK):
             hi = min(position, lo + BLOCK)
             differ = np.flatnonzero(self._values(lo, hi) != self._values(lo - p, hi - p))
@@ -141,30 +194,49 @@ class ExactProof:
                 log.info("candidate period %d fails: G(%d + %d) != G(%d)", p, n, p, n)
                 if self.claim is not None:
                     later, earlier = int(self._values(n + p, n + p + 1)[0]), int(self._values(n, n + 1)[0])
-                    self.refuted = f"G(n + {p}) != G(n) at n = {n}: G({n + p}) = {later}, G({n}) = {earlier}"
+                    self.refuted = (f"{i} is not a preperiod of period {p}: G(n + {p}) != G(n) at n = {n} "
+                                    f"(G({n + p}) = {later}, G({n}) = {earlier})")
                 return False
         candidate["checked_to"] = max(candidate["checked_to"], position)
         return True
 
     def _prove(self, candidate: dict) -> None:
-        """Guy–Smith holds for the candidate: reduce it to the least period and preperiod."""
+        """Guy–Smith holds for the candidate: reduce it to the least period and preperiod.
+
+        For a claim, it is proven only if it is already least; else ``refuted`` names the
+        shorter period, or the witness G(I - 1 + P) = G(I - 1) that I - 1 is a preperiod too.
+        """
         p, i = candidate["period"], candidate["preperiod"]
+        least = self._least_period(p, i)
+        preperiod = self._least_preperiod(p, i)  # the same for every period of the sequence
+        if self.claim is not None and (least, preperiod) != (p, i):
+            reasons = []
+            if least != p:
+                reasons.append(f"the period {p} is not least: {least} is also a period from G({i}) (the least period)")
+            if preperiod != i:
+                value = int(self._values(i - 1, i)[0])
+                reasons.append(f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) = {value}, so {i - 1} "
+                               f"is a preperiod too (the least is {preperiod})")
+            self.refuted = "; ".join(reasons)
+            return
+        self.proven = {"period": least, "preperiod": preperiod,
+                       "proof_length": proof_length(least, preperiod, self.max_take)}
+        self.candidates = []
+        log.info("PERIOD PROVEN: period %d, preperiod %d (Guy-Smith, with G(0) ... G(%d))", least, preperiod,
+                 self.proven["proof_length"] - 1)
+
+    def _least_period(self, period: int, preperiod: int) -> int:
+        """The least period of a sequence proven to have ``period`` from ``preperiod`` (it divides period)."""
         reduced = True
         while reduced:
             reduced = False
-            for r in prime_factors(p):
-                q = p // r
-                if self._is_period_over_one_period(q, i, p):
-                    if self.claim is not None:
-                        self.refuted = f"the period {p} is not least: {q} is also a period from G({i})"
-                        return
-                    log.info("period %d from G(%d) is %d times the period %d", p, i, r, q)
-                    p, i, reduced = q, self._least_preperiod(q, i), True
+            for r in prime_factors(period):
+                q = period // r
+                if self._is_period_over_one_period(q, preperiod, period):
+                    log.info("period %d from G(%d) is %d times the period %d", period, preperiod, r, q)
+                    period, reduced = q, True
                     break
-        self.proven = {"period": p, "preperiod": i, "proof_length": proof_length(p, i, self.max_take)}
-        self.candidates = []
-        log.info("PERIOD PROVEN: period %d, preperiod %d (Guy-Smith, with G(0) ... G(%d))", p, i,
-                    self.proven["proof_length"] - 1)
+        return period
 
     def _is_period_over_one_period(self, q: int, start: int, period: int) -> bool:
         """G(n + q) = G(n) for start <= n < start + period (so q is a period from start, as period is)."""
@@ -178,7 +250,9 @@ class ExactProof:
         """Nothing to drop: every comparison was made on proven values."""
 
     def state(self) -> dict:
-        return {"candidates": self.candidates, "proven": self.proven, "refuted": self.refuted}
+        return {"candidates": self.candidates, "proven": self.proven, "refuted": self.refuted,
+                "next_search": self.next_search}
 
     def restore(self, state: dict) -> None:
         self.candidates, self.proven, self.refuted = state["candidates"], state["proven"], state["refuted"]
+        self.next_search = state.get("next_search", 0)  # absent in checkpoints of octalgen 0.2

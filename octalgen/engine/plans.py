@@ -2,7 +2,9 @@
 
 The rare table is a hint, never trusted: :func:`reconcile` replaces its entries by the rare
 values the exact solver found; :func:`plan_for` plans a kernel only where one can work;
-:func:`decide_failure` computes G(m) exactly where a proof failed and says what follows.
+:func:`plan_game` is the one way to the plan a run starts with (what ``emit``, ``bench``,
+``synth`` and ``fpga`` build from); :func:`decide_failure` computes G(m) exactly where a proof
+failed and says what follows.
 """
 
 from __future__ import annotations
@@ -11,12 +13,19 @@ import logging
 
 import numpy as np
 
-from ..errors import ComputationError, InputError
-from ..plan import KernelPlan, make_plan, plan_terms
-from ..rare import RareTable, Rarity
 from ..cpu.exact import CExactSolver
+from ..errors import ComputationError, InputError
+from ..game import OctalGame
+from ..plan import KernelPlan, make_plan, no_kernel_reason
+from ..rare import DEFAULT_TABLE_UPTO, RareTable, shipped_table
+from ..sparse import Rarity
 
 log = logging.getLogger("octalgen")
+
+#: :func:`plan_game` plans no kernel whose first heap lies past this many values (seconds of
+#: the exact solver).  The kernel of ``.6`` starts at 41,256; ``.14``'s rare values still
+#: appear past 6 million.
+PLAN_LIMIT = 1 << 21
 
 
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
@@ -37,21 +46,38 @@ def exact_solver(game, rarity: Rarity | None, values=()) -> CExactSolver:
 def reconcile(table: RareTable, values) -> RareTable:
     """``table`` with its entries below ``len(values)`` replaced by the rare values of ``values``.
 
-    ``values`` are exact values G(0) ... G(N-1).  Each difference is logged as a warning naming
-    the position; entries at N or beyond are kept as they are (nothing can check them yet).
+    ``values`` are exact values G(0) ... G(N-1); entries at N or beyond are kept as they are
+    (nothing can check them yet).  Rare values past the table's ``exact_to`` extend it (the
+    table claimed nothing there): one line at info level says how many, each one is logged at
+    debug level.  A difference below ``exact_to`` contradicts the table: one warning names the
+    game, the first difference and how many there are (each one at debug level).
     """
     found = rare_entries(values, table.rarity)
     listed = {p: v for p, v in table.entries if p < len(values)}
     if found == listed:
         return table if table.exact_to >= len(values) else table.with_entries(table.entries, len(values))
+    code = table.game.code
+    added, wrong = 0, []
     for p in sorted(found.keys() | listed.keys()):
-        if p not in listed:
-            log.warning("rare table lacks G(%d) = %d (found by the exact solver); added", p, found[p])
+        if p not in listed and p >= table.exact_to:
+            log.debug("%s: rare table extended by the exact solver: G(%d) = %d", code, p, found[p])
+            added += 1
+        elif p not in listed:
+            wrong.append(f"rare table lacks G({p}) = {found[p]} (found by the exact solver)")
         elif p not in found:
-            log.warning("rare table lists G(%d) = %d, but G(%d) = %d is common; removed", p, listed[p], p,
-                        values[p])
+            wrong.append(f"rare table lists G({p}) = {listed[p]}, but G({p}) = {values[p]} is common")
         elif found[p] != listed[p]:
-            log.warning("rare table says G(%d) = %d, but it is %d; corrected", p, listed[p], found[p])
+            wrong.append(f"rare table says G({p}) = {listed[p]}, but it is {found[p]}")
+    if added:
+        log.info("%s: rare table extended past its exact_to %d by the exact solver: %d rare value%s added, "
+                 "exact to %d now", code, table.exact_to, added, "" if added == 1 else "s", len(values))
+    for difference in wrong:
+        log.debug("%s: %s; corrected", code, difference)
+    if len(wrong) == 1:
+        log.warning("%s: %s; corrected", code, wrong[0])
+    elif wrong:
+        log.warning("%s: %s, and %d more of its entries below %d are wrong; corrected", code, wrong[0],
+                    len(wrong) - 1, table.exact_to)
     entries = sorted(found.items()) + [e for e in table.entries if e[0] >= len(values)]
     return table.with_entries(entries, max(table.exact_to, len(values)))
 
@@ -62,7 +88,7 @@ def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan
     None when the game has no speculative kernel: mask 0 (no sparse space) or no move that
     leaves a heap.
     """
-    if table.mask == 0 or not plan_terms(table):
+    if no_kernel_reason(table) is not None:
         return None
     known = np.asarray(values, dtype=np.int64)
     common = known[~table.rare_flags(known, 0)]
@@ -70,6 +96,66 @@ def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan
     if storage == "u8" and max_common is not None and max_common >= 512:
         raise InputError(f"{table.game.code}: G values of 512 or more cannot be stored in u8")
     return make_plan(table, max_common=max_common, storage=storage)
+
+
+def plan_game(game: OctalGame, table: RareTable | None = None, *, required: bool = False,
+              limit: int = PLAN_LIMIT) -> tuple[KernelPlan | None, np.ndarray]:
+    """The kernel plan a run of ``game`` starts with, and the exact values before its first heap.
+
+    The one way to a plan, without an engine: every command that builds a kernel (``emit c``,
+    ``emit hdl``, ``emit cuda``, ``bench``, ``synth``, ``fpga``) plans here, as the engine's
+    exact steps do.  The table is a hint: the exact solver computes G(0) ... up to the kernel's
+    first heap, the table is reconciled with those values (:func:`reconcile`) and the kernel
+    planned again, until its first heap stays put.
+
+    Parameters
+    ----------
+    game : OctalGame
+    table : RareTable, optional
+        Default: the shipped table, else one found from the first
+        :data:`~octalgen.rare.DEFAULT_TABLE_UPTO` exact values.
+    required : bool
+        Raise instead of returning no plan when the game has no speculative kernel.
+    limit : int
+        No kernel when its first heap would lie past G(limit - 1) (a game whose rare values
+        have not died out by then; the exact values would take long to compute).
+
+    Returns
+    -------
+    (KernelPlan or None, numpy.ndarray)
+        The plan (its ``table`` the reconciled one) and G(0) ... G(plan.start - 1) as uint16.
+        None for a game with no kernel (mask 0, no move that leaves a heap, or a first heap
+        past ``limit``: the reason is logged at info level); the values are then those computed
+        to decide it.
+
+    Raises
+    ------
+    InputError
+        With ``required``, when the game has no speculative kernel (the reason in one line).
+    """
+    values = np.zeros(0, dtype=np.uint16)
+    if table is None:
+        table = shipped_table(game)
+    if table is None:  # the first values decide the sparse space, as in the engine's exact steps
+        values = exact_solver(game, None).extend(DEFAULT_TABLE_UPTO).copy()
+        table = RareTable.from_values(game, values)
+    plan, too_far = plan_for(table, values), None
+    while plan is not None and len(values) < plan.start:
+        if plan.start > limit:  # rare values keep appearing: the first heap keeps moving on
+            too_far = (f"{game.code}: rare values still appear at G({table.last_position}), and the kernel would "
+                       f"start past G({limit - 1}): no speculative kernel; use an exact backend")
+            plan = None
+            break
+        values = exact_solver(game, table.rarity, values).extend(plan.start).copy()
+        table = reconcile(table, values)
+        plan = plan_for(table, values)
+    if plan is None:
+        reason = too_far or no_kernel_reason(table)
+        if required:
+            raise InputError(reason)
+        log.info("%s", reason)
+        return None, values
+    return plan, values[: plan.start]
 
 
 def decide_failure(table: RareTable, encoding, values, failure) -> tuple[int, RareTable, bool]:

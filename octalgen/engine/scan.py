@@ -3,7 +3,7 @@
 A :class:`Scanner` folds proven values G(position) ... into
 
 * the FNV-1a-64 digest of G(0) ... G(position-1), and of G(S) ... G(position-1) for a chosen S;
-* the count and first heap of every value (16-bit values);
+* the count, first heap and last heap of every value (16-bit values);
 * Grossman's rolling hash H(n) over the last W values: a CRC-64 (polynomial of
   CRC-64/ECMA-182) of the 16-bit symbols G(n-W+1) ... G(n), updated in O(1) per value from
   H(n-1), G(n) and G(n-W).  Equal windows always have equal H; unequal windows almost never do,
@@ -131,6 +131,7 @@ class Scanner:
         s.next_anchor = first_anchor(max(anchor_from, window - 1))
         self.counts = np.zeros(1 << 16, dtype=np.uint64)
         self.first_seen = np.full(1 << 16, np.iinfo(np.uint64).max, dtype=np.uint64)
+        self.last_seen = np.full(1 << 16, np.iinfo(np.uint64).max, dtype=np.uint64)
         self.tail = np.zeros(window, dtype=np.uint16)  # G(position-W) ... G(position-1), zeros before 0
         self._tables = crc_tables(window)
 
@@ -164,12 +165,13 @@ class Scanner:
                  "next_anchor", "hash_matches")}
 
     @classmethod
-    def from_dict(cls, state: dict, counts, first_seen, tail) -> "Scanner":
+    def from_dict(cls, state: dict, counts, first_seen, last_seen, tail) -> "Scanner":
         scanner = cls(state["window"])
         for key, value in state.items():
             setattr(scanner.state, key, value)
         scanner.counts[:] = counts
         scanner.first_seen[:] = first_seen
+        scanner.last_seen[:] = last_seen
         scanner.tail[:] = tail
         return scanner
 
@@ -200,7 +202,8 @@ class Scanner:
         event = lib.octalgen_scan(self.state, ffi.from_buffer("uint16_t[]", buffer), count,
                                   ffi.from_buffer("uint64_t[]", self._tables),
                                   ffi.from_buffer("uint64_t[]", self.counts),
-                                  ffi.from_buffer("uint64_t[]", self.first_seen), done)
+                                  ffi.from_buffer("uint64_t[]", self.first_seen),
+                                  ffi.from_buffer("uint64_t[]", self.last_seen), done)
         return event, int(done[0])
 
     def fold(self, values: np.ndarray):

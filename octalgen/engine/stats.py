@@ -1,17 +1,21 @@
 """Statistics of the proven values: what Grossman reports for Officers (section 4, Figure 10).
 
-Counts and first heaps come from the scanner (:mod:`.scan`); this module turns them into the
-figures ``run``, ``period`` and ``stats`` print, their JSON form, and the histogram plot.
+Counts, first and last heaps come from the scanner (:mod:`.scan`); this module turns them into the
+figures ``run``, ``period`` and ``stats`` print, their JSON form, the histogram plot and its
+counts as CSV.
 """
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
-from ..errors import ToolMissingError
-from ..rare import is_rare
+from ..errors import InputError, ToolMissingError
+from ..output import write_output
+from ..sparse import is_rare
 
 _NEVER = np.iinfo(np.uint64).max
 
@@ -26,8 +30,8 @@ class Statistics:
         Canonical code; ``name`` its common name (e.g. officers) if it has one.
     values : int
         How many values (N).
-    counts, first : dict of int to int
-        For every value that occurs: how often, and its first heap.
+    counts, first, last : dict of int to int
+        For every value that occurs: how often, its first heap and its last heap.
     digest : str
         FNV-1a-64 of G(0) ... G(N-1).
     digest_from : int
@@ -37,7 +41,7 @@ class Statistics:
     mask : int or None
         The rare mask of the sparse space (0: none; None: not decided yet).
     parity : int or None
-        For a sparse space of positions, its parity (:class:`~octalgen.rare.Rarity`); None for range.
+        For a sparse space of positions, its parity (:class:`~octalgen.sparse.Rarity`); None for range.
     rule : str or None
         The sparse space in words (:meth:`~octalgen.rare.RareTable.describe`).
     rare_positions : int
@@ -65,12 +69,15 @@ class Statistics:
     zero_positions: list = field(default_factory=list)
     rare_found: list = field(default_factory=list)
     name: str | None = None
+    last: dict[int, int] = field(default_factory=dict)
 
     @classmethod
-    def from_arrays(cls, game: str, counts: np.ndarray, first_seen: np.ndarray, **figures) -> "Statistics":
+    def from_arrays(cls, game: str, counts: np.ndarray, first_seen: np.ndarray, last_seen: np.ndarray,
+                    **figures) -> "Statistics":
         present = np.flatnonzero(counts)
         return cls(game=game, counts={int(v): int(counts[v]) for v in present},
-                   first={int(v): int(first_seen[v]) for v in present if first_seen[v] != _NEVER}, **figures)
+                   first={int(v): int(first_seen[v]) for v in present if first_seen[v] != _NEVER},
+                   last={int(v): int(last_seen[v]) for v in present if last_seen[v] != _NEVER}, **figures)
 
     @property
     def largest(self) -> tuple[int, int] | None:
@@ -107,6 +114,12 @@ class Statistics:
         range rarity, which the counts of values decide; positional rarity would need the heaps)."""
         return sum(c for v, c in self.counts.items() if is_rare(v, mask))
 
+    def last_rare_under(self, mask: int) -> tuple[int, int] | None:
+        """(heap, value) of the last of the N values that is rare under ``mask`` (range rarity, as
+        :meth:`rare_count`), None when none is: the latest last heap of the values rare under it."""
+        heaps = [(heap, v) for v, heap in self.last.items() if is_rare(v, mask)]
+        return max(heaps, default=None)
+
     def to_json(self, masks=()) -> dict:
         largest, last_new = self.largest, self.last_new
         return {
@@ -125,6 +138,7 @@ class Statistics:
             "rare_positions": self.rare_positions,
             "last_rare": {"heap": self.last_rare[0], "value": self.last_rare[1]} if self.last_rare else None,
             "rare_under_mask": {f"{m:#x}": self.rare_count(m) for m in masks},
+            "last_rare_under_mask": {f"{m:#x}": _heap_and_value(self.last_rare_under(m)) for m in masks},
             "zeros": self.zeros,
             "zero_positions": self.zero_positions,
             "distinct_values": len(self.counts),
@@ -144,12 +158,15 @@ class Statistics:
             lines.append("last new value {} first at G({})".format(*self.last_new))
         if self.mask:
             last = "" if self.last_rare is None else " the last G({}) = {}".format(*self.last_rare)
-            space = f"rare values under mask {self.mask:#x}" if self.parity is None else self.rule
-            lines.append(f"sparse space: {space}; {self.rare_positions} rare positions,{last}")
+            space = f"range, mask {self.mask:#x}" if self.parity is None else self.rule
+            rare = "rare values" if self.parity is None else "rare positions"
+            lines.append(f"sparse space: {space}; {self.rare_positions} {rare},{last}")
         elif self.mask == 0:
             lines.append("sparse space: none (every value computed by the exact solver)")
         for mask in masks:
-            lines.append(f"rare under mask {mask:#x}: {self.rare_count(mask)} of {self.values} values")
+            at = self.last_rare_under(mask)
+            last = ", the last G({}) = {}".format(*at) if at else ""
+            lines.append(f"rare under mask {mask:#x}: {self.rare_count(mask)} of {self.values} values{last}")
         shown = ", ".join(map(str, self.zero_positions[:20]))
         more = f", ... ({self.zeros - 20} more)" if self.zeros > 20 else ""
         lines.append(f"zeros {self.zeros}" + (f" at {shown}{more}" if self.zeros else ""))
@@ -162,14 +179,35 @@ class Statistics:
         """``value count first-heap`` for every value, ascending."""
         return [f"{v} {c} {self.first.get(v, '')}".rstrip() for v, c in sorted(self.counts.items())]
 
+    def histogram_csv(self) -> str:
+        """The counts as CSV: a header ``value,count,first_heap``, then one row per value, ascending.
+
+        Every value is listed, rare ones too (the plot leaves them out); a first heap that is
+        not known is an empty field.
+        """
+        rows = [f"{v},{c},{self.first.get(v, '')}" for v, c in sorted(self.counts.items())]
+        return "\n".join(["value,count,first_heap", *rows]) + "\n"
+
+
+def _heap_and_value(at: tuple[int, int] | None) -> dict | None:
+    return {"heap": at[0], "value": at[1]} if at else None
+
 
 def plot_histogram(stats: Statistics, path) -> None:
-    """Draw the histogram of common values (Grossman, Figure 10) into ``path`` (PNG).
+    """Draw the histogram of common values (Grossman, Figure 10) into ``path``.
+
+    The format is the one ``path``'s suffix names (``.png``, ``.svg``, ``.pdf``, ...). The image
+    is drawn in memory first and then written by :func:`octalgen.output.write_output`, so a
+    failure leaves whatever was at ``path`` untouched.
 
     Raises
     ------
     ToolMissingError
         When matplotlib is not installed.
+    InputError
+        When matplotlib cannot write the format of ``path``'s suffix.
+    OutputError
+        When ``path`` cannot be written.
     """
     try:
         import matplotlib
@@ -182,6 +220,11 @@ def plot_histogram(stats: Statistics, path) -> None:
     shown = sorted(v for v in stats.counts if not is_rare(v, mask)) if mask else sorted(stats.counts)
     left_out = sum(c for v, c in stats.counts.items() if mask and is_rare(v, mask))
     figure, axes = plt.subplots(figsize=(10, 4))
+    image_format = Path(path).suffix.lstrip(".").lower() or "png"
+    if image_format not in figure.canvas.get_supported_filetypes():
+        plt.close(figure)
+        known = ", ".join(sorted(figure.canvas.get_supported_filetypes()))
+        raise InputError(f"cannot draw {path}: matplotlib writes no .{image_format} files (it writes {known})")
     axes.bar(shown, [stats.counts[v] for v in shown], width=1.0, color="#3b6ea5")
     axes.set_yscale("log")
     axes.set_xlabel("value G(n)" + (" (common values)" if mask else ""))
@@ -192,5 +235,7 @@ def plot_histogram(stats: Statistics, path) -> None:
         title += f"; the {left_out:,} rare values (mask {mask:#x}) left out"
     axes.set_title(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    image = io.BytesIO()
+    figure.savefig(image, format=image_format, dpi=120)
     plt.close(figure)
+    write_output(path, image.getvalue())

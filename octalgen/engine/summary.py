@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from ..errors import CheckpointError
 from ..game import parse_game
 from ..rare import RareTable
-from .checkpoint import check_layout, read_checkpoint
+from .checkpoint import FILENAME, check_layout, read_checkpoint
 from .stats import Statistics
 from .tally import counts_of
 
@@ -76,16 +76,30 @@ class RunSummary:
                          f"G({c['proof_length'] - 1}) are verified")
         return lines or [f"period none found (hash matches {self.hash_matches}, none a repeated window)"]
 
-    def lines(self, masks=()) -> list[str]:
+    def lines(self, masks=(), engineering: bool = False) -> list[str]:
+        """The figures as text lines: first what a mathematician reads (the digest, the values, the
+        largest value, the sparse space, the zeros, rare values found, the period), then how fast.
+
+        ``engineering`` (``-v``) adds the rare table's digest, the split of the cores and the CPU
+        seconds of each role; :meth:`to_json` always has them.
+        """
         lines = self.statistics.lines(masks) + self.period_lines()
-        if self.table is not None:
-            lines.append(f"rare table {self.table.digest} ({self.table.count} rare values)")
         rate = self.values_per_second
         if rate is not None:
             lines.append(f"values/s {rate:,.0f} ({self.session_values} values in {self.session_seconds:.1f} s this "
                          "session)")
         elif self.session_seconds > 0:
             lines.append(f"nothing left to do ({self.statistics.values} values were already proven)")
+        if engineering:
+            lines += self.engineering_lines()
+        return lines
+
+    def engineering_lines(self) -> list[str]:
+        """The rare table's digest, the split of the cores and the CPU seconds of each role."""
+        lines = []
+        rate = self.values_per_second
+        if self.table is not None:
+            lines.append(f"rare table {self.table.digest} ({self.table.count} rare values)")
         if self.split is not None:
             achieved = f"; achieved {rate / 1e6:.2f} M values/s" if rate else ""
             lines.append(f"cores: {self.split.describe()}{achieved}")
@@ -128,10 +142,19 @@ def summarize(engine, tally) -> RunSummary:
 
 
 def summary_of_checkpoint(directory) -> RunSummary:
-    """The figures of the run whose checkpoint is in ``directory`` (``octalgen stats``)."""
+    """The figures of the run whose checkpoint is in ``directory`` (``octalgen stats``).
+
+    ``directory`` may also be the checkpoint file itself (``DIR/checkpoint.json``).
+    """
     from pathlib import Path
 
-    if not Path(directory).is_dir():
+    path = Path(directory)
+    if path.name == FILENAME and path.is_file():
+        directory = path.parent
+    elif path.is_file():
+        raise CheckpointError(f"{directory} is a file: give the --checkpoint directory of a run, which holds "
+                              f"{FILENAME}")
+    elif not path.is_dir():
         raise CheckpointError(f"{directory} does not exist (give the --checkpoint directory of a run)")
     body = read_checkpoint(directory)
     if body is None:
@@ -149,11 +172,12 @@ def summary_of_checkpoint(directory) -> RunSummary:
 
 
 def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found) -> Statistics:
-    counts, first_seen = counts_of(state)
+    counts, first_seen, last_seen = counts_of(state)
     scanner = state["scanner"]
     return Statistics.from_arrays(
-        game.code, counts, first_seen, values=position, digest=f"{scanner['fnv']:016x}", digest_from=digest_from,
-        range_digest=f"{scanner['fnv_range']:016x}", mask=table.mask if table is not None else None,
+        game.code, counts, first_seen, last_seen, values=position, digest=f"{scanner['fnv']:016x}",
+        digest_from=digest_from, range_digest=f"{scanner['fnv_range']:016x}",
+        mask=table.mask if table is not None else None,
         parity=table.parity if table is not None else None, rule=table.describe() if table is not None else None,
         rare_positions=sum(1 for p, _ in table.entries if p < position) if table is not None else 0,
         last_rare=next(((p, v) for p, v in reversed(table.entries) if p < position), None) if table else None,

@@ -1,8 +1,8 @@
 """What a run reports about its proven values: digests, counts, zeros, rare values, periods.
 
 :class:`Tally` is the consumer behind ``run``, ``period`` and ``stats``.  It folds proven
-values into the :class:`~.scan.Scanner` (FNV-1a-64 digests, the count and first heap of every
-value, the rolling CRC-64 with power-of-two anchors), keeps the positions of zeros, and turns
+values into the :class:`~.scan.Scanner` (FNV-1a-64 digests, the count, first and last heap of
+every value, the rolling CRC-64 with power-of-two anchors), keeps the positions of zeros, and turns
 hash matches into period *candidates*: when the W values ending at an anchor a recur ending at
 a + p (the hash matched, then the values are compared), p is handed to a prover.
 
@@ -26,7 +26,9 @@ import numpy as np
 
 from ..periodicity import proof_length
 from .checkpoint import pack_array, unpack_array
+from .history import History
 from .scan import ANCHORED, HASH_MATCH, Scanner
+from .seams import Consumer
 
 log = logging.getLogger("octalgen")
 
@@ -54,6 +56,9 @@ class RecurrenceProof:
         self.max_take = max_take
         self.candidate = self.proven = None
 
+    def attach(self, history: History) -> None:
+        """Nothing to read back: the recurrence proves the period from the hash match alone."""
+
     def propose(self, period: int, anchor: int, window: int, heap: int) -> None:
         if self.candidate is not None or self.proven is not None:
             return
@@ -78,6 +83,10 @@ class RecurrenceProof:
     def finished(self) -> bool:
         return self.proven is not None
 
+    #: ``run`` goes on to the end of the chunk in which the proof completes: its digest covers
+    #: the values it handed on, so where it ends is part of what it reports, and stays as it was.
+    finishes_at = looks_at = None
+
     def state(self) -> dict:
         return {"candidate": self.candidate, "proven": self.proven}
 
@@ -85,8 +94,8 @@ class RecurrenceProof:
         self.candidate, self.proven = state["candidate"], state["proven"]
 
 
-class Tally:
-    """Digests, counts, zeros and the period search over the proven values.
+class Tally(Consumer):
+    """Digests, counts, zeros and the period search over the proven values (a :class:`~.seams.Consumer`).
 
     Parameters
     ----------
@@ -105,9 +114,9 @@ class Tally:
         self.anchor_window = None
         self.zeros: list[int] = []
 
-    def attach(self, engine) -> None:
-        if self.prover is not None and hasattr(self.prover, "attach"):
-            self.prover.attach(engine)
+    def attach(self, history: History) -> None:
+        if self.prover is not None:
+            self.prover.attach(history)
 
     @property
     def position(self) -> int:
@@ -116,6 +125,16 @@ class Tally:
     @property
     def finished(self) -> bool:
         return self.prover is not None and self.prover.finished
+
+    @property
+    def finishes_at(self) -> int | None:
+        """Where the prover's nearest candidate is proven (see :class:`~.seams.Consumer`)."""
+        return self.prover.finishes_at if self.prover is not None else None
+
+    @property
+    def looks_at(self) -> int | None:
+        """Where the prover searches the values next (see :class:`~.seams.Consumer`)."""
+        return self.prover.looks_at if self.prover is not None else None
 
     def accept(self, first: int, values: np.ndarray) -> None:
         if len(self.zeros) < ZERO_POSITIONS:
@@ -153,25 +172,28 @@ class Tally:
             "present": pack_array(present),
             "counts": pack_array(s.counts[present]),
             "first_seen": pack_array(s.first_seen[present]),
+            "last_seen": pack_array(s.last_seen[present]),
             "anchor_window": pack_array(self.anchor_window) if self.anchor_window is not None else None,
             "zeros": self.zeros,
             "prover": self.prover.state() if self.prover is not None else None,
         }
 
     def restore(self, state: dict) -> None:
-        counts, first_seen = counts_of(state)
-        self.scanner = Scanner.from_dict(state["scanner"], counts, first_seen, unpack_array(state["tail"]))
+        counts, first_seen, last_seen = counts_of(state)
+        self.scanner = Scanner.from_dict(state["scanner"], counts, first_seen, last_seen, unpack_array(state["tail"]))
         self.anchor_window = unpack_array(state["anchor_window"]) if state["anchor_window"] else None
         self.zeros = list(state["zeros"])
         if self.prover is not None:
             self.prover.restore(state["prover"])
 
 
-def counts_of(state: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The scanner's count and first-heap arrays from a tally state (stored for values present only)."""
+def counts_of(state: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The scanner's count, first-heap and last-heap arrays from a tally state (stored for values present only)."""
     counts = np.zeros(1 << 16, np.uint64)
     first_seen = np.full(1 << 16, _NEVER, np.uint64)
+    last_seen = np.full(1 << 16, _NEVER, np.uint64)
     present = unpack_array(state["present"]).astype(np.int64)
     counts[present] = unpack_array(state["counts"])
     first_seen[present] = unpack_array(state["first_seen"])
-    return counts, first_seen
+    last_seen[present] = unpack_array(state["last_seen"])
+    return counts, first_seen, last_seen

@@ -7,10 +7,13 @@ from collections import deque
 import numpy as np
 
 from .core import Engine, EngineOptions
+from .seams import Consumer
 
 
-class ValueSink:
-    """A consumer that keeps the values G(start) ... G(stop-1) until they are taken."""
+class ValueSink(Consumer):
+    """A consumer that keeps the values G(start) ... G(stop-1) until they are taken (nothing in checkpoints)."""
+
+    name = "values"
 
     def __init__(self, start: int, stop: int):
         self.start, self.stop = start, stop
@@ -34,9 +37,9 @@ def stream_values(game, start: int, count: int, table=None, *, progress=None, ke
     progress : object, optional
         Progress display (see :class:`~octalgen.engine.core.Engine`).
     kernels : callable, optional
-        The kernel plug-in (default: the generated C; see :class:`~octalgen.engine.core.Kernels`).
+        The kernel plug-in (default: the generated C; see :class:`~octalgen.engine.seams.KernelPlugin`).
     **options
-        :class:`~octalgen.engine.core.EngineOptions` fields: ``threads``, ``workers``, ``chunk``,
+        :class:`~octalgen.engine.options.EngineOptions` fields: ``threads``, ``workers``, ``chunk``,
         ``verify`` (False: the kernel's values unproven), ``storage`` ...
     """
     sink = ValueSink(start, start + count)

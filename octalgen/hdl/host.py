@@ -1,7 +1,7 @@
 """The host side of a board: check its records against the exact engine, heap by heap.
 
 :class:`ExactFollower` computes the exact values in a background thread (the
-``c`` backend, through :func:`exact_chunks` only) and folds them with the
+engine behind the ``c`` backend, through :func:`exact_chunks` only) and folds them with the
 long runs' scanner up to each heap a record names; :func:`check_summary` and
 :func:`check_histogram` compare a record with that state field by field.  A
 board's values are speculative; a summary whose every field agrees with the
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .records import Histogram, Summary, Values
+from .records import BoardSummary, Histogram, Values
 
 
 #: How far the exact stream may go (the board stops long before).
@@ -25,9 +25,9 @@ EXACT_LIMIT = 10**15
 
 def exact_chunks(game, start: int, count: int, table=None):
     """Proven G(start) ... G(start + count - 1) in int64 chunks (the one place the host asks for exact values)."""
-    from ..backends import get_backend
+    from ..engine.values import stream_values  # the engine behind the c backend
 
-    return get_backend("c").compute(game, start, count, table=table)
+    return stream_values(game, start, count, table)
 
 
 def checkpoint_digest(directory) -> tuple[int, str]:
@@ -42,7 +42,7 @@ def checkpoint_digest(directory) -> tuple[int, str]:
 class ExactState:
     """What the exact values say at a heap (the fields of a summary, and the counts)."""
 
-    summary: Summary
+    summary: BoardSummary
     counts: np.ndarray  # count of each value, 65536 entries
 
 
@@ -154,14 +154,14 @@ class ExactFollower:
         counts = scanner.counts.copy()
         present = np.flatnonzero(counts)
         largest = int(present[-1]) if len(present) else 0
-        return ExactState(Summary(
+        return ExactState(BoardSummary(
             heap=scanner.position, digest=state["fnv"], largest=largest,
             largest_at=int(scanner.first_seen[largest]) if len(present) else 0, crc=state["crc"],
             anchor=state["anchor"], anchor_crc=state["anchor_crc"], matches=state["hash_matches"],
             last_match=self._last_match, flags=0), counts)
 
 
-def check_summary(record: Summary, exact: ExactState) -> list[str]:
+def check_summary(record: BoardSummary, exact: ExactState) -> list[str]:
     """The fields where ``record`` differs from the exact state at its heap (empty: all agree)."""
     differences = []
     for field in ("digest", "largest", "largest_at", "crc", "anchor", "anchor_crc", "matches", "last_match",

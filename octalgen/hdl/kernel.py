@@ -26,7 +26,7 @@ ROW = 16
 DECODERS = ("shift", "compare")
 
 
-class SpeculativeKernel(wiring.Component):
+class SpeculativePipeline(wiring.Component):
     """Speculative Grundy values of an octal game, streamed one every ``fold`` clocks.
 
     For heap n (from ``first`` on) the circuit marks ``constant ^ G(n - offset)``

@@ -4,7 +4,7 @@ This module decides everything about the circuit in plain Python (Amaranth
 only places what it computes), so the schedule can be read and tested on
 its own.
 
-The pipeline (see :class:`~octalgen.hdl.kernel.SpeculativeKernel`) computes
+The pipeline (see :class:`~octalgen.hdl.kernel.SpeculativePipeline`) computes
 one heap every ``fold`` clocks, a *slot*.  Heap ``first + h`` enters stage 0
 in slot h and moves one stage per slot along a chain of *stages*; each stage
 has up to ``lanes_per_stage`` *lanes* (mark units), and a lane marks one term

@@ -91,7 +91,9 @@ class BoardSettings:
 
 
 @dataclass(frozen=True)
-class Summary:
+class BoardSummary:
+    """An ``S`` record: the statistics of G(0) ... G(heap - 1) as the board computed them (see the module docstring)."""
+
     heap: int
     digest: int
     largest: int
@@ -114,12 +116,16 @@ class Summary:
 
 @dataclass(frozen=True)
 class Histogram:
+    """An ``H`` record: how many of G(0) ... G(heap - 1) equal each value."""
+
     heap: int
     counts: tuple[int, ...]  # count k: how many values equal k
 
 
 @dataclass(frozen=True)
 class Values:
+    """A ``V`` record: G(start) ... G(start + len(values) - 1); none when the request came too late."""
+
     start: int
     values: tuple[int, ...]
 
@@ -210,10 +216,11 @@ class RecordReader:
 
 
 def parse(body: bytes):
-    """A record's kind and payload (without sync and CRC) as a :class:`Summary`, :class:`Histogram` or :class:`Values`."""
+    """A record's kind and payload (without sync and CRC) as a :class:`BoardSummary`, :class:`Histogram`
+    or :class:`Values`."""
     kind, payload = body[0], body[1:]
     if kind == SUMMARY:
-        return Summary(*struct.unpack(SUMMARY_FORMAT, payload))
+        return BoardSummary(*struct.unpack(SUMMARY_FORMAT, payload))
     if kind == HISTOGRAM:
         heap, bins = struct.unpack_from("<QH", payload)
         return Histogram(heap, struct.unpack_from(f"<{bins}Q", payload, 10))

@@ -22,7 +22,7 @@ import numpy as np
 from ..build import cached_build, run_compiler, tool_identity
 from ..errors import BuildError, ToolMissingError
 from ..shipped import shipped_folder
-from .kernel import SpeculativeKernel
+from .kernel import SpeculativePipeline
 
 SIMULATORS = ("amaranth", "verilator")
 
@@ -96,7 +96,7 @@ def compare(run: SimulationRun, reference, first: int) -> Comparison:
     return Comparison(len(got), None)
 
 
-def simulate(kernel: SpeculativeKernel, cycles: int, simulator: str = "amaranth", verilog: str | None = None
+def simulate(kernel: SpeculativePipeline, cycles: int, simulator: str = "amaranth", verilog: str | None = None
              ) -> SimulationRun:
     """Run ``kernel`` for ``cycles`` clocks in ``simulator`` (``verilog``: its emitted text, for Verilator)."""
     if simulator == "amaranth":
@@ -110,7 +110,7 @@ def simulate(kernel: SpeculativeKernel, cycles: int, simulator: str = "amaranth"
     raise ValueError(f"unknown simulator {simulator!r}")
 
 
-def simulate_amaranth(kernel: SpeculativeKernel, cycles: int) -> SimulationRun:
+def simulate_amaranth(kernel: SpeculativePipeline, cycles: int) -> SimulationRun:
     """Run the kernel in amaranth.sim (Python) for ``cycles`` clocks."""
     from amaranth.sim import Simulator
 
@@ -232,7 +232,7 @@ def uart_levels(data: bytes, clocks_per_bit: int) -> list[int]:
 
 
 def simulate_board(streamer, cycles: int, requests=()) -> BoardRun:
-    """Run a :class:`~octalgen.hdl.board.ResultStreamer` in amaranth.sim with a model of the serial link.
+    """Run a :class:`~octalgen.hdl.streamer.ResultStreamer` in amaranth.sim with a model of the serial link.
 
     The host side is a UART at the streamer's bit time: it finds each start
     bit by its falling edge, samples every bit in its middle and checks the

@@ -8,21 +8,7 @@ from __future__ import annotations
 
 from importlib import metadata
 
-import numpy as np
-
-from ..backends import compute_values
-from ..plan import KernelPlan
-from .kernel import SpeculativeKernel
-
-
-def preload_history(plan: KernelPlan, first: int | None = None) -> np.ndarray:
-    """Exact values G(0) ... G(first - 1) (default ``first``: ``plan.start``) from the default exact backend.
-
-    The table only lends its mask: the values do not depend on it, so a wrong
-    table shows up as the circuit disagreeing with the reference.
-    """
-    first = plan.start if first is None else first
-    return compute_values(plan.game, 0, first, table=plan.table)
+from .kernel import SpeculativePipeline
 
 
 def toolchain() -> str:
@@ -36,7 +22,7 @@ def toolchain() -> str:
     return ", ".join(versions)
 
 
-def header_lines(kernel: SpeculativeKernel) -> list[str]:
+def header_lines(kernel: SpeculativePipeline) -> list[str]:
     """The provenance lines of a kernel's Verilog (without comment markers)."""
     layout = kernel.layout
     return [
@@ -56,7 +42,7 @@ def header_lines(kernel: SpeculativeKernel) -> list[str]:
     ]
 
 
-def emit_verilog(kernel: SpeculativeKernel) -> str:
+def emit_verilog(kernel: SpeculativePipeline) -> str:
     """The kernel as Verilog text: the provenance header, then the module."""
     from amaranth.back import verilog
 

@@ -1,6 +1,6 @@
 """Generated C for pick-up stones: plan -> render -> build -> wrap.
 
-The plan (:mod:`octalgen.stones.plan`) decides everything; the templates under
+The plan (:mod:`octalgen.stones.stones_plan`) decides everything; the templates under
 ``templates/stones/`` place its values; :func:`octalgen.build.build_module`
 compiles and caches the module, like every other generated C of octalgen.
 """
@@ -13,7 +13,7 @@ from ..build import CompiledModule, build_module
 from ..errors import ComputationError
 from ..render import render
 from .outcomes import Outcomes
-from .plan import HistoryPlan, RegisterPlan, make_plan, provenance
+from .stones_plan import HistoryPlan, RegisterPlan, make_stones_plan, provenance
 
 __all__ = ["generate_source", "StonesKernel"]
 
@@ -45,7 +45,7 @@ class StonesKernel:
 
     def __init__(self, game):
         self.game = game
-        self.plan = make_plan(game)
+        self.plan = make_stones_plan(game)
         self.module: CompiledModule = build_module(
             f"stones_{game.rule.replace('-', '_')}", generate_source(self.plan), _CDEF[type(self.plan)],
             what=game.describe(),

@@ -20,9 +20,9 @@ import numpy as np
 from .outcomes import Outcomes
 from .rules import Asymmetric
 
-__all__ = ["Period", "state_period", "least_period", "Summary", "summarize", "summarize_game"]
+__all__ = ["Period", "state_period", "least_period", "EventualPeriods", "eventual_periods", "eventual_periods_of_game"]
 
-#: :func:`summarize_game` first tries this many pile sizes, then twice as many, and so on.
+#: :func:`eventual_periods_of_game` first tries this many pile sizes, then twice as many, and so on.
 FIRST_TRY = 1 << 12
 
 # An odd multiplier: window hashes are polynomials in it modulo 2^64 (numpy uint64 wraps).
@@ -112,8 +112,8 @@ def least_period(sequence: np.ndarray, proven: Period) -> Period:
 
 
 @dataclass(frozen=True)
-class Summary:
-    """What :func:`summarize` found.
+class EventualPeriods:
+    """What :func:`eventual_periods` proved: how each channel's outcomes end, and who then always wins.
 
     Attributes
     ----------
@@ -128,7 +128,7 @@ class Summary:
     always_wins: tuple[str, int] | None = None
 
 
-def summarize(outcomes: Outcomes) -> Summary | None:
+def eventual_periods(outcomes: Outcomes) -> EventualPeriods | None:
     """Proven eventual periods (and, for asymmetric games, the eventual winner) of ``outcomes``.
 
     Returns None when no window of states repeats among the pile sizes
@@ -136,7 +136,7 @@ def summarize(outcomes: Outcomes) -> Summary | None:
     """
     game = outcomes.game
     if outcomes.states is None:
-        raise ValueError("summarize needs outcomes computed with their states")
+        raise ValueError("eventual_periods needs outcomes computed with their states")
     proven = state_period(outcomes.states, game.reach)
     if proven is None:
         return None
@@ -149,26 +149,26 @@ def summarize(outcomes: Outcomes) -> Summary | None:
             settled = least_period(wins, proven)
             if settled.period == 1 and wins[settled.start]:
                 always_wins = (player, settled.start)
-    return Summary(periods, always_wins)
+    return EventualPeriods(periods, always_wins)
 
 
-def summarize_game(game, limit: int, backend: str | None = None) -> tuple[Summary | None, int]:
-    """:func:`summarize` a game from as few pile sizes as will do, at most ``limit``.
+def eventual_periods_of_game(game, limit: int, backend: str | None = None) -> tuple[EventualPeriods | None, int]:
+    """:func:`eventual_periods` of a game from as few pile sizes as will do, at most ``limit``.
 
     Tries :data:`FIRST_TRY` pile sizes, then doubles, so a short period is
     found quickly however large ``limit`` is.
 
     Returns
     -------
-    (Summary or None, int)
-        The summary (None if no period is proven below ``limit``) and how many
+    (EventualPeriods or None, int)
+        The periods (None if no period is proven below ``limit``) and how many
         pile sizes were computed for it.
     """
     from . import compute
 
     count = min(limit, FIRST_TRY)
     while True:
-        summary = summarize(compute(game, count, backend=backend, states=True))
-        if summary is not None or count >= limit:
-            return summary, count
+        periods = eventual_periods(compute(game, count, backend=backend, states=True))
+        if periods is not None or count >= limit:
+            return periods, count
         count = min(limit, 2 * count)

@@ -39,7 +39,7 @@ from .. import __version__
 from ..errors import InputError
 from .rules import Asymmetric, Classic, NoRepeat
 
-__all__ = ["Channel", "RegisterPlan", "Edge", "HistoryPlan", "StonesTooLargeError", "make_plan", "provenance",
+__all__ = ["Channel", "RegisterPlan", "Edge", "HistoryPlan", "StonesTooLargeError", "make_stones_plan", "provenance",
            "MAX_HISTORY_EDGES"]
 
 #: Counts up to this are read from the 64-bit shift register; larger ones a word at a time.
@@ -150,8 +150,8 @@ class HistoryPlan:
         return f"{states} history states in {self.words} word(s), {len(self.edges)} edges, ring of {self.ring}"
 
 
-def make_plan(game) -> RegisterPlan | HistoryPlan:
-    """The kernel plan of a game.
+def make_stones_plan(game) -> RegisterPlan | HistoryPlan:
+    """The kernel plan of a pick-up-stones game.
 
     Raises
     ------

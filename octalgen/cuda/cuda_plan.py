@@ -21,7 +21,7 @@ common option, which the term list already covers, so the scan skips heap
 sizes a whose value is rare (the table's rare positions; every other a is
 common once the speculation is verified up to there).
 
-Positional rarity (:class:`~octalgen.rare.Rarity`) changes only what a code
+Positional rarity (:class:`~octalgen.sparse.Rarity`) changes only what a code
 means, by the class of the heap: the codes of two common heaps XOR to the code
 of an option rare at n, in the order of the values rare at n, so the scan is
 unchanged; the count of rare codes below a stored code is looked up in the row
@@ -173,7 +173,7 @@ class CudaPlan:
         return np.array([a for a in range(1, self.table.last_position + 1) if a not in rare], dtype=np.int64)
 
     def heap_classes(self, heaps) -> np.ndarray:
-        """The class of each heap (:meth:`~octalgen.rare.Rarity.heap_class`; 0 for range rarity), int64."""
+        """The class of each heap (:meth:`~octalgen.sparse.Rarity.heap_class`; 0 for range rarity), int64."""
         parity = self.table.parity
         heaps = np.asarray(heaps, dtype=np.int64)
         return np.zeros_like(heaps) if parity is None else (heaps + parity) & 1
@@ -207,8 +207,22 @@ def storage_problem(kernel: KernelPlan) -> str | None:
             f"{kernel.encoding.describe()}; use the C backend (--backend c)")
 
 
+def cuda_plan_for(kernel: KernelPlan, options: CudaOptions | None = None) -> CudaPlan:
+    """The CUDA kernels of a kernel plan (as :func:`~octalgen.engine.plans.plan_game` makes it).
+
+    Raises
+    ------
+    InputError
+        When the plan needs 16-bit storage.
+    """
+    problem = storage_problem(kernel)
+    if problem:
+        raise InputError(problem)
+    return CudaPlan(kernel, options or CudaOptions())
+
+
 def make_cuda_plan(table: RareTable, max_common: int | None = None, options: CudaOptions | None = None) -> CudaPlan:
-    """Plan the CUDA kernels for ``table``.
+    """Plan the CUDA kernels for ``table`` as it is (not reconciled with exact values).
 
     Parameters
     ----------
@@ -222,8 +236,4 @@ def make_cuda_plan(table: RareTable, max_common: int | None = None, options: Cud
     InputError
         When the game has no speculative kernel at all, or needs 16-bit storage.
     """
-    kernel = make_plan(table, max_common=max_common)
-    problem = storage_problem(kernel)
-    if problem:
-        raise InputError(problem)
-    return CudaPlan(kernel, options or CudaOptions())
+    return cuda_plan_for(make_plan(table, max_common=max_common), options)

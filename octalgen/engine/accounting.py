@@ -1,0 +1,50 @@
+"""Where a run's CPU time goes: the kernel, the verifiers, the exact solver, the consumers.
+
+The engine adds each role's CPU seconds as it spends them (thread time for work done in the
+coordinating process, the tasks' own time for verification elsewhere); the coordinator's share
+is what remains of the process's CPU time.  ``run --json`` prints :meth:`Accounting.roles`, and
+the rates measured feed the split of the cores (:func:`~.split.refine`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .split import REFINE_AFTER
+
+
+@dataclass
+class Accounting:
+    """CPU seconds of each role, and the values each role handled, this session."""
+
+    kernel: float = 0.0
+    verifiers: float = 0.0
+    verifiers_here: float = 0.0
+    consumers: float = 0.0
+    exact: float = 0.0
+    process: float = 0.0
+    wall: float = 0.0
+    kernel_values: int = 0
+    verified_values: int = 0
+    values: int = 0
+
+    def roles(self) -> dict:
+        """``{role: {"cpu_seconds", "per_1e8_values", "values_per_cpu_second"}}``."""
+        coordinator = max(0.0, self.process - self.kernel - self.verifiers_here - self.consumers - self.exact)
+        rows = {"kernel": (self.kernel, self.kernel_values), "verifiers": (self.verifiers, self.verified_values),
+                "exact solver": (self.exact, None), "consumers": (self.consumers, self.values),
+                "coordinator": (coordinator, self.values)}
+        result = {}
+        for role, (seconds, values) in rows.items():
+            result[role] = {"cpu_seconds": round(seconds, 3),
+                            "per_1e8_values": round(seconds * 1e8 / self.values, 3) if self.values else None,
+                            "values_per_cpu_second": round(values / seconds) if values and seconds > 0 else None}
+        return result
+
+    def measured_rates(self) -> tuple[float | None, float | None]:
+        """(kernel, verifier) values per CPU second, each None unless this session measured enough."""
+        kernel = self.kernel_values / self.kernel \
+            if self.kernel_values >= REFINE_AFTER and self.kernel > 0 else None
+        verify = self.verified_values / self.verifiers \
+            if self.verified_values >= REFINE_AFTER and self.verifiers > 0 else None
+        return kernel, verify

@@ -1,0 +1,89 @@
+"""The exact steps: values from the exact solver, in steps, before the kernel takes over.
+
+Up to the kernel's first heap (and through the whole run of a game without a kernel) values
+come from the exact solver (:class:`~octalgen.cpu.exact.CExactSolver`), :data:`EXACT_STEP`
+heaps at a time: between steps the engine notices a stop request and writes its checkpoints,
+so a run stopped in its exact phase goes on from its last step, not from G(0).  The solver is
+kept between steps and continues where it stopped; a new one starts from the proven values
+after a resume or when the rarity it works under changes.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+from ..cpu.exact import CExactSolver
+from ..game import OctalGame
+from ..plan import KernelPlan
+from ..rare import DEFAULT_TABLE_UPTO, RareTable
+from ..sparse import Rarity
+from .plans import exact_solver
+
+#: Heaps per exact step.
+EXACT_STEP = 1 << 15
+
+
+def exact_target(table: RareTable | None, plan: KernelPlan | None, position: int,
+                 until: int) -> tuple[int, Rarity | None]:
+    """Where the exact step from ``position`` ends, and the rarity the solver works under (None: its own).
+
+    Without a table the first :data:`~octalgen.rare.DEFAULT_TABLE_UPTO` values are computed (they
+    decide the table); without a kernel the solver goes on to ``until`` under the table's
+    rarity, or the mask it finds fastest where the game has no sparse space; otherwise it stops
+    at the kernel's first heap.
+    """
+    if table is None:
+        return min(until, DEFAULT_TABLE_UPTO, position + EXACT_STEP), None
+    if plan is None:
+        return min(until, position + EXACT_STEP), table.rarity if table.mask else None
+    return min(until, plan.start, position + EXACT_STEP), table.rarity
+
+
+class ExactSteps:
+    """The exact solver of a game, kept between steps.
+
+    Attributes
+    ----------
+    cpu_seconds : float
+        The solver's CPU time since this object was made.
+    """
+
+    def __init__(self, game: OctalGame):
+        self.game = game
+        self.cpu_seconds = 0.0
+        self._solver: CExactSolver | None = None
+        self._rarity: Rarity | None = None
+
+    def values(self, position: int, stop: int, rarity: Rarity | None,
+               values_before: Callable[[int], np.ndarray]) -> np.ndarray:
+        """G(position) ... G(stop-1) under ``rarity``; ``values_before(n)`` gives G(0) ... G(n-1) for a new solver."""
+        if self.held(position) is None or self._rarity != rarity:
+            self.continue_from(rarity, values_before(position))
+        began = time.thread_time()
+        values = self._solver.extend(stop)[position: stop].copy()
+        self.cpu_seconds += time.thread_time() - began
+        return values
+
+    def held(self, position: int) -> np.ndarray | None:
+        """G(0) ... G(position-1) when the solver holds exactly those values, else None."""
+        if self._solver is not None and len(self._solver) == position:
+            return self._solver.values
+        return None
+
+    def continue_from(self, rarity: Rarity | None, values: np.ndarray) -> None:
+        """Go on after ``values`` (G(0) ...) under ``rarity`` (after a recovery found a new rare value)."""
+        self._solver, self._rarity = exact_solver(self.game, rarity, values), rarity
+
+    def tail(self, position: int, window: int) -> np.ndarray | None:
+        """G(position - window) ... G(position - 1) (zeros before G(0)) when the solver holds exactly
+        G(0) ... G(position - 1), else None."""
+        held = self.held(position)
+        if held is None:
+            return None
+        tail = np.zeros(window, dtype=np.uint16)
+        have = min(window, position)
+        tail[window - have:] = held[position - have:]
+        return tail

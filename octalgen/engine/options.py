@@ -1,0 +1,59 @@
+"""How the engine computes: :class:`EngineOptions`, and the defaults of its sizes and intervals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .history import PREFIX_LIMIT, RECENT_LIMIT
+
+#: Heaps per kernel chunk (one verification task each).
+CHUNK = 1 << 21
+
+#: Seconds between checkpoints.
+CHECKPOINT_EVERY = 5.0
+
+#: With no --workers given, a run with at most this many heaps left for the kernel verifies in
+#: this process (spawning workers costs about a second of CPU; this is about two of verifying).
+SMALL_JOB = 1 << 21
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """How to compute.
+
+    Attributes
+    ----------
+    until : int
+        Compute G(0) ... G(until - 1).
+    threads : int or None
+        Kernel threads (None: 1, or chosen with ``workers`` when both are None; see :mod:`.split`).
+    workers : int or None
+        Local verification processes (None: all cores, none for a small job; 0: verify in this process).
+    scheduler : str or None
+        Address of a Dask scheduler to send verification to instead.
+    chunk : int
+        Heaps per kernel chunk and verification task (the first chunks after a start are smaller:
+        see :mod:`.producer`).
+    backlog : int or None
+        Unverified chunks the producer may run ahead (None: twice the workers, plus two).
+    verify : bool
+        False: the kernel's values are handed on unproven (``c-speculative``; never called proven).
+    storage : {"u8", "u16"} or None
+        Force the kernel's value storage (default: the plan's choice).
+    checkpoint_every : float
+        Seconds between checkpoints.
+    prefix_limit, recent_limit : int
+        How many values the history keeps in memory (see :class:`~.history.History`).
+    """
+
+    until: int
+    threads: int | None = None
+    workers: int | None = None
+    scheduler: str | None = None
+    chunk: int = CHUNK
+    backlog: int | None = None
+    verify: bool = True
+    storage: str | None = None
+    checkpoint_every: float = CHECKPOINT_EVERY
+    prefix_limit: int = PREFIX_LIMIT
+    recent_limit: int = RECENT_LIMIT

@@ -1,0 +1,107 @@
+"""What follows a proof that did not go through: a second try with more values, or G(m) decided.
+
+* :func:`verify_again`: a chunk came back *undecided* (its proof scans needed values from
+  further back than its task held): it is proven here, with the recent values, then with every
+  value (read back, or recomputed).
+* :func:`decide`: a proof *failed* at heap m: G(m) is computed exactly
+  (:func:`~.plans.decide_failure`, or the verifier's own value where it is a common one) and
+  the :class:`Recovery` says what follows — a new rare value (a new table, a new kernel, exact
+  steps from m), or a correction of the kernel's value (16-bit storage where it does not fit).
+
+The engine applies the decision; nothing here changes the run's state.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..cpu.verify import UNDECIDED, VerifyResult
+from ..plan import Encoding
+from ..rare import RareTable
+from .history import History
+from .plans import decide_failure
+from .producer import Chunk
+from .seams import ProofVerifier
+
+log = logging.getLogger("octalgen")
+
+
+def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History,
+                 values_before: Callable[[int], np.ndarray]) -> tuple[VerifyResult, float]:
+    """Prove ``chunk`` from the undecided heap on: with the recent values, then with every value.
+
+    ``values_before(n)`` gives G(0) ... G(n-1) (from the history, or recomputed).  Returns the
+    result and the CPU seconds it took in this thread.
+    """
+    plan = chunk.plan
+    earliest = plan.start - plan.window  # every value from here on is common: codes hold it
+    first, recent = history.recent_values()
+    start = max(first, earliest)
+    codes = np.concatenate([plan.encoding.encode_array(recent[start - first:]).astype(chunk.codes.dtype),
+                            chunk.codes])
+    began = time.thread_time()
+    result = verifier.verify(codes, start, history.prefix, undecided.heap, chunk.stop)
+    if result.status == UNDECIDED:
+        log.info("G(%d) needs values from further back than this run holds in memory", result.heap)
+        values = values_before(chunk.first)
+        codes = np.concatenate([plan.encoding.encode_array(values[earliest:]).astype(chunk.codes.dtype),
+                                chunk.codes])
+        result = verifier.verify(codes, earliest, history.prefix, result.heap, chunk.stop)
+    return result, time.thread_time() - began
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """G(m) where a proof failed, and what follows.
+
+    Attributes
+    ----------
+    heap, value : int
+        m and the exact G(m).
+    table : RareTable
+        With G(m) added where it is a new rare value; else the table the run had.
+    new_rare : bool
+        G(m) is rare: a new kernel, and exact steps from m.
+    needs_u16 : bool
+        A common G(m) too large for the kernel's 8-bit storage.
+    known : numpy.ndarray or None
+        G(0) ... G(m-1), where deciding needed them (always for a new rare value).
+    """
+
+    heap: int
+    value: int
+    table: RareTable
+    new_rare: bool
+    needs_u16: bool
+    known: np.ndarray | None
+
+
+def decide(table: RareTable, encoding: Encoding, history: History, failure: VerifyResult,
+           values_before: Callable[[int], np.ndarray]) -> Recovery:
+    """Decide G(m) at ``failure.heap`` (m = the proven position) under ``table`` and the kernel's ``encoding``."""
+    m = failure.heap
+    known = history.values_before(m)
+    if known is None and failure.true_value is not None and not table.is_rare(failure.true_value, m):
+        # The verifier decided a common value: recomputing every value below m would only confirm it.
+        value = failure.true_value
+        return Recovery(m, value, table, False, not encoding.fits(value), None)
+    if known is None:
+        known = values_before(m)
+    value, decided, needs_u16 = decide_failure(table, encoding, known, failure)
+    return Recovery(m, value, decided, decided is not table, needs_u16, known)
+
+
+def announce(recovery: Recovery, game_code: str) -> None:
+    """Tell what a recovery found: a banner for a new rare value, a warning for a corrected one."""
+    if recovery.new_rare:
+        banner = "!" * 72
+        log.warning("%s\nNEW RARE VALUE: G(%d) = %d of %s, found by verification; added to the rare table, "
+                    "kernel regenerated\n%s", banner, recovery.heap, recovery.value, game_code, banner)
+    else:
+        log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", recovery.heap,
+                    recovery.value)

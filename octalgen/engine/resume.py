@@ -1,0 +1,116 @@
+"""Where a run starts — afresh, or from its checkpoint directory — and when its checkpoints are written.
+
+:class:`Checkpoints` stands for a run's checkpoint directory (or its absence): the
+:class:`~.checkpoint.RunState` a run goes on from, the :class:`~.history.History` it starts
+with (its files in the directory, or in a temporary one for ``keep_all`` without a
+directory), and the writing of a checkpoint every ``every`` seconds.  The engine says what the
+state is; this says where it goes.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from ..rare import RareTable
+from .checkpoint import RunState, check_writable, malformed, read_checkpoint, write_checkpoint
+from .history import History
+from .store import ValueStore
+
+
+class Checkpoints:
+    """A run's checkpoint directory.
+
+    Parameters
+    ----------
+    directory : path or None
+        None: the run keeps no checkpoint.
+    identity : dict
+        What a checkpoint must match to be resumed (see :meth:`~.checkpoint.RunState.check_resumable`).
+    every : float
+        Seconds between checkpoints.
+    """
+
+    def __init__(self, directory, identity: dict, every: float):
+        self.directory = Path(directory) if directory is not None else None
+        self.identity = identity
+        self.every = every
+        self._last = time.monotonic()
+        self._temporary = None
+        self._yaml = (None, None)  # the table last written, and its YAML
+
+    def resume(self, until: int) -> RunState | None:
+        """The state to go on from (None: start afresh); refuses another run's checkpoint before any work."""
+        if self.directory is None:
+            return None
+        body = read_checkpoint(self.directory)
+        check_writable(self.directory)
+        if body is None:
+            return None
+        state = RunState.from_body(body, self.directory)
+        state.check_resumable(self.identity, until, self.directory)
+        return state
+
+    def history(self, state: RunState | None, keep_all: bool, prefix_limit: int, recent_limit: int) -> History:
+        """The history a run starts with: empty, or ``state``'s read back from the directory."""
+        if state is not None:
+            try:
+                store = ValueStore(self.directory, state.files)
+                store.prune_unlisted()
+                return History.restore(store, state.position, state.prefix_length, state.window, state.keep_all,
+                                       prefix_limit, recent_limit)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise malformed(self.directory, exc) from None
+        store = None
+        if self.directory is not None:
+            store = ValueStore(self.directory)
+            store.prune_unlisted()  # files of a run that never wrote its first checkpoint
+        elif keep_all:
+            self._temporary = tempfile.TemporaryDirectory(prefix="octalgen-values-")
+            store = ValueStore(self._temporary.name)
+        return History(store, keep_all, prefix_limit, recent_limit)
+
+    def restore_consumers(self, state: RunState, consumers) -> None:
+        """Give each consumer its state in ``state`` (None where it kept none)."""
+        for consumer in consumers:
+            try:
+                consumer.restore(state.consumers.get(consumer.name))
+            except (KeyError, TypeError, ValueError) as exc:  # a state this version cannot go on from
+                raise malformed(self.directory, exc) from None
+
+    @property
+    def due(self) -> bool:
+        """Whether the next checkpoint is due (never without a directory)."""
+        return self.directory is not None and time.monotonic() - self._last >= self.every
+
+    def write(self, history: History, until: int, table: RareTable | None, storage: str | None, consumers: dict,
+              rare_found, elapsed: float) -> None:
+        """Write a checkpoint of a run at ``history.position`` (see :class:`~.checkpoint.RunState`).
+
+        The history's files are made durable first; files it no longer needs are deleted only
+        once the checkpoint that no longer lists them is written.
+        """
+        store = history.store
+        dropped = []
+        if store is not None:
+            store.sync()
+            dropped = store.retain(history.needed)
+        if table is not None and self._yaml[0] is not table:  # YAML costs more than the rest: once a table
+            self._yaml = (table, table.to_yaml())
+        state = RunState(parameters=self.identity, until=until, position=history.position,
+                         table=self._yaml[1] if table is not None else None,
+                         table_digest=table.digest if table is not None else None, storage=storage,
+                         files=list(store.index) if store is not None else [], prefix_length=len(history.prefix),
+                         window=history.window, keep_all=history.keep_all, consumers=consumers,
+                         rare_found=tuple(rare_found), elapsed=elapsed)
+        write_checkpoint(self.directory, state.to_body())
+        if store is not None:
+            store.delete(dropped)
+        self._last = time.monotonic()
+
+    def close(self) -> None:
+        """Remove the temporary directory of a ``keep_all`` run without a checkpoint directory."""
+        if self._temporary is not None:
+            self._temporary.cleanup()
+            self._temporary = None

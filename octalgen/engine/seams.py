@@ -1,0 +1,140 @@
+"""What the engine asks of what plugs into it: the kernel plug-in and the consumers.
+
+* The **kernel plug-in** (:class:`KernelPlugin`) makes, for a plan, the producer's kernel
+  (:class:`Speculator`) and the verifier (:class:`ProofVerifier`).  :class:`Kernels`, the
+  generated C, is the default; :class:`octalgen.cuda.plugin.StreamingKernels` (the GPU, or
+  its numpy twin) is the other.
+* A **consumer** (:class:`Consumer`) is handed the proven values in order: the
+  :class:`~.tally.Tally` of ``run``, ``period`` and ``stats``, the value sink of ``values``.
+  It sees the run's :class:`~.history.History` (to read proven values back), never the engine.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..cpu.kernel import SpeculativeKernel
+from ..cpu.verify import Verifier, VerifyResult
+from ..plan import KernelPlan
+from .executors import IN_PROCESS_PIECE
+from .history import History
+
+
+@runtime_checkable
+class Speculator(Protocol):
+    """The producer's kernel: speculative codes, heap after heap (:class:`~octalgen.cpu.kernel.SpeculativeKernel`)."""
+
+    #: The stored codes' dtype (uint8 or uint16).
+    dtype: np.dtype
+    #: The most threads :meth:`fill` may be given.
+    max_threads: int
+
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+        """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes of the W heaps before, in
+        ``buffer[:W]``; raises :class:`~octalgen.cpu.kernel.StorageOverflow` at a value the storage cannot hold."""
+
+
+@runtime_checkable
+class ProofVerifier(Protocol):
+    """Proves a produced chunk (as :class:`~octalgen.cpu.verify.Verifier`); picklable unless the plug-in
+    verifies here."""
+
+    plan: KernelPlan
+
+    def verify(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
+        """Prove heaps ``a`` ... ``b - 1`` from ``codes`` (heaps ``base`` ...) and the exact ``prefix``."""
+
+
+@runtime_checkable
+class KernelPlugin(Protocol):
+    """Makes the producer's kernel and the verifier of a plan.
+
+    Attributes
+    ----------
+    verify_here : bool
+        The verifier must run in this process (a GPU's): no worker processes are started.
+    verify_piece : int
+        Heaps per verification call in this process (a stop request is noticed between calls).
+    """
+
+    verify_here: bool
+    verify_piece: int
+
+    def __call__(self, plan: KernelPlan) -> tuple[Speculator, ProofVerifier]:
+        """The kernel and the verifier of ``plan``, ready to run (built now, or loaded from the cache)."""
+
+
+class Kernels:
+    """The default plug-in: the generated C kernel and verifier (see :class:`KernelPlugin`)."""
+
+    verify_here = False
+    verify_piece = IN_PROCESS_PIECE
+
+    def __init__(self):
+        self._made: dict[KernelPlan, tuple[SpeculativeKernel, Verifier]] = {}
+
+    def __call__(self, plan: KernelPlan) -> tuple[SpeculativeKernel, Verifier]:
+        if plan not in self._made:
+            kernel = SpeculativeKernel(plan)
+            kernel.module  # built (or loaded) now, while the engine shows "building kernel"
+            self._made = {plan: (kernel, Verifier(plan))}  # only the current one
+        return self._made[plan]
+
+
+class Consumer(Protocol):
+    """What the engine hands proven values to.
+
+    The engine calls every method; a consumer that subclasses this class inherits the defaults:
+    no values read back, nothing to restart, nothing kept in checkpoints, never finished.
+
+    Attributes
+    ----------
+    name : str
+        Its key among the consumers' states in a checkpoint.
+    """
+
+    name: str
+
+    @property
+    def finished(self) -> bool:
+        """True ends the run (e.g. a period is proven)."""
+        return False
+
+    @property
+    def finishes_at(self) -> int | None:
+        """N where it will be finished if G(0) ... G(N-1) agree with what it expects (a period's proof
+        is complete there), or None.
+
+        The engine produces no value at N or beyond until this consumer has been handed G(N-1),
+        and hands values on in a piece that ends at N: a run that ends there computes N values,
+        not the rest of a chunk.
+        """
+        return None
+
+    @property
+    def looks_at(self) -> int | None:
+        """The next N where it examines G(0) ... G(N-1) as a whole (a search), or None.
+
+        The engine hands values on in a piece that ends at N (it does not hold production back).
+        """
+        return None
+
+    def attach(self, history: History) -> None:
+        """Before the first value: the history of the run, to read proven values back from."""
+
+    def accept(self, first: int, values: np.ndarray) -> None:
+        """G(first) ... G(first + len(values) - 1), proven, in order (uint16)."""
+        raise NotImplementedError
+
+    def restart(self, window: int, tail: np.ndarray, anchor_from: int) -> None:
+        """The values from here on follow a new recurrence of ``window`` values (``tail``: the last
+        ``window``); period anchors start at ``anchor_from``."""
+
+    def state(self) -> dict | None:
+        """What a checkpoint keeps of it (JSON-friendly), or None for nothing."""
+        return None
+
+    def restore(self, state: dict | None) -> None:
+        """Go on from :meth:`state`'s result (None where it kept nothing)."""

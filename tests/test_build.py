@@ -1,0 +1,139 @@
+"""The build cache (:mod:`octalgen.build`): hit, miss, changed flags, broken artefacts, two processes.
+
+Each test works in a cache directory of its own, with a C source of a few lines, so the
+compiles take a fraction of a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from octalgen import build
+from octalgen.errors import BuildError, ToolMissingError
+
+SOURCE = "int answer(int x) { return x * 6 + 4; }\n"
+CDEF = "int answer(int x);"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A fresh cache directory and no module loaded in this process from an earlier test."""
+    monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build, "_LOADED", {})
+    return tmp_path / "cache"
+
+
+def artefacts(cache: Path) -> list[Path]:
+    return sorted(p for p in cache.iterdir() if p.is_dir() and (p / "artefact.json").is_file())
+
+
+def test_miss_then_hit(cache):
+    built = build.build_module("octalgen_t", SOURCE, CDEF)
+    assert built.lib.answer(7) == 46 and not built.artefact.cached
+    build._LOADED.clear()  # as a new process would: found on disk, not in memory
+    again = build.build_module("octalgen_t", SOURCE, CDEF)
+    assert again.artefact.cached and again.artefact.path == built.artefact.path
+    assert again.lib.answer(1) == 10
+    assert len(artefacts(cache)) == 1
+
+
+def test_changed_source_or_flags_is_a_new_artefact(cache):
+    first = build.build_module("octalgen_t", SOURCE, CDEF)
+    other_source = build.build_module("octalgen_t", SOURCE.replace("+ 4", "+ 5"), CDEF)
+    other_flags = build.build_module("octalgen_t", SOURCE, CDEF, flags=("-O1", "-std=gnu11"))
+    names = {first.artefact.name, other_source.artefact.name, other_flags.artefact.name}
+    assert len(names) == 3
+    assert other_source.lib.answer(7) == 47 and other_flags.lib.answer(7) == 46
+    assert len(artefacts(cache)) == 3
+
+
+def build_in_new_process(cache: Path) -> dict:
+    """Build (or load) the test module in a fresh interpreter, as a second run of octalgen would."""
+    script = textwrap.dedent(
+        f"""
+        import json, logging
+        from octalgen import build
+        logging.basicConfig(level=logging.INFO)
+        built = build.build_module("octalgen_t", {SOURCE!r}, {CDEF!r})
+        print(json.dumps({{"answer": built.lib.answer(2), "cached": built.artefact.cached,
+                           "path": str(built.artefact.path)}}))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "OCTALGEN_CACHE_DIR": str(cache)})
+    assert done.returncode == 0, done.stderr
+    return {**json.loads(done.stdout), "log": done.stderr}
+
+
+def test_corrupt_artefact_is_rebuilt(cache):
+    # A loaded extension stays loaded in its process, so the damage is seen by the next process.
+    first = build_in_new_process(cache)
+    shared = next(Path(first["path"]).glob("*.so"))
+    shared.write_bytes(b"not an ELF file")
+    again = build_in_new_process(cache)
+    assert again["answer"] == 16 and not again["cached"]
+    assert "could not be loaded" in again["log"] and "rebuilding" in again["log"]
+    assert build_in_new_process(cache)["cached"]
+
+
+def test_partial_artefact_is_a_miss(cache):
+    def builder(staging: Path, name: str) -> None:
+        (staging / "out.txt").write_text("complete")
+
+    key_dir = build.cached_build("octalgen_p", {"x": 1}, builder).path
+    (key_dir / "artefact.json").unlink()  # as if a build had died before renaming into place
+    (key_dir / "out.txt").write_text("half")
+    again = build.cached_build("octalgen_p", {"x": 1}, builder)
+    assert not again.cached and (again.path / "out.txt").read_text() == "complete"
+
+
+def test_failed_compile_keeps_the_source_and_caches_nothing(cache):
+    with pytest.raises(BuildError) as caught:
+        build.build_module("octalgen_bad", "int answer(int x) { return x +; }\n", CDEF)
+    assert "compiling" in str(caught.value)
+    kept = caught.value.kept
+    assert (kept / "generated.c").is_file() and (kept / "compile.log").is_file()
+    assert artefacts(cache) == []
+
+
+def test_missing_compiler_is_one_clear_error(cache, monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    with pytest.raises(ToolMissingError, match="set CC"):
+        build.build_module("octalgen_t", SOURCE, CDEF)
+
+
+def test_two_processes_build_once(cache, tmp_path):
+    # Both processes ask for the same key at once; the builder sleeps so that their requests
+    # overlap, and logs each build.  The lock per key lets exactly one of them build.
+    log = tmp_path / "builds.log"
+    script = textwrap.dedent(
+        f"""
+        import json, sys, time
+        from pathlib import Path
+        from octalgen import build
+
+        def builder(staging, name):
+            with open({str(log)!r}, "a") as f:
+                f.write(name + "\\n")
+            time.sleep(1.0)
+            (staging / "out.txt").write_text("done")
+
+        art = build.cached_build("octalgen_race", {{"k": 1}}, builder)
+        print(json.dumps({{"path": str(art.path), "cached": art.cached}}))
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert len(log.read_text().splitlines()) == 1
+    assert results[0]["path"] == results[1]["path"]
+    assert sorted(r["cached"] for r in results) == [False, True]
+    assert (Path(results[0]["path"]) / "out.txt").read_text() == "done"
+    assert not list(cache.glob(".staging-*"))

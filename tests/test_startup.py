@@ -1,0 +1,50 @@
+"""Commands that build no hardware start without Amaranth (it is imported only to build a circuit).
+
+Each command runs in a fresh interpreter in which ``import amaranth`` fails, as where it is not
+installed: any import of it on the way, however indirect, makes the command fail.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+#: Runs octalgen's main() with Amaranth unimportable; exits with its status.
+WITHOUT_AMARANTH = """\
+import sys
+sys.modules["amaranth"] = None  # `import amaranth` raises ImportError from here on
+from octalgen.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def without_amaranth(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", WITHOUT_AMARANTH, *args], capture_output=True, text=True,
+                          timeout=120, cwd=cwd)
+
+
+def test_values_start_without_amaranth(tmp_path, oeis_sequences):
+    """`octalgen values` prints the values of .6 (OEIS A046695) with Amaranth unimportable."""
+    officers = next(entry for entry in oeis_sequences if entry["game"] == ".6")
+    assert officers["offset"] == 0
+    result = without_amaranth("values", ".6", "-n", "20", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert [int(line) for line in result.stdout.split()] == officers["data"][:20]
+
+
+@pytest.mark.parametrize("args", [("--help",), ("synth", "--help"), ("info", ".6"), ("run", ".6", "--until", "2000")])
+def test_commands_start_without_amaranth(tmp_path, args):
+    """Help (synth's lists its boards from a plain table), `info` and a short `run`."""
+    result = without_amaranth(*args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    if args[0] == "synth":
+        assert "ulx3s-85f" in result.stdout
+
+
+def test_building_hardware_needs_amaranth(tmp_path):
+    """The check above can fail: a command that builds a circuit does import Amaranth."""
+    result = without_amaranth("emit", "hdl", ".356", "-o", str(tmp_path), cwd=tmp_path)
+    assert result.returncode != 0
+    assert "amaranth" in result.stderr.lower()
