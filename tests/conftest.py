@@ -1,7 +1,9 @@
-"""Shared fixtures: known answers loaded from tests/data and an in-process CLI runner."""
+"""Shared fixtures: a build cache of the suite's own, known answers loaded from tests/data and an
+in-process CLI runner."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +13,26 @@ import yaml
 from octalgen.cli import main
 
 DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def isolated_build_cache(tmp_path_factory):
+    """Point ``$OCTALGEN_CACHE_DIR`` at a fresh directory for the whole session.
+
+    The suite must neither read nor write the user's cache: every compiled kernel, scanner and
+    rendered template it uses is built by the suite itself, so a stale or broken artefact left by
+    an earlier octalgen cannot make a test pass or fail.  Set in ``os.environ`` so that the
+    subprocesses the tests start (``python -m octalgen ...``) inherit it; tests that need a cache
+    of their own still ``monkeypatch.setenv`` it, and monkeypatch restores this one after them.
+    """
+    previous = os.environ.get("OCTALGEN_CACHE_DIR")
+    directory = tmp_path_factory.mktemp("build-cache")
+    os.environ["OCTALGEN_CACHE_DIR"] = str(directory)
+    yield directory
+    if previous is None:
+        os.environ.pop("OCTALGEN_CACHE_DIR", None)
+    else:
+        os.environ["OCTALGEN_CACHE_DIR"] = previous
 
 
 @dataclass

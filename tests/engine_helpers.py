@@ -1,9 +1,18 @@
-"""Helpers shared by the engine tests."""
+"""Helpers shared by the engine tests: a run as ``octalgen run`` makes it in this process, values
+from the ``c`` backend to check it against, and the command line and checkpoint position of a run
+started as a separate process (the resume and signal tests)."""
 
 import os
 import signal
+import sys
 
+from octalgen.backends import compute_values
+from octalgen.engine.checkpoint import read_checkpoint
+from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.seams import Consumer
+from octalgen.engine.summary import summarize
+from octalgen.engine.tally import RecurrenceProof, Tally
+from octalgen.game import parse_game
 
 
 class StopAt(Consumer):
@@ -21,3 +30,33 @@ class StopAt(Consumer):
         if not self.sent and first + len(values) >= self.position:
             self.sent = True  # once: a second signal acts at once, as the engine's handler promises
             os.kill(os.getpid(), self.signal_number)
+
+
+def run_engine(code, until, directory=None, stop_at=None, table=None, keep_all=False, digest_from=0,
+               prover=RecurrenceProof, **options):
+    """A run as ``octalgen run`` makes it, in this process; returns its summary."""
+    game = parse_game(code)
+    tally = Tally(digest_from, prover(game.max_take))
+    consumers = [tally] + ([StopAt(stop_at)] if stop_at is not None else [])
+    engine = Engine(game, EngineOptions(until=until, **options), consumers, table=table, directory=directory,
+                    identity={"command": "run", "digest_from": digest_from}, keep_all=keep_all)
+    engine.run()
+    return summarize(engine, tally)
+
+
+def c_values(code, count):
+    """Values from the ``c`` backend (itself checked against the reference by test_backend_c)."""
+    return compute_values(code, 0, count, backend="c", workers=0)
+
+
+def _command(directory, until, *extra):
+    return [sys.executable, "-m", "octalgen", "-q", "run", ".6", "--until", str(until), "--checkpoint",
+            str(directory), "--chunk", str(1 << 16), "--checkpoint-every", "0.2", "--keep-values", "--json", *extra]
+
+
+def _position(directory) -> int:
+    try:
+        body = read_checkpoint(directory)
+    except Exception:  # noqa: BLE001 - a checkpoint being replaced is read again
+        return 0
+    return body["position"] if body else 0

@@ -1,14 +1,24 @@
 """Known periods, checked on the reference's values with the Guy–Smith theorem; the direct
-search against the definition; ``octalgen period`` finding .127's period and refuting claims."""
+search against the definition; ``octalgen period`` finding .127's period and refuting claims; the
+engine's search on every solved game, resumed from its checkpoint, and a run that stops once it
+has proven .16's period (the periods of .354 and .1777 behind ``-m slow``)."""
 
 import numpy as np
 import pytest
 
 from octalgen import periodicity
+from octalgen.checksum import fnv1a64
+from octalgen.engine.core import Engine, EngineOptions
+from octalgen.engine.period import ExactProof
+from octalgen.engine.summary import summarize
+from octalgen.engine.tally import Tally
+from octalgen.errors import Interrupted
 from octalgen.game import parse_game
 from octalgen.periodicity import (Repetition, is_proven_period, least_preperiod, proof_length, search_periods,
                                   solved_games)
 from octalgen.reference import exact_values
+
+from engine_helpers import StopAt, c_values, run_engine
 
 KNOWN = [(".77", 12, 71), (".07", 34, 53), (".137", 34, 52), (".4", 34, 54), (".16", 149459, 105351)]
 
@@ -172,3 +182,84 @@ def test_the_claim_of_issue_30_on_16(cli):
     assert result.code == 1
     assert result.out.splitlines()[0] == ("claim refuted: 105350 is not a preperiod of period 149459: "
                                           "G(n + 149459) != G(n) at n = 105350 (G(254809) = 14, G(105350) = 16)")
+
+
+# -- the engine's search: `octalgen period`, claims, resumes, a run that proves a period ------
+
+
+def find_period(code, limit, directory=None, claim=None):
+    game = parse_game(code)
+    tally = Tally(0, ExactProof(game.max_take, claim, until=limit))
+    engine = Engine(game, EngineOptions(until=limit, workers=0), [tally], directory=directory,
+                    identity={"command": "period", "claim": list(claim) if claim else None}, keep_all=True)
+    engine.run()
+    return summarize(engine, tally)
+
+
+def test_period_of_every_solved_game():
+    wrong = {}
+    for game, row in solved_games().items():
+        found = find_period(game, 10**6).period or {}
+        if (found.get("period"), found.get("preperiod")) != (row.period, row.preperiod):
+            wrong[game.code] = (found, row.period, row.preperiod)
+    assert not wrong
+
+
+def test_period_command(cli):
+    result = cli("period", ".16")
+    assert result.code == 0
+    assert result.out.splitlines()[0] == "period 149459 preperiod 105351"
+    assert "105351 <= n < 360163" in result.out and "G(509621)" in result.out
+
+
+def test_no_period_and_what_is_still_needed(cli):
+    assert cli("period", ".6", "--max", 50_000).out.splitlines()[0] == "no period up to 50000"
+    # .16 has seen its period by 420,000 values, but the proof needs 509,622.
+    out = cli("period", ".16", "--max", 480_000).out
+    assert out.splitlines()[0] == "no period up to 480000"
+    assert "candidate period 149459 preperiod 105351" in out and "--max 509622" in out
+
+
+@pytest.mark.parametrize("period, preperiod, says", [
+    (149459, 105351, None),
+    (149460, 105351, "G(n + 149460) != G(n) at n = 105351"),
+    (149459, 105352, "the preperiod 105352 is not least"),
+    (2 * 149459, 105351, "the period 298918 is not least: 149459 is also a period"),
+])
+def test_a_claimed_period_is_proven_or_refuted_where_it_fails(cli, period, preperiod, says):
+    result = cli("period", ".16", "--period", period, "--preperiod", preperiod)
+    if says is None:
+        assert result.code == 0 and result.out.splitlines()[0] == "period 149459 preperiod 105351"
+    else:
+        assert result.code == 1 and says in result.out, result.out
+
+
+def test_period_resumes_from_its_checkpoint(tmp_path):
+    with pytest.raises(Interrupted):
+        game = parse_game(".16")
+        tally = Tally(0, ExactProof(game.max_take))
+        engine = Engine(game, EngineOptions(until=10**6, workers=0, chunk=1 << 15), [tally, StopAt(300_000)],
+                        directory=tmp_path, identity={"command": "period", "claim": None}, keep_all=True)
+        engine.run()
+    found = find_period(".16", 10**6, tmp_path).period
+    assert (found["period"], found["preperiod"]) == (149459, 105351)
+
+
+def test_run_proves_a_period_and_stops(tmp_path):
+    summary = run_engine(".16", 2_000_000, tmp_path, workers=0, chunk=1 << 16)
+    period = summary.period
+    assert period["period"] == 149459 and period["from"] >= 105351
+    assert summary.statistics.values < 2_000_000  # stopped once proven
+    assert summary.statistics.digest == fnv1a64(c_values(".16", summary.statistics.values))
+
+
+@pytest.mark.slow
+def test_period_354_needs_tens_of_millions_of_values():
+    found = find_period(".354", 30_000_000).period
+    assert (found["period"], found["preperiod"]) == (1180, 10_061_916)
+
+
+@pytest.mark.slow
+def test_period_1777_flammenkamp():
+    found = find_period(".1777", 500_000_000).period
+    assert (found["period"], found["preperiod"]) == (60_620_715, 160_949_018)

@@ -1,0 +1,116 @@
+"""Checkpoints the run cannot continue are refused with one line and left untouched: written by
+octalgen 0.1 or 0.2, of another game or other parameters, truncated, edited, with a damaged value
+file; a read-only directory is one line, and a full disk stops the run without losing proven work."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from octalgen.checksum import fnv1a64
+from octalgen.engine import checkpoint as checkpoint_module
+from octalgen.engine.checkpoint import read_checkpoint, write_checkpoint
+
+from engine_helpers import c_values, run_engine
+
+
+def test_a_checkpoint_of_octalgen_0_1_is_refused_with_one_line(cli, tmp_path):
+    write_checkpoint(tmp_path, {"octalgen_checkpoint": 1, "parameters": {"game": ".6"}, "position": 5})
+    before = (tmp_path / "checkpoint.json").read_bytes()
+    result = cli("run", ".6", "--until", 100_000, "--checkpoint", tmp_path)
+    assert result.code == 2 and result.err.count("\n") == 1 and "written by octalgen 0.1" in result.err
+    assert (tmp_path / "checkpoint.json").read_bytes() == before
+
+
+def test_a_checkpoint_of_octalgen_0_2_is_refused_for_its_digest(cli, tmp_path):
+    """0.2's digests started from a non-standard offset basis: continuing one would print a wrong digest."""
+    write_checkpoint(tmp_path, {"octalgen_checkpoint": 2, "parameters": {"game": ".6"}, "position": 5})
+    before = (tmp_path / "checkpoint.json").read_bytes()
+    for command in (("run", ".6", "--until", 100_000, "--checkpoint", tmp_path), ("stats", tmp_path)):
+        result = cli(*command)
+        assert result.code == 2 and result.err.count("\n") == 1, result.err
+        assert "the standard FNV-1a-64" in result.err and "start a new checkpoint directory" in result.err
+    assert (tmp_path / "checkpoint.json").read_bytes() == before
+
+
+@pytest.fixture
+def small_checkpoint(tmp_path):
+    run_engine(".6", 100_000, tmp_path, workers=0)
+    return tmp_path
+
+
+def _refused(cli, directory, *args):
+    before = (directory / "checkpoint.json").read_bytes()
+    result = cli("run", *args, "--checkpoint", directory, "--workers", 0)
+    assert result.code == 2 and result.err.count("\n") == 1 and "left untouched" in result.err, result.err
+    assert (directory / "checkpoint.json").read_bytes() == before
+    return result
+
+
+def test_a_checkpoint_of_another_game_is_refused(cli, small_checkpoint):
+    assert "belongs to another run: it is a run of .6, not .16;" in _refused(cli, small_checkpoint, ".16", "--until",
+                                                                             200_000).err
+
+
+def test_a_checkpoint_of_other_parameters_is_refused(cli, small_checkpoint):
+    refused = _refused(cli, small_checkpoint, ".6", "--until", 200_000, "--digest-from", 5).err
+    assert "it was started with --digest-from 0, this command gives --digest-from 5" in refused
+
+
+def test_a_truncated_checkpoint_is_refused(cli, small_checkpoint):
+    path = small_checkpoint / "checkpoint.json"
+    path.write_bytes(path.read_bytes()[:5000])
+    assert "truncated or corrupt" in _refused(cli, small_checkpoint, ".6", "--until", 200_000).err
+
+
+def test_an_edited_checkpoint_fails_its_checksum(cli, small_checkpoint):
+    path = small_checkpoint / "checkpoint.json"
+    text = path.read_text()
+    path.write_text(text.replace('"position":100000', '"position":100001'))
+    assert "fails its checksum" in _refused(cli, small_checkpoint, ".6", "--until", 200_000).err
+
+
+def test_a_damaged_value_file_is_refused(cli, small_checkpoint):
+    files = sorted((small_checkpoint / "values").iterdir())
+    files[0].write_bytes(files[0].read_bytes()[:-1] + b"\x07")
+    result = cli("run", ".6", "--until", 200_000, "--checkpoint", small_checkpoint, "--workers", 0)
+    assert result.code == 2 and result.err.count("\n") == 1 and "fail their checksum" in result.err
+
+
+def test_a_read_only_checkpoint_directory_is_one_line(cli, small_checkpoint, monkeypatch):
+    real_open = open
+
+    def read_only(path, mode="r", *args, **kwargs):
+        if "w" in mode and str(small_checkpoint) in str(path):
+            raise OSError(errno.EROFS, "Read-only file system")
+        return real_open(path, mode, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint_module, "open", read_only, raising=False)
+    before = (small_checkpoint / "checkpoint.json").read_bytes()
+    result = cli("run", ".6", "--until", 200_000, "--checkpoint", small_checkpoint, "--workers", 0)
+    assert result.code == 2 and result.err.count("\n") == 1 and "Read-only file system" in result.err
+    assert (small_checkpoint / "checkpoint.json").read_bytes() == before
+
+
+def test_a_full_disk_stops_the_run_with_one_line_and_loses_no_proven_work(cli, tmp_path, monkeypatch):
+    writes = []
+    real = checkpoint_module.write_file_atomically
+
+    def filling_up(path, data):
+        writes.append(path)
+        if len(writes) > 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(checkpoint_module, "write_file_atomically", filling_up)
+    result = cli("run", ".6", "--until", 600_000, "--checkpoint", tmp_path, "--workers", 0, "--chunk", 1 << 15,
+                 "--checkpoint-every", 0)
+    assert result.code == 2 and result.err.strip().splitlines()[-1].startswith("octalgen: error: cannot write checkpoint")
+    assert "the disk is full" in result.err
+    saved = read_checkpoint(tmp_path)["position"]
+    assert 0 < saved < 600_000
+    monkeypatch.setattr(checkpoint_module, "write_file_atomically", real)
+    resumed = run_engine(".6", 600_000, tmp_path, workers=0, chunk=1 << 15)
+    assert resumed.session_values == 600_000 - saved
+    assert resumed.statistics.digest == fnv1a64(c_values(".6", 600_000))

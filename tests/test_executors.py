@@ -1,0 +1,73 @@
+"""Where the verification runs and what computes the values: chunks produced ahead proven by the
+workers, both kernel plug-ins against the engine's protocols, a Dask cluster giving the local
+digest, an unreachable scheduler as one line, and the rates that split the cores between roles."""
+
+from __future__ import annotations
+
+import pytest
+
+from octalgen.checksum import fnv1a64
+from octalgen.engine import pipeline
+from octalgen.engine.seams import KernelPlugin, Kernels, ProofVerifier, Speculator
+from octalgen.plan import make_plan
+from octalgen.rare import shipped_table
+
+from engine_helpers import c_values, run_engine
+
+
+def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
+    """While the prefix still grows, chunks produced ahead carry the codes their proof scans need:
+    none comes back undecided to be verified again in this process."""
+    retried = []
+    again = pipeline.verify_again
+    monkeypatch.setattr(pipeline, "verify_again",
+                        lambda verifier, chunk, result, *more: retried.append(result.heap) or again(verifier, chunk,
+                                                                                                   result, *more))
+    until = 1_500_000
+    summary = run_engine(".6", until, workers=1, chunk=1 << 18, backlog=8)  # all produced ahead
+    assert retried == []
+    assert summary.statistics.digest == fnv1a64(c_values(".6", until))
+
+
+def test_both_kernel_plug_ins_implement_the_engines_seam():
+    from octalgen.cuda.plugin import TwinKernels
+
+    plan = make_plan(shipped_table(".6"))
+    for plugin in (Kernels(), TwinKernels(64)):
+        assert isinstance(plugin, KernelPlugin)
+        producer, verifier = plugin(plan)
+        assert isinstance(producer, Speculator) and isinstance(verifier, ProofVerifier)
+        assert verifier.plan == plan
+
+
+def test_dask_cluster_gives_the_local_digest():
+    distributed = pytest.importorskip("distributed")
+    local = run_engine(".6", 1 << 20, workers=0, chunk=1 << 18)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
+                                  host="127.0.0.1", scheduler_port=0, dashboard_address=":0") as cluster:
+        remote = run_engine(".6", 1 << 20, scheduler=cluster.scheduler_address, chunk=1 << 18)
+    assert remote.statistics.digest == local.statistics.digest
+    assert remote.statistics.counts == local.statistics.counts
+
+
+def test_an_unreachable_scheduler_is_one_line(cli, monkeypatch):
+    monkeypatch.setattr("octalgen.engine.executors.CONNECT_TIMEOUT", 2.0)
+    result = cli("run", ".6", "--until", 10_000_000, "--scheduler", "tcp://127.0.0.1:9")
+    assert result.code == 2 and result.err.count("\n") == 1 and "cannot reach the Dask scheduler" in result.err
+
+
+def test_a_long_run_replaces_the_start_up_rates_of_the_split(tmp_path, monkeypatch):
+    """The rates a run measured per CPU second (one kernel thread) replace a poor start-up sample."""
+    from octalgen.engine import split
+    from octalgen.plan import make_plan
+
+    monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path))
+    plan = make_plan(shipped_table(".6"))
+    split._store(plan, 2, {"kernel": {1: 4e5, 2: 5e5}, "verify": 4e4})  # sampled on a busy machine
+    split.refine(plan, 2, threads=1, kernel_rate=9.6e5, verify_rate=3.6e5)
+    rates = split._cached(plan, 2)
+    threads, workers, predicted = split.predict({int(t): r for t, r in rates["kernel"].items()}, rates["verify"], 2)
+    # One thread beside two verifying processes: the CPU per value is 1/k + 1/v on each of 2 cores.
+    assert (threads, workers) == (1, 2) and predicted == pytest.approx(2 / (1 / 9.6e5 + 1 / 3.6e5))
+    split.refine(plan, 2, threads=2, kernel_rate=2e6, verify_rate=None)  # two threads spin: no CPU rate
+    assert split._cached(plan, 2)["kernel"]["1"] == 9.6e5 and split._cached(plan, 2)["kernel"]["2"] == 5e5
