@@ -189,7 +189,7 @@ def _bench_c(args) -> int:
          f"G(0) ... G({start + count - 1}): exact prefix, kernel, {threads} verifying processes")
     _row(f"Python reference, first {len(reference)}", reference_rate,
          f"kernel {rate['one'] / reference_rate:.0f}x faster", f"exact C {exact_rate / reference_rate:.0f}x faster")
-    roles = engine.accounting()
+    roles = engine.session.roles()
     _say("  exact backend, CPU seconds per 10^8 values: " + ", ".join(
         f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in roles.items() if figures["cpu_seconds"]))
     _say(f"all agree (kernel 1 and {threads} threads, naive, verifier and its plain scan, exact backend, "

@@ -102,7 +102,7 @@ class Engine:
         self.exact = ExactSteps(game)
         self.producer = Producer(self.kernels, self.stop.check)
         self.pipeline: Pipeline | None = None
-        self.session = Accounting()  # CPU seconds per role this session (see accounting())
+        self.session = Accounting()  # CPU seconds per role this session (its roles(): per 10^8 values)
         self.threads = options.threads or 1
         self.split = None  # the automatic split of the cores, when one was made
         # The loop's own bookkeeping.
@@ -173,8 +173,7 @@ class Engine:
         return self.position >= self.options.until or any(c.finished for c in self.consumers)
 
     def _goal(self) -> int:
-        """Where computing stops for now: ``until``, or before it where a consumer expects to be finished
-        (a period's proof is complete there: values beyond it would be computed for nothing)."""
+        """Where computing stops for now: ``until``, or before it where a consumer expects to be finished."""
         return min([self.options.until] + self._ahead(c.finishes_at for c in self.consumers))
 
     def _cut(self) -> int:
@@ -182,7 +181,7 @@ class Engine:
         at the values so far (a search)."""
         return min([self._goal()] + self._ahead(c.looks_at for c in self.consumers))
 
-    def _ahead(self, positions) -> list[int]:
+    def _ahead(self, positions) -> list[int]:  # the positions still to come
         return [n for n in positions if n is not None and n > self.position]
 
     def _phase(self, text: str, eta: bool = True) -> None:
@@ -208,10 +207,6 @@ class Engine:
         self._session_began = None
         if self.plan is not None and self.options.workers != 0:
             split.refine(self.plan, None, self.threads, *session.measured_rates())
-
-    def accounting(self) -> dict:
-        """CPU seconds per role this session, per 10^8 values, and each role's rate."""
-        return self.session.roles()
 
     # -- start, resume, checkpoints -------------------------------------------------------
 

@@ -138,7 +138,7 @@ def summarize(engine, tally) -> RunSummary:
     return RunSummary(statistics, engine.table, *_period(prover.state() if prover is not None else None),
                       hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.elapsed,
                       session_values=engine.session.values, session_seconds=engine.session.wall,
-                      roles=engine.accounting(), split=engine.split)
+                      roles=engine.session.roles(), split=engine.split)
 
 
 def summary_of_checkpoint(directory) -> RunSummary:
