@@ -123,8 +123,11 @@ def test_fewer_lanes_per_stage_equal_reference(code, fold, lanes_per_stage, refe
 
 # Folds 2, 3, 5 and 7: groups of 8, 6, 4 and 3 rows (banks by bit fields, and by division); .644 at
 # fold 4: lane memories fed from other stages' reads, as with vectors.
+# .644 at fold 4 with rows is slow: its lane memories fed from other stages' reads run with the
+# vector chain (test_fewer_lanes_per_stage_equal_reference), rows with 2 lanes per stage with .156.
 @pytest.mark.parametrize("code, fold, lanes_per_stage",
-                         [(".356", 2, 1), (".45", 3, 1), (".644", 4, 2), (".156", 5, 2), (".16", 7, 1)])
+                         [(".356", 2, 1), (".45", 3, 1), pytest.param(".644", 4, 2, marks=pytest.mark.slow),
+                          (".156", 5, 2), (".16", 7, 1)])
 def test_rows_mark_chain_equals_reference(code, fold, lanes_per_stage, references):
     """Stages that hand their marks on as rows, a group per clock (`synth --mark-chain rows`)."""
     kernel, _, result = run_kernel(code, fold, 2000, references, lanes_per_stage=lanes_per_stage,
@@ -159,7 +162,10 @@ def test_comparator_decoders_equal_reference(references):
     assert result.checked == 500 and result.ok, result.mismatch
 
 
-@pytest.mark.parametrize("fold", [1, "synthesis"])
+# Fold 1 elaborates all 1,584 terms as marks of one clock (about 20 s): slow; the fast suite runs
+# .6 at the fold synthesis chooses and at the bitstreams' folds, and fold 1 with smaller games
+# (test_one_value_per_clock_equals_reference).
+@pytest.mark.parametrize("fold", [pytest.param(1, marks=pytest.mark.slow), "synthesis"])
 def test_officers_equals_reference(fold, references):
     """.6 at one value per clock and at the fold chosen for ECP5-85k (what `octalgen synth .6` builds)."""
     if fold == "synthesis":
@@ -170,8 +176,12 @@ def test_officers_equals_reference(fold, references):
     assert result.checked == 100 and result.ok, result.mismatch
 
 
+# Folds 12 and 11 with 5 lanes (earlier bitstreams' layouts) are slow: the vector chain with fewer
+# lanes per stage runs for .6 at 11-3 and 10-2, and the bitstream's 8-4-rows, in the fast suite.
 @pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
-                         [(12, 4, "vector"), (11, 5, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 4, "rows")])
+                         [pytest.param(12, 4, "vector", marks=pytest.mark.slow),
+                          pytest.param(11, 5, "vector", marks=pytest.mark.slow),
+                          (11, 3, "vector"), (10, 2, "vector"), (8, 4, "rows")])
 def test_officers_with_fewer_lanes_per_stage_equals_reference(fold, lanes_per_stage, mark_chain, references):
     """.6 with 2 to 5 mark units per stage: layouts built for the ULX3S-85F (hdl/reports; not all routed)."""
     _, _, result = run_kernel(".6", fold, 100, references, lanes_per_stage=lanes_per_stage, mark_chain=mark_chain)

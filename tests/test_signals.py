@@ -62,7 +62,7 @@ def test_a_killed_run_leaves_no_process_behind(tmp_path):
 def test_ctrl_c_and_sigterm_stop_with_one_line_and_the_run_resumes(tmp_path, signal_number, status):
     # A goal far out of reach: a quiet machine proved 3e6 values within the second below (CI, stop 25).
     command = [sys.executable, "-m", "octalgen", "run", ".6", "--until", "1e9", "--checkpoint", str(tmp_path),
-               "--workers", "1", "--chunk", str(1 << 16)]
+               "--workers", "1", "--chunk", str(1 << 16), "--checkpoint-every", "0.5"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while process.poll() is None and _position(tmp_path) < 50_000:
         time.sleep(0.05)
