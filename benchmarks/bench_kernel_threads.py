@@ -1,187 +1,205 @@
-"""How the speculative kernel scales with threads, and what the speculative mex is worth.
+"""How the speculative kernel scales with threads: this tree's block kernel against c62a57f's.
 
-    python benchmarks/bench_kernel_threads.py                  # threads 1 ... the cores here
-    python benchmarks/bench_kernel_threads.py --threads 1,2,4  # more threads than cores: oversubscribed
-    python benchmarks/bench_kernel_threads.py --quick          # fewer heaps per row
+    python benchmarks/bench_kernel_threads.py                      # .6, threads 1,2, both kernels
+    python benchmarks/bench_kernel_threads.py --threads 1,2,4,8    # more threads than cores: oversubscribed
+    python benchmarks/bench_kernel_threads.py --blocks 64,128,256  # this tree's kernel at other block lengths
+    python benchmarks/bench_kernel_threads.py --clock              # and its critical path per heap
 
-Grossman (section 3.3): thread j computes the heaps n = j (mod m) and hands the newest values on
-in a baton; each thread marks what it can and takes the mex *before* its baton arrives, so that
-after it only the few late terms are marked and the guess checked.  The time per heap is then
-bounded by the work divided by the threads, or by the critical path from one baton to the next
-(the baton's trip between cores, the late terms, and, without the speculation, the mex).
+c62a57f's kernel hands every heap to the next thread in a baton (one cache-line trip between
+cores per heap).  This tree's hands over blocks of B heaps (templates/c/kernel.c.j2): a thread
+marks every term whose source is already final while the blocks before its own are in flight,
+and after the previous block's baton only the terms reaching into that block and its own, and
+the mex.  The model, per heap:
 
-Three tables, every kernel checked against the one-thread values:
+    time = max(critical path per block / B, work / T)
+    critical path per block = baton hop + B x (terms with offsets up to B + i at heap i + mex)
+    work = all terms + mex (+ the terms reaching into the T - 1 blocks in flight, marked from a
+           table rather than unrolled: a little more per heap as T x B grows)
 
-1. **Scaling**: the ``.6`` kernel with 1, 2, ... threads (values/s, wall clock, the median of
-   ``--rounds`` alternating rounds), ratio to one thread.  Only as many threads as this process
-   has cores are measured unless ``--threads`` asks for more (the table then says so).
-2. **Speculative mex, speed**: on 2 threads, the production kernel against the variant whose mex
-   waits for the baton (``kernel_variant_unit(..., speculative_mex=False)``, built only here), for
-   ``.6`` (1584 terms: at 2 threads the work per heap outweighs the critical path) and ``.16``
-   (53 terms: the critical path is all there is).
-3. **Speculative mex, critical path**: both variants again, built with a clock
-   (``baton_clock=True``: the time-stamp counter on x86) of each heap's critical path, from its
-   baton's arrival to the next baton's departure: median and mean of the fastest 90% in ns, and how
-   often a late term marked the guess so that the mex had to be taken after the baton after all
-   (the speculative kernel's only mex on the critical path).  Medians hold on a busy machine,
-   where the speeds of table 2 measure mostly how often the two threads are on cores at once.
+so T threads give T x one thread until work / T falls to the critical path per heap.  ``--clock``
+measures both on this tree's kernel (critical path from the baton's arrival to the next one's
+departure; work: the threads' CPU time less their waits).
 
-Threads are patient (no fall-back to one thread when the machine is busy), and a round stops
-after ``ROUND_SECONDS`` with the heaps it did, so that every row ends within a minute.  The load
-average is printed before and after.
+Each row is its own process, so that both kernels are built and run the same way: c62a57f's
+package and templates are extracted (``git archive``) into a temporary folder and imported from
+there, this tree's from here.  A row runs ``--rounds`` rounds of N heaps (N is printed), each cut
+at ROUND_SECONDS, in calls of up to PIECE heaps chained by their windows, with patient threads (no
+fall-back to one thread on a busy machine), and prints the median values/s, the process CPU time
+per heap, and digests of the values (of the first 2^14, 2^15, ... heaps and of all): every two rows
+must agree as far as both got (it says so).  Rows alternate between the kernels.  Every row ends
+within a minute.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import statistics
-import time
-from functools import cached_property
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
+BASELINE = "c62a57f"
+ROOT = Path(__file__).resolve().parent.parent
+#: Most heaps per kernel call (the first calls of a round are shorter), and the longest a round
+#: runs (it then stops with the heaps it did).
+PIECE = 1 << 18
+ROUND_SECONDS = 12.0
+
+#: One row, run by either version of the package (its API is the same in both for this).
+ROW = r"""
+import hashlib, json, statistics, sys, time
 import numpy as np
+import octalgen
+from octalgen.cpu.exact import exact_values_c
+from octalgen.cpu.kernel import SpeculativeKernel
+from octalgen.plan import make_plan
+from octalgen.rare import shipped_table
 
-from octalgen.cpu.generate import kernel_variant_unit
-from octalgen.cpu.kernel import SpeculativeKernel, default_threads
-from octalgen.engine.plans import plan_game
-from octalgen.game import parse_game
-
-#: Heaps per round (``--quick``: a quarter): about a second for one thread on an idle core.
-HEAPS = {".6": 1 << 21, ".16": 1 << 25}
-#: Heaps per kernel call; a round is as many calls as fit in ROUND_SECONDS.
-PIECE = 1 << 16
-ROUND_SECONDS = 5.0
-CLOCK_TICKS, CLOCK_BUCKETS = 4, 2048  # as in templates/c/bench/kernel.c.j2
-
-
-class VariantKernel(SpeculativeKernel):
-    """A benchmark build of the kernel (see :func:`~octalgen.cpu.generate.kernel_variant_unit`)."""
-
-    def __init__(self, plan, speculative_mex: bool = True, baton_clock: bool = False):
-        super().__init__(plan)
-        self.variant = {"speculative_mex": speculative_mex, "baton_clock": baton_clock}
-
-    @cached_property
-    def unit(self):
-        return kernel_variant_unit(self.plan, self.max_threads, **self.variant)
-
-    def clock(self) -> np.ndarray:
-        """The critical-path clock since the last call (clocked builds only)."""
-        counts = np.zeros(CLOCK_BUCKETS + 4, dtype=np.uint64)
-        self.module.lib.octalgen_baton_clock(self.module.ffi.from_buffer("uint64_t[]", counts))
-        return counts
-
-
-class Game:
-    """A game's plan, the window its kernel starts from, and the one-thread values to check against."""
-
-    def __init__(self, code: str, heaps: int):
-        self.plan, prefix = plan_game(parse_game(code), required=True)
-        self.code, self.heaps = code, heaps
-        plan = self.plan
-        self.window = plan.encoding.encode_array(prefix[plan.start - plan.window:]).astype(
-            SpeculativeKernel(plan).dtype)
-        self.truth = SpeculativeKernel(plan).run(self.window, plan.start, heaps)
-
-    def round(self, kernel: SpeculativeKernel, threads: int) -> float:
-        """Values/s of one round: PIECE heaps per call until all heaps or ROUND_SECONDS."""
-        window, done, began = self.window, 0, time.perf_counter()
-        while done < self.heaps and time.perf_counter() - began < ROUND_SECONDS:
-            count = min(PIECE, self.heaps - done)
-            values = kernel.run(window, self.plan.start + done, count, threads, patient=True)
-            if not np.array_equal(values, self.truth[done: done + count]):
-                raise SystemExit(f"{self.code}: {threads} threads disagree with one thread near heap "
-                                 f"{self.plan.start + done}")
-            window = np.concatenate([window, values])[-self.plan.window:]
-            done += count
-        return done / (time.perf_counter() - began)
+code, heaps, threads, rounds, block, piece, limit = sys.argv[1:]
+heaps, threads, rounds, block, piece, limit = int(heaps), int(threads), int(rounds), int(block), int(piece), float(limit)
+plan = make_plan(shipped_table(code))
+kernel = SpeculativeKernel(plan, block_heaps=block) if block else SpeculativeKernel(plan)
+prefix = exact_values_c(code, plan.start, mask=plan.table.mask)
+first_window = plan.encoding.encode_array(prefix[plan.start - plan.window:]).astype(kernel.dtype)
+kernel.module  # build (or load) before any clock starts
+rates, cpus, digests = [], [], set()
+for _ in range(rounds):
+    window, done, parts = first_window, 0, []
+    wall, cpu = time.perf_counter(), time.process_time()
+    step = 1 << 14  # doubled up to piece: a busy machine's slow calls still end a round near its limit
+    while done < heaps and time.perf_counter() - wall < limit:
+        count = min(step, heaps - done)
+        step = min(2 * step, piece)
+        values = kernel.run(window, plan.start + done, count, threads, patient=True)
+        parts.append(values)
+        window = np.concatenate([window, values])[-plan.window:]
+        done += count
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    rates.append(done / wall)
+    cpus.append(cpu / done)
+    decoded = plan.encoding.decode_array(np.concatenate(parts)).astype(np.int64)
+    for length in {done, *(1 << k for k in range(14, 40) if 1 << k <= done)}:  # lengths other rows reach too
+        digests.add((length, hashlib.sha256(decoded[:length].tobytes()).hexdigest()[:16]))
+print(json.dumps({"rate": statistics.median(rates), "cpu": statistics.median(cpus), "digests": sorted(digests),
+                  "package": octalgen.__file__, "block": getattr(kernel, "block_heaps", None)}))
+"""
 
 
-def median_rates(game: Game, runs, rounds: int) -> list[float]:
-    """Median values/s of each (kernel, threads) in ``runs``, measured in alternating rounds."""
-    rates = [[] for _ in runs]
-    for _ in range(rounds):
-        for (kernel, threads), found in zip(runs, rates):
-            found.append(game.round(kernel, threads))
-    return [statistics.median(found) for found in rates]
+def baseline_tree(folder: Path) -> Path:
+    """c62a57f's package and templates, extracted into ``folder`` (the templates also where the
+    package looks for them when installed, so that nothing of this tree's is picked up)."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE, "octalgen", "templates"],
+                             check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    subprocess.run(["cp", "-r", str(folder / "templates"), str(folder / "octalgen" / "templates")], check=True)
+    return folder
 
 
-def load() -> str:
-    return "%.2f" % os.getloadavg()[0]
+def row(args, threads: int, block: int, tree: Path | None) -> dict:
+    """Runs one row in its own process: this tree's kernel (tree None) or the one extracted at ``tree``."""
+    env = dict(os.environ)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    command = [sys.executable, "-c", ROW, args.game, str(args.heaps), str(threads), str(args.rounds), str(block),
+               str(PIECE), str(ROUND_SECONDS)]
+    done = subprocess.run(command, env=env, cwd=str(tree or ROOT), capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"row failed ({'c62a57f' if tree else 'this tree'}, {threads} threads):\n{done.stderr}")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = str(tree) if tree is not None else str(ROOT)
+    if not result["package"].startswith(expected):
+        raise SystemExit(f"the row imported {result['package']}, not the package under {expected}")
+    return result
 
 
-def scaling(game: Game, threads: list[int], rounds: int, cores: int) -> None:
-    kernel = SpeculativeKernel(game.plan)
-    kernel.module  # compile (or load) before any clock starts
-    rates = median_rates(game, [(kernel, t) for t in threads], rounds)
-    print(f"\n1. scaling: the {game.code} kernel ({len(game.plan.terms)} terms), {game.heaps} heaps a round, "
-          f"median of {rounds}")
-    for t, rate in zip(threads, rates):
-        note = "" if t <= cores else f"   (more threads than the {cores} cores: oversubscribed)"
-        print(f"  {t:>3} thread{'s' if t > 1 else ' '}  {rate / 1e6:8.3f} M values/s   "
-              f"{rate / rates[0]:5.2f}x one thread   {rate / rates[0] / t:5.0%} per thread{note}")
+def clock(args, threads: int, block: int) -> str:
+    """This tree's kernel built with the critical-path clock: the median and mean per heap, in ns,
+    and the threads' work per heap (their CPU time less their waits for batons and the stages'
+    marks, which a fuller count would add: a lower bound)."""
+    import numpy as np
 
+    from octalgen.cpu.exact import exact_values_c
+    from octalgen.cpu.generate import kernel_variant_unit
+    from octalgen.cpu.kernel import SpeculativeKernel
+    from octalgen.plan import make_plan
+    from octalgen.rare import shipped_table
 
-def mex_speed(game: Game, rounds: int) -> None:
-    production, variant = SpeculativeKernel(game.plan), VariantKernel(game.plan, speculative_mex=False)
-    production.module, variant.module
-    one, spec, standard = median_rates(game, [(production, 1), (production, 2), (variant, 2)], rounds)
-    print(f"  {game.code:<4} ({len(game.plan.terms):>4} terms)  1 thread {one / 1e6:7.3f}   "
-          f"2 threads: speculative mex {spec / 1e6:7.3f}, mex after the baton {standard / 1e6:7.3f} "
-          f"M values/s   speculative {spec / standard:.2f}x the other, {spec / one:.2f}x one thread")
+    buckets, tick = 2048, 4  # as in templates/c/bench/kernel.c.j2
+    plan = make_plan(shipped_table(args.game))
 
+    class Clocked(SpeculativeKernel):
+        @property
+        def unit(self):
+            return kernel_variant_unit(self.plan, self.max_threads, block_heaps=self.block_heaps, baton_clock=True)
 
-def critical_path(game: Game, rounds: int) -> None:
-    """The clocked critical path on 2 threads, speculative mex against the mex after the baton.
-
-    The clock steps in about 10 ns in a virtual machine: the mean of the fastest 90% (whose
-    quantisation errors average out, and which leaves out heaps whose thread lost its core)
-    resolves finer than the median.
-    """
-    kernels = {speculative: VariantKernel(game.plan, speculative_mex=speculative, baton_clock=True)
-               for speculative in (True, False)}
-    counts = {speculative: np.zeros(CLOCK_BUCKETS + 4, dtype=np.uint64) for speculative in kernels}
-    for _ in range(rounds):
-        for speculative, kernel in kernels.items():
-            kernel.clock()  # clear
-            game.round(kernel, 2)
-            counts[speculative] += kernel.clock()
-    figures = []
-    for speculative, found in counts.items():
-        heaps, ticks, ns = (int(c) for c in found[CLOCK_BUCKETS + 1:])
-        bucket_ns = CLOCK_TICKS * ns / ticks
-        cumulative = np.cumsum(found[:CLOCK_BUCKETS]).astype(float)
-        middle, last = (int(np.searchsorted(cumulative, q * heaps)) for q in (0.5, 0.9))
-        weights = found[: last + 1].astype(float)
-        weights[-1] -= cumulative[last] - 0.9 * heaps  # exactly the fastest 90%
-        fastest = float(np.dot(weights, np.arange(last + 1) + 0.5) / weights.sum() * bucket_ns)
-        again = f" (guess taken again at {found[CLOCK_BUCKETS] / heaps:.2%} of heaps)" if speculative else ""
-        figures.append(f"{'speculative mex' if speculative else 'mex after the baton'}: median "
-                       f"{(middle + 0.5) * bucket_ns:4.0f} ns, fastest 90% {fastest:5.1f} ns on average{again}")
-    print(f"  {game.code:<4} ({len(game.plan.terms):>4} terms)  " + ";  ".join(figures))
+    kernel = Clocked(plan, block_heaps=block or None)
+    prefix = exact_values_c(args.game, plan.start, mask=plan.table.mask)
+    window = plan.encoding.encode_array(prefix[plan.start - plan.window:]).astype(kernel.dtype)
+    counts = np.zeros(buckets + 4, dtype=np.uint64)
+    lib, ffi = kernel.module.lib, kernel.module.ffi
+    lib.octalgen_baton_clock(ffi.from_buffer("uint64_t[]", counts))  # clear
+    kernel.run(window, plan.start, min(args.heaps, 1 << 20), threads, patient=True)
+    lib.octalgen_baton_clock(ffi.from_buffer("uint64_t[]", counts))
+    heaps, ticks, ns = (int(c) for c in counts[buckets + 1:])
+    if not heaps:
+        return "no block waited for a baton"
+    bucket_ns = tick * ns / ticks
+    cumulative = np.cumsum(counts[:buckets]).astype(float)
+    middle = int(np.searchsorted(cumulative, 0.5 * heaps))
+    mean = float(np.dot(counts[:buckets].astype(float), np.arange(buckets) + 0.5) / heaps * bucket_ns)
+    work = int(counts[buckets]) / heaps  # all threads' CPU time less their waits (and the stages), per heap
+    return (f"critical path median {(middle + 0.5) * bucket_ns:5.1f} ns, mean {mean:5.1f} ns per heap;  "
+            f"work {work:6.1f} CPU ns per heap in all, {work / threads:6.1f} per thread")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", help="thread counts for the scaling table, e.g. 1,2,4 (default: 1 ... cores)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per row (default 3)")
-    parser.add_argument("--quick", action="store_true", help="a quarter of the heaps per round")
+    parser.add_argument("--game", default=".6", help="the game (default .6)")
+    parser.add_argument("--threads", default="1,2", help="thread counts, e.g. 1,2,4 (default 1,2)")
+    parser.add_argument("--heaps", type=int, default=1 << 22, help="N, heaps per round (default 2^22)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per row, the median is printed (default 3)")
+    parser.add_argument("--blocks", default="0", help="this tree's block lengths, e.g. 64,128,256 (0: its default)")
+    parser.add_argument("--no-baseline", action="store_true", help=f"leave out {BASELINE}'s kernel")
+    parser.add_argument("--clock", action="store_true", help="also clock this tree's critical path per heap")
     args = parser.parse_args()
-    cores = default_threads()
-    threads = [int(t) for t in args.threads.split(",")] if args.threads else list(range(1, cores + 1))
-    scale = 4 if args.quick else 1
-    print(f"bench_kernel_threads: {cores} cores for this process, load average {load()} at start")
-    officers = Game(".6", HEAPS[".6"] // scale)
-    scaling(officers, threads, args.rounds, cores)
-    small = Game(".16", HEAPS[".16"] // scale)
-    print(f"\n2. speculative mex against the mex after the baton: values/s on 2 threads"
-          f"{'' if cores >= 2 else ' (one core here: oversubscribed)'}, median of {args.rounds}")
-    for game in (officers, small):
-        mex_speed(game, args.rounds)
-    print("\n3. critical path on 2 threads: from a baton's arrival to the next one's departure, per heap")
-    for game in (officers, small):
-        critical_path(game, args.rounds)
-    print(f"load average {load()} at end")
+    threads = [int(t) for t in args.threads.split(",")]
+    blocks = [int(b) for b in args.blocks.split(",")]
+    cores = len(os.sched_getaffinity(0))
+    print(f"bench_kernel_threads: {args.game}, N = {args.heaps} heaps a round (cut at {ROUND_SECONDS:.0f} s), "
+          f"median of {args.rounds}; {cores} cores here, load average {os.getloadavg()[0]:.2f} at start")
+    digests = set()
+    with tempfile.TemporaryDirectory() as folder:
+        tree = None if args.no_baseline else baseline_tree(Path(folder))
+        ones = {}
+        for t in threads:
+            over = "" if t <= cores else "  (oversubscribed)"
+            kernels = [(f"this tree, B={b or 'default'}", b, None) for b in blocks]
+            if tree is not None:
+                kernels.append((f"{BASELINE} (per-heap baton)", 0, tree))
+            for name, block, where in kernels:
+                result = row(args, t, block, where)
+                if where is None and block == 0:
+                    name = f"this tree, B={result['block']}"
+                digests.update(map(tuple, result["digests"]))
+                if t == 1:
+                    ones[name] = result["rate"]
+                ratio = f"{result['rate'] / ones[name]:5.2f}x one thread" if name in ones else ""
+                print(f"  {name:<28} {t:>3} thread{'s' if t > 1 else ' '}  {result['rate'] / 1e6:7.3f} M values/s  "
+                      f"{result['cpu'] * 1e9:7.1f} CPU ns/heap  {ratio}{over}", flush=True)
+    if args.clock:
+        for t in threads:
+            if t > 1:
+                for b in blocks:
+                    print(f"  this tree, B={b or 'default'}, {t} threads: {clock(args, t, b)}", flush=True)
+    lengths = {d[0] for d in digests}
+    agree = len(digests) == len(lengths)  # one digest per length: every row that got so far agrees
+    print(f"values: {'the same' if agree else 'DIFFERENT'} in every row (sha256 of the decoded values of the first "
+          f"{min(lengths)} to {max(lengths)} heaps, every row against every other as far as both got)")
+    print(f"load average {os.getloadavg()[0]:.2f} at end")
+    if not agree:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

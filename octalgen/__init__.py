@@ -12,7 +12,7 @@ Those names are loaded on first use, so ``import octalgen`` stays cheap (no NumP
 no Amaranth).
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: Names of :mod:`octalgen.api` offered here, loaded when first asked for.
 _API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "rare_table", "info", "GameInfo")

@@ -59,11 +59,106 @@ def test_kernel_matches_the_published_checksum(officers, officers_codes):
     assert fnv1a64(values[65536:1 << 21]) == OFFICERS_FNV_65536_2097152
 
 
+def test_threaded_kernel_matches_the_published_checksum(officers):
+    # Independent of the one-thread kernel: 2 threads in blocks against the agreed digest.
+    codes = officers.codes(1 << 21, threads=2)
+    values = np.concatenate([officers.prefix, officers.plan.encoding.decode_array(codes[officers.plan.window:])])
+    assert fnv1a64(values[65536:1 << 21]) == OFFICERS_FNV_65536_2097152
+
+
 @pytest.mark.parametrize("threads", [2, 3, 8])
 def test_threads_give_the_same_values(officers, officers_codes, threads):
-    # Few heaps beyond two threads: with more threads than cores every baton waits for a context switch.
-    stop = officers.plan.start + (50_000 if threads == 2 else 5_000)
+    # Fewer heaps beyond two threads: with more threads than cores every baton waits for a context switch.
+    stop = officers.plan.start + (50_000 if threads == 2 else 20_000)
     assert np.array_equal(officers.codes(stop, threads), officers_codes[: stop - officers.base])
+
+
+# -- blocks of heaps between threads ----------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _small(storage=None):
+    """.16 (53 terms, quick to build): its plan and the exact values of its first 60 000 heaps."""
+    plan = make_plan(shipped_table(".16"), storage=storage)
+    return plan, exact_values_c(".16", 60_000, mask=plan.table.mask)
+
+
+def _fill_at(kernel, values, first, count, threads, shift, patient=True):
+    """Fills heaps first ... first+count-1 in a buffer that starts `shift` bytes past a 64-byte
+    boundary (so the output starts anywhere in a cache line), from the exact window before them."""
+    plan, size = kernel.plan, kernel.dtype.itemsize
+    room = np.zeros((plan.window + count) * size + 128, np.uint8)
+    lead = (-room.ctypes.data + shift) % 64
+    buffer = room[lead: lead + (plan.window + count) * size].view(kernel.dtype)
+    assert buffer.ctypes.data % 64 == shift
+    buffer[: plan.window] = plan.encoding.encode_array(values[first - plan.window: first])
+    kernel.fill(buffer, first, threads, patient=patient)
+    return plan.encoding.decode_array(buffer[plan.window:])
+
+
+@pytest.mark.parametrize("block", [64, 128, 192])
+def test_blocks_of_every_length_give_the_exact_values(block):
+    # Every thread count, odd counts (a last block cut short, fewer heaps than threads x block)
+    # and outputs starting anywhere in a cache line give the exact values.
+    plan, exact = _small()
+    kernel = SpeculativeKernel(plan, block_heaps=block)
+    for threads, count, shift in [(2, 20_001, 0), (2, 9_999, 1), (3, 12_345, 37), (4, 4_097, 63),
+                                  (5, 1_000, 13), (2, 1, 5), (3, 2, 0), (8, 3 * block + 1, 61)]:
+        first = plan.start + 7 * threads + shift  # a start of any parity and line position
+        assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift),
+                              exact[first: first + count]), (threads, count, shift)
+
+
+def test_u16_blocks_give_the_exact_values():
+    plan, exact = _small("u16")
+    for block in (32, 96):
+        kernel = SpeculativeKernel(plan, block_heaps=block)
+        for threads, count, shift in [(2, 15_001, 2), (3, 7_777, 62)]:
+            first = plan.start + 3
+            assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift),
+                                  exact[first: first + count]), (block, threads, count, shift)
+
+
+def test_blocks_under_positional_rarity_give_the_exact_values():
+    # .104: what is common depends on the heap's parity, so each heap of a block takes its own row.
+    plan = make_plan(shipped_table(".104"))
+    exact = exact_values_c(".104", 40_000, mask=plan.table.mask)
+    kernel = SpeculativeKernel(plan, block_heaps=64)
+    for threads, shift in [(2, 3), (3, 0)]:
+        first = plan.start + shift
+        buffer = np.empty(plan.window + 40_000 - first, kernel.dtype)
+        buffer[: plan.window] = plan.encoding.encode_array(exact[first - plan.window: first])
+        kernel.fill(buffer, first, threads, patient=True)
+        assert np.array_equal(plan.encoding.decode_array(buffer[plan.window:], first), exact[first:])
+
+
+def test_a_split_fill_with_blocks_gives_the_same_values():
+    # Two calls, the second resuming from the window the first left, at a heap that is no block
+    # boundary of either: the same as one call.
+    plan, exact = _small()
+    kernel = SpeculativeKernel(plan, block_heaps=64)
+    first, middle, stop = plan.start + 1, plan.start + 10_007, 60_000
+    left = _fill_at(kernel, exact, first, middle - first, 3, 9)
+    values = np.concatenate([exact[:first], left])
+    right = _fill_at(kernel, values, middle, stop - middle, 2, 40)
+    assert np.array_equal(np.concatenate([left, right]), exact[first:stop])
+
+
+def test_impatient_threads_give_the_same_values_when_they_fall_back():
+    # More threads than cores, not patient: the threads may stop and one thread finish; either way
+    # the values are exact, and a fall-back names a heap of the fill.
+    plan, exact = _small()
+    kernel = SpeculativeKernel(plan, block_heaps=64)
+    first, count = plan.start, 60_000 - plan.start
+    assert np.array_equal(_fill_at(kernel, exact, first, count, 8, 0, patient=False), exact[first:])
+    assert kernel.fell_back_at is None or first <= kernel.fell_back_at < first + count
+
+
+def test_block_lengths_must_be_whole_cache_lines():
+    plan, _ = _small()
+    for block in (0, 32, 100):
+        with pytest.raises(InputError, match="multiple of 64 heaps"):
+            SpeculativeKernel(plan, block_heaps=block)
 
 
 def test_kernel_resumes_from_its_window(officers, officers_codes):
@@ -80,6 +175,7 @@ def test_u16_storage_gives_the_same_values(officers, officers_codes):
     codes = wide.codes(stop, threads=1)
     narrow = officers.plan.encoding.decode_array(officers_codes[: stop - officers.base])
     assert wide.plan.encoding.kind == "u16" and np.array_equal(codes.astype(np.int64), narrow)
+    assert np.array_equal(wide.codes(wide.plan.start + 20_000, threads=2), codes[: 20_000 + wide.plan.window])
     assert wide.verifier.verify(codes, wide.base, wide.prefix, wide.plan.start, stop).proven
 
 
@@ -95,7 +191,7 @@ def test_a_value_beyond_u8_storage_names_its_heap(officers):
     rng = np.random.default_rng(1)
     plan = officers.plan
     buffer = rng.integers(0, 256, plan.window + 1000, dtype=np.uint8)
-    for threads in (1, 2):
+    for threads in (1, 2, 3):
         trial = buffer.copy()
         with pytest.raises(StorageOverflow) as raised:
             officers.kernel.fill(trial, plan.start, threads, patient=True)
@@ -312,10 +408,8 @@ def _units():
         "kernel .16": kernel_unit(make_plan(shipped_table(".16"))),
         # benchmarks/bench_kernel_threads.py builds these
         "kernel .16, clocked": kernel_variant_unit(make_plan(shipped_table(".16")), baton_clock=True),
-        "kernel .16, mex after the baton": kernel_variant_unit(make_plan(shipped_table(".16")),
-                                                               speculative_mex=False),
-        "kernel .16, mex after the baton, clocked": kernel_variant_unit(make_plan(shipped_table(".16")),
-                                                                        speculative_mex=False, baton_clock=True),
+        "kernel .16, blocks of 64, clocked": kernel_variant_unit(make_plan(shipped_table(".16")), block_heaps=64,
+                                                                 baton_clock=True),
         # positional rarity: rows per heap class; .106 has a one-heap option rare at every heap
         "kernel .104": kernel_unit(make_plan(shipped_table(".104"))),
         "kernel .106 u16": kernel_unit(make_plan(_table_106(), storage="u16")),
@@ -376,9 +470,9 @@ def test_benchmark_builds_differ_from_the_kernel_only_in_their_variant():
     plan = make_plan(shipped_table(".104"))
     production = kernel_unit(plan)
     assert kernel_variant_unit(plan) == production
+    assert kernel_variant_unit(plan, block_heaps=192) == kernel_unit(plan, block_heaps=192) != production
     assert "baton_clock" not in production.source + production.declarations
-    assert production.source.count("uint32_t guess = mex(") == 1
-    variant = kernel_variant_unit(plan, speculative_mex=False, baton_clock=True)
+    variant = kernel_variant_unit(plan, baton_clock=True)
     assert "void octalgen_baton_clock(uint64_t *counts);" in variant.declarations
-    assert " * benchmark variant: mex after the baton, baton clock\n" in variant.source
-    assert "uint32_t guess = mex(" not in variant.source
+    assert " * benchmark variant: baton clock\n" in variant.source
+    assert variant.source.count("arrived = CLOCK_NOW();") == 1

@@ -1,5 +1,5 @@
 // octalgen speculative kernel: generated Verilog, do not edit; regenerate with `octalgen emit hdl .6 --fold 8`
-// generator: octalgen 0.2.0
+// generator: octalgen 0.3.0
 // game: .6
 // rare table: sha256:7188a821a245a45eeef8cd3aea6b65eac4f25e7aae82134ef9179115d2135402 (1584 rare values, mask 0x1ee)
 // storage: u8 (bit 1 of mask 0x1ee dropped)

@@ -31,9 +31,8 @@ def register(targets) -> None:
     add_table(parser)
     parser.add_argument("--threads", type=threads_type, default=DEFAULT_MAX_THREADS, metavar="T",
                         help=f"the most threads the kernel will run with (default {DEFAULT_MAX_THREADS}).  Threads "
-                             "take heaps in turn and hand the newest values to the next thread in one 64-byte "
-                             "cache line (the 'baton', Grossman section 3.3), which holds 56 one-byte or 28 "
-                             "two-byte values: at most 57 threads with u8 storage, 29 with u16")
+                             "take blocks of heaps in turn and pass a baton at the end of each block (Grossman "
+                             "section 3.3): at most 57 threads with u8 storage, 29 with u16")
     parser.set_defaults(run=run)
 
 

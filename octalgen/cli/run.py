@@ -65,8 +65,8 @@ def register(sub) -> None:
 def add_engine_options(parser) -> None:
     """--threads, --workers, --scheduler, --chunk, --checkpoint-every: how the engine computes."""
     parser.add_argument("--threads", type=threads_type, metavar="T",
-                        help="kernel threads: thread j computes every T-th value and hands the newest values to the "
-                             "next thread (Grossman's baton passing), so T threads need T free cores.  Default: chosen "
+                        help="kernel threads: the threads take blocks of heaps in turn and pass a baton at the end "
+                             "of each block (Grossman's baton passing), so T threads need T free cores.  Default: chosen "
                              "with --workers from the cores and the rates measured on this machine (or 1 when "
                              "--workers is given)")
     parser.add_argument("--workers", type=workers_type, metavar="W",

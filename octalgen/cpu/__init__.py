@@ -18,9 +18,10 @@ Speculative kernel — :class:`~.kernel.SpeculativeKernel` ``(plan, max_threads=
     AVX-512 mex.  Resumable: its whole state is (n, the last ``plan.window`` stored codes).
     ``.fill(buffer, first_heap, threads=1, patient=False)`` fills ``buffer[window:]`` in place
     given ``buffer[:window]``; ``.run(window, first_heap, count, threads)`` returns a new array.
-    Threads follow Grossman 3.3: thread j computes n = j (mod m), a one-cache-line baton hands
-    on the newest values, and the mex is guessed before the baton arrives (off the critical
-    path).  Unless ``patient``, threads that keep waiting (a busy machine) hand over to one
+    Threads take blocks of heaps in turn (Grossman 3.3's baton, once per block rather than once
+    per heap): before the previous block's baton arrives a thread marks every term whose input
+    is already final, then the late terms and the mex; each block's output is written a cache
+    line at a time from the thread's own copy.  Unless ``patient``, threads that keep waiting (a busy machine) hand over to one
     thread (``.fell_back_at``).  Codes are ``plan.encoding`` codes (uint8 or uint16; decode with
     ``plan.encoding.decode_array``).  A value that does not fit raises
     :class:`~.kernel.StorageOverflow` with ``.heap``; values before it are filled in.

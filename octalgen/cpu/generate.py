@@ -5,8 +5,8 @@ digest, storage, terms, options; no timestamp), so equal inputs give equal bytes
 
 * :func:`exact_unit` (``octalgen_exact.c``): the exact rare-value solver of one game.  It
   depends only on the game's moves, never on a rare table.
-* :func:`kernel_unit` (``octalgen_kernel.c``): the speculative kernel (one thread and
-  Grossman's baton-passing threads) and the exact verifier of one :class:`~octalgen.plan.KernelPlan`,
+* :func:`kernel_unit` (``octalgen_kernel.c``): the speculative kernel (one thread, and threads
+  that hand each other blocks of heaps) and the exact verifier of one :class:`~octalgen.plan.KernelPlan`,
   one module for both.  Templates by job: ``c/kernel.c.j2`` (the kernel, and the unit around it),
   ``c/verify.c.j2`` (the verifier), ``c/common.c.j2`` (what both use), declared by
   ``c/kernel_api.j2`` and ``c/verify_api.j2``.
@@ -32,9 +32,20 @@ from ..render import render
 #: Default for the largest thread count a kernel supports (terms with smaller offsets can be late).
 DEFAULT_MAX_THREADS = 64
 
-#: A baton is one cache line: a 64-bit heap number and the newest values, so at most this
-#: many values (u8 / u16) can be handed on, which bounds the thread count at one more.
+#: The thread count a kernel takes is capped at one more than this (u8 / u16): the cap of
+#: c62a57f's per-heap baton (a cache line of values), kept because terms with offsets below it
+#: stay out of the one-thread kernel's unrolled block (``recent``); blocks need no cap.
 _BATON_VALUES = {"u8": 56, "u16": 28}
+
+#: Heaps per block of the threaded kernel (c/kernel.c.j2), by storage: a whole number of cache lines
+#: of codes.  Measured on .6 with 2 threads (``benchmarks/bench_kernel_threads.py --blocks ...
+#: --clock``, a 2-core AMD EPYC): the critical path is 16 / 16 / 18 ns per heap for blocks of
+#: 64 / 128 / 256 heaps, far below the ~115 ns of work per heap and thread, so the length decides
+#: only the overheads: per block (a baton, and a wait whenever the thread before lost its core,
+#: which on a busy machine costs 2-8x more with 64 heaps than with 256) against per heap (a row of
+#: marks, 256 bytes for u8, mex_size + 64 for u16; terms into blocks in flight marked from a table,
+#: up to (threads - 1) x block in offset).  256 for u8; u16 rows are larger (.6: 3264 bytes).
+DEFAULT_BLOCK_HEAPS = {"u8": 256, "u16": 64}
 
 #: The verifier's proof scan marks options blindly, this many at a time, while more than
 #: SPARSE_FROM rare values are missing; then it compares options with the missing values.
@@ -109,7 +120,18 @@ def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> i
 _KERNEL_API = ("kernel_api.j2", "verify_api.j2")
 
 
-def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUnit:
+def block_heaps_for(plan: KernelPlan, block_heaps: int | None = None) -> int:
+    """The threaded kernel's block length for ``plan``: ``block_heaps`` (default by storage), checked
+    to be a positive multiple of a cache line (64 bytes) of stored codes."""
+    kind = plan.encoding.kind
+    block = DEFAULT_BLOCK_HEAPS[kind] if block_heaps is None else int(block_heaps)
+    line = 64 if kind == "u8" else 32
+    if block <= 0 or block % line:
+        raise InputError(f"a kernel block must be a positive multiple of {line} heaps ({kind} storage), not {block}")
+    return block
+
+
+def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, block_heaps: int | None = None) -> CUnit:
     """``octalgen_kernel.c``: speculative kernel and verifier for ``plan``.
 
     Parameters
@@ -118,11 +140,15 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS) -> CUn
     max_threads : int
         The kernel runs with up to this many threads (capped at 57 for u8, 29 for u16 storage);
         terms with offsets below it are kept out of the unrolled block so that they can be late.
+    block_heaps : int, optional
+        Heaps per block of the threaded kernel (see :func:`block_heaps_for`); the values do not
+        depend on it.
     """
-    return _kernel_unit(plan, max_threads, "kernel.c.j2", _KERNEL_API, variant=[])
+    return _kernel_unit(plan, max_threads, "kernel.c.j2", _KERNEL_API, variant=[],
+                        block_heaps=block_heaps_for(plan, block_heaps))
 
 
-def kernel_variant_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, *, speculative_mex: bool = True,
+def kernel_variant_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, *, block_heaps: int | None = None,
                         baton_clock: bool = False) -> CUnit:
     """A benchmark build of :func:`kernel_unit` (``c/bench/kernel.c.j2``), for
     ``benchmarks/bench_kernel_threads.py`` only, never for values.
@@ -130,19 +156,16 @@ def kernel_variant_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS
     Parameters
     ----------
     plan : KernelPlan
-    max_threads : int
+    max_threads, block_heaps
         As for :func:`kernel_unit`.
-    speculative_mex : bool
-        True: threads take the mex before their baton arrives and only check it after (Grossman
-        3.3), as in production; False: the variant whose mex waits for the baton.
     baton_clock : bool
-        Clock each heap's critical path (from a baton's arrival to the next one's departure) into
+        Clock each block's critical path (from the previous block's baton to this block's) into
         ``octalgen_baton_clock`` (declared by ``c/bench/baton_clock_api.j2``).
     """
-    variant = ([] if speculative_mex else ["mex after the baton"]) + (["baton clock"] if baton_clock else [])
+    variant = ["baton clock"] if baton_clock else []
     api = (*_KERNEL_API, "bench/baton_clock_api.j2") if baton_clock else _KERNEL_API
     return _kernel_unit(plan, max_threads, "bench/kernel.c.j2", api, variant,
-                        speculative_mex=speculative_mex, baton_clock=baton_clock)
+                        block_heaps=block_heaps_for(plan, block_heaps), baton_clock=baton_clock)
 
 
 def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_templates: tuple[str, ...],
@@ -155,7 +178,8 @@ def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_template
     recent = max_threads_for(plan, max_threads)
     terms = plan.encoded_terms()
     old = [("MARK" if c else "MARK0", o, c) for o, c in terms if o >= recent]
-    options = {"unit": "speculative kernel and verifier", "threads": f"1 to {recent}"}
+    options = {"unit": "speculative kernel and verifier", "threads": f"1 to {recent}",
+               "block": f"{variant_context['block_heaps']} heaps"}
     if variant:
         options["benchmark variant"] = ", ".join(variant)
     provenance = plan.provenance(**options)
@@ -165,6 +189,7 @@ def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_template
                  storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
                  window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
                  old_terms=old, recent_terms=[(o, c) for o, c in terms if o < recent],
+                 terms=[("MARK" if c else "MARK0", o, c) for o, c in sorted(terms)],
                  heap_classes=plan.heap_classes, parity=plan.table.parity or 0, common_bits=_common_rows(plan),
                  need_limit=_need_limit(plan), dense_chunk=DENSE_CHUNK, sparse_from=SPARSE_FROM,
                  rare_bits=[_bit_words((v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)),

@@ -21,7 +21,7 @@ import numpy as np
 from ..build import DEFAULT_CFLAGS
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
-from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_threads_for, naive_unit
+from .generate import DEFAULT_MAX_THREADS, block_heaps_for, compile_unit, kernel_unit, max_threads_for, naive_unit
 
 log = logging.getLogger("octalgen")
 
@@ -70,6 +70,9 @@ class SpeculativeKernel:
         Largest thread count the generated code supports (see :func:`~octalgen.cpu.generate.kernel_unit`).
     flags : sequence of str
         Compiler flags (the default: optimised for this CPU).
+    block_heaps : int, optional
+        Heaps per block handed between threads (default by storage, see
+        :func:`~octalgen.cpu.generate.block_heaps_for`); the values do not depend on it.
 
     Notes
     -----
@@ -77,21 +80,23 @@ class SpeculativeKernel:
     made cheaply and pickled to another process.
     """
 
-    def __init__(self, plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, flags=DEFAULT_CFLAGS):
+    def __init__(self, plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, flags=DEFAULT_CFLAGS,
+                 block_heaps: int | None = None):
         self.plan = plan
         self.max_threads = max_threads_for(plan, max_threads)
         self.flags = tuple(flags)
+        self.block_heaps = block_heaps_for(plan, block_heaps)
         self.dtype = code_dtype(plan)
         self.fell_back_at = None
 
     def __getstate__(self):
         return {"plan": self.plan, "max_threads": self.max_threads, "flags": self.flags, "dtype": self.dtype,
-                "fell_back_at": None}
+                "block_heaps": self.block_heaps, "fell_back_at": None}
 
     @cached_property
     def unit(self):
         """The generated C (:class:`~octalgen.cpu.generate.CUnit`)."""
-        return kernel_unit(self.plan, self.max_threads)
+        return kernel_unit(self.plan, self.max_threads, self.block_heaps)
 
     @cached_property
     def module(self):
@@ -112,8 +117,8 @@ class SpeculativeKernel:
         threads : int
             1 to :attr:`max_threads`; the values do not depend on it.
         patient : bool
-            Threads pass every heap to each other, so a thread that loses its core to other work
-            stalls them all.  Unless patient, threads that keep waiting stop and one thread
+            Threads pass every block of heaps to each other, so a thread that loses its core to
+            other work stalls them all.  Unless patient, threads that keep waiting stop and one thread
             finishes the buffer (:attr:`fell_back_at` then names the heap).
 
         Raises

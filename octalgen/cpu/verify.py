@@ -15,7 +15,9 @@ table, chosen by the heap's class), never per term.
 Step 1 is only right if the rare positions below n are exactly the table's.  The verifier
 checks that against the prefix it is given (the exact values G(0) ... G(P-1), which must
 reach past the table's last rare position) and requires the values after the prefix to be
-common: stored u8 codes always are; u16 values are checked.
+common: stored u8 codes always are; u16 values are checked.  A read-only prefix (the memory
+map that worker processes share) is checked once per process, not once per call: a run hands
+every task the same one, and checking its 2^23 values took 44 ms a call.
 
 Memory is bounded: ``values`` may hold only a recent stretch G(base) ... of a long run.  The
 scan then uses only pairs whose two heaps are both in the prefix or the stretch.  The result
@@ -34,6 +36,9 @@ its inputs pickle, and a worker loads the compiled module from the cache.
 
 from __future__ import annotations
 
+import mmap
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -51,6 +56,12 @@ PROVEN, FAILED, UNDECIDED = "proven", "failed", "undecided"
 #: ``octalgen bench`` times the vector scan against, and what the tests compare it with.
 PLAIN_SCAN_FLAGS = (*DEFAULT_CFLAGS, "-DOCTALGEN_PLAIN_SCAN")
 _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
+
+#: Read-only prefixes already checked, by (id, table digest): the entry holds the array itself, so
+#: its id cannot be reused while it is here.  A few suffice: a run shares one prefix at a time.
+_CHECKED: OrderedDict = OrderedDict()
+_CHECKED_KEEP = 4
+_CHECKED_LOCK = threading.Lock()  # verifiers may run in threads (a Dask worker's)
 
 
 @dataclass(frozen=True)
@@ -133,7 +144,7 @@ class Verifier:
             table is then wrong: fix it against the prefix and make a new plan).
         """
         plan = self.plan
-        prefix = self._checked_prefix(prefix)
+        prefix = self._prefix(prefix)
         values = np.ascontiguousarray(values)
         if values.dtype != self.dtype:
             raise InputError(f"values must be stored codes of dtype {self.dtype}, not {values.dtype}")
@@ -157,6 +168,23 @@ class Verifier:
             return VerifyResult(PROVEN, options_scanned=int(result[3]))
         true_value = int(result[2]) if result[2] >= 0 else None
         return VerifyResult(status, int(result[1]), true_value, int(result[3]))
+
+    def _prefix(self, prefix) -> np.ndarray:
+        """:meth:`_checked_prefix`, once per read-only prefix (see :data:`_CHECKED`)."""
+        frozen = _frozen(prefix)
+        key = (id(prefix), self.plan.table.digest)
+        with _CHECKED_LOCK:
+            known = _CHECKED.get(key) if frozen else None
+            if known is not None and known[0] is prefix:
+                _CHECKED.move_to_end(key)
+                return known[1]
+        checked = self._checked_prefix(prefix)
+        if frozen:
+            with _CHECKED_LOCK:
+                _CHECKED[key] = (prefix, checked)
+                while len(_CHECKED) > _CHECKED_KEEP:
+                    _CHECKED.popitem(last=False)
+        return checked
 
     def _checked_prefix(self, prefix) -> np.ndarray:
         """The prefix as uint16, after checking that its rare values are exactly the table's."""
@@ -185,3 +213,13 @@ class Verifier:
                 heap = base + start + int(rare[0])
                 raise InputError(f"G({heap}) = {int(before[rare[0]])} is rare but not in the table: "
                                  "add it to the table and make a new plan")
+
+
+def _frozen(array) -> bool:
+    """True when nothing can change ``array``: it and every array it views are read-only
+    (a memory map opened for reading, as worker processes get the prefix)."""
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        array = array.base
+    return array is None or isinstance(array, (bytes, mmap.mmap))

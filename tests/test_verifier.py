@@ -1,0 +1,141 @@
+"""The exact verifier against independent truth: the pure-Python reference's values.
+
+For each game (``.6`` and ``.16`` with range rarity, ``.104`` with rarity by positions, ``.6``
+stored as u16) the verifier must prove the true codes, and name the first wrong heap and its true
+value when a fault is planted (a flipped bit, as ``conftest.kernel_fault`` plants it, and one that
+keeps the value common) or when the table lacks a rare value.  The prefix is given writable, read-only
+and memory-mapped (as worker processes map the run's prefix): a read-only prefix is checked against
+the table once, and that must never let a wrong prefix through.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from octalgen.cpu.kernel import SpeculativeKernel
+from octalgen.cpu.verify import Verifier
+from octalgen.errors import InputError
+from octalgen.plan import make_plan
+from octalgen.rare import shipped_table
+from octalgen.reference import exact_values
+
+#: (code, storage, heaps): reference values take a few seconds each.
+GAMES = [(".6", None, 56_000), (".16", None, 50_000), (".104", None, 20_000), (".6", "u16", 56_000)]
+
+
+@lru_cache(maxsize=None)
+def _truth(code: str, count: int) -> np.ndarray:
+    values = exact_values(code, count, mask=shipped_table(code).mask)
+    values.flags.writeable = False
+    return values
+
+
+class Game:
+    """A plan, the reference values G(0) ... G(count - 1) and their stored codes."""
+
+    def __init__(self, code, storage, count):
+        self.plan = make_plan(shipped_table(code), storage=storage)
+        self.truth = _truth(code, count)
+        self.dtype = SpeculativeKernel(self.plan).dtype
+        self.codes = self.plan.encoding.encode_array(self.truth).astype(self.dtype)
+        self.base = self.plan.start - self.plan.window
+
+    def prefix(self, kind: str, tmp_path=None) -> np.ndarray:
+        """The exact prefix G(0) ... G(start - 1): a writable copy, read-only, or a read-only map."""
+        values = np.array(self.truth[: self.plan.start], dtype=np.uint16)
+        if kind == "read-only":
+            values.flags.writeable = False
+        elif kind == "mapped":
+            path = tmp_path / "prefix.u16"
+            values.tofile(path)
+            values = np.memmap(path, dtype=np.uint16, mode="r")
+        return values
+
+    def verify(self, codes, prefix, a=None, b=None):
+        return Verifier(self.plan).verify(codes[self.base:], self.base, prefix, a or self.plan.start,
+                                          b or len(self.truth))
+
+
+@pytest.fixture(scope="module", params=GAMES, ids=lambda g: f"{g[0]} {g[1] or 'u8'}")
+def game(request):
+    return Game(*request.param)
+
+
+@pytest.mark.parametrize("kind", ["writable", "read-only", "mapped"])
+def test_the_true_codes_are_proven(game, kind, tmp_path):
+    prefix = game.prefix(kind, tmp_path)
+    for _ in range(2):  # the second call with the same prefix: checked once if read-only
+        result = game.verify(game.codes, prefix)
+        assert result.proven, result
+
+
+@pytest.mark.parametrize("kind", ["writable", "read-only"])
+def test_planted_faults_are_found_with_the_true_value(game, kind):
+    plan, truth = game.plan, game.truth
+    prefix = game.prefix(kind)
+    mask = plan.table.mask
+    low = mask & -mask
+    common_flip = 0x21 if plan.encoding.kind == "u8" else low | ((mask ^ low) & -(mask ^ low))
+    heaps = (plan.start, plan.start + 1, plan.start + 4999, (plan.start + len(truth)) // 2, len(truth) - 1)
+    for flip in (1, common_flip):  # 1: conftest.kernel_fault's flip
+        for heap in heaps:
+            bad = game.codes.copy()
+            bad[heap] ^= flip
+            for a, b in ((plan.start, len(truth)), (max(plan.start, heap - 1500), min(len(truth), heap + 1500))):
+                result = game.verify(bad, prefix, a, b)
+                assert (result.status, result.heap, result.true_value) == ("failed", heap, truth[heap]), \
+                    (flip, heap, a, b)
+
+
+def test_a_rare_value_the_table_lacks_is_found():
+    # .16's table cut after G(3604) = 7: the kernel misses the rare G(13932) = 6 and the verifier
+    # must say so, with the true (rare) value.
+    truth = _truth(".16", 20_000)
+    full = shipped_table(".16")
+    plan = make_plan(full.with_entries([e for e in full.entries if e[0] <= 3604], 13_932))
+    assert plan.start < 13_932
+    kernel = SpeculativeKernel(plan)
+    window = plan.encoding.encode_array(truth[plan.start - plan.window: plan.start]).astype(kernel.dtype)
+    codes = np.concatenate([window, kernel.run(window, plan.start, len(truth) - plan.start)])
+    base = plan.start - plan.window
+    for frozen in (False, True):
+        prefix = np.array(truth[: plan.start], dtype=np.uint16)
+        prefix.flags.writeable = not frozen
+        result = Verifier(plan).verify(codes, base, prefix, plan.start, len(truth))
+        assert (result.status, result.heap, result.true_value) == ("failed", 13_932, truth[13_932])
+        assert full.is_rare(result.true_value)
+
+
+def test_a_checked_prefix_never_lets_a_wrong_one_through():
+    game = Game(".6", None, 56_000)
+    good = game.prefix("read-only")
+    assert game.verify(game.codes, good).proven  # now remembered as checked
+    wrong = np.array(good)
+    wrong[20_627] = 278  # a common value where the table has the rare 277
+    for frozen in (False, True):
+        wrong.flags.writeable = not frozen
+        with pytest.raises(InputError, match="contradicts the rare table"):
+            game.verify(game.codes, wrong)
+    # A read-only view of a writable array may still change: it is checked at every call.
+    backing = np.array(game.truth[: game.plan.start], dtype=np.uint16)
+    view = backing[:]
+    view.flags.writeable = False
+    assert game.verify(game.codes, view).proven
+    backing[20_627] = 278
+    with pytest.raises(InputError, match="contradicts the rare table"):
+        game.verify(game.codes, view)
+
+
+def test_a_read_only_prefix_is_checked_once(monkeypatch):
+    game = Game(".16", None, 50_000)
+    checks = []
+    check = Verifier._checked_prefix
+    monkeypatch.setattr(Verifier, "_checked_prefix", lambda self, prefix: checks.append(1) or check(self, prefix))
+    frozen, writable = game.prefix("read-only"), game.prefix("writable")
+    results = [game.verify(game.codes, prefix, b=game.plan.start + 2000) for prefix in (frozen, frozen, writable,
+                                                                                       writable)]
+    assert all(result.proven for result in results)
+    assert len(checks) == 3  # once for the read-only prefix, at every call for the writable one
