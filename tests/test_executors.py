@@ -71,3 +71,55 @@ def test_a_long_run_replaces_the_start_up_rates_of_the_split(tmp_path, monkeypat
     assert (threads, workers) == (1, 2) and predicted == pytest.approx(2 / (1 / 9.6e5 + 1 / 3.6e5))
     split.refine(plan, 2, threads=2, kernel_rate=2e6, verify_rate=None)  # two threads spin: no CPU rate
     assert split._cached(plan, 2)["kernel"]["1"] == 9.6e5 and split._cached(plan, 2)["kernel"]["2"] == 5e5
+
+
+def test_a_staged_history_reaches_the_worker_whole_and_goes_with_its_task():
+    """A chunk's codes go to a worker through a file it maps (not the pipe): the worker's proof is
+    the one made here from the array itself, and the file is gone once the task is over."""
+    import os
+
+    from octalgen.engine.executors import LocalProcesses, StagedArray, verify_task
+
+    plan = make_plan(shipped_table(".6"))
+    kernel, verifier = Kernels()(plan)
+    until = plan.start + 50_000
+    codes = plan.encoding.encode_array(c_values(".6", until)[plan.start - plan.window:]).astype(kernel.dtype)
+    prefix = c_values(".6", plan.start)
+    base = plan.start - plan.window
+    pool = LocalProcesses(1)
+    try:
+        staged = pool.stage(codes)
+        assert isinstance(staged, StagedArray) and os.path.exists(staged.path)
+        there = pool.submit(verify_task, verifier, staged.head(len(codes) - 10_000), base, prefix, plan.start,
+                            until - 10_000).result(timeout=60)[0]
+        here = verify_task(verifier, codes[: len(codes) - 10_000], base, prefix, plan.start, until - 10_000)[0]
+        assert there == here and there.status == "proven"
+        pool.release(staged)
+        assert not os.path.exists(staged.path)
+    finally:
+        pool.close(kill=True)
+
+
+def test_the_files_of_a_killed_run_are_swept_by_the_next_one(tmp_path):
+    """A run killed with ``kill -9`` cannot remove its shared files: the next run's workers do,
+    and only those of runs that are gone."""
+    import os
+    import subprocess
+    import tempfile
+
+    from octalgen.engine import executors
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid names no process now (reused only after the kernel wraps around)
+    folder = executors._staging_dir() or tempfile.gettempdir()
+    dead = os.path.join(folder, f"octalgen-codes-{gone.pid}-test0001")
+    alive = os.path.join(folder, f"octalgen-codes-{os.getpid()}-test0002")
+    for path in (dead, alive):
+        open(path, "wb").close()
+    try:
+        executors.sweep_staged_files()
+        assert not os.path.exists(dead) and os.path.exists(alive)
+    finally:
+        for path in (dead, alive):
+            if os.path.exists(path):
+                os.unlink(path)

@@ -2,9 +2,12 @@
 
 Every executor has ``submit(fn, *args)`` returning a future with ``result(timeout)``,
 ``done()`` and ``cancel()``; ``share(array)`` (a handle that passes a large read-only array to
-many tasks cheaply); ``close(kill)``.  Tasks are plain picklable calls (:func:`verify_task` on
-a verifier with a ``verify(codes, base, prefix, a, b)`` method and a stretch of codes), so any
-engine that runs Python functions can run them.
+many tasks cheaply); ``stage(array)`` and ``release(handle)`` (one task's large read-only
+array, and its end); ``wait(timeout, wake)`` (until a task may have finished or the file
+descriptor ``wake`` is readable: the producer's thread has a chunk); ``close(kill)``.  Tasks
+are plain picklable calls (:func:`verify_task` on a verifier with a ``verify(codes, base,
+prefix, a, b)`` method and a stretch of codes), so any engine that runs Python functions can
+run them.
 
 Local worker processes never outlive the run: each asks the kernel to kill it when its parent
 dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent itself, and ignores Ctrl-C and
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import sys
 import tempfile
@@ -43,6 +47,9 @@ VERIFY_HISTORY = 1 << 20
 #: Heaps verified per call into C in this process (so that a stop request is noticed soon).
 IN_PROCESS_PIECE = 1 << 17
 
+#: Seconds between looks at a cluster's futures while waiting (they come with no descriptor to wait on).
+POLL_SLICE = 0.02
+
 
 @dataclass(frozen=True)
 class SharedArray:
@@ -59,6 +66,56 @@ class SharedArray:
 @lru_cache(maxsize=4)
 def _mapped(shared: SharedArray) -> np.ndarray:
     return np.memmap(shared.path, dtype=np.dtype(shared.dtype), mode="r", shape=(shared.length,))
+
+
+@dataclass(frozen=True)
+class StagedArray:
+    """One task's read-only array in a file that a local worker process maps (its first ``length`` items).
+
+    Unlike :class:`SharedArray` it is mapped anew by every task: the file is removed once the
+    task's result is taken, and a later file may get the same name.
+    """
+
+    path: str
+    dtype: str
+    length: int
+
+    def array(self) -> np.ndarray:
+        if not self.length:
+            return np.zeros(0, dtype=np.dtype(self.dtype))
+        return np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r", shape=(self.length,))
+
+    def head(self, length: int) -> "StagedArray":
+        """Its first ``length`` items (a piece of a chunk reads the history up to its own end)."""
+        return StagedArray(self.path, self.dtype, length)
+
+
+def _staging_dir() -> str | None:
+    return "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+def _file_prefix(kind: str) -> str:
+    """Names of this process's files: ``octalgen-KIND-PID-...``, so that a later run can tell them."""
+    return f"octalgen-{kind}-{os.getpid()}-"
+
+
+def sweep_staged_files() -> None:
+    """Remove the shared files of runs that died without removing them (``kill -9``)."""
+    folder = _staging_dir() or tempfile.gettempdir()
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) < 4 or parts[0] != "octalgen" or parts[1] not in ("codes", "prefix") or not parts[2].isdigit():
+            continue
+        try:
+            os.kill(int(parts[2]), 0)
+        except ProcessLookupError:  # its run is gone
+            _unlink(os.path.join(folder, name))
+        except OSError:  # alive (another user's)
+            pass
 
 
 def verify_interval(verifier, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
@@ -78,6 +135,8 @@ def verify_task(verifier, codes, base, prefix, a, b) -> tuple[VerifyResult, floa
     began = time.thread_time()
     if isinstance(prefix, SharedArray):
         prefix = prefix.array()
+    if isinstance(codes, StagedArray):
+        codes = codes.array()
     result = verify_interval(verifier, codes, base, prefix, a, b)
     return result, time.thread_time() - began
 
@@ -134,8 +193,26 @@ class InProcess:
         """A handle to pass ``array`` to many tasks (here: the array itself)."""
         return array
 
+    def stage(self, array: np.ndarray):
+        """A handle to pass ``array`` to one task (here and on a cluster: the array itself)."""
+        return array
+
+    def release(self, handle) -> None:
+        """The task given ``handle`` is over (nothing to do here)."""
+
+    def wait(self, timeout: float, wake: int | None = None) -> None:
+        """Every task is done once asked: wait only for ``wake``."""
+        _wait_for(wake, timeout)
+
     def close(self, kill: bool = False) -> None:
         pass
+
+
+def _wait_for(wake: int | None, timeout: float) -> None:
+    if wake is None:
+        time.sleep(timeout)
+    else:
+        select.select([wake], [], [], timeout)
 
 
 class _Done:
@@ -237,6 +314,7 @@ class LocalProcesses:
 
     def __init__(self, workers: int):
         self.workers = workers
+        sweep_staged_files()
         context = get_context("spawn")
         self._idle, self._busy, self._queue = [], {}, []
         self._processes = []
@@ -249,6 +327,7 @@ class LocalProcesses:
             self._processes.append(process)
             self._idle.append(ours)
         self._files: list[str] = []
+        self._staged: set[str] = set()
 
     def submit(self, fn, *args) -> _WorkerFuture:
         future = _WorkerFuture(self)
@@ -256,10 +335,13 @@ class LocalProcesses:
         self.pump(0)
         return future
 
-    def pump(self, timeout) -> None:
-        """Collect finished results (waiting up to ``timeout`` seconds for one) and hand out queued tasks."""
-        if self._busy:
-            for connection in wait(list(self._busy), timeout):
+    def pump(self, timeout, wake: int | None = None) -> None:
+        """Collect finished results (waiting up to ``timeout`` seconds for one, or for the file
+        descriptor ``wake`` to be readable) and hand out queued tasks."""
+        if self._busy or wake is not None:
+            for connection in wait(list(self._busy) + ([wake] if wake is not None else []), timeout):
+                if isinstance(connection, int):  # the wake-up descriptor
+                    continue
                 future = self._busy.pop(connection)
                 try:
                     ok, value = connection.recv()
@@ -279,9 +361,40 @@ class LocalProcesses:
             connection.send((fn, args))
             self._busy[connection] = future
 
+    def wait(self, timeout: float, wake: int | None = None) -> None:
+        """Collect results and hand out tasks until one finished, ``wake`` is readable, or ``timeout`` passed."""
+        self.pump(timeout, wake)
+
+    def stage(self, array: np.ndarray):
+        """A handle to pass ``array`` to one task: a file in /dev/shm (memory) that its worker maps.
+
+        Written once here, rather than pickled and sent through a pipe, copied and unpickled: the
+        coordinator's largest cost per value was sending the codes.  Where the file cannot be
+        written (a full /dev/shm), the array itself.
+        """
+        array = np.ascontiguousarray(array)
+        try:
+            handle, path = tempfile.mkstemp(prefix=_file_prefix("codes"), dir=_staging_dir())
+        except OSError:
+            return array
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(memoryview(array).cast("B"))
+        except OSError:
+            _unlink(path)
+            return array
+        self._staged.add(path)
+        return StagedArray(path, array.dtype.str, len(array))
+
+    def release(self, handle) -> None:
+        """The task given ``handle`` (by :meth:`stage`) is over: its file goes."""
+        if isinstance(handle, StagedArray) and handle.path in self._staged:
+            self._staged.discard(handle.path)
+            _unlink(handle.path)
+
     def share(self, array: np.ndarray) -> SharedArray:
         """Write ``array`` to a file in /dev/shm (memory) that the workers map."""
-        handle, path = tempfile.mkstemp(prefix="octalgen-prefix-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        handle, path = tempfile.mkstemp(prefix=_file_prefix("prefix"), dir=_staging_dir())
         with os.fdopen(handle, "wb") as out:
             out.write(np.ascontiguousarray(array).tobytes())
         self._files.append(path)
@@ -302,12 +415,16 @@ class LocalProcesses:
         for connection in self._idle + list(self._busy):
             connection.close()
         self._idle, self._busy, self._queue, self._processes = [], {}, [], []
-        for path in self._files:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        self._files = []
+        for path in [*self._files, *self._staged]:
+            _unlink(path)
+        self._files, self._staged = [], set()
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 class DaskCluster:
@@ -337,6 +454,17 @@ class DaskCluster:
     def share(self, array: np.ndarray):
         """Send ``array`` to every worker once; tasks given the handle receive the array."""
         return self._client.scatter(array, broadcast=True)
+
+    def stage(self, array: np.ndarray):
+        """A handle to pass ``array`` to one task: the array itself (sent with the task)."""
+        return array
+
+    def release(self, handle) -> None:
+        """The task given ``handle`` is over (nothing to do)."""
+
+    def wait(self, timeout: float, wake: int | None = None) -> None:
+        """A short wait for ``wake`` (the futures are looked at after it)."""
+        _wait_for(wake, min(timeout, POLL_SLICE))
 
     def close(self, kill: bool = False) -> None:
         self._client.close()

@@ -6,6 +6,13 @@ cluster: :mod:`.executors`) and how the cores are shared with the kernel's threa
 ``backlog`` chunks ahead, hands each chunk to the executor, and gives the chunks back with
 their results in the order they were produced; what to do with a result (hand the values on,
 or recover) is the engine's.
+
+Where proofs run in other processes, the producer runs in a thread of its own
+(:class:`~.producer.ProducerThread`): the coordinating thread then only hands out chunks as they
+come, takes results, and waits on both at once, so a verifying process that finishes is given
+the next chunk at once rather than when the kernel's current chunk is done, and the kernel never
+waits for the coordinator.  The last chunk before the goal is split among the processes, so that
+the run does not end on one process proving it alone.
 """
 
 from __future__ import annotations
@@ -14,15 +21,17 @@ import logging
 from collections import deque
 from typing import Iterator
 
+import numpy as np
+
 from ..cpu.kernel import default_threads
-from ..cpu.verify import VerifyResult
+from ..cpu.verify import PROVEN, VerifyResult
 from ..errors import ComputationError
 from ..plan import KernelPlan
 from . import split
 from .executors import InProcess, make_executor, verify_task
 from .history import History
 from .options import SMALL_JOB, EngineOptions
-from .producer import Chunk, Producer
+from .producer import Chunk, Producer, ProducerThread
 from .recovery import verify_again
 from .seams import KernelPlugin
 from .signals import StopRequest
@@ -32,13 +41,17 @@ log = logging.getLogger("octalgen")
 #: Seconds between looks at the stop request while a result is awaited.
 WAIT_SLICE = 0.2
 
+#: Fewest heaps of a piece of the last chunk (smaller pieces cost more to send than they save).
+LAST_PIECE = 1 << 16
+
 
 class Pipeline:
     """The producer, and the chunks in flight on ``executor``.
 
     Parameters
     ----------
-    producer : Producer
+    producer : Producer or ProducerThread
+        A :class:`~.producer.ProducerThread` produces ahead in its own thread.
     kernels : KernelPlugin
         Gives each chunk's verifier.
     executor : object
@@ -67,9 +80,10 @@ class Pipeline:
         self.verify = verify
         self.stop = stop
         self.here = isinstance(executor, InProcess)  # proofs run in this process
+        self.threaded = isinstance(producer, ProducerThread)
         self.cpu_seconds = self.cpu_seconds_here = 0.0
         self.values = 0
-        self._pending: deque[tuple[Chunk, object]] = deque()
+        self._pending: deque[tuple[Chunk, object, object]] = deque()  # chunk, future, staged history
         self._shared = (None, None)  # the prefix last shared with the executor, and its handle
 
     def step(self, until: int, size: int, threads: int, reach: int | None,
@@ -80,30 +94,70 @@ class Pipeline:
         ``prefix``: the exact values the proofs need.  Yields ``(chunk, result)``, ``result`` None
         for an unverified chunk; the caller may stop taking at any point.
         """
-        if self.producer.produced_to < until and len(self._pending) < self.backlog:
+        if self.threaded:
+            yield from self._step_threaded(until, size, threads, reach, prefix)
+        elif self.producer.produced_to < until and len(self._pending) < self.backlog:
             chunk = self.producer.produce(until, size, threads, reach)
             if chunk.first < chunk.stop and self.verify:
-                self._submit(chunk, prefix)
+                self._submit(chunk, prefix, until)
             elif chunk.first < chunk.stop:
                 yield chunk, None
             yield from self._results(block=False)
         elif self._pending:
             yield from self._results(block=True)
         else:
-            raise ComputationError(f"the run stalled: nothing in flight, produced to G({self.producer.produced_to}); "
-                                   "a bug, please report it")
+            self._stalled()
 
-    def _submit(self, chunk: Chunk, prefix) -> None:
+    def _step_threaded(self, until, size, threads, reach, prefix):
+        # Hand out every chunk ready (up to the backlog) and take every result back; where neither
+        # happened, wait for either (a result, a chunk, or WAIT_SLICE for a look at the stop request).
+        self.producer.run(until, size, threads, reach, ahead=1)  # one chunk ready beyond the backlog
+        for attempt in (0, 1):
+            moved = False
+            while len(self._pending) < self.backlog:
+                chunk = self.producer.take()
+                if chunk is None:
+                    break
+                moved = True
+                if chunk.first < chunk.stop and self.verify:
+                    self._submit(chunk, prefix, until)
+                elif chunk.first < chunk.stop:
+                    yield chunk, None
+            for item in self._results(block=False):
+                moved = True
+                yield item
+            if moved or attempt:
+                return
+            if not self._pending and self.producer.idle():
+                self._stalled()
+            self.stop.check()
+            # A chunk ready is worth waking for only where the backlog has room for it.
+            self.executor.wait(WAIT_SLICE, self.producer.wake if len(self._pending) < self.backlog else None)
+
+    def _stalled(self):
+        raise ComputationError(f"the run stalled: nothing in flight, produced to G({self.producer.produced_to}); "
+                               "a bug, please report it")
+
+    def _submit(self, chunk: Chunk, prefix, until: int) -> None:
         if self._shared[0] is None or len(self._shared[0]) != len(prefix):  # the prefix grew: share it anew
             self._shared = (prefix, self.executor.share(prefix))
-        future = self.executor.submit(verify_task, self.kernels(chunk.plan)[1], chunk.history, chunk.base,
-                                      self._shared[1], chunk.first, chunk.stop)
-        self._pending.append((chunk, future))
+        verifier = self.kernels(chunk.plan)[1]
+        pieces = 1
+        if chunk.stop >= until and not self.here:  # the last chunk: every process takes a part
+            pieces = max(1, min(self.executor.workers, (chunk.stop - chunk.first) // LAST_PIECE))
+        bounds = [chunk.first + (chunk.stop - chunk.first) * i // pieces for i in range(pieces + 1)]
+        staged = self.executor.stage(chunk.history)  # written once, read by every piece
+        futures = []
+        for a, b in zip(bounds, bounds[1:]):
+            # Each piece gets the history up to its own end: what the whole chunk's task would read.
+            codes = staged[: b - chunk.base] if isinstance(staged, np.ndarray) else staged.head(b - chunk.base)
+            futures.append(self.executor.submit(verify_task, verifier, codes, chunk.base, self._shared[1], a, b))
+        self._pending.append((chunk, futures[0] if pieces == 1 else _Pieces(futures), staged))
 
     def _results(self, block: bool) -> Iterator[tuple[Chunk, VerifyResult]]:
         while self._pending and (block or self._pending[0][1].done()):
             block = False
-            chunk, future = self._pending[0]
+            chunk, future, staged = self._pending[0]
             while True:  # in short waits, so that a stop request is noticed
                 self.stop.check()
                 try:
@@ -117,6 +171,7 @@ class Pipeline:
                     self.stop.check()
                     raise
             self._pending.popleft()
+            self.executor.release(staged)
             self.cpu_seconds += seconds
             self.cpu_seconds_here += seconds if self.here else 0.0
             self.values += chunk.stop - chunk.first
@@ -130,15 +185,44 @@ class Pipeline:
         return result
 
     def cancel(self) -> None:
-        """Forget every chunk in flight (the producer starts again from the proven position)."""
-        for _, future in self._pending:
+        """Forget every chunk in flight, and stop a producer's thread (it starts again from the proven position)."""
+        if self.threaded:
+            self.producer.halt()
+        for _, future, staged in self._pending:
             future.cancel()
+            self.executor.release(staged)  # a worker still reading it keeps its mapping
         self._pending.clear()
 
     def close(self) -> None:
-        """Cancel what is in flight and end the executor's processes at once."""
+        """Cancel what is in flight, stop a producer's thread, and end the executor's processes at once."""
         self.cancel()
+        if self.threaded:
+            self.producer.close()
         self.executor.close(kill=True)
+
+
+class _Pieces:
+    """One chunk's result from the tasks that prove its pieces (in order): the first piece not proven
+    decides (a later piece's proof read codes that this one did not prove), else all are proven."""
+
+    def __init__(self, futures):
+        self._futures = futures
+
+    def done(self) -> bool:
+        return all(f.done() for f in self._futures)
+
+    def result(self, timeout=None):
+        scanned, seconds = 0, 0.0
+        for future in self._futures:
+            result, spent = future.result(timeout=timeout)
+            seconds += spent
+            if result.status != PROVEN:
+                return result, seconds
+            scanned += result.options_scanned
+        return VerifyResult(PROVEN, options_scanned=scanned), seconds
+
+    def cancel(self) -> bool:
+        return all([f.cancel() for f in self._futures])
 
 
 def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPlan, history: History,
@@ -161,4 +245,8 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
         workers = default_threads()
     executor = make_executor(workers, options.scheduler, stop.requested, kernels.verify_piece)
     backlog = options.backlog or 2 * executor.workers + 2
-    return Pipeline(producer, kernels, executor, backlog, options.verify, stop), chosen
+    # The producer gets a thread of its own where proofs run elsewhere; a plug-in that verifies
+    # here (the GPU's) and an in-process executor share this thread with it, as before.
+    threaded = options.verify and not kernels.verify_here and not isinstance(executor, InProcess)
+    return Pipeline(ProducerThread(producer) if threaded else producer, producer.kernels, executor, backlog,
+                    options.verify, stop), chosen

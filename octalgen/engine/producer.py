@@ -6,7 +6,10 @@ as many more as the chunks' proof scans may need.  It knows nothing of verificat
 or checkpoints: it is reset at the proven position (after a start, a resume or a recovery) and
 asked for the next chunk, which comes with the codes before it that its proofs may read (its
 *history*).  One object with a narrow interface (:meth:`Producer.reset`,
-:meth:`Producer.prepare`, :meth:`Producer.produce`) so that it can run in a thread of its own.
+:meth:`Producer.prepare`, :meth:`Producer.produce`) so that it can run in a thread of its own:
+:class:`ProducerThread` calls :meth:`Producer.produce` there, up to a number of chunks ahead,
+while the coordinating thread hands out tasks and takes results (the kernel's cffi calls release
+the GIL, so the kernel no longer waits while the coordinator decodes, tallies and pickles).
 
 The first chunks after a reset are small (:data:`FIRST_CHUNK` heaps, doubling up to the chunk
 size): the first kernel values are then proven within about a second of the kernel's start,
@@ -17,7 +20,10 @@ a busy two-core machine), so a run stopped early keeps them.
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
@@ -72,8 +78,10 @@ class Producer:
     """
 
     def __init__(self, kernels: KernelPlugin, check_stop: Callable[[], None]):
-        self.kernels = kernels
+        self.kernels = SerialKernels(kernels)
         self.check_stop = check_stop
+        self.own_thread = False  # set by ProducerThread: then the kernel's CPU is counted per thread
+        self.coordinator_clock = None  # the CPU clock of the coordinating thread, where it is another
         self.plan: KernelPlan | None = None
         self.produced_to = 0
         self.ring = np.zeros(0, dtype=np.uint8)
@@ -114,7 +122,8 @@ class Producer:
         buffer = np.empty(w + b - a, dtype=kernel.dtype)
         buffer[:w] = self.ring[len(self.ring) - w:]
         overflow = None
-        began = time.process_time()
+        kernel_threads = min(threads, kernel.max_threads)
+        began = self._cpu(kernel_threads)
         try:
             for lo in range(0, b - a, FILL_STEP):
                 self.check_stop()
@@ -123,7 +132,7 @@ class Producer:
         except StorageOverflow as exc:
             overflow, b = exc, exc.heap
         finally:
-            self.cpu_seconds += time.process_time() - began
+            self.cpu_seconds += self._cpu(kernel_threads) - began
         codes = buffer[w: w + b - a]
         self.values += b - a
         start = self.ring_base if reach is None else max(self.ring_base, a - w - reach)
@@ -140,6 +149,192 @@ class Producer:
             log_plan(self.plan)
             self.ring = values.astype(np.uint16)
         return chunk
+
+    def _cpu(self, threads: int) -> float:
+        if not self.own_thread:
+            return time.process_time()
+        if threads == 1:  # the process's CPU time would count the coordinator's too
+            return time.thread_time()
+        # The kernel's other threads live only during the fill: the process's CPU time less the
+        # coordinator's (verification runs elsewhere where the producer has a thread of its own).
+        return time.process_time() - time.clock_gettime(self.coordinator_clock)
+
+
+class SerialKernels:
+    """A kernel plug-in called by one thread at a time (the producer's and the coordinator's).
+
+    The plug-ins keep the current plan's kernel only; two threads asking at once could each
+    replace the other's.  The last plan asked for is known by identity: a plug-in's lookup hashes
+    the whole plan (milliseconds for a large table), once per chunk and twice without this.  Its
+    attributes are the plug-in's.
+    """
+
+    def __init__(self, plugin: KernelPlugin):
+        self.plugin = plugin
+        self._lock = threading.Lock()
+        self._last = (None, None)  # the last plan asked for, and what the plug-in gave
+
+    def __call__(self, plan: KernelPlan):
+        with self._lock:
+            if self._last[0] is not plan:
+                self._last = (plan, self.plugin(plan))
+            return self._last[1]
+
+    def __getattr__(self, name):
+        return getattr(self.plugin, name)
+
+
+class _Halted(Exception):
+    """Raised in the producer's thread where it was told to stop producing (a reset, the run's end)."""
+
+
+class ProducerThread:
+    """A :class:`Producer` run in a thread of its own, up to ``ahead`` chunks ahead of the coordinator.
+
+    The coordinator calls :meth:`run` with the production's parameters (again whenever they change),
+    :meth:`take` for the next produced chunk, and waits on :attr:`wake` (a file descriptor readable
+    while a chunk is ready or the thread ended).  :meth:`reset` stops the thread and resets the
+    producer, so that every chunk taken comes in order from the proven position, as the unthreaded
+    producer gives them.  A stop request ends the thread at the producer's next look at it (it is
+    the coordinator that raises :class:`~.signals.StopRequested`), and any error ends the thread and
+    is raised by :meth:`take`.
+    """
+
+    def __init__(self, producer: Producer):
+        self.producer = producer
+        self.kernels = producer.kernels
+        self._check_stop = producer.check_stop
+        self._cond = threading.Condition()
+        self._ready: deque[Chunk] = deque()
+        self._params = None  # (until, size, threads, reach) of the next chunk
+        self.ahead = 1
+        self._thread: threading.Thread | None = None
+        self._halt = False
+        self._error: BaseException | None = None
+        self.wake, self._wake_w = os.pipe()
+        os.set_blocking(self.wake, False)
+        self._coordinator_clock = time.pthread_getcpuclockid(threading.get_ident())  # made by the coordinator
+
+    @property
+    def plan(self) -> KernelPlan | None:
+        return self.producer.plan
+
+    @property
+    def produced_to(self) -> int:
+        return self.producer.produced_to
+
+    @property
+    def cpu_seconds(self) -> float:
+        return self.producer.cpu_seconds
+
+    @property
+    def values(self) -> int:
+        return self.producer.values
+
+    def prepare(self) -> None:
+        """Make the plan's kernel now (see :meth:`Producer.prepare`)."""
+        self.producer.prepare()
+
+    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None) -> None:
+        """Stop producing, forget the chunks produced ahead, produce again from ``position``."""
+        self.halt()
+        self.producer.reset(plan, position, window)
+
+    def run(self, until: int, size: int, threads: int, reach: int | None, ahead: int) -> None:
+        """Produce with these parameters (see :meth:`Producer.produce`), at most ``ahead`` chunks ready."""
+        with self._cond:
+            self._params, self.ahead = (until, size, threads, reach), max(1, ahead)
+            self._cond.notify_all()
+        if self._thread is None and self._error is None:
+            self._halt = False
+            self._thread = threading.Thread(target=self._main, daemon=True, name="octalgen-producer")
+            self._thread.start()
+
+    def take(self) -> Chunk | None:
+        """The next chunk produced, or None where none is ready; raises the error that ended the thread."""
+        with self._cond:
+            chunk = self._ready.popleft() if self._ready else None
+            if not self._ready:
+                self._drain()
+            if chunk is None and self._error is not None:
+                error, self._error = self._error, None
+                raise error
+            self._cond.notify_all()
+            return chunk
+
+    def idle(self) -> bool:
+        """True where nothing is ready and nothing will be: the thread ended, or produced to ``until``."""
+        with self._cond:
+            return not self._ready and self._error is None and (
+                self._thread is None or self._params is None or self.producer.produced_to >= self._params[0])
+
+    def halt(self) -> None:
+        """Stop the thread (at its next look between kernel calls) and forget the chunks ready."""
+        thread = self._thread
+        if thread is not None:
+            with self._cond:
+                self._halt = True
+                self._cond.notify_all()
+            thread.join()
+        with self._cond:
+            self._thread, self._halt, self._error = None, False, None
+            self._ready.clear()
+            self._drain()
+
+    def close(self) -> None:
+        """Stop the thread and close the wake-up pipe."""
+        self.halt()
+        for fd in (self.wake, self._wake_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+    def _drain(self) -> None:
+        try:
+            while os.read(self.wake, 4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+
+    def _signal(self) -> None:
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:
+            pass
+
+    def _check(self) -> None:
+        if self._halt:
+            raise _Halted
+        self._check_stop()
+
+    def _main(self) -> None:
+        producer = self.producer
+        producer.own_thread, producer.check_stop = True, self._check
+        producer.coordinator_clock = self._coordinator_clock
+        try:
+            while True:
+                with self._cond:
+                    while not self._halt and (len(self._ready) >= self.ahead
+                                              or producer.produced_to >= self._params[0]):
+                        self._cond.wait()
+                    if self._halt:
+                        return
+                    params = self._params
+                chunk = producer.produce(*params)
+                with self._cond:
+                    if self._halt:
+                        return
+                    self._ready.append(chunk)
+                    self._signal()
+        except _Halted:
+            return
+        except BaseException as exc:  # noqa: BLE001 - a stop request, or an error: the coordinator raises it
+            with self._cond:
+                self._error = exc
+                self._signal()
+        finally:
+            producer.own_thread, producer.check_stop = False, self._check_stop
 
 
 def log_plan(plan: KernelPlan) -> None:

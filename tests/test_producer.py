@@ -1,0 +1,181 @@
+"""The producer in a thread of its own: the same chunks, byte for byte, as the producer called on the
+coordinating thread, across resets (a recovery), the switch to 16-bit storage and stop requests;
+the codes checked against the ``c`` backend's values; the last chunk's pieces combined in order."""
+
+from __future__ import annotations
+
+import select
+
+import numpy as np
+import pytest
+
+from octalgen.checksum import fnv1a64
+from octalgen.cpu.kernel import SpeculativeKernel, StorageOverflow
+from octalgen.cpu.verify import FAILED, PROVEN, UNDECIDED, VerifyResult
+from octalgen.engine.executors import _Done
+from octalgen.engine.pipeline import _Pieces
+from octalgen.engine.producer import Producer, ProducerThread
+from octalgen.engine.seams import Kernels
+from octalgen.engine.signals import StopRequest, StopRequested
+from octalgen.plan import make_plan
+from octalgen.rare import shipped_table
+
+from engine_helpers import c_values, run_engine
+
+UNTIL = 400_000
+SIZE = 1 << 16
+
+
+@pytest.fixture(scope="module")
+def truth():
+    return c_values(".6", UNTIL)
+
+
+@pytest.fixture(scope="module")
+def plan():
+    return make_plan(shipped_table(".6"))
+
+
+def _reset(producer, plan, truth, position):
+    producer.reset(plan, position, truth[position - plan.window: position])
+
+
+def _take(thread: ProducerThread, timeout: float = 60.0):
+    """The next chunk of the producer's thread, waiting on its wake-up descriptor as the pipeline does."""
+    for _ in range(int(timeout / 0.05)):
+        chunk = thread.take()
+        if chunk is not None:
+            return chunk
+        select.select([thread.wake], [], [], 0.05)
+    raise AssertionError("the producer's thread gave no chunk")
+
+
+def _key(chunk):
+    return (chunk.first, chunk.stop, chunk.plan.encoding.kind, chunk.base, chunk.codes.dtype.str,
+            chunk.codes.tobytes(), chunk.history.tobytes())
+
+
+def _script(plan, truth, produce, reset):
+    """Chunks from the kernel's first heap, a reset back inside the third chunk (as after a recovery
+    at heap m: production goes on from m + 1), then to UNTIL."""
+    reset(plan.start)
+    chunks = [produce() for _ in range(3)]
+    m = chunks[2].first + 1234
+    reset(m + 1)
+    while not chunks or chunks[-1].stop < UNTIL:
+        chunks.append(produce())
+    return chunks, m
+
+
+def _unthreaded(plan, truth, reach):
+    producer = Producer(Kernels(), lambda: None)
+    return _script(plan, truth, lambda: producer.produce(UNTIL, SIZE, 1, reach),
+                   lambda position: _reset(producer, plan, truth, position))
+
+
+def _threaded(plan, truth, reach):
+    thread = ProducerThread(Producer(Kernels(), lambda: None))
+
+    def reset(position):
+        _reset(thread, plan, truth, position)
+        thread.run(UNTIL, SIZE, 1, reach, ahead=1)
+
+    try:
+        return _script(plan, truth, lambda: _take(thread), reset)
+    finally:
+        thread.close()
+
+
+def _check_codes(chunks, truth, m):
+    """The codes decode to the c backend's values, and every chunk's history ends with its own codes."""
+    for chunk in chunks:
+        values = chunk.plan.encoding.decode_values(chunk.codes, chunk.first)
+        assert np.array_equal(values, truth[chunk.first: chunk.stop])
+        assert np.array_equal(chunk.history[len(chunk.history) - len(chunk.codes):], chunk.codes)
+        assert chunk.base + len(chunk.history) == chunk.stop
+    after = [c for c in chunks if c.first > m]
+    assert after[0].first == m + 1 and after[-1].stop == UNTIL
+
+
+@pytest.mark.parametrize("reach", [None, 1 << 15])
+def test_the_threaded_producer_gives_the_same_chunks_across_a_reset(plan, truth, reach):
+    threaded, m = _threaded(plan, truth, reach)
+    unthreaded, m_again = _unthreaded(plan, truth, reach)
+    assert m == m_again and [_key(c) for c in threaded] == [_key(c) for c in unthreaded]
+    _check_codes(threaded, truth, m)
+
+
+def test_the_threaded_producer_switches_to_16_bits_as_the_unthreaded_one(plan, truth, monkeypatch):
+    # No known game reaches 512 soon: the kernel is made to report a value too large, after the reset.
+    overflow_at = plan.start + 300_000
+    monkeypatch.setattr(SpeculativeKernel, "fill", _overflowing_at(overflow_at))
+    threaded, m = _threaded(plan, truth, None)
+    unthreaded, _ = _unthreaded(plan, truth, None)
+    assert [_key(c) for c in threaded] == [_key(c) for c in unthreaded]
+    kinds = [c.plan.encoding.kind for c in threaded if c.first > m]
+    switch = kinds.index("u16")
+    assert set(kinds[:switch]) == {"u8"} and set(kinds[switch:]) == {"u16"}  # u8, then u16 to the end
+    assert any(c.stop == overflow_at for c in threaded)
+    _check_codes(threaded, truth, m)
+
+
+def test_a_stop_request_ends_the_thread_and_is_raised_by_take(plan, truth):
+    stop = StopRequest()
+    thread = ProducerThread(Producer(Kernels(), stop.check))
+    unthreaded = Producer(Kernels(), lambda: None)
+    try:
+        for producer in (thread, unthreaded):
+            _reset(producer, plan, truth, plan.start)
+        thread.run(UNTIL, SIZE, 1, None, ahead=1)
+        taken = [_take(thread) for _ in range(2)]
+        assert [_key(c) for c in taken] == [_key(unthreaded.produce(UNTIL, SIZE, 1, None)) for _ in range(2)]
+        stop.request()
+        with pytest.raises(StopRequested):
+            for _ in range(UNTIL // SIZE + 2):  # at most the chunk produced ahead comes first
+                _take(thread)
+        thread._thread.join(timeout=30)
+        assert not thread._thread.is_alive()
+    finally:
+        thread.close()
+
+
+def test_the_last_chunks_pieces_decide_in_order():
+    proven = VerifyResult(PROVEN, options_scanned=5)
+    failed = VerifyResult(FAILED, heap=700, true_value=3)
+    undecided = VerifyResult(UNDECIDED, heap=400)
+    assert _Pieces([_Done((proven, 1.0)), _Done((proven, 2.0))]).result() == (
+        VerifyResult(PROVEN, options_scanned=10), 3.0)
+    assert _Pieces([_Done((proven, 1.0)), _Done((failed, 2.0))]).result() == (failed, 3.0)
+    assert _Pieces([_Done((undecided, 1.0)), _Done((failed, 2.0))]).result() == (undecided, 1.0)
+
+
+def _overflowing_at(heap):
+    fill = SpeculativeKernel.fill
+
+    def overflowing_fill(self, buffer, first_heap, threads=1, patient=False):
+        last = first_heap + len(buffer) - self.plan.window
+        if self.plan.encoding.kind == "u8" and first_heap <= heap < last:
+            fill(self, buffer[: self.plan.window + heap - first_heap], first_heap, threads, patient)
+            raise StorageOverflow(heap, self.plan)
+        fill(self, buffer, first_heap, threads, patient)
+
+    return overflowing_fill
+
+
+def test_runs_with_the_threaded_producer_and_the_last_chunk_split_give_the_digest(monkeypatch):
+    """Verifying processes: the producer's thread, the last chunk in one piece per process (the
+    tasks cover every heap once), and the same through a switch to 16-bit storage."""
+    from octalgen.engine.executors import LocalProcesses
+
+    tasks = []
+    submit = LocalProcesses.submit
+    monkeypatch.setattr(LocalProcesses, "submit", lambda self, fn, *args: tasks.append(args[4:6]) or submit(
+        self, fn, *args))
+    until = 41_256 + (1 << 16) + 5 * (1 << 17)  # the kernel's first heap, a first chunk of 2^16, five of 2^17
+    truth = fnv1a64(c_values(".6", until))
+    assert run_engine(".6", until, workers=2, chunk=1 << 17).statistics.digest == truth
+    tasks.sort()
+    assert all(b == a_next for (_, b), (a_next, _) in zip(tasks, tasks[1:])) and tasks[-1][1] == until
+    assert tasks[-2:] == [(until - (1 << 17), until - (1 << 16)), (until - (1 << 16), until)]  # the last in two
+    monkeypatch.setattr(SpeculativeKernel, "fill", _overflowing_at(500_000))
+    assert run_engine(".6", until, workers=2, chunk=1 << 17).statistics.digest == truth
