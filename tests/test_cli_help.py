@@ -45,7 +45,7 @@ def test_every_command_explains_itself_with_an_example(cli, command):
 
 
 def test_threads_help_says_what_the_baton_is(cli):
-    assert "the 'baton'" in " ".join(cli("emit", "c", "--help").out.split())
+    assert "pass a baton at the end of each block" in " ".join(cli("emit", "c", "--help").out.split())
 
 
 def test_a_missing_verilator_is_said_before_any_work(cli, monkeypatch):
