@@ -25,7 +25,9 @@ KNOWN = [(".77", 12, 71), (".07", 34, 53), (".137", 34, 52), (".4", 34, 54), (".
 
 @pytest.mark.parametrize("code, period, preperiod", KNOWN)
 def test_known_periods(code, period, preperiod):
-    values = exact_values(code, proof_length(period, preperiod, len(code) - 1))
+    # The published periods are the truth here; the values come from the c backend (checked against
+    # the reference in test_backend_c.py): the reference takes 8 s for .16's 509,622.
+    values = c_values(code, proof_length(period, preperiod, len(code) - 1))
     assert is_proven_period(values, code, period, preperiod)
     # And not one value less would do, nor a shorter period or preperiod.
     assert not is_proven_period(values[:-1], code, period, preperiod)
