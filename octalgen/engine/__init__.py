@@ -7,7 +7,8 @@ The loop and its rooms:
 * :mod:`.exact` — the exact steps: values from the exact solver up to the kernel's first heap.
 * :mod:`.producer` — the speculative kernel's ring of codes, filled chunk by chunk.
 * :mod:`.pipeline` — chunks produced ahead, proven by the executors (this process, local
-  processes, Dask: :mod:`.executors`; the split of the cores: :mod:`.split`), taken back in order.
+  processes, Dask: :mod:`.executors`; the local worker processes and the files they map:
+  :mod:`.workers`; the split of the cores: :mod:`.split`), taken back in order.
 * :mod:`.recovery` — an undecided proof tried again with more values; a failed one decided
   exactly (beside :mod:`.plans`: the rare table and kernel plan decided from exact values).
 * :mod:`.seams` — the protocols of what plugs in: the kernel plug-in (the generated C by
