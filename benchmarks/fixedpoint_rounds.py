@@ -29,7 +29,7 @@ from octalgen.backends import compute_values
 from octalgen.cuda import twin
 from octalgen.cuda.bench import distribution, rounds_per_window
 from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
-from octalgen.rare import rare_table
+from octalgen.api import rare_table
 
 
 def run(plan, codes, first, span, window, cache_final):

@@ -315,15 +315,3 @@ def compute_table(game, upto: int = DEFAULT_TABLE_UPTO) -> RareTable:
     """Compute a table exactly with the reference solver for G(0) ... G(upto-1)."""
     game = parse_game(game)
     return RareTable.from_values(game, exact_values(game, upto))
-
-
-def rare_table(game, upto: int | None = None) -> RareTable:
-    """The shipped table, or one computed to ``upto`` (default :data:`DEFAULT_TABLE_UPTO`).
-
-    A shipped table is used when it is exact at least to ``upto``.
-    """
-    game = parse_game(game)
-    table = shipped_table(game)
-    if table is not None and (upto is None or upto <= table.exact_to):
-        return table
-    return compute_table(game, upto or DEFAULT_TABLE_UPTO)

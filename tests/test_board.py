@@ -23,7 +23,7 @@ from octalgen.hdl.streamer import ResultStreamer
 from octalgen.hdl.synth import TARGETS, choose_fold
 from octalgen.engine.scan import HASH_MATCH, Scanner, crc_of_window
 from octalgen.plan import make_plan
-from octalgen.rare import rare_table
+from octalgen.api import rare_table
 from octalgen.reference import exact_values
 
 #: Small enough for amaranth.sim: a record every 256 values, 4 clocks per UART bit.

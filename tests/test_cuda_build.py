@@ -12,7 +12,7 @@ from octalgen.cuda import runtime
 from octalgen.cuda.kernels import NVCC_FLAGS, compile_kernels, find_nvcc, render_kernels
 from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
 from octalgen.errors import ToolMissingError
-from octalgen.rare import rare_table
+from octalgen.api import rare_table
 
 
 def _has_nvcc() -> bool:

@@ -19,7 +19,7 @@ from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.summary import summarize
 from octalgen.engine.tally import Tally
 from octalgen.game import parse_game
-from octalgen.rare import rare_table
+from octalgen.api import rare_table
 from octalgen.reference import exact_values
 
 pytestmark = pytest.mark.skipif(runtime.unavailable() is not None, reason=f"no GPU: {runtime.unavailable()}")

@@ -13,7 +13,7 @@ import pytest
 from octalgen.cuda import twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions, make_cuda_plan, spread, unspread
 from octalgen.errors import InputError
-from octalgen.rare import rare_table
+from octalgen.api import rare_table
 from octalgen.reference import exact_values
 from octalgen.sparse import is_rare
 

@@ -13,7 +13,8 @@ from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.layout import DATA_VALID, READ_SAMPLE, layout_pipeline
 from octalgen.hdl.simulate import SimulationRun, compare, simulate_amaranth
 from octalgen.plan import make_plan
-from octalgen.rare import rare_table, shipped_table
+from octalgen.api import rare_table
+from octalgen.rare import shipped_table
 from octalgen.reference import exact_values
 
 SMALL_GAMES = (".356", ".156", ".45", ".644", ".16")

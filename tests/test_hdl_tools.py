@@ -20,7 +20,7 @@ from octalgen.hdl.verilog import emit_verilog
 from octalgen.periodicity import is_proven_period, proof_length, solved_games
 from octalgen.game import parse_game
 from octalgen.plan import make_plan
-from octalgen.rare import rare_table
+from octalgen.api import rare_table
 from octalgen.reference import exact_values
 
 pytestmark = pytest.mark.slow
