@@ -8,7 +8,7 @@ import pytest
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine import pipeline
-from octalgen.engine.seams import KernelPlugin, Kernels, ProofVerifier, Speculator
+from octalgen.engine.seams import KernelPlugin, Kernels, ProofVerifier, ChunkFiller
 from octalgen.plan import make_plan
 from octalgen.rare import shipped_table
 
@@ -36,7 +36,7 @@ def test_both_kernel_plug_ins_implement_the_engines_seam():
     for plugin in (Kernels(), TwinKernels(64)):
         assert isinstance(plugin, KernelPlugin)
         producer, verifier = plugin(plan)
-        assert isinstance(producer, Speculator) and isinstance(verifier, ProofVerifier)
+        assert isinstance(producer, ChunkFiller) and isinstance(verifier, ProofVerifier)
         assert verifier.plan == plan
 
 

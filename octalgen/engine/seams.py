@@ -1,7 +1,7 @@
 """What the engine asks of what plugs into it: the kernel plug-in and the consumers.
 
 * The **kernel plug-in** (:class:`KernelPlugin`) makes, for a plan, the producer's kernel
-  (:class:`Speculator`) and the verifier (:class:`ProofVerifier`).  :class:`Kernels`, the
+  (:class:`ChunkFiller`) and the verifier (:class:`ProofVerifier`).  :class:`Kernels`, the
   generated C, is the default; :class:`octalgen.cuda.plugin.StreamingKernels` (the GPU, or
   its numpy twin) is the other.
 * A **consumer** (:class:`Consumer`) is handed the proven values in order: the
@@ -23,7 +23,7 @@ from .history import History
 
 
 @runtime_checkable
-class Speculator(Protocol):
+class ChunkFiller(Protocol):
     """The producer's kernel: speculative codes, heap after heap (:class:`~octalgen.cpu.kernel.SpeculativeKernel`)."""
 
     #: The stored codes' dtype (uint8 or uint16).
@@ -62,7 +62,7 @@ class KernelPlugin(Protocol):
     verify_here: bool
     verify_piece: int
 
-    def __call__(self, plan: KernelPlan) -> tuple[Speculator, ProofVerifier]:
+    def __call__(self, plan: KernelPlan) -> tuple[ChunkFiller, ProofVerifier]:
         """The kernel and the verifier of ``plan``, ready to run (built now, or loaded from the cache)."""
 
 
