@@ -145,6 +145,54 @@ def find_rare_space(values, take_parity: int | None = None, max_bits: int = MASK
     return _rarity_of(best, take_parity)
 
 
+def find_late_switch(prefix, late_values, current: Rarity, below: int) -> Rarity | None:
+    """A range rarity to switch to when a value rare under ``current`` appears past the prefix.
+
+    A rare value at heap m is a new kernel term at offset m: far past the prefix that is a
+    window of m values.  Another mask can make it common instead.  The run knows the values
+    G(0) ... G(P-1) (``prefix``) and which distinct values appeared at heaps P ... m-1
+    (``late_values``); a mask under which every one of those is common has all its rare values
+    in the prefix, so its table is exact to m from the prefix alone, and its kernel starts
+    before P.
+
+    Parameters
+    ----------
+    prefix : array_like of int
+        G(0) ... G(P-1).
+    late_values : array_like of int
+        Every distinct value of G(P) ... G(m-1) (with G(m) where it is known).
+    current : Rarity
+        The run's rarity (a range one; positional rarity is not switched: None).
+    below : int
+        G(m) < below (the least common value the kernel left free at m): the masks searched
+        cover its bits, so that the new value can be common under one.
+
+    Returns
+    -------
+    Rarity or None
+        The range mask, other than ``current``'s, under which every late value is common, with
+        the fewest rare values in the prefix (then the smallest); None when there is none, or
+        when the best one has more than twice the rare values ``current`` has in the prefix (a
+        kernel with more than twice the terms: the far term is then the cheaper evil).
+    """
+    prefix = np.asarray(prefix, dtype=np.int64)
+    late = np.unique(np.asarray(late_values, dtype=np.int64))
+    if current.parity is not None or not len(prefix) or not len(late):
+        return None
+    bits = min(max(int(prefix.max()), int(late.max()), int(below) - 1, 1).bit_length(), 16)
+    masks = np.arange(1 << bits, dtype=np.int64)
+    allowed = masks != current.mask
+    for value in late:  # common: an odd number of the value's bits under the mask
+        allowed &= (np.bitwise_count(masks & value) & 1).astype(bool)
+    if not allowed.any():
+        return None
+    rare = _rare_counts(prefix, bits)
+    best = int(np.flatnonzero(allowed)[np.argmin(rare[allowed])])
+    if rare[best] > 2 * int(current.rare_flags(prefix).sum()):
+        return None
+    return Rarity(best)
+
+
 def find_rare_mask(values, max_bits: int = MASK_SEARCH_BITS, tail_fraction: float = SPARSE_TAIL_FRACTION) -> int:
     """The range mask of a nim-sequence prefix, or 0 (see :func:`find_rare_space`, range rarity only)."""
     return find_rare_space(values, None, max_bits, tail_fraction).mask

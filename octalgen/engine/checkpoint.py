@@ -225,10 +225,15 @@ class RunState:
         The history's prefix and the kernel's window (:class:`~.history.History`).
     keep_all : bool
         The history keeps every value on disk.
+    late_values : tuple of int or None
+        The distinct values seen past the prefix (:meth:`~.history.History.late_values`; None in
+        a checkpoint of octalgen 0.3.0, which did not keep them).
     consumers : dict
         ``{name: state}`` of the consumers that keep one.
     rare_found : tuple of (int, int)
         The rare values found by verification, ``(heap, value)``.
+    mask_switches : tuple of (int, int, int)
+        The changes of the rare mask where a rare value appeared far out, ``(heap, old mask, new mask)``.
     elapsed : float
         Wall seconds the run has taken over all its sessions.
     """
@@ -243,8 +248,10 @@ class RunState:
     prefix_length: int
     window: int
     keep_all: bool
+    late_values: tuple | None
     consumers: dict
     rare_found: tuple
+    mask_switches: tuple
     elapsed: float
 
     def to_body(self) -> dict:
@@ -259,9 +266,11 @@ class RunState:
             "table_digest": self.table_digest,
             "storage": self.storage,
             "history": {"files": self.files, "prefix_length": self.prefix_length, "window": self.window,
-                        "keep_all": self.keep_all},
+                        "keep_all": self.keep_all,
+                        "late_values": list(self.late_values) if self.late_values is not None else None},
             "consumers": self.consumers,
             "rare_found": [list(e) for e in self.rare_found],
+            "mask_switches": [list(e) for e in self.mask_switches],
             "elapsed": self.elapsed,
         }
 
@@ -281,8 +290,9 @@ class RunState:
                        table=body["table"], table_digest=body["table_digest"], storage=body["storage"],
                        files=list(history["files"]), prefix_length=int(history["prefix_length"]),
                        window=int(history["window"]), keep_all=bool(history["keep_all"]),
-                       consumers=dict(body["consumers"]), rare_found=tuple((int(p), int(v)) for p, v in
-                                                                           body["rare_found"]),
+                       late_values=_ints(history.get("late_values")), consumers=dict(body["consumers"]),
+                       rare_found=tuple((int(p), int(v)) for p, v in body["rare_found"]),
+                       mask_switches=tuple(tuple(int(x) for x in e) for e in body.get("mask_switches", ())),
                        elapsed=float(body["elapsed"]))
         except (KeyError, TypeError, ValueError) as exc:  # a body this version cannot read
             raise malformed(directory, exc) from None
@@ -311,6 +321,10 @@ class RunState:
         if table.digest != self.table_digest:
             raise CheckpointError(f"{where}: its rare table does not match its digest; it was left untouched")
         return table
+
+
+def _ints(values) -> tuple | None:
+    return None if values is None else tuple(int(v) for v in values)
 
 
 def malformed(directory, error: Exception) -> CheckpointError:

@@ -38,7 +38,7 @@ from .history import History
 from .options import CHECKPOINT_EVERY, CHUNK, EngineOptions
 from .plans import plan_for, reconcile
 from .producer import Chunk, Producer, log_plan
-from .recovery import announce, decide
+from .recovery import announce, announce_switch, decide, switch_for_late_value
 from .resume import Checkpoints
 from .seams import Consumer, KernelPlugin, Kernels
 from .signals import StopRequest, StopRequested
@@ -93,6 +93,7 @@ class Engine:
         self.storage = options.storage
         self.history: History | None = None
         self.rare_found: list[tuple[int, int]] = []
+        self.mask_switches: list[tuple[int, int, int]] = []  # (heap, old mask, new mask)
         self.elapsed = 0.0
         # The rooms.
         self.stop = StopRequest()
@@ -110,6 +111,7 @@ class Engine:
         self._started = False
         self._session_began = None
         self._phase_shown = None
+        self._switched_at = None  # the heap of this session's last mask switch: a second failure there is decided
 
     @property
     def position(self) -> int:
@@ -221,6 +223,7 @@ class Engine:
             self.plan = plan_for(self.table, self.history.prefix, self.storage) if self.table is not None else None
             self.checkpoints.restore_consumers(state, self.consumers)
             self.rare_found, self.elapsed = list(state.rare_found), state.elapsed
+            self.mask_switches = list(state.mask_switches)
             log.info("resuming from the checkpoint in %s at G(%d)", self.directory, self.position)
         else:
             self.table = self.start_table if self.start_table is not None else shipped_table(self.game)
@@ -235,7 +238,8 @@ class Engine:
         states = {c.name: c.state() for c in self.consumers}
         elapsed = self.elapsed + (time.monotonic() - self._session_began if self._session_began else 0.0)
         self.checkpoints.write(self.history, self.options.until, self.table, self.storage,
-                               {name: s for name, s in states.items() if s is not None}, self.rare_found, elapsed)
+                               {name: s for name, s in states.items() if s is not None}, self.rare_found,
+                               self.mask_switches, elapsed)
 
     # -- exact steps ----------------------------------------------------------------------
 
@@ -327,6 +331,10 @@ class Engine:
         if self._done():
             return  # the run ends before the heap whose proof failed
         self._consistent = False
+        if m != self._switched_at and self._switch_mask(chunk, failure):
+            self._consistent = True
+            self._reset_producer()
+            return
         found = decide(self.table, chunk.plan.encoding, self.history, failure, self.values_before)
         announce(found, self.game.code)
         if found.new_rare:
@@ -343,6 +351,21 @@ class Engine:
             self._accept(np.array([found.value], dtype=np.uint16))
         self._consistent = True
         self._reset_producer()
+
+    def _switch_mask(self, chunk: Chunk, failure) -> bool:
+        """Go on under another mask where G(m) would be a far term (:func:`~.recovery.switch_for_late_value`)."""
+        m = failure.heap
+        speculated = int(chunk.plan.encoding.decode_array(chunk.codes[m - chunk.first: m - chunk.first + 1], m)[0])
+        table = switch_for_late_value(self.table, self.history, failure, speculated)
+        plan = plan_for(table, self.history.prefix, self.storage) if table is not None else None
+        if plan is None or plan.start > m:
+            return False
+        announce_switch(m, self.table, table, len(self.history.prefix), self.game.code)
+        self.mask_switches.append((m, self.table.mask, table.mask))
+        self.table, self._switched_at = table, m
+        self._replan()
+        self._restart_consumers(self._anchor_from())
+        return True
 
     # -- handing on -----------------------------------------------------------------------
 

@@ -7,6 +7,9 @@ every value below m.  :class:`History` holds
 * the **prefix** G(0) ... G(P-1), P growing with the run up to ``prefix_limit`` (and never
   less than the kernel's first heap, which the verifier needs);
 * the **recent** values: at least the last ``recent_limit`` proven values;
+* the **late values**: which distinct values appeared past the prefix (a bit per value), so
+  that a run in which a rare value appears far out can tell whether another mask would have
+  every later value common (:func:`~octalgen.sparse.find_late_switch`);
 * with a checkpoint directory, the **store** (:mod:`.store`): the same values on disk, so
   that a resumed run holds exactly what the uninterrupted run held at that position — by
   construction, not by luck.  With ``keep_all`` every value stays on disk.
@@ -24,6 +27,7 @@ from collections import deque
 import numpy as np
 
 from ..plan import Encoding
+from .scan import mark_present
 from .store import ValueStore
 
 #: The prefix grows to the first this many values: .6's proof scans reach x = 144,607 near
@@ -58,6 +62,9 @@ class History:
         self.recent: deque[tuple[int, np.ndarray]] = deque()
         self.position = 0
         self.window = 0  # the kernel's window: recent values always cover it
+        # Values seen at heaps past the prefix (None: unknown, a checkpoint of octalgen 0.3.0).  A prefix
+        # moved on later (ensure_prefix) leaves its values here: a superset errs on the safe side.
+        self._late: np.ndarray | None = np.zeros(1 << 16, dtype=np.uint8)
 
     @property
     def recent_length(self) -> int:
@@ -79,6 +86,9 @@ class History:
         limit = max(self.prefix_limit, prefix_at_least)
         if self._prefix_length == first < limit:
             self._grow_prefix(values[: limit - first])
+        late = values[max(0, self._prefix_length - first):]
+        if self._late is not None and len(late):
+            mark_present(late, self._late)
         self.recent.append((first, values))
         self.position = first + len(values)
         while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= self.recent_length:
@@ -124,6 +134,10 @@ class History:
             self.recent = deque([(self.recent[0][0], merged)])
         return self.recent[0]
 
+    def late_values(self) -> np.ndarray | None:
+        """The distinct values seen at heaps past the prefix, ascending (None: not known)."""
+        return None if self._late is None else np.flatnonzero(self._late)
+
     def values(self, start: int, stop: int) -> np.ndarray | None:
         """G(start) ... G(stop-1) (``stop <= position``) if held in memory or in the store, else None."""
         if start >= stop:
@@ -163,10 +177,15 @@ class History:
 
     @classmethod
     def restore(cls, store: ValueStore, position: int, prefix_length: int, window: int, keep_all: bool,
-                prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT) -> "History":
-        """The history of a checkpoint: the prefix and the recent values read back from ``store``."""
+                late_values, prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT) -> "History":
+        """The history of a checkpoint: the prefix and the recent values read back from ``store``
+        (``late_values``: :meth:`late_values` when it was written)."""
         history = cls(store, keep_all, prefix_limit, recent_limit)
         history.window = window
+        if late_values is None:
+            history._late = None
+        else:
+            history._late[np.asarray(late_values, dtype=np.int64)] = 1
         history._grow_prefix(store.read(0, prefix_length))
         first = max(prefix_length, position - history.recent_length, store.first)
         history.recent.append((first, store.read(first, position)))

@@ -3,6 +3,10 @@
 * :func:`verify_again`: a chunk came back *undecided* (its proof scans needed values from
   further back than its task held): it is proven here, with the recent values, then with every
   value (read back, or recomputed).
+* :func:`switch_for_late_value`: a proof *failed* at heap m far past the prefix, where a new
+  rare value would be a term at offset m (a window of m values): another mask under which
+  every value since the prefix is common, if there is one (the engine then goes on under it,
+  and its verifier proves G(m));
 * :func:`decide`: a proof *failed* at heap m: G(m) is computed exactly
   (:func:`~.plans.decide_failure`, or the verifier's own value where it is a common one) and
   the :class:`Recovery` says what follows — a new rare value (a new table, a new kernel, exact
@@ -23,6 +27,7 @@ import numpy as np
 from ..cpu.verify import UNDECIDED, VerifyResult
 from ..plan import Encoding
 from ..rare import RareTable
+from ..sparse import find_late_switch
 from .history import History
 from .plans import decide_failure
 from .producer import Chunk
@@ -53,6 +58,36 @@ def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult,
                                 chunk.codes])
         result = verifier.verify(codes, earliest, history.prefix, result.heap, chunk.stop)
     return result, time.thread_time() - began
+
+
+def switch_for_late_value(table: RareTable, history: History, failure: VerifyResult,
+                          speculated: int) -> RareTable | None:
+    """The table under another mask, for a proof that failed at m = ``failure.heap`` past the prefix.
+
+    At the first failed proof every value below m is proven and every rare position below m is
+    in ``table``, so the kernel's value at m, ``speculated``, is the least common value that is
+    not an option, and G(m) is a rare value below it (or the verifier's ``true_value``, where it
+    decided it).  The values G(P) ... G(m-1) past the prefix are not all held, but which values
+    they are is (:meth:`~.history.History.late_values`): under a mask that makes every one of
+    them common (:func:`~octalgen.sparse.find_late_switch`), the rare positions are those of the
+    prefix, and the table is exact to m without reading a value back.
+
+    Returns None where the failure is a correction (a common value), where m lies within the
+    prefix (every value is held: the new term is cheap), or where no mask helps.
+    """
+    m, late, prefix = failure.heap, history.late_values(), history.prefix
+    if late is None or not history.prefix_complete or m < len(prefix):
+        return None
+    known = failure.true_value
+    if known is not None and not table.is_rare(known, m):
+        return None
+    if known is not None:
+        late = np.append(late, known)
+    rarity = find_late_switch(prefix, late, table.rarity, below=known + 1 if known is not None else speculated)
+    if rarity is None:
+        return None
+    switched = RareTable.from_values(table.game, prefix, rarity.mask, rarity.parity)
+    return switched.with_entries(switched.entries, m)
 
 
 @dataclass(frozen=True)
@@ -94,6 +129,15 @@ def decide(table: RareTable, encoding: Encoding, history: History, failure: Veri
         known = values_before(m)
     value, decided, needs_u16 = decide_failure(table, encoding, known, failure)
     return Recovery(m, value, decided, decided is not table, needs_u16, known)
+
+
+def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: int, game_code: str) -> None:
+    """Tell that a run switched its mask where a value rare under the old one appeared far out."""
+    banner = "!" * 72
+    log.warning("%s\nG(%d) of %s is rare under mask %#x, far past the %d values held: every value since G(%d) is "
+                "common under mask %#x, so the run goes on under it (%d rare positions, all below G(%d)); the "
+                "kernel is regenerated and the period search restarted\n%s", banner, heap, game_code, old.mask,
+                prefix_length, prefix_length, new.mask, new.count, prefix_length, banner)
 
 
 def announce(recovery: Recovery, game_code: str) -> None:

@@ -59,7 +59,7 @@ class Checkpoints:
                 store = ValueStore(self.directory, state.files)
                 store.prune_unlisted()
                 return History.restore(store, state.position, state.prefix_length, state.window, state.keep_all,
-                                       prefix_limit, recent_limit)
+                                       state.late_values, prefix_limit, recent_limit)
             except (KeyError, TypeError, ValueError) as exc:
                 raise malformed(self.directory, exc) from None
         store = None
@@ -85,7 +85,7 @@ class Checkpoints:
         return self.directory is not None and time.monotonic() - self._last >= self.every
 
     def write(self, history: History, until: int, table: RareTable | None, storage: str | None, consumers: dict,
-              rare_found, elapsed: float) -> None:
+              rare_found, mask_switches, elapsed: float) -> None:
         """Write a checkpoint of a run at ``history.position`` (see :class:`~.checkpoint.RunState`).
 
         The history's files are made durable first; files it no longer needs are deleted only
@@ -102,8 +102,9 @@ class Checkpoints:
                          table=self._yaml[1] if table is not None else None,
                          table_digest=table.digest if table is not None else None, storage=storage,
                          files=list(store.index) if store is not None else [], prefix_length=len(history.prefix),
-                         window=history.window, keep_all=history.keep_all, consumers=consumers,
-                         rare_found=tuple(rare_found), elapsed=elapsed)
+                         window=history.window, keep_all=history.keep_all, late_values=_late(history),
+                         consumers=consumers, rare_found=tuple(rare_found), mask_switches=tuple(mask_switches),
+                         elapsed=elapsed)
         write_checkpoint(self.directory, state.to_body())
         if store is not None:
             store.delete(dropped)
@@ -114,3 +115,8 @@ class Checkpoints:
         if self._temporary is not None:
             self._temporary.cleanup()
             self._temporary = None
+
+
+def _late(history: History) -> tuple | None:
+    late = history.late_values()
+    return None if late is None else tuple(int(v) for v in late)

@@ -95,6 +95,14 @@ def _module():
     return build_module("octalgen_scan", source, declarations, what="scanner of proven values")
 
 
+def mark_present(values: np.ndarray, present: np.ndarray) -> None:
+    """Set ``present[v]`` (uint8, 65536 entries) for every value v of ``values`` (uint16), in C."""
+    module = _module()
+    values = np.ascontiguousarray(values, dtype=np.uint16)
+    module.lib.octalgen_mark_present(module.ffi.from_buffer("uint16_t[]", values), len(values),
+                                     module.ffi.from_buffer("uint8_t[]", present))
+
+
 def first_anchor(at_least: int) -> int:
     """The least power of two that is at least ``at_least`` (and at least 1)."""
     return 1 << max(0, int(at_least) - 1).bit_length()

@@ -52,6 +52,9 @@ class Statistics:
         Heaps n with G(n) = 0 (the first :data:`~.tally.ZERO_POSITIONS`; the count is exact).
     rare_found : list of (int, int)
         (heap, value) of rare values found by verification during the run.
+    mask_switches : list of (int, int, int)
+        (heap, old mask, new mask) where a value rare under the old mask appeared far out and the
+        run went on under a mask that made it common (:func:`~octalgen.sparse.find_late_switch`).
     """
 
     game: str
@@ -68,6 +71,7 @@ class Statistics:
     last_rare: tuple[int, int] | None = None
     zero_positions: list = field(default_factory=list)
     rare_found: list = field(default_factory=list)
+    mask_switches: list = field(default_factory=list)
     name: str | None = None
     last: dict[int, int] = field(default_factory=dict)
 
@@ -143,6 +147,7 @@ class Statistics:
             "zero_positions": self.zero_positions,
             "distinct_values": len(self.counts),
             "rare_found": [{"heap": p, "value": v} for p, v in self.rare_found],
+            "mask_switches": [{"heap": p, "from": f"{old:#x}", "to": f"{new:#x}"} for p, old, new in self.mask_switches],
             "counts": {str(v): c for v, c in sorted(self.counts.items())},
             "first_heap": {str(v): p for v, p in sorted(self.first.items())},
         }
@@ -173,6 +178,9 @@ class Statistics:
         lines.append(f"distinct values {len(self.counts)}")
         found = ", ".join(f"G({p}) = {v}" for p, v in self.rare_found) or "none"
         lines.append(f"rare values found by verification: {found}")
+        for heap, old, new in self.mask_switches:
+            lines.append(f"mask switched at G({heap}): {old:#x} -> {new:#x} (a value rare under {old:#x} "
+                         "appeared far out)")
         return lines
 
     def histogram_lines(self) -> list[str]:

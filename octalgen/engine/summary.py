@@ -133,7 +133,7 @@ class RunSummary:
 def summarize(engine, tally) -> RunSummary:
     """The summary of a finished (or stopped) engine run with a :class:`~.tally.Tally`."""
     statistics = _statistics(engine.game, engine.table, tally.state(), engine.position, tally.digest_from,
-                             engine.rare_found)
+                             engine.rare_found, engine.mask_switches)
     prover = tally.prover
     return RunSummary(statistics, engine.table, *_period(prover.state() if prover is not None else None),
                       hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.elapsed,
@@ -166,12 +166,14 @@ def summary_of_checkpoint(directory) -> RunSummary:
         if body["table"] is not None else None
     state = body["consumers"]["tally"]
     statistics = _statistics(game, table, state, body["position"], body["parameters"].get("digest_from", 0),
-                             [tuple(e) for e in body["rare_found"]])
+                             [tuple(e) for e in body["rare_found"]],
+                             [tuple(e) for e in body.get("mask_switches", ())])
     return RunSummary(statistics, table, *_period(state["prover"]), hash_matches=state["scanner"]["hash_matches"],
                       seconds=body["elapsed"])
 
 
-def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found) -> Statistics:
+def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found,
+                mask_switches) -> Statistics:
     counts, first_seen, last_seen = counts_of(state)
     scanner = state["scanner"]
     return Statistics.from_arrays(
@@ -181,7 +183,8 @@ def _statistics(game, table, state: dict, position: int, digest_from: int, rare_
         parity=table.parity if table is not None else None, rule=table.describe() if table is not None else None,
         rare_positions=sum(1 for p, _ in table.entries if p < position) if table is not None else 0,
         last_rare=next(((p, v) for p, v in reversed(table.entries) if p < position), None) if table else None,
-        zero_positions=list(state["zeros"]), rare_found=list(rare_found), name=game.name)
+        zero_positions=list(state["zeros"]), rare_found=list(rare_found),
+        mask_switches=list(mask_switches), name=game.name)
 
 
 def _period(prover_state: dict | None) -> tuple:

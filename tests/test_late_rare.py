@@ -1,0 +1,123 @@
+"""A rare value far past the prefix: the run switches to a mask under which every value since the
+prefix is common (``.167``: G(332,129,728) = 64 is rare under 0x3d, common under 0x7d), and goes on
+with the kernel it had; where no mask helps, the value is decided and becomes a term as before."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from octalgen.checksum import fnv1a64
+from octalgen.cpu.verify import FAILED, VerifyResult
+from octalgen.engine.core import Engine, EngineOptions
+from octalgen.engine.plans import exact_solver
+from octalgen.engine.seams import Kernels
+from octalgen.engine.summary import summarize, summary_of_checkpoint
+from octalgen.engine.tally import RecurrenceProof, Tally
+from octalgen.errors import Interrupted
+from octalgen.game import parse_game
+from octalgen.rare import RareTable
+from octalgen.sparse import Rarity, find_late_switch
+
+GAME = parse_game(".167")
+UNTIL = 300_000
+HEAP = 200_000  # where the proof is made to fail
+
+
+@pytest.fixture(scope="module")
+def values():
+    """G(0) ... of .167 from the exact solver alone (no kernel, no verifier)."""
+    return exact_solver(GAME, None).extend(UNTIL).astype(np.int64)
+
+
+def test_the_late_value_of_167_is_common_under_rogalskis_mask(values):
+    prefix, late = values[: 1 << 16], np.unique(values[1 << 16:])
+    assert late.max() < 64  # 64 first appears at G(332,129,728)
+    switched = find_late_switch(prefix, np.append(late, 64), Rarity(0x3d), below=65)
+    assert switched == Rarity(0x7d)
+    assert not switched.rare_flags(np.append(late, 64)).any()
+    # The same rare positions in the prefix: the kernel the run goes on with is the one it had.
+    assert (switched.rare_flags(prefix) == Rarity(0x3d).rare_flags(prefix)).all()
+    # A rare value below 64 cannot be made common without making a late value rare.
+    assert find_late_switch(prefix, late, Rarity(0x3d), below=64) is None
+
+
+def test_no_mask_helps_where_a_late_rare_value_shares_the_late_values_bits(values):
+    # .034 under 0x1ff: G(71722) = 116 is rare, and every mask that makes it common makes a value
+    # seen since G(65536) rare.
+    game = parse_game(".034")
+    v = exact_solver(game, None).extend(71723).astype(np.int64)
+    assert Rarity(0x1ff).is_rare(v[71722])
+    assert find_late_switch(v[: 1 << 16], np.unique(v[1 << 16:]), Rarity(0x1ff), below=int(v[71722]) + 1) is None
+
+
+class _FailingVerifier:
+    """The C verifier, except that the proof of ``heap`` fails, as for a rare value it cannot decide,
+    the first ``times[0]`` times it is asked for."""
+
+    def __init__(self, verifier, heap, times):
+        self.verifier, self.heap, self.times = verifier, heap, times
+        self.plan = verifier.plan
+
+    def verify(self, codes, base, prefix, a, b):
+        if a <= self.heap < b and self.times[0]:
+            self.times[0] -= 1
+            result = self.verifier.verify(codes, base, prefix, a, self.heap)
+            return result if not result.proven else VerifyResult(FAILED, self.heap)
+        return self.verifier.verify(codes, base, prefix, a, b)
+
+
+class _FailingKernels(Kernels):
+    def __init__(self, times):
+        super().__init__()
+        self.times = [times]
+
+    def __call__(self, plan):
+        kernel, verifier = super().__call__(plan)
+        return kernel, _FailingVerifier(verifier, HEAP, self.times)
+
+
+def _run(values, directory=None, failures=1, until=UNTIL, stop_after=None):
+    """.167 from rogalski's mask 0x7d, with a prefix of 2^14 values, the proof of G(200,000) failing."""
+    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
+    tally = Tally(0, RecurrenceProof(GAME.max_take))
+    engine = Engine(GAME, EngineOptions(until=until, workers=0, chunk=1 << 14, prefix_limit=1 << 14,
+                                        recent_limit=1 << 14, checkpoint_every=0),
+                    [tally], table=table, directory=directory, identity={"command": "run", "digest_from": 0},
+                    kernels=_FailingKernels(failures))
+    for _ in engine.steps():
+        if stop_after is not None and engine.position > stop_after:
+            engine.request_stop()
+    return engine, summarize(engine, tally)
+
+
+def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, caplog):
+    with caplog.at_level(logging.WARNING, logger="octalgen"):
+        engine, summary = _run(values)
+    assert f"G({HEAP}) of .167 is rare under mask 0x7d" in caplog.text
+    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.table.mask == 0x3d and engine.table.exact_to >= HEAP
+    assert engine.rare_found == []  # nothing recomputed, no term added
+    assert "recomputing" not in caplog.text
+    assert summary.statistics.digest == fnv1a64(values[:UNTIL])
+    assert any("mask switched at G(200000): 0x7d -> 0x3d" in line for line in summary.statistics.lines())
+
+
+def test_a_second_failure_at_the_switch_is_decided_exactly(values, caplog):
+    with caplog.at_level(logging.WARNING, logger="octalgen"):
+        engine, summary = _run(values, failures=2)
+    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert f"verification corrected G({HEAP})" in caplog.text  # decided: a common value after all
+    assert summary.statistics.digest == fnv1a64(values[:UNTIL])
+
+
+@pytest.mark.parametrize("stop_after", [HEAP - 50_000, HEAP + 10_000], ids=["before", "after"])
+def test_a_run_stopped_before_or_after_the_switch_goes_on_to_the_same_values(values, tmp_path, stop_after):
+    with pytest.raises(Interrupted):
+        _run(values, tmp_path, stop_after=stop_after)
+    engine, summary = _run(values, tmp_path)  # resumed: the late values came from the checkpoint
+    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert summary.statistics.digest == fnv1a64(values[:UNTIL])
+    assert summary_of_checkpoint(tmp_path).statistics.mask_switches == [(HEAP, 0x7d, 0x3d)]
