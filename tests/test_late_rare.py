@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from octalgen.checksum import fnv1a64
-from octalgen.cpu.verify import FAILED, VerifyResult
+from octalgen.cpu.verify import FAILED, UNDECIDED, VerifyResult
 from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.plans import exact_solver
 from octalgen.engine.seams import Kernels
@@ -54,48 +54,51 @@ def test_no_mask_helps_where_a_late_rare_value_shares_the_late_values_bits(value
 
 
 class _FailingVerifier:
-    """The C verifier, except that the proof of ``heap`` fails, as for a rare value it cannot decide,
-    the first ``times[0]`` times it is asked for."""
+    """The C verifier, except that the proof of ``heap`` goes wrong the first ``times[0]`` times it is
+    asked for: it fails, as for a rare value the verifier cannot decide, or stays undecided, as for a
+    scan that reaches further back than the values at hand."""
 
-    def __init__(self, verifier, heap, times):
-        self.verifier, self.heap, self.times = verifier, heap, times
+    def __init__(self, verifier, heap, times, status):
+        self.verifier, self.heap, self.times, self.status = verifier, heap, times, status
         self.plan = verifier.plan
 
     def verify(self, codes, base, prefix, a, b):
         if a <= self.heap < b and self.times[0]:
             self.times[0] -= 1
             result = self.verifier.verify(codes, base, prefix, a, self.heap)
-            return result if not result.proven else VerifyResult(FAILED, self.heap)
+            return result if not result.proven else VerifyResult(self.status, self.heap)
         return self.verifier.verify(codes, base, prefix, a, b)
 
 
 class _FailingKernels(Kernels):
-    def __init__(self, times):
+    def __init__(self, times, status):
         super().__init__()
-        self.times = [times]
+        self.times, self.status = [times], status
 
     def __call__(self, plan):
         kernel, verifier = super().__call__(plan)
-        return kernel, _FailingVerifier(verifier, HEAP, self.times)
+        return kernel, _FailingVerifier(verifier, HEAP, self.times, self.status)
 
 
-def _run(values, directory=None, failures=1, until=UNTIL, stop_after=None):
-    """.167 from rogalski's mask 0x7d, with a prefix of 2^14 values, the proof of G(200,000) failing."""
+def _run(values, directory=None, failures=1, until=UNTIL, stop_after=None, status=FAILED):
+    """.167 from rogalski's mask 0x7d, with a prefix of 2^14 values, the proof of G(200,000) failing
+    (``failures`` times; an undecided proof is also tried again with the recent values)."""
     table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
     tally = Tally(0, RecurrenceProof(GAME.max_take))
     engine = Engine(GAME, EngineOptions(until=until, workers=0, chunk=1 << 14, prefix_limit=1 << 14,
                                         recent_limit=1 << 14, checkpoint_every=0),
                     [tally], table=table, directory=directory, identity={"command": "run", "digest_from": 0},
-                    kernels=_FailingKernels(failures))
+                    kernels=_FailingKernels(failures, status))
     for _ in engine.steps():
         if stop_after is not None and engine.position > stop_after:
             engine.request_stop()
     return engine, summarize(engine, tally)
 
 
-def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, caplog):
+@pytest.mark.parametrize("status, failures", [(FAILED, 1), (UNDECIDED, 2)], ids=["failed", "undecided"])
+def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, caplog, status, failures):
     with caplog.at_level(logging.WARNING, logger="octalgen"):
-        engine, summary = _run(values)
+        engine, summary = _run(values, failures=failures, status=status)
     assert f"G({HEAP}) of .167 is rare under mask 0x7d" in caplog.text
     assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert engine.table.mask == 0x3d and engine.table.exact_to >= HEAP
@@ -110,6 +113,14 @@ def test_a_second_failure_at_the_switch_is_decided_exactly(values, caplog):
         engine, summary = _run(values, failures=2)
     assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert f"verification corrected G({HEAP})" in caplog.text  # decided: a common value after all
+    assert summary.statistics.digest == fnv1a64(values[:UNTIL])
+
+
+def test_an_undecided_proof_past_the_switch_is_proven_with_every_value(values, caplog):
+    with caplog.at_level(logging.INFO, logger="octalgen"):
+        engine, summary = _run(values, failures=4, status=UNDECIDED)
+    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert f"G({HEAP}) needs values from further back" in caplog.text
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
 
 

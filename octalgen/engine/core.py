@@ -307,10 +307,13 @@ class Engine:
         reach = 0 if not self.options.verify else VERIFY_HISTORY if self.history.prefix_complete else None
         for chunk, result in self.pipeline.step(self._goal(), self.options.chunk, self.threads, reach,
                                                 self.history.prefix):
-            if result is not None and result.status == UNDECIDED:
-                result = self.pipeline.verify_again(chunk, result, self.history, self.values_before)
+            if result is not None and result.status == UNDECIDED:  # with the recent values, then with every value
+                result = self.pipeline.verify_again(chunk, result, self.history)
+                switch = self._late_switch(chunk, result) if result.status == UNDECIDED else None
+                if switch is None and result.status == UNDECIDED:
+                    result = self.pipeline.verify_again(chunk, result, self.history, self.values_before)
             if result is not None and result.status != PROVEN:
-                self._recover(chunk, result)
+                self._recover(chunk, result, self._late_switch(chunk, result) if result.status != UNDECIDED else switch)
                 return
             self._accept(chunk.plan.encoding.decode_values(chunk.codes, chunk.first), chunk.plan, codes=chunk.codes)
             if self._done():
@@ -323,18 +326,28 @@ class Engine:
         kernel_runs = self.plan is not None and self.position >= self.plan.start
         self.producer.reset(self.plan, self.position, self.history.tail(self.plan.window) if kernel_runs else None)
 
-    def _recover(self, chunk: Chunk, failure) -> None:
-        """A proof failed at heap m of ``chunk``: hand on what is proven, decide G(m), go on."""
+    def _recover(self, chunk: Chunk, failure, switch: RareTable | None) -> None:
+        """A proof failed (or stayed undecided) at heap m of ``chunk``: hand on what is proven, then go on
+        under ``switch`` (a table under another mask, :meth:`_late_switch`), or decide G(m)."""
         m = failure.heap
         proven = chunk.codes[: m - chunk.first]
         self._accept(chunk.plan.encoding.decode_values(proven, chunk.first), chunk.plan, codes=proven)
         if self._done():
             return  # the run ends before the heap whose proof failed
         self._consistent = False
-        if m != self._switched_at and self._switch_mask(chunk, failure):
-            self._consistent = True
-            self._reset_producer()
-            return
+        if switch is not None:
+            announce_switch(m, self.table, switch, len(self.history.prefix), self.game.code)
+            self.mask_switches.append((m, self.table.mask, switch.mask))
+            self.table, self._switched_at = switch, m
+            self._replan()  # its first heap is before the prefix's end: the kernel goes on from m
+            self._restart_consumers(self._anchor_from())
+        else:
+            self._decide(chunk, failure)
+        self._consistent = True
+        self._reset_producer()
+
+    def _decide(self, chunk: Chunk, failure) -> None:
+        m = failure.heap
         found = decide(self.table, chunk.plan.encoding, self.history, failure, self.values_before)
         announce(found, self.game.code)
         if found.new_rare:
@@ -349,23 +362,18 @@ class Engine:
                 self._replan()
             self._restart_consumers(m + 1)
             self._accept(np.array([found.value], dtype=np.uint16))
-        self._consistent = True
-        self._reset_producer()
 
-    def _switch_mask(self, chunk: Chunk, failure) -> bool:
-        """Go on under another mask where G(m) would be a far term (:func:`~.recovery.switch_for_late_value`)."""
+    def _late_switch(self, chunk: Chunk, failure) -> RareTable | None:
+        """The table under another mask where G(m) would be a far term (:func:`~.recovery.switch_for_late_value`);
+        None where none helps, or where this session switched at m already (G(m) is then decided)."""
         m = failure.heap
-        speculated = int(chunk.plan.encoding.decode_array(chunk.codes[m - chunk.first: m - chunk.first + 1], m)[0])
-        table = switch_for_late_value(self.table, self.history, failure, speculated)
+        if m == self._switched_at:
+            return None
+        offset = m - chunk.first
+        pending = chunk.plan.encoding.decode_array(chunk.codes[: offset + 1], chunk.first)
+        table = switch_for_late_value(self.table, self.history, failure, int(pending[offset]), pending[:offset])
         plan = plan_for(table, self.history.prefix, self.storage) if table is not None else None
-        if plan is None or plan.start > m:
-            return False
-        announce_switch(m, self.table, table, len(self.history.prefix), self.game.code)
-        self.mask_switches.append((m, self.table.mask, table.mask))
-        self.table, self._switched_at = table, m
-        self._replan()
-        self._restart_consumers(self._anchor_from())
-        return True
+        return table if plan is not None and plan.start <= m else None
 
     # -- handing on -----------------------------------------------------------------------
 
@@ -405,7 +413,11 @@ class Engine:
             return values
         log.warning("G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
                     "(keep every value with --keep-values to avoid this)", heap - 1)
-        return recompute_values(self.game, heap, self.table, self.options, self.kernels, self.directory)
+        try:
+            return recompute_values(self.game, heap, self.table, self.options, self.kernels, self.directory)
+        except Interrupted as stopped:  # this run stops, where it stands (not where the recomputation was)
+            self.stop.request(stopped.signal_number)
+            raise StopRequested from None
 
 
 def recompute_values(game: OctalGame, heap: int, table: RareTable | None, options: EngineOptions,

@@ -177,7 +177,8 @@ class Pipeline:
             self.values += chunk.stop - chunk.first
             yield chunk, result
 
-    def verify_again(self, chunk: Chunk, undecided: VerifyResult, history: History, values_before) -> VerifyResult:
+    def verify_again(self, chunk: Chunk, undecided: VerifyResult, history: History,
+                     values_before=None) -> VerifyResult:
         """An undecided chunk proven here with more values (:func:`~.recovery.verify_again`)."""
         result, seconds = verify_again(self.kernels(chunk.plan)[1], chunk, undecided, history, values_before)
         self.cpu_seconds += seconds
@@ -229,6 +230,7 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
                    producer: Producer, stop: StopRequest) -> tuple[Pipeline, split.Split | None]:
     """The pipeline from the proven position on, and the automatic split of the cores where one is made."""
     chosen = None
+    split.ran_with(plan, kernels.backend)  # the rates this session measures are this backend's
     if not options.verify or kernels.verify_here:
         workers = 0
     elif options.workers is not None:
@@ -238,7 +240,8 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
     elif options.threads is None and options.scheduler is None:
         kernel, verifier = kernels(plan)
         window = plan.encoding.encode_array(history.tail(plan.window)).astype(kernel.dtype)
-        chosen = split.choose(plan, kernel, verifier, window, history.prefix, history.position)
+        chosen = split.choose(plan, kernel, verifier, window, history.prefix, history.position,
+                              backend=kernels.backend)
         log.info("cores: %s", chosen.describe())
         workers = chosen.workers
     else:

@@ -1,8 +1,8 @@
 """What follows a proof that did not go through: a second try with more values, or G(m) decided.
 
 * :func:`verify_again`: a chunk came back *undecided* (its proof scans needed values from
-  further back than its task held): it is proven here, with the recent values, then with every
-  value (read back, or recomputed).
+  further back than its task held): it is proven here, with the recent values, then (unless
+  another mask helps, below) with every value (read back, or recomputed).
 * :func:`switch_for_late_value`: a proof *failed* at heap m far past the prefix, where a new
   rare value would be a term at offset m (a window of m values): another mask under which
   every value since the prefix is common, if there is one (the engine then goes on under it,
@@ -37,43 +37,45 @@ log = logging.getLogger("octalgen")
 
 
 def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History,
-                 values_before: Callable[[int], np.ndarray]) -> tuple[VerifyResult, float]:
-    """Prove ``chunk`` from the undecided heap on: with the recent values, then with every value.
+                 values_before: Callable[[int], np.ndarray] | None = None) -> tuple[VerifyResult, float]:
+    """Prove ``chunk`` from the undecided heap on: with the recent values, or (given ``values_before``)
+    with every value.
 
     ``values_before(n)`` gives G(0) ... G(n-1) (from the history, or recomputed).  Returns the
     result and the CPU seconds it took in this thread.
     """
     plan = chunk.plan
     earliest = plan.start - plan.window  # every value from here on is common: codes hold it
-    first, recent = history.recent_values()
-    start = max(first, earliest)
-    codes = np.concatenate([plan.encoding.encode_array(recent[start - first:]).astype(chunk.codes.dtype),
-                            chunk.codes])
+    if values_before is None:
+        start, held = history.recent_values()
+        held = held[max(0, earliest - start):]
+        start = max(start, earliest)
+    else:
+        log.info("G(%d) needs values from further back than this run holds in memory", undecided.heap)
+        start, held = earliest, values_before(chunk.first)[earliest:]
+    codes = np.concatenate([plan.encoding.encode_array(held).astype(chunk.codes.dtype), chunk.codes])
     began = time.thread_time()
     result = verifier.verify(codes, start, history.prefix, undecided.heap, chunk.stop)
-    if result.status == UNDECIDED:
-        log.info("G(%d) needs values from further back than this run holds in memory", result.heap)
-        values = values_before(chunk.first)
-        codes = np.concatenate([plan.encoding.encode_array(values[earliest:]).astype(chunk.codes.dtype),
-                                chunk.codes])
-        result = verifier.verify(codes, earliest, history.prefix, result.heap, chunk.stop)
     return result, time.thread_time() - began
 
 
-def switch_for_late_value(table: RareTable, history: History, failure: VerifyResult,
-                          speculated: int) -> RareTable | None:
-    """The table under another mask, for a proof that failed at m = ``failure.heap`` past the prefix.
+def switch_for_late_value(table: RareTable, history: History, failure: VerifyResult, speculated: int,
+                          pending: np.ndarray) -> RareTable | None:
+    """The table under another mask, for a proof that failed (or stayed undecided) at m past the prefix.
 
-    At the first failed proof every value below m is proven and every rare position below m is
-    in ``table``, so the kernel's value at m, ``speculated``, is the least common value that is
-    not an option, and G(m) is a rare value below it (or the verifier's ``true_value``, where it
-    decided it).  The values G(P) ... G(m-1) past the prefix are not all held, but which values
-    they are is (:meth:`~.history.History.late_values`): under a mask that makes every one of
-    them common (:func:`~octalgen.sparse.find_late_switch`), the rare positions are those of the
-    prefix, and the table is exact to m without reading a value back.
+    At the first proof that does not go through every value below m is proven and every rare
+    position below m is in ``table``, so the kernel's value at m, ``speculated``, is the least
+    common value that is not an option: G(m) is ``speculated`` (a proof that stayed undecided,
+    its scan reaching further back than the values held) or a rare value below it (a failed
+    one, unless the verifier decided it: ``failure.true_value``).  The values G(P) ... G(m-1)
+    past the prefix are not all held, but which values they are is
+    (:meth:`~.history.History.late_values`, and ``pending``: G(position) ... G(m-1), proven but
+    not handed to the history yet): under a mask that makes every one of them common
+    (:func:`~octalgen.sparse.find_late_switch`), the rare positions are those of the prefix, and
+    the table is exact to m without reading a value back.
 
     Returns None where the failure is a correction (a common value), where m lies within the
-    prefix (every value is held: the new term is cheap), or where no mask helps.
+    prefix (every value is held: a new term is cheap), or where no mask helps.
     """
     m, late, prefix = failure.heap, history.late_values(), history.prefix
     if late is None or not history.prefix_complete or m < len(prefix):
@@ -81,9 +83,9 @@ def switch_for_late_value(table: RareTable, history: History, failure: VerifyRes
     known = failure.true_value
     if known is not None and not table.is_rare(known, m):
         return None
-    if known is not None:
-        late = np.append(late, known)
-    rarity = find_late_switch(prefix, late, table.rarity, below=known + 1 if known is not None else speculated)
+    late = np.concatenate([late, np.unique(pending), [known] if known is not None else []]).astype(np.int64)
+    below = known + 1 if known is not None else speculated + (failure.status == UNDECIDED)
+    rarity = find_late_switch(prefix, late, table.rarity, below)
     if rarity is None:
         return None
     switched = RareTable.from_values(table.game, prefix, rarity.mask, rarity.parity)
