@@ -8,11 +8,12 @@ On a machine where octalgen cannot be pip-installed (no network), run it from
 the checkout: ``ln -sfn ../templates octalgen/templates; PYTHONPATH=$PWD python3 ...``.
 
 Every run goes through the engine as ``octalgen run --backend cuda`` does
-(:func:`octalgen.cuda.bench.run_benchmark`).  The first two rows are *before*
+(:func:`octalgen.cuda.bench.run_benchmark`).  The first two rows are the default
 (every window position recomputes every term each round: ``cache_final=False``)
-and *after* (the marks of final inputs cached), measured in the same command;
-their ratio is the figure to quote.  Columns: speculative and verified values/s
-over the whole run, the round kernels' values/s over their device time, rounds,
+and the marks of final inputs cached (``cache_final=True``, slower on an H100),
+measured in the same command; their ratio is the figure to quote.  Columns:
+speculative and verified values/s over the whole run and in steady state (the
+second half of the values), the round kernels' values/s over their device time, rounds,
 microseconds per round, the front's advance per round, rounds per window
 (median, 90th percentile, largest) and the positions recomputed per value
 (term marks per value in units of one position's terms).  ``--sweep`` adds
@@ -71,7 +72,11 @@ def main() -> int:
               f"{rpw.get('p50', 0):>9.0f} {rpw.get('p90', 0):>5.0f} {rpw.get('p100', 0):>5.0f} "
               f"{run['recomputed_per_value']:16.2f}")
     speculative = after["speculative_values_per_s"] / before["speculative_values_per_s"]
-    print(f"\nafter / before: speculative {speculative:.2f}x, "
+    for run in (before, after):
+        print(f"{run['cache_final']!s:>5}: steady state (second half) speculative "
+              f"{(run['speculative_steady_values_per_s'] or 0) / 1e6:.2f} M/s, verified "
+              f"{(run['verified_steady_values_per_s'] or 0) / 1e6:.2f} M/s")
+    print(f"\ncached / default: speculative {speculative:.2f}x, "
           f"verified {after['verified_values_per_s'] / before['verified_values_per_s']:.2f}x, kernel "
           f"{(after['kernel_values_per_s'] or 0) / (before['kernel_values_per_s'] or 1):.2f}x, positions recomputed "
           f"per value {after['recomputed_per_value'] / before['recomputed_per_value']:.2f}x")

@@ -11,6 +11,7 @@ from octalgen.backends import backends, get_backend
 from octalgen.cuda import runtime
 from octalgen.cuda.kernels import NVCC_FLAGS, compile_kernels, find_nvcc, render_kernels
 from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
+from octalgen.cuda.occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
 from octalgen.errors import ToolMissingError
 from octalgen.api import rare_table
 
@@ -28,18 +29,22 @@ needs_nvcc = pytest.mark.skipif(not _has_nvcc(), reason="nvcc (CUDA toolkit) not
 
 @needs_nvcc
 @pytest.mark.parametrize("game, options", [(".6", CudaOptions()), (".16", CudaOptions()),
-                                           (".16", CudaOptions(cache_final=False, term_groups=8)),
+                                           (".16", CudaOptions(cache_final=True, term_groups=8)),
                                            (".104", CudaOptions()), (".106", CudaOptions())],
-                         ids=[".6", ".16", ".16-recomputed", ".104-positions", ".106-positions-rare-options"])
+                         ids=[".6", ".16", ".16-cached", ".104-positions", ".106-positions-rare-options"])
 def test_generated_cuda_compiles_without_warnings_or_spills(game, options):
     assert "--Werror" in NVCC_FLAGS and "all-warnings" in NVCC_FLAGS
     compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
     assert compiled.cubin.stat().st_size > 0
     usage = compiled.resource_usage
-    for kernel in ("octal_round", "octal_verify"):
+    for kernel in ("octal_round", "octal_verify", "octal_verify_tail"):
         assert f"Compiling entry function '{kernel}' for 'sm_90'" in usage
     # Registers, never local memory: a spill would put the hot loops on device memory.
-    assert usage.count("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == 2
+    assert usage.count("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == 3
+    # The verifier's term loop within 64 registers (unrolled it took 80), so that 8 blocks of 128
+    # threads fit a multiprocessor by registers and a round block fits beside the verifier.
+    registers = {kernel: figures[0] for kernel, figures in parse_resource_usage(usage).items()}
+    assert registers["octal_verify"] <= 64 and registers["octal_verify_tail"] <= 64
     assert compiled.source.read_text() == render_kernels(compiled.plan)
 
 
@@ -50,14 +55,14 @@ def test_source_is_reproducible_and_names_its_origin():
     assert source == render_kernels(make_cuda_plan(rare_table(".6")))
     header = source.split("\n#include")[0]
     assert "// game: .6" in header and table.digest in header and "cuda term_groups: 16" in header
-    assert "terms: 1584, window 20628, first heap 41256" in header and "cuda cache_final: True" in header
-    # Every term is a compile-time constant: in the round kernel's table and unrolled in the verifier.
-    assert "#define TERM_COUNT 1584" in source and source.count("VERIFY_MARK(") == 1584 + 1
+    assert "terms: 1584, window 20628, first heap 41256" in header and "cuda cache_final: False" in header
+    # Every term is a compile-time constant, in one table that the round kernel and the verifier loop over.
+    assert "#define TERM_COUNT 1584" in source and "for (int i = 0; i < TERM_COUNT; i++)" in source
     terms = source.split("__constant__ int2 TERMS[TERM_COUNT] = {")[1].split("};")[0]
     offsets = [int(line.strip(" {},").split(",")[0]) for line in terms.strip().splitlines()]
     assert len(offsets) == 1584 and offsets == sorted(offsets)  # by offset: the kernels search it
-    recomputed = render_kernels(make_cuda_plan(table, options=CudaOptions(cache_final=False)))
-    assert "cache[" in source and "cache[" not in recomputed
+    cached = render_kernels(make_cuda_plan(table, options=CudaOptions(cache_final=True)))
+    assert "cache[" in cached and "cache[" not in source  # no cached marks by default (0.72x on an H100)
 
 
 def test_importing_octalgen_loads_no_cuda():
@@ -97,3 +102,32 @@ def test_emit_cuda_writes_the_generated_source(cli, tmp_path):
     assert out.read_text() == render_kernels(make_cuda_plan(rare_table(".6")))
     bad = cli("emit", "cuda", ".6", "--term-groups", 40)
     assert bad.code == 2 and bad.err.count("\n") == 1 and "term_groups must be 1..32" in bad.err
+
+
+REPORT = """ptxas info    : Compiling entry function 'octal_verify' for 'sm_90'
+ptxas info    : Function properties for octal_verify
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 80 registers, used 0 barriers, 32768 bytes smem
+ptxas info    : Compiling entry function 'octal_round' for 'sm_90'
+ptxas info    : Function properties for octal_round
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 1 barriers, 8320 bytes smem
+"""
+
+
+def test_verify_grid_leaves_room_for_a_round_block():
+    """The arithmetic of octalgen.cuda.occupancy on an H100 (issue 28's figures: 80 and 32 registers)."""
+    figures = parse_resource_usage(REPORT)
+    assert figures == {"octal_verify": (80, 32768), "octal_round": (32, 8320)}
+    h100 = Multiprocessor()
+    verify, round_block = KernelResources(*figures["octal_verify"], 128), KernelResources(*figures["octal_round"], 512)
+    assert h100.blocks_of(verify) == 6  # alone: 65,536 / 10,240 registers
+    assert h100.blocks_of(verify, beside=round_block) == 4  # 49,152 registers left
+    assert verify_grid_cap(132, h100, verify, round_block) == 528
+    # What the cap leaves fits a round block: registers, threads, shared memory, block slots.
+    assert 4 * verify.block_registers + round_block.block_registers <= h100.registers
+    assert 4 * (verify.shared + 1024) + round_block.shared + 1024 <= h100.shared
+    leaner = KernelResources(64, 32768, 128)  # at 64 registers shared memory decides: 6 beside the round block
+    assert h100.blocks_of(leaner, beside=round_block) == 6
+    # A verifier block too big to share a multiprocessor still gets one block on each.
+    assert verify_grid_cap(132, h100, KernelResources(255, 200 * 1024, 256), round_block) == 132

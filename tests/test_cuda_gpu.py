@@ -24,7 +24,7 @@ from octalgen.reference import exact_values
 
 pytestmark = pytest.mark.skipif(runtime.unavailable() is not None, reason=f"no GPU: {runtime.unavailable()}")
 
-OPTIONS = [CudaOptions(), CudaOptions(cache_final=False)]
+OPTIONS = [CudaOptions(), CudaOptions(cache_final=True)]
 
 
 def plan_of(game, options):

@@ -15,11 +15,13 @@ import pytest
 
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
-from octalgen.cpu.kernel import StorageOverflow
+from octalgen.cpu.kernel import StorageOverflow, default_threads
 from octalgen.cuda import plugin, runtime, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions
+from octalgen.engine import accounting, split
 from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.plans import plan_game
+from octalgen.engine.seams import Kernels
 from octalgen.engine.summary import summarize
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.errors import ComputationError, Interrupted
@@ -48,8 +50,9 @@ def reference_digest(code: str, count: int) -> str:
 
 @pytest.mark.parametrize("code, until, options", [
     (".644", 6_000, CudaOptions()),
-    (".644", 6_000, CudaOptions(cache_final=False)),
+    (".644", 6_000, CudaOptions(cache_final=True)),
     (".16", 40_000, CudaOptions()),
+    (".16", 40_000, CudaOptions(scan_chunk=32, scan_bound=64)),  # most scans go through the tail queue
     (".6", 48_000, CudaOptions()),
 ])
 def test_run_with_the_twin_gives_the_reference_digest(code, until, options):
@@ -59,7 +62,7 @@ def test_run_with_the_twin_gives_the_reference_digest(code, until, options):
     start = plan_game(parse_game(code))[0].start
     assert verification.values == until - start
     assert until - start <= rounds.values < until - start + kernels.window  # the front may pass the end
-    assert rounds.rounds >= len(np.concatenate(rounds.advances)) > 0 and rounds.recomputed_per_value > 0
+    assert rounds.rounds == rounds.advance_counts.sum() > 0 and rounds.recomputed_per_value > 0
     assert not verification.settled_on_cpu
 
 
@@ -95,8 +98,8 @@ def test_run_proves_the_period_of_16_and_stops():
 def test_a_planted_fault_is_corrected(monkeypatch, caplog):
     read, planted = twin.Speculator.read, []
 
-    def faulty_read(self, lo, hi):
-        codes = read(self, lo, hi)
+    def faulty_read(self, lo, hi, out=None):
+        codes = read(self, lo, hi, out)
         if not planted and len(codes) > 3000:
             codes[3000] ^= 1
             planted.append(3000)
@@ -106,6 +109,93 @@ def test_a_planted_fault_is_corrected(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         summary, _ = run_twin(".16", 40_000)
     assert planted and "verification corrected G(" in caplog.text
+    assert summary.statistics.digest == reference_digest(".16", 40_000)
+
+
+class LateDevice:
+    """A device verifier whose launches finish later, and out of order: each is done a random number
+    of looks (at any launch: the device's clock) after it started; the twin computes its outcome."""
+
+    def __init__(self, device, finishes: list, seed: int = 28):
+        self.device, self.rng, self.clock, self.finishes = device, np.random.default_rng(seed), 0, finishes
+
+    def verify(self, *args):
+        return self.device.verify(*args)
+
+    def launch(self, *args):
+        finish = self.clock + int(self.rng.integers(1, 12))
+        self.finishes.append(finish)
+        return LateLaunch(self, self.device.verify(*args), finish)
+
+
+class LateLaunch:
+    def __init__(self, device: LateDevice, outcome, finish: int):
+        self._device, self._outcome, self._finish = device, outcome, finish
+
+    def done(self) -> bool:
+        self._device.clock += 1  # every look lets the device run on
+        return self._device.clock >= self._finish
+
+    def wait(self, timeout=None) -> bool:
+        return self.done()  # False stands for the timeout running out
+
+    def outcome(self):
+        assert self._device.clock >= self._finish, "an outcome read before its launch was done"
+        return self._outcome
+
+
+class LateTwinKernels(plugin.TwinKernels):
+    """The twin plug-in with a :class:`LateDevice` verifier; ``finishes``: every launch's finishing time,
+    in the order of the launches (a recovery's run may make a plan, and a device, of its own)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.finishes = []
+
+    def _devices(self, plan):
+        speculator, device = super()._devices(plan)
+        return speculator, LateDevice(device, self.finishes)
+
+
+def test_asynchronous_proofs_done_late_and_out_of_order_keep_the_order_and_recover(monkeypatch, caplog):
+    read, planted = twin.Speculator.read, []
+
+    def faulty_read(self, lo, hi, out=None):
+        codes = read(self, lo, hi, out)
+        if not planted and len(codes) > 1000:
+            codes[1000] ^= 1
+            planted.append(1000)
+        return codes
+
+    monkeypatch.setattr(twin.Speculator, "read", faulty_read)
+    kernels = LateTwinKernels(256)
+    with caplog.at_level(logging.WARNING, logger="octalgen"):
+        summary, _ = run_twin(".16", 60_000, kernels=kernels, chunk=1 << 11)
+    finishes = kernels.finishes
+    assert any(later < earlier for earlier, later in zip(finishes, finishes[1:]))  # a later launch finished first
+    assert planted and "verification corrected G(" in caplog.text
+    assert summary.statistics.digest == reference_digest(".16", 60_000)
+
+
+def test_synchronous_proofs_as_before_give_the_reference_digest():
+    kernels = plugin.TwinKernels(128, asynchronous=False)
+    summary, _ = run_twin(".644", 6_000, kernels=kernels)
+    assert kernels(plan_game(parse_game(".644"))[0])[1].__class__ is plugin.HybridVerifier
+    assert summary.statistics.digest == reference_digest(".644", 6_000)
+
+
+def test_asynchronous_proofs_stop_checkpoint_and_resume(sixteen_60k, tmp_path):
+    for stop in [30_000, 44_000]:
+        with pytest.raises(Interrupted):
+            run_twin(".16", 60_000, tmp_path, stop_at=stop, chunk=1 << 11, kernels=LateTwinKernels(256))
+    final = run_twin(".16", 60_000, tmp_path, chunk=1 << 11, kernels=LateTwinKernels(256))[0].statistics
+    assert final.to_json() == sixteen_60k.to_json()
+
+
+def test_asynchronous_proofs_find_a_new_rare_value(caplog):
+    with caplog.at_level(logging.WARNING, logger="octalgen"):
+        summary, _ = run_twin(".16", 40_000, table=_cut_16(), kernels=LateTwinKernels(256), chunk=1 << 11)
+    assert "NEW RARE VALUE: G(13932)" in caplog.text
     assert summary.statistics.digest == reference_digest(".16", 40_000)
 
 
@@ -121,6 +211,26 @@ def test_a_new_rare_value_is_found_and_the_run_goes_on(tmp_path, caplog):
     assert "NEW RARE VALUE: G(13932)" in caplog.text
     assert summary.statistics.rare_found[0][0] == 13932
     assert summary.statistics.digest == reference_digest(".16", 40_000)
+
+
+def test_a_c_run_extended_on_the_twin_ends_right_and_leaves_the_c_split_alone(tmp_path, monkeypatch):
+    """``--backend c`` to 30,000 then the GPU plug-in (twin) to 45,000 from the same checkpoint: the
+    reference's digest; and the GPU session's measured rates do not replace the C backend's cached
+    ones (a GPU run's once made ``--backend c`` choose 1 kernel thread and 16 verifiers)."""
+    monkeypatch.setattr(split, "_path", lambda: tmp_path / "core-split.json")
+    monkeypatch.setattr(accounting, "REFINE_AFTER", 1000)  # these short sessions' rates count
+    plan, cores = plan_game(parse_game(".16"))[0], default_threads()
+    seeded = {"kernel": {"1": 1.0}, "verify": 1.0}
+    split._store(plan, cores, seeded, backend="c")
+    checkpoint = tmp_path / "run"
+    run_twin(".16", 30_000, checkpoint, kernels=Kernels())
+    c_rates = split._cached(plan, cores, "c")
+    assert c_rates != seeded and c_rates["kernel"]["1"] > 1.0  # the C session refined its own rates
+    summary, twin_kernels = run_twin(".16", 45_000, checkpoint)
+    assert summary.statistics.digest == reference_digest(".16", 45_000)
+    assert twin_kernels.figures()[1].values > 1000  # the twin proved enough to measure its rates
+    assert split._cached(plan, cores, "c") == c_rates
+    assert split._cached(plan, cores, twin_kernels.backend) is None  # no split was made for it to refine
 
 
 def test_scans_the_device_gives_up_on_are_settled_on_the_cpu():
@@ -221,3 +331,30 @@ def test_bench_command_without_a_gpu_is_one_line(cli):
         pytest.skip("a GPU is here")
     result = cli("bench", ".6", "-n", 1000, "--backend", "cuda")
     assert result.code == 1 and result.err.count("\n") == 1 and runtime.unavailable() in result.err
+
+
+def test_round_figures_are_a_bounded_summary_that_loses_nothing_the_benchmark_reports():
+    """Rounds added piece by piece into histograms give the figures of the whole log at once."""
+    from octalgen.cuda.bench import distribution, histogram_distribution, rounds_per_window
+
+    rng = np.random.default_rng(28)
+    plan = plan_game(parse_game(".644"))[0]
+    terms = twin.TermIndex.of(plugin.CudaPlan(plan, CudaOptions()))
+    window = 64
+    advances = np.where(rng.random(5000) < 0.1, 0, rng.integers(1, window + 1, 5000))  # some empty rounds
+    fronts = 1000 + np.concatenate([[0], np.cumsum(advances)])
+    his = np.where(advances > 0, fronts[:-1] + window, fronts[:-1])  # an empty round computed nothing
+    rows = np.stack([fronts[:-1], his], axis=1)
+    figures = plugin.RoundFigures(window=window)
+    cut = np.sort(rng.choice(np.arange(1, len(rows)), 40, replace=False))
+    previous = 0
+    for lo, hi in zip([0, *cut], [*cut, len(rows)]):
+        figures.add(terms, rows[lo:hi], previous, int(fronts[hi]), cache_final=False)
+        previous = int(rows[hi - 1, 0])
+    real = advances[advances > 0]
+    assert figures.rounds == len(real) and figures.empty_rounds == len(advances) - len(real)
+    assert figures.values == int(advances.sum())
+    assert figures.marks == int((his - fronts[:-1]).sum()) * len(terms.offsets)
+    assert histogram_distribution(figures.advance_counts) == pytest.approx(distribution(real))
+    assert histogram_distribution(figures.window_counts) == pytest.approx(distribution(rounds_per_window(real, window)))
+    assert len(figures.advance_counts) <= window + 1  # bounded by the window, however many rounds

@@ -162,6 +162,26 @@ def test_verifier_points_at_the_first_wrong_position(game):
         assert twin.verify(plan, wrong, base, scan, fault + 1, hi).first_bad is None
 
 
+@pytest.mark.parametrize("game", GAMES)
+def test_bounded_scans_and_their_tail_queue_decide_as_one_long_scan(game):
+    """A bound of one chunk queues almost every heap for the tail pass: the same decisions and steps."""
+    plan, codes, base, scan, lo, hi = stretch(game, extra=lo_extra(game))
+    chunk = 16
+    bounded, unbounded = (make_cuda_plan(plan.table, options=CudaOptions(scan_chunk=chunk, scan_bound=bound))
+                          for bound in (chunk, 1 << 20))
+    fault = lo + (hi - lo) // 2
+    wrong = codes.copy()
+    wrong[fault - base] ^= 2
+    for stretch_codes, first_bad in ((codes, None), (wrong, fault)):
+        queued = twin.verify(bounded, stretch_codes, base, scan, lo, hi)
+        whole = twin.verify(unbounded, stretch_codes, base, scan, lo, hi)
+        assert queued.first_bad == whole.first_bad == first_bad
+        assert np.array_equal(queued.scan_steps, whole.scan_steps)
+        assert queued.queued > 0 and whole.queued == 0
+    with pytest.raises(InputError, match="scan_bound must be a positive multiple"):
+        CudaOptions(scan_chunk=16, scan_bound=24)
+
+
 def test_a_pair_before_the_stretch_is_skipped_not_guessed():
     """.644's longest scan here pairs heaps more than W back: with only W codes of history the
     heap is left unproven (not called wrong), with the whole stretch it is proven."""

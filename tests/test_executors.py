@@ -64,12 +64,12 @@ def test_a_long_run_replaces_the_start_up_rates_of_the_split(tmp_path, monkeypat
     monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path))
     plan = make_plan(shipped_table(".6"))
     split._store(plan, 2, {"kernel": {1: 4e5, 2: 5e5}, "verify": 4e4})  # sampled on a busy machine
-    split.refine(plan, 2, threads=1, kernel_rate=9.6e5, verify_rate=3.6e5)
+    split.refine(plan, 2, threads=1, kernel_rate=9.6e5, verify_rate=3.6e5, backend="c")
     rates = split._cached(plan, 2)
     threads, workers, predicted = split.predict({int(t): r for t, r in rates["kernel"].items()}, rates["verify"], 2)
     # One thread beside two verifying processes: the CPU per value is 1/k + 1/v on each of 2 cores.
     assert (threads, workers) == (1, 2) and predicted == pytest.approx(2 / (1 / 9.6e5 + 1 / 3.6e5))
-    split.refine(plan, 2, threads=2, kernel_rate=2e6, verify_rate=None)  # two threads spin: no CPU rate
+    split.refine(plan, 2, threads=2, kernel_rate=2e6, verify_rate=None, backend="c")  # two threads spin: no CPU rate
     assert split._cached(plan, 2)["kernel"]["1"] == 9.6e5 and split._cached(plan, 2)["kernel"]["2"] == 5e5
 
 

@@ -15,5 +15,6 @@ Nothing in this package imports CuPy or touches a GPU when imported; only
   the build cache.
 * :mod:`.runtime` -- load and launch through CuPy (the ``cuda`` extra): the
   speculation and verification streams.
+* :mod:`.occupancy` -- how many verifier blocks fit beside a round block (the verify grid's cap).
 * :mod:`.bench` -- the lent-GPU measurement (checksum, values/s, rounds, work).
 """

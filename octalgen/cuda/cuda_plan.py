@@ -74,16 +74,24 @@ class CudaOptions:
         speculated at 39.7 M values/s with a term loop and 16 warps against
         25.5 M/s with every term unrolled as immediates (instruction fetch), so
         the round kernel loops (benchmarks/cuda_bench.py --sweep).  The verifier
-        is unrolled (all its warps run the same code).
+        loops over the same table (unrolled, it took 80 registers a thread).
     cache_final : bool
         Keep, for every position up to W past the front, the marks of its final
         inputs, so that a round marks only the inputs that became final and the
         window's young inputs (octalgen.cuda.twin: about 3 times fewer marks for
-        .6); False recomputes every term of every window position each round.
+        .6); False (the default) recomputes every term of every window position
+        each round.  Measured on an H100 (c62a57f, .6 to 10^8): cached marks
+        speculated at 21.9 M values/s against 30.5 M/s without (0.72x; 16.0 against
+        11.4 us per round): a round lasts as long as its busiest block, which still
+        marks most terms, plus the cache's reads, writes and barriers.
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
         Pair-scan steps between two coverage checks in the verifier.
+    scan_bound : int
+        Pair-scan steps the verifier gives a heap before it queues it for its tail pass
+        (a multiple of ``scan_chunk``): the lanes of a warp scan in step, so without a
+        bound a warp lasts as long as its longest scan; the queued heaps go on together.
     scan_steps : int
         Length of the verifier's scan table: a position whose rare options are
         not all found within this many steps is left unproven by the GPU and
@@ -95,9 +103,10 @@ class CudaOptions:
     """
 
     term_groups: int = 16
-    cache_final: bool = True
+    cache_final: bool = False
     verify_block: int = 128
     scan_chunk: int = 256
+    scan_bound: int = 4096
     scan_steps: int = 1 << 20
     arch: str = "sm_90"
 
@@ -108,6 +117,9 @@ class CudaOptions:
             raise InputError(f"verify_block must be a multiple of 32 in 32..256, not {self.verify_block}")
         if self.scan_chunk < 1:
             raise InputError(f"scan_chunk must be positive, not {self.scan_chunk}")
+        if self.scan_bound < self.scan_chunk or self.scan_bound % self.scan_chunk:
+            raise InputError(f"scan_bound must be a positive multiple of scan_chunk ({self.scan_chunk}), "
+                             f"not {self.scan_bound}")
         if not 1 <= self.scan_steps < 1 << 30:
             raise InputError(f"scan_steps must be in 1 .. 2**30, not {self.scan_steps}")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..build import Artefact, cached_build, run_compiler, tool_identity
 from ..errors import ToolMissingError
 from ..render import render
-from .cuda_plan import CudaPlan, spread
+from .cuda_plan import CudaPlan
 
 #: nvcc flags, chosen deliberately (all part of the cache key):
 #: ``-cubin -arch=sm_XX``: machine code for exactly the target (H100/H200: sm_90), no PTX for
@@ -79,9 +79,9 @@ def render_kernels(plan: CudaPlan) -> str:
         mex_words=-(-64 // groups),
         terms_by_offset=by_offset,
         cache_final=plan.options.cache_final,
-        terms=[(offset, spread(code)) for offset, code in plan.kernel.encoded_terms()],
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,
+        scan_bound=plan.options.scan_bound,
         rare_codes_below=plan.rare_codes_below.tolist(),
         parity=plan.table.parity or 0,
         rare_options=list(plan.kernel.rare_options),

@@ -20,7 +20,11 @@ verifies in this process, where the device is.
   needed a partner before the stretch, or found the value wrong) is decided by
   the exact C verifier (:class:`octalgen.cpu.verify.Verifier`), whose answer is
   returned when it is not "proven": failed (with the true value when decided) or
-  undecided, never "proven" unless proven.
+  undecided, never "proven" unless proven.  :class:`AsynchronousHybridVerifier` (the
+  default) also has ``submit`` (the engine's
+  :class:`~octalgen.engine.executors.AsynchronousVerifier`): it starts the device's proof
+  and returns a :class:`DeviceProof`, done when the device is, so the engine produces
+  the next chunks meanwhile.
 
 Only byte (u8) storage exists on the GPU: a u16 plan is refused with one
 :class:`~octalgen.errors.ComputationError` line that names the C backend.
@@ -29,12 +33,14 @@ Only byte (u8) storage exists on the GPU: a u16 plan is refused with one
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..cpu.kernel import StorageOverflow
 from ..cpu.verify import PROVEN, Verifier, VerifyResult
+from ..engine.executors import VERIFY_HISTORY, verify_interval
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
 from . import twin
@@ -47,6 +53,10 @@ log = logging.getLogger("octalgen")
 class RoundFigures:
     """What the speculators' rounds did, summed over a plug-in's life (the benchmark's figures).
 
+    Bounded however long the run: the advances and the rounds per window are kept as histograms
+    (counts by value), which give their means and percentiles exactly
+    (:func:`~.bench.histogram_distribution`).
+
     Attributes
     ----------
     rounds : int
@@ -57,8 +67,13 @@ class RoundFigures:
     marks : int
         Term marks made (:func:`~.twin.round_marks`); ``marks / terms / values`` is the
         positions recomputed per value.
-    advances : list of numpy.ndarray
-        Positions each round made final.
+    advance_counts : numpy.ndarray
+        Element a: rounds (that computed something) that made a positions final.
+    window : int
+        Positions per round, the stretch :attr:`window_counts` counts rounds over (0: not yet known).
+    window_counts : numpy.ndarray
+        Element k: stretches of ``window`` successive positions that took the front k rounds
+        to cross (as :func:`~.bench.rounds_per_window`).
     seconds : float
         The speculators' time in rounds (on the GPU: device time of the round kernels).
     """
@@ -69,7 +84,11 @@ class RoundFigures:
     empty_rounds: int = 0
     values: int = 0
     marks: int = 0
-    advances: list = field(default_factory=list)
+    window: int = 0
+    advance_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    window_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _crossed: int = 0  # positions made final so far (by the real rounds)
+    _last_crossing: int = -1  # the real round (numbered from 0) that crossed the last stretch
 
     def add(self, terms: twin.TermIndex, log_rows: np.ndarray, f_prev: int, front: int, cache_final: bool) -> None:
         """Rounds ``log_rows`` ((front, hi) each) run after a round with front ``f_prev``; ``front`` is the next."""
@@ -77,20 +96,43 @@ class RoundFigures:
             return
         self.terms = len(terms.offsets)
         fronts = np.append(log_rows[:, 0], front)
-        previous = np.concatenate([[f_prev], log_rows[:-1, 0]])
         steps = np.diff(fronts)
         real = (steps > 0) | (log_rows[:, 1] > log_rows[:, 0])
-        self.rounds += int(real.sum())
+        if cache_final:
+            previous = np.concatenate([[f_prev], log_rows[:-1, 0]])
+            self.marks += sum(twin.round_marks(terms, int(p), int(f), int(h), cache_final)
+                              for p, (f, h) in zip(previous, log_rows))
+        else:  # every window position marks every term
+            self.marks += int((log_rows[:, 1] - log_rows[:, 0]).sum()) * self.terms
+        self._count(steps[real])
         self.empty_rounds += int((~real).sum())
         self.values += int(steps.sum())
-        self.marks += sum(twin.round_marks(terms, int(p), int(f), int(h), cache_final)
-                          for p, (f, h) in zip(previous, log_rows))
-        self.advances.append(steps[real])
+
+    def _count(self, advances: np.ndarray) -> None:
+        self.advance_counts = _add_counts(self.advance_counts, advances)
+        if self.window:
+            reached = self._crossed + np.cumsum(advances)
+            if len(reached):
+                stretches = np.arange((self._crossed // self.window + 1) * self.window, reached[-1] + 1, self.window)
+                crossings = self.rounds + np.searchsorted(reached, stretches)
+                self.window_counts = _add_counts(self.window_counts,
+                                                 np.diff(np.concatenate([[self._last_crossing], crossings])))
+                if len(crossings):
+                    self._last_crossing = int(crossings[-1])
+                self._crossed = int(reached[-1])
+        self.rounds += len(advances)
 
     @property
     def recomputed_per_value(self) -> float:
         """Term marks per final value, in units of one position's terms."""
         return self.marks / self.terms / self.values if self.values else 0.0
+
+
+def _add_counts(counts: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """``counts`` (by value) with ``samples`` (non-negative integers) counted in."""
+    more = np.bincount(samples.astype(np.int64), minlength=len(counts))
+    more[: len(counts)] += counts
+    return more
 
 
 class FixedPointProducer:
@@ -135,8 +177,9 @@ class FixedPointProducer:
         while done < count:
             target = self._served + min(count - done, speculator.capacity)
             speculator.advance(target)
+            self._harvest()  # into the bounded figures, before the device's round log comes round again
             final = min(target, speculator.front)
-            buffer[w + done: w + done + final - self._served] = speculator.read(self._served, final)
+            speculator.read(self._served, final, out=buffer[w + done: w + done + final - self._served])
             done += final - self._served
             self._served = final
             speculator.release(final)
@@ -194,6 +237,11 @@ class HybridVerifier:
         self._scan = None
 
     def verify(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
+        codes = self._prepare(codes, base, prefix, a, b)
+        return self._finish(codes, base, prefix, a, b, self.device.verify(codes, base, self._scan, a, b))
+
+    def _prepare(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> np.ndarray:
+        """Check the call, and make the scan table where the prefix is new; the codes, contiguous."""
         kernel = self.plan
         codes = np.ascontiguousarray(codes)
         if codes.dtype != np.uint8:
@@ -206,24 +254,89 @@ class HybridVerifier:
             if self._scan is None or len(self._scan) < self.cuda_plan.options.scan_steps:
                 self._scan = self.cuda_plan.scan_table(prefix)
             self._prefix = prefix
-        figures, lo, scanned = self.figures, a, 0
-        while lo < b:
-            bad, steps, longest, seconds = self.device.verify(codes, base, self._scan, lo, b)
+        return codes
+
+    def record(self, lo: int, b: int, outcome) -> None:
+        """Add a device verification of ``[lo, b)`` (its ``outcome``) to the figures."""
+        bad, steps, longest, seconds = outcome
+        figures = self.figures
+        figures.scan_steps += steps
+        figures.scan_steps_max = max(figures.scan_steps_max, longest)
+        figures.seconds += seconds
+        figures.values += (b if bad is None else bad) - lo
+
+    def _finish(self, codes: np.ndarray, base: int, prefix, lo: int, b: int, outcome) -> VerifyResult:
+        """The device's ``outcome`` for ``[lo, b)``; the CPU decides each heap it left unproven, and
+        the device goes on after it."""
+        scanned = 0
+        while True:
+            self.record(lo, b, outcome)
+            bad, steps = outcome[0], outcome[1]
             scanned += steps
-            figures.scan_steps += steps
-            figures.scan_steps_max = max(figures.scan_steps_max, longest)
-            figures.seconds += seconds
-            figures.values += (b if bad is None else bad) - lo
             if bad is None:
-                break
+                return VerifyResult(PROVEN, options_scanned=scanned)
             result = self.cpu.verify(codes, base, prefix, bad, bad + 1)
             if not result.proven:
                 return VerifyResult(result.status, result.heap, result.true_value, scanned + result.options_scanned)
             log.info("the GPU pair scan could not prove G(%d); proven on the CPU", bad)
-            figures.settled_on_cpu.append(bad)
+            self.figures.settled_on_cpu.append(bad)
             scanned += result.options_scanned
             lo = bad + 1
-        return VerifyResult(PROVEN, options_scanned=scanned)
+            if lo >= b:
+                return VerifyResult(PROVEN, options_scanned=scanned)
+            outcome = self.device.verify(codes, base, self._scan, lo, b)
+
+
+class AsynchronousHybridVerifier(HybridVerifier):
+    """A :class:`HybridVerifier` that also starts proofs without waiting for them (the engine's
+    :class:`~octalgen.engine.executors.AsynchronousVerifier`): the default of the plug-ins."""
+
+    def submit(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> "DeviceProof":
+        """Start the device's proof of ``[a, b)`` as :func:`~octalgen.engine.executors.verify_task` would
+        (from the recent codes first) and return at once."""
+        began = time.thread_time()
+        recent = max(base, a - self.plan.window - VERIFY_HISTORY)
+        stretch = self._prepare(codes[recent - base: b - base], recent, prefix, a, b)
+        launch = self.device.launch(stretch, recent, self._scan, a, b)
+        return DeviceProof(self, launch, (codes, base, prefix, a, b), time.thread_time() - began)
+
+
+class DeviceProof:
+    """A proof under way on the device (:meth:`HybridVerifier.submit`): the engine's future.
+
+    Done when the device's launch is.  Where the device proved every heap, that is the result;
+    else the heaps from the first one it left unproven are proven here as a synchronous call
+    would (:func:`~octalgen.engine.executors.verify_interval`: the CPU decides, the device goes on).
+    """
+
+    def __init__(self, verifier: HybridVerifier, launch, task: tuple, seconds: float):
+        self._verifier, self._launch, self._task, self._seconds = verifier, launch, task, seconds
+        self._value = None
+
+    def done(self) -> bool:
+        return self._value is not None or self._launch.done()
+
+    def result(self, timeout: float | None = None):
+        """``(VerifyResult, CPU seconds here)``; :class:`TimeoutError` when the device is not done in ``timeout``."""
+        if self._value is None:
+            if not self._launch.wait(timeout):
+                raise TimeoutError
+            began = time.thread_time()
+            codes, base, prefix, a, b = self._task
+            outcome = self._launch.outcome()
+            bad = outcome[0]
+            self._verifier.record(a, b, outcome)
+            result = VerifyResult(PROVEN, options_scanned=outcome[1])
+            if bad is not None:
+                rest = verify_interval(self._verifier, codes, base, prefix, bad, b)
+                result = rest if not rest.proven else VerifyResult(
+                    PROVEN, options_scanned=outcome[1] + rest.options_scanned)
+            self._value = (result, self._seconds + time.thread_time() - began)
+            self._task = None  # the codes are not needed any more
+        return self._value
+
+    def cancel(self) -> bool:
+        return True  # nothing waits for it; the device finishes the launch on its own
 
 
 class StreamingKernels:
@@ -232,14 +345,17 @@ class StreamingKernels:
     Subclasses say where the speculator and the device verifier run (:meth:`_devices`).
     """
 
+    #: The engine keeps the split's rates per backend (:mod:`octalgen.engine.split`).
+    backend = "cuda"
     verify_here = True
     #: Heaps per verification call: the device's share of a chunk (each call uploads its history).
     verify_piece = 1 << 21
 
-    def __init__(self, window: int | None, options: CudaOptions):
+    def __init__(self, window: int | None, options: CudaOptions, asynchronous: bool = True):
         self.window = window
         self.options = options
-        self.rounds = RoundFigures()
+        self.verifier_class = AsynchronousHybridVerifier if asynchronous else HybridVerifier
+        self.rounds = RoundFigures(window=window or 0)
         self.verification = VerifyFigures()
         self._made: dict[KernelPlan, tuple[FixedPointProducer, HybridVerifier]] = {}
 
@@ -253,7 +369,7 @@ class StreamingKernels:
             cuda_plan = CudaPlan(plan, self.options)
             speculator, device = self._devices(cuda_plan)
             self._made = {plan: (FixedPointProducer(cuda_plan, speculator, self.rounds),
-                                 HybridVerifier(cuda_plan, device, self.verification))}
+                                 self.verifier_class(cuda_plan, device, self.verification))}
         return self._made[plan]
 
     def _devices(self, plan: CudaPlan):
@@ -276,12 +392,17 @@ class TwinKernels(StreamingKernels):
     options : CudaOptions, optional
     ring : int, optional
         Codes per value ring (default :func:`~.twin.ring_size`).
+    asynchronous : bool
+        Proofs started without waiting for them (False: each proven when the engine asks).
     """
 
-    def __init__(self, window: int = 256, options: CudaOptions | None = None, ring: int | None = None):
+    backend = "cuda-twin"
+
+    def __init__(self, window: int = 256, options: CudaOptions | None = None, ring: int | None = None,
+                 asynchronous: bool = True):
         if window % 32 or window <= 0:
             raise InputError(f"window must be a positive multiple of 32, not {window}")
-        super().__init__(window, options or CudaOptions())
+        super().__init__(window, options or CudaOptions(), asynchronous)
         self.ring = ring
 
     def _devices(self, plan: CudaPlan):
@@ -298,16 +419,19 @@ class CudaKernels(StreamingKernels):
         Positions per round, a multiple of 32 (default: 32 per multiprocessor).
     options : CudaOptions, optional
         Kernel shapes; ``arch`` is set from the device.
+    asynchronous : bool
+        Proofs started on the verification stream without waiting for them (False: the engine
+        waits for each chunk's proof before it produces the next, as before issue 28).
     """
 
-    def __init__(self, window: int | None = None, options: CudaOptions | None = None):
+    def __init__(self, window: int | None = None, options: CudaOptions | None = None, asynchronous: bool = True):
         from .runtime import device_defaults
 
         arch, default_window = device_defaults()
         window = window or default_window
         if window % 32 or window <= 0:
             raise InputError(f"window must be a positive multiple of 32, not {window}")
-        super().__init__(window, replace(options or CudaOptions(), arch=arch))
+        super().__init__(window, replace(options or CudaOptions(), arch=arch), asynchronous)
 
     def _devices(self, plan: CudaPlan):
         from .runtime import GpuSpeculator, GpuVerifier

@@ -16,8 +16,12 @@ Two streams, so that speculation and verification overlap on the device:
   this one.  The host waits only for the first replay whose state shows the front
   far enough, and reads final positions on a *copy stream* (they are never
   written again, see the twin), without waiting for the rounds still queued.
+  The speculation stream has the device's greatest priority, so a round block is
+  scheduled before waiting verifier blocks.
 * :class:`GpuVerifier` launches the verifier over a whole interval on the
-  *verification stream*.
+  *verification stream* and returns a :class:`VerifyLaunch` at once (done when its
+  event is: the engine produces meanwhile).  Its grid is capped so that a round
+  block always fits beside it on every multiprocessor (:mod:`.occupancy`).
 
 Both record CUDA-event times (``seconds``) for the benchmark.
 """
@@ -26,23 +30,30 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import time
 from collections import deque
 from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ToolMissingError
+from ..errors import ComputationError, ToolMissingError
 from . import twin
 from .kernels import compile_kernels, find_nvcc
 from .cuda_plan import CudaPlan
+from .occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
 
 log = logging.getLogger("octalgen")
 
-#: Round-log entries kept on the device (rounds beyond it still run; the oldest are overwritten).
+#: Round-log entries kept on the device, a ring: the host copies the rounds out before it comes
+#: round again (:meth:`GpuSpeculator.take_log`, and during long waits), so none is lost.
 LOG_CAPACITY = 1 << 20
 
 #: Least codes per value ring: the device may run this far ahead of what the host has read.
 RING_LEAST = 1 << 24
+
+#: Bytes of one entry of the verifier's tail queue (``struct TailEntry``), and the most entries
+#: one launch queues (past it, a heap goes on scanning where it is).
+TAIL_ENTRY_BYTES, TAIL_QUEUE_MOST = 48, 1 << 20
 
 #: cudaMemcpyKind values.
 HOST_TO_DEVICE, DEVICE_TO_HOST = 1, 2
@@ -111,6 +122,22 @@ def _pinned(count: int, dtype) -> np.ndarray:
     return np.frombuffer(memory, dtype, count)
 
 
+def _multiprocessors() -> tuple[int, Multiprocessor]:
+    """The number of multiprocessors of this GPU, and what each holds."""
+    import cupy
+
+    attributes, default = cupy.cuda.Device().attributes, Multiprocessor()
+    return attributes["MultiProcessorCount"], Multiprocessor(
+        attributes.get("MaxRegistersPerMultiprocessor", default.registers),
+        attributes.get("MaxThreadsPerMultiProcessor", default.threads),
+        attributes.get("MaxSharedMemoryPerMultiprocessor", default.shared),
+        attributes.get("MaxBlocksPerMultiprocessor", default.blocks))
+
+
+def _round_block_threads(plan: CudaPlan) -> int:
+    return 32 * min(plan.options.term_groups, len(plan.offsets))
+
+
 def _copy_async(destination: int, source: int, size: int, kind: int, stream) -> None:
     import cupy
 
@@ -150,14 +177,15 @@ class GpuSpeculator:
         self.cache = cupy.zeros(8 * self.cache_ring if plan.options.cache_final else 8, dtype=cupy.uint32)
         self.state = cupy.zeros(twin.STATE_SIZE, dtype=cupy.int64)
         self.log = cupy.zeros(2 * LOG_CAPACITY, dtype=cupy.int64)
-        self.stream = cupy.cuda.Stream(non_blocking=True)
+        greatest = cupy.cuda.runtime.deviceGetStreamPriorityRange()[1]  # numerically least
+        self.stream = cupy.cuda.Stream(non_blocking=True, priority=greatest)
         self.copy_stream = cupy.cuda.Stream(non_blocking=True)
         self._limit_cell = _pinned(1, np.int64)
         self._slots = [_pinned(twin.STATE_SIZE, np.int64) for _ in range(64)]
         cache_blocks = 0
         if plan.options.cache_final:
-            cache_blocks = -(-(self.span - window) // (32 * len(self._groups())))
-        grid, block = (window // 32 + cache_blocks,), (32 * len(self._groups()),)
+            cache_blocks = -(-(self.span - window) // _round_block_threads(plan))
+        grid, block = (window // 32 + cache_blocks,), (_round_block_threads(plan),)
         cupy.cuda.runtime.deviceSynchronize()  # the allocations above ran on the default stream
         with self.stream:
             self.stream.begin_capture()
@@ -172,12 +200,10 @@ class GpuSpeculator:
         self._queue: deque = deque()
         self._host_state = twin.initial_state(0, 0)
         self._taken = 0
+        self._log_parts: list[np.ndarray] = []  # rounds copied out of the log, not yet taken
         self._served = 0
         self._next_slot = 0
         self._advance_estimate = max(1, window // 16)
-
-    def _groups(self) -> range:
-        return range(min(self.plan.options.term_groups, len(self.plan.offsets)))
 
     @property
     def capacity(self) -> int:
@@ -197,6 +223,7 @@ class GpuSpeculator:
         self._host_state = state
         self._limit_cell[0] = w + self.ring
         self._taken = 0
+        self._log_parts = []
         self._served = w
 
     def _drain(self) -> None:
@@ -266,64 +293,142 @@ class GpuSpeculator:
                 self._enqueue()
             self._queue[0][2].synchronize()
             self._account()
+            if int(self._host_state[twin.ROUND]) - self._taken > LOG_CAPACITY // 2:
+                self._drain_log()  # a long wait: copy the log out before its ring comes round
         rounds = int(self._host_state[twin.ROUND]) - rounds_before
         if rounds > 0 and self.front > front_before:
             self._advance_estimate = max(1, (self.front - front_before) // rounds)
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        """Codes of final positions ``[lo, hi)``, on the copy stream (the rounds go on)."""
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Codes of final positions ``[lo, hi)``, on the copy stream (the rounds go on), straight
+        into ``out`` (contiguous uint8) where given: no staging array, no concatenation."""
         if hi > self.front:
             raise ValueError(f"positions up to {hi} asked for, final only below {self.front}")
         buffer = self.buffers[int(self._host_state[twin.ROUND]) % 2]
-        out = np.empty(hi - lo, dtype=np.uint8)
+        out = np.empty(hi - lo, dtype=np.uint8) if out is None else out
         mask, done = self.ring - 1, 0
         while done < hi - lo:
             start = (lo + done) & mask
             part = min(hi - lo - done, self.ring - start)
-            out[done: done + part] = buffer[start: start + part].get(stream=self.copy_stream)
+            _copy_async(out.ctypes.data + done, buffer.data.ptr + start, part, DEVICE_TO_HOST, self.copy_stream)
             done += part
+        self.copy_stream.synchronize()
         return out
 
     def take_log(self) -> np.ndarray:
         """(front, hi) of each round finished by the last state the host read, since the last call."""
+        self._drain_log()
+        parts, self._log_parts = self._log_parts, []
+        return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+
+    def _drain_log(self) -> None:
+        """Copy the rounds finished since the last copy out of the device's log ring."""
         rounds = int(self._host_state[twin.ROUND])
-        first = max(self._taken, rounds - LOG_CAPACITY)
-        parts = []
+        first = self._taken
+        if rounds - first > LOG_CAPACITY:
+            raise ComputationError(f"the round log lost {rounds - first - LOG_CAPACITY} rounds: a bug, please report it")
         while first < rounds:
             start = first & (LOG_CAPACITY - 1)
             part = min(rounds - first, LOG_CAPACITY - start)
-            parts.append(self.log[2 * start: 2 * (start + part)].get(stream=self.copy_stream).reshape(-1, 2))
+            self._log_parts.append(self.log[2 * start: 2 * (start + part)].get(stream=self.copy_stream).reshape(-1, 2))
             first += part
         self._taken = rounds
-        return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
 
 
 class GpuVerifier:
-    """The verifier kernel on the verification stream (the twin: :class:`~octalgen.cuda.twin.DeviceVerifier`)."""
+    """The verifier kernel on the verification stream (the twin: :class:`~octalgen.cuda.twin.DeviceVerifier`).
+
+    Attributes
+    ----------
+    grid_cap : int
+        The most blocks of a launch: as many as fit beside one round block on every
+        multiprocessor (:func:`~.occupancy.verify_grid_cap`); the kernel strides over the rest.
+    """
 
     def __init__(self, plan: CudaPlan):
         import cupy
 
         self.plan = plan
-        self.kernel = _module(plan)[0].get_function("octal_verify")
+        module, usage = _module(plan)
+        self.kernel = module.get_function("octal_verify")
+        self.tail = module.get_function("octal_verify_tail")
         self.stream = cupy.cuda.Stream(non_blocking=True)
+        figures = parse_resource_usage(usage)
+        count, multiprocessor = _multiprocessors()
+        self.grid_cap = verify_grid_cap(count, multiprocessor,
+                                        KernelResources(*figures["octal_verify"], plan.options.verify_block),
+                                        KernelResources(*figures["octal_round"], _round_block_threads(plan)))
         self._scan = (None, None)
 
-    def verify(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int):
-        """``(first heap not proven or None, scan steps in all, the most one heap took, seconds)``."""
+    def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> "VerifyLaunch":
+        """Queue the proof of heaps ``[lo, hi)`` (bounded scans, then the queued tails) and return at once."""
         import cupy
 
         with self.stream:
             if self._scan[0] is not scan:
                 self._scan = (scan, cupy.asarray(scan))
-            x = cupy.asarray(codes)
-            result = cupy.asarray(np.array([twin.NO_POSITION, 0, 0], dtype=np.int64))
-            block = self.plan.options.verify_block
+            x = cupy.empty(len(codes), dtype=cupy.uint8)
+            _copy_async(x.data.ptr, codes.ctypes.data, len(codes), HOST_TO_DEVICE, self.stream)
+            # result[0..3] (first heap not proven, steps, the most, heaps queued) and the queue's count
+            cell = _pinned(5, np.int64)  # in: their start; out: the result
+            cell[:] = (twin.NO_POSITION, 0, 0, 0, 0)
+            result = cupy.empty(5, dtype=cupy.int64)
+            _copy_async(result.data.ptr, cell.ctypes.data, cell.nbytes, HOST_TO_DEVICE, self.stream)
+            count = result[4:].view(cupy.uint32)  # its first word
+            capacity = min(hi - lo, TAIL_QUEUE_MOST)
+            queue = cupy.empty(capacity * TAIL_ENTRY_BYTES, dtype=cupy.uint8)
+            block, table = self.plan.options.verify_block, self._scan[1]
             began, finished = cupy.cuda.Event(), cupy.cuda.Event()
             began.record(self.stream)
-            self.kernel((-(-(hi - lo) // block),), (block,),
-                        (x, np.int64(base), np.int64(lo), np.int64(hi), self._scan[1], np.int32(len(scan)), result))
+            self.kernel((min(-(-(hi - lo) // block), self.grid_cap),), (block,),
+                        (x, np.int64(base), np.int64(lo), np.int64(hi), table, np.int32(len(scan)), result,
+                         queue, np.uint32(capacity), count))
+            self.tail((self.grid_cap,), (block,),
+                      (x, np.int64(base), table, np.int32(len(scan)), result, queue, np.uint32(capacity), count))
             finished.record(self.stream)
-            first_bad, steps, longest = (int(v) for v in result.get(stream=self.stream))
+            _copy_async(cell.ctypes.data, result.data.ptr, cell.nbytes, DEVICE_TO_HOST, self.stream)
+            ready = cupy.cuda.Event(disable_timing=True)
+            ready.record(self.stream)
+        # The codes (host and device), the queue and the result stay referenced until the launch is over.
+        return VerifyLaunch(ready, began, finished, cell, (codes, x, result, queue))
+
+    def verify(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int):
+        """``(first heap not proven or None, scan steps in all, the most one heap took, seconds)``."""
+        launch = self.launch(codes, base, scan, lo, hi)
+        launch.wait()
+        return launch.outcome()
+
+
+class VerifyLaunch:
+    """A verification queued on the device: done when its event is (as :class:`~.twin.Launched`)."""
+
+    #: Seconds between looks at the event while waiting with a timeout.
+    POLL = 5e-5
+
+    def __init__(self, ready, began, finished, cell: np.ndarray, keep: tuple):
+        self._ready, self._began, self._finished, self._cell, self._keep = ready, began, finished, cell, keep
+
+    def done(self) -> bool:
+        return self._ready.done
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once done (within ``timeout`` seconds; None: however long it takes)."""
+        if timeout is None:
+            self._ready.synchronize()
+            return True
+        deadline = time.monotonic() + timeout
+        while not self._ready.done:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(self.POLL)
+        return True
+
+    def outcome(self) -> tuple:
+        """``(first heap not proven or None, scan steps in all, the most one heap took, seconds)``."""
+        import cupy
+
+        self._ready.synchronize()
+        self._keep = None
+        first_bad, steps, longest = (int(v) for v in self._cell[:3])
         return (None if first_bad == twin.NO_POSITION else first_bad, steps, longest,
-                cupy.cuda.get_elapsed_time(began, finished) / 1000)
+                cupy.cuda.get_elapsed_time(self._began, self._finished) / 1000)

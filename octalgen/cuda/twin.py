@@ -228,7 +228,7 @@ class Speculator:
     plan: CudaPlan
     window: int
     ring: int | None = None
-    cache_final: bool = True
+    cache_final: bool = False
     keep_changes: bool = False
     log: list = field(default_factory=list)
     changes: list = field(default_factory=list)
@@ -297,12 +297,14 @@ class Speculator:
         self._taken = len(self.log)
         return rows
 
-    def read(self, lo: int, hi: int) -> np.ndarray:
-        """Codes of the final positions ``[lo, hi)`` (uint8)."""
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Codes of the final positions ``[lo, hi)`` (uint8), into ``out`` where given."""
         if hi > self.front:
             raise ValueError(f"positions up to {hi} asked for, final only below {self.front}")
         buffer = self.buffers[self.rounds % 2]
-        return buffer[np.arange(lo, hi) & (self.ring - 1)].astype(np.uint8)
+        out = np.empty(hi - lo, dtype=np.uint8) if out is None else out
+        out[:] = buffer[np.arange(lo, hi) & (self.ring - 1)]
+        return out
 
     def round(self) -> None:
         """One launch of the round kernel (phase = rounds % 6)."""
@@ -387,15 +389,18 @@ class Verdict:
         The first position not proven (None: all proven).
     scan_steps : numpy.ndarray
         Pair-scan steps each position used, up to ``first_bad`` (multiples of the scan chunk, as on the GPU).
+    queued : int
+        Positions whose scans went past ``scan_bound`` steps into the tail queue (as on the GPU).
     """
 
     first_bad: int | None
     scan_steps: np.ndarray
+    queued: int = 0
 
 
 @dataclass(frozen=True)
 class DeviceVerifier:
-    """:func:`verify` with the device verifier's call (as :class:`octalgen.cuda.runtime.GpuVerifier`)."""
+    """:func:`verify` with the device verifier's calls (as :class:`octalgen.cuda.runtime.GpuVerifier`)."""
 
     plan: CudaPlan
 
@@ -406,6 +411,29 @@ class DeviceVerifier:
         steps = verdict.scan_steps
         return (verdict.first_bad, int(steps.sum()), int(steps.max()) if len(steps) else 0,
                 time.perf_counter() - began)
+
+    def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> "Launched":
+        """Start :meth:`verify` (here it runs now; the GPU's returns before its device is done)."""
+        return Launched(self.verify(codes, base, scan, lo, hi))
+
+
+@dataclass(frozen=True)
+class Launched:
+    """A device verification, here already over: ``done()``, ``wait(timeout)`` and ``outcome()`` as
+    the GPU's launches (:class:`octalgen.cuda.runtime.VerifyLaunch`)."""
+
+    result: tuple
+
+    def done(self) -> bool:
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once done (within ``timeout`` seconds; None: however long it takes)."""
+        return True
+
+    def outcome(self) -> tuple:
+        """As :meth:`DeviceVerifier.verify`'s result."""
+        return self.result
 
 
 def verify(plan: CudaPlan, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int,
@@ -420,17 +448,25 @@ def verify(plan: CudaPlan, codes: np.ndarray, base: int, scan: np.ndarray, lo: i
                          f"{plan.start}, not codes {base} ... {base + len(codes) - 1}")
     codes = np.asarray(codes, dtype=np.int64)
     steps = np.zeros(hi - lo, dtype=np.int64)
+    queued = 0
     for b in range(lo, hi, batch):
         positions = np.arange(b, min(b + batch, hi))
-        ok, used = _verify_batch(plan, codes, base, positions, scan)
+        ok, used, tails = _verify_batch(plan, codes, base, positions, scan)
         steps[b - lo : b - lo + len(positions)] = used
+        queued += tails
         if not ok.all():
             bad = int(positions[np.argmin(ok)])
-            return Verdict(bad, steps[: bad - lo])
-    return Verdict(None, steps)
+            return Verdict(bad, steps[: bad - lo], queued)
+    return Verdict(None, steps, queued)
 
 
 def _verify_batch(plan: CudaPlan, codes: np.ndarray, base: int, positions: np.ndarray, scan: np.ndarray):
+    """``(proven, scan steps, heaps queued)`` of ``positions``: the kernels' two passes.
+
+    ``octal_verify`` checks the mex and scans each heap for at most ``scan_bound`` steps; a heap
+    not done by then is queued with its step and the rare codes found, and ``octal_verify_tail``
+    goes on with the queued heaps alone, from there.
+    """
     count = len(positions)
     local = positions - base
     stored = codes[local]
@@ -439,16 +475,33 @@ def _verify_batch(plan: CudaPlan, codes: np.ndarray, base: int, positions: np.nd
     # 2. Every rare code below it is an option: the one-heap options rare at n, then pairs of
     #    common heaps, chunk by chunk.
     need = plan.rare_codes_below[plan.heap_classes(positions), np.minimum(stored, CODES - 1)]
-    below = np.arange(CODES)[None, :] < need[:, None]
     seen = np.zeros((count, CODES + 1), dtype=bool)  # column 256: pairs that do not count
     for k in plan.kernel.rare_options:
         seen[np.arange(count), codes[local - k]] = True
     steps = np.zeros(count, dtype=np.int64)
     todo = ok & (need > 0)
+    bound = plan.options.scan_bound
+    _pair_scan(plan, codes, base, positions, need, scan, ok, todo, seen, steps, 0, bound)
+    # 3. The tail queue: (heap, step, rare codes found) of the heaps not done, scanned on together.
+    queue = np.flatnonzero(todo)
+    if len(queue):
+        tail_ok, tail_todo, tail_steps = ok[queue], todo[queue], steps[queue]
+        _pair_scan(plan, codes, base, positions[queue], need[queue], scan, tail_ok, tail_todo, seen[queue],
+                   tail_steps, bound, None)
+        ok[queue], steps[queue] = tail_ok, tail_steps
+    return ok, steps, len(queue)
+
+
+def _pair_scan(plan: CudaPlan, codes: np.ndarray, base: int, positions: np.ndarray, need: np.ndarray,
+               scan: np.ndarray, ok: np.ndarray, todo: np.ndarray, seen: np.ndarray, steps: np.ndarray,
+               step: int, stop: int | None) -> None:
+    """Scan pairs from ``step`` (the same for every heap) until no heap is ``todo`` or, with ``stop``,
+    until ``step`` reaches it; updates ``ok``, ``todo``, ``seen`` and ``steps`` in place."""
+    local = positions - base
+    below = np.arange(CODES)[None, :] < need[:, None]
     # Per move k: pairs need a <= (n - k) / 2, and a partner n - k - a in the stretch (a <= n - k - base).
     limits = [(k, np.minimum((positions - k) // 2, positions - k - base)) for k in plan.two_heap_moves]
-    step = 0
-    while todo.any():
+    while todo.any() and (stop is None or step < stop):
         heaps = scan[step : step + plan.options.scan_chunk, 0].astype(np.int64)
         codes_a = unspread(scan[step : step + plan.options.scan_chunk, 1].astype(np.int64))
         active = np.flatnonzero(todo)
@@ -463,7 +516,6 @@ def _verify_batch(plan: CudaPlan, codes: np.ndarray, base: int, positions: np.nd
         if step < len(scan) and limits and len(heaps):
             live = heaps[-1] <= limits[0][1]
         else:
-            live = np.zeros(count, dtype=bool)
+            live = np.zeros(len(positions), dtype=bool)
         ok &= ~(todo & ~covered & ~live)
         todo &= ~covered & live
-    return ok, steps

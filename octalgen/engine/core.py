@@ -208,7 +208,7 @@ class Engine:
         self.elapsed += session.wall
         self._session_began = None
         if self.plan is not None and self.options.workers != 0:
-            split.refine(self.plan, None, self.threads, *session.measured_rates())
+            split.refine(self.plan, None, self.threads, *session.measured_rates(), backend=self.kernels.backend)
 
     # -- start, resume, checkpoints -------------------------------------------------------
 
@@ -272,10 +272,10 @@ class Engine:
             log.info("%s has no sparse space or no move leaving a heap: the exact solver computes every value",
                      self.game.code)
         changed = plan != self.plan
+        if plan is not None and (self.plan is None or _said(plan) != _said(self.plan)):
+            log_plan(plan)  # not when only the table's exact_to moved on
         self.plan = plan
         self.history.window = plan.window if plan is not None else 0
-        if changed and plan is not None:
-            log_plan(plan)
         return changed
 
     def _anchor_from(self) -> int:
@@ -418,6 +418,11 @@ class Engine:
         except Interrupted as stopped:  # this run stops, where it stands (not where the recomputation was)
             self.stop.request(stopped.signal_number)
             raise StopRequested from None
+
+
+def _said(plan: KernelPlan) -> tuple:
+    """What :func:`~.producer.log_plan` says of a plan."""
+    return len(plan.terms), plan.window, plan.start, plan.encoding.kind
 
 
 def recompute_values(game: OctalGame, heap: int, table: RareTable | None, options: EngineOptions,

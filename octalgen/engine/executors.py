@@ -10,6 +10,10 @@ prefix, a, b)`` method and a stretch of codes), so any engine that runs Python f
 run them.
 
 Local worker processes are in :mod:`.workers`.
+
+A verifier that proves on a device of its own (the GPU's) is an :class:`AsynchronousVerifier`:
+:class:`InProcess` hands it the task at once, and its future is done when the device is, so the
+pipeline produces the next chunks meanwhile instead of waiting on each proof in turn.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import select
 import time
 import warnings
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -62,6 +67,28 @@ def verify_task(verifier, codes, base, prefix, a, b) -> tuple[VerifyResult, floa
     return result, time.thread_time() - began
 
 
+class VerifyFuture(Protocol):
+    """A verification under way: ``result`` gives :func:`verify_task`'s ``(VerifyResult, seconds)``."""
+
+    def done(self) -> bool:
+        """True once :meth:`result` returns without waiting."""
+
+    def result(self, timeout: float | None = None):
+        """``(VerifyResult, seconds)``; raises :class:`TimeoutError` when not done within ``timeout``."""
+
+    def cancel(self) -> bool:
+        """Give up on it (its result is never asked for)."""
+
+
+@runtime_checkable
+class AsynchronousVerifier(Protocol):
+    """A verifier that starts a proof and returns at once (a GPU's: the device proves while this
+    process goes on); :class:`InProcess` submits :func:`verify_task`'s work to it."""
+
+    def submit(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyFuture:
+        """Start proving heaps ``a`` ... ``b - 1`` as :func:`verify_task` would."""
+
+
 class _Deferred:
     """A task run in this process when its result is asked for, in pieces (see :class:`InProcess`)."""
 
@@ -96,6 +123,8 @@ class InProcess:
     def submit(self, fn, *args):
         if fn is not verify_task:
             return _Done(fn(*args))
+        if isinstance(args[0], AsynchronousVerifier):
+            return args[0].submit(*args[1:])  # started now; done when its device is
         return _Deferred(self, args)
 
     def run_in_pieces(self, verifier, codes, base, prefix, a, b):

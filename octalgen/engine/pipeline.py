@@ -230,7 +230,6 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
                    producer: Producer, stop: StopRequest) -> tuple[Pipeline, split.Split | None]:
     """The pipeline from the proven position on, and the automatic split of the cores where one is made."""
     chosen = None
-    split.ran_with(plan, kernels.backend)  # the rates this session measures are this backend's
     if not options.verify or kernels.verify_here:
         workers = 0
     elif options.workers is not None:

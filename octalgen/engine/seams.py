@@ -53,12 +53,16 @@ class KernelPlugin(Protocol):
 
     Attributes
     ----------
+    backend : str
+        What runs the kernel and the verifier (``"c"``, ``"cuda"``, ...): the rates the split of the
+        cores measures and refines are kept per backend (:mod:`.split`).
     verify_here : bool
         The verifier must run in this process (a GPU's): no worker processes are started.
     verify_piece : int
         Heaps per verification call in this process (a stop request is noticed between calls).
     """
 
+    backend: str
     verify_here: bool
     verify_piece: int
 
@@ -69,6 +73,7 @@ class KernelPlugin(Protocol):
 class Kernels:
     """The default plug-in: the generated C kernel and verifier (see :class:`KernelPlugin`)."""
 
+    backend = "c"
     verify_here = False
     verify_piece = IN_PROCESS_PIECE
 

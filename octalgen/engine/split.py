@@ -15,6 +15,10 @@ values per CPU second of the role (wall time only for T >= 2 threads, which spin
 measurement on a busy machine is not a slow one; and a long enough run with one kernel thread
 replaces the cached start-up rates with the rates its own accounting measured (:func:`refine`),
 which are the better figures: the start-up sample is short and starts at the kernel's first heap.
+
+Each backend's rates are its own: the cache is keyed by the kernel plug-in's ``backend`` name too,
+so a GPU run's measured rates never become the generated C's (a GPU run to 10^8 once left
+``--backend c`` choosing 1 kernel thread and 16 verifying processes on 16 cores, and 0.57 M values/s).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ from ..cpu.kernel import code_dtype, default_threads
 from ..plan import KernelPlan
 
 log = logging.getLogger("octalgen")
+
+#: The backend of the default kernel plug-in (:class:`~.seams.Kernels`, the generated C).
+DEFAULT_BACKEND = "c"
 
 #: Heaps the kernel computes per measurement, and the verifier proves.
 KERNEL_SAMPLE, VERIFY_SAMPLE = 1 << 17, 1 << 14
@@ -65,17 +72,18 @@ def predict(kernel_rates: dict[int, float], verify_rate: float, cores: int) -> t
 
 
 def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.ndarray, start: int,
-           cores: int | None = None) -> Split:
+           cores: int | None = None, backend: str = DEFAULT_BACKEND) -> Split:
     """Measure (or read from the cache) the rates of ``plan``'s kernel and verifier; choose the split.
 
     ``window`` holds the codes of the ``plan.window`` heaps before ``start`` (a proven position);
-    ``prefix`` the exact values the verifier needs.
+    ``prefix`` the exact values the verifier needs; ``backend`` names the kernel plug-in
+    (:attr:`~.seams.KernelPlugin.backend`) whose rates these are.
     """
     cores = cores or default_threads()
-    rates = _cached(plan, cores)
+    rates = _cached(plan, cores, backend)
     if rates is None:
         rates = _measure(plan, kernel, verifier, window, prefix, start, cores)
-        _store(plan, cores, rates)
+        _store(plan, cores, rates, backend)
     kernel_rates = {int(t): r for t, r in rates["kernel"].items()}
     threads, workers, predicted = predict(kernel_rates, rates["verify"], cores)
     return Split(threads, workers, predicted, kernel_rates, rates["verify"])
@@ -104,47 +112,49 @@ REFINE_AFTER = 1 << 23
 
 
 def refine(plan: KernelPlan, cores: int | None, threads: int, kernel_rate: float | None,
-           verify_rate: float | None) -> None:
+           verify_rate: float | None, backend: str) -> None:
     """Cache the per-CPU-second rates a run measured (``Accounting.roles``) for the next split.
 
     Only a run with one kernel thread measures the kernel's rate; the verifiers' rate is taken
-    from any run.  ``None`` rates leave the cached ones as they are.
+    from any run.  ``None`` rates leave the cached ones as they are.  The rates go to
+    ``backend``'s entry (:attr:`~.seams.KernelPlugin.backend`): a GPU run's never split the cores
+    of a later ``--backend c`` run.
     """
     kernel_rate = kernel_rate if threads == 1 else None  # threads that spin give no rate per CPU second
     if not (kernel_rate or verify_rate):
         return
     cores = cores or default_threads()
-    rates = _cached(plan, cores)
+    rates = _cached(plan, cores, backend)
     if rates is None:
-        return  # no split was made on this machine: nothing to correct
+        return  # no split was made for this backend on this machine: nothing to correct
     if kernel_rate:
         rates["kernel"]["1"] = kernel_rate
     if verify_rate:
         rates["verify"] = verify_rate
-    _store(plan, cores, rates)
+    _store(plan, cores, rates, backend)
 
 
-def _key(plan: KernelPlan, cores: int) -> str:
-    return f"{machine_identity()} {cores} cores {plan.table.digest} {plan.encoding.kind}"
+def _key(plan: KernelPlan, cores: int, backend: str) -> str:
+    return f"{machine_identity()} {cores} cores {plan.table.digest} {plan.encoding.kind} backend {backend}"
 
 
 def _path():
     return cache_dir() / "core-split.json"
 
 
-def _cached(plan: KernelPlan, cores: int) -> dict | None:
+def _cached(plan: KernelPlan, cores: int, backend: str = DEFAULT_BACKEND) -> dict | None:
     try:
-        return json.loads(_path().read_text()).get(_key(plan, cores))
+        return json.loads(_path().read_text()).get(_key(plan, cores, backend))
     except (OSError, ValueError):
         return None
 
 
-def _store(plan: KernelPlan, cores: int, rates: dict) -> None:
+def _store(plan: KernelPlan, cores: int, rates: dict, backend: str = DEFAULT_BACKEND) -> None:
     try:
         known = json.loads(_path().read_text())
     except (OSError, ValueError):
         known = {}
-    known[_key(plan, cores)] = rates
+    known[_key(plan, cores, backend)] = rates
     try:
         _path().parent.mkdir(parents=True, exist_ok=True)
         tmp = _path().with_suffix(".tmp")
