@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from octalgen.cuda import twin
+from octalgen.cuda import persistent_twin, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions, make_cuda_plan, spread, unspread
 from octalgen.errors import InputError
 from octalgen.api import rare_table
@@ -240,3 +240,92 @@ def test_term_counts_by_offset():
     for d in (0, 1, 5, 4224, 20628, 30000):
         assert terms.upto(d) == np.count_nonzero(offsets <= d)
         assert terms.marks_upto(d) == sum(np.count_nonzero(offsets <= e) for e in range(d))
+
+
+# -- the persistent round kernel (octalgen.cuda.persistent_twin) ----------------------------
+
+
+def persistent_plan(game):
+    plan = exact(game)[0]
+    return make_cuda_plan(plan.table, options=CudaOptions(persistent=True))
+
+
+@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("seed", [None, 0, 1, 2, 3])
+def test_persistent_rounds_give_the_exact_sequence_under_random_schedules(game, seed):
+    """Blocks in a random order, each read seeing the code before or after the round's writes, each
+    block's limit read before or after the host's release, launches ending at the ring's turn and
+    when idle: the codes are the exact ones, and every block wrote only the groups it owns."""
+    plan, (_, _, codes) = persistent_plan(game), exact(game)
+    w, first = plan.kernel.window, plan.start + 300
+    ring = 1 << (w + 128 + 160 + 400).bit_length()  # a few hundred positions a launch: many relaunches
+    speculator = persistent_twin.PersistentSpeculator(plan, 128, ring=ring, seed=seed, idle_rounds=3,
+                                                      keep_writers=True)
+    got = stream(speculator, codes[first - w: first], SPAN[game], [1, 700, 33])
+    assert np.array_equal(got, codes[first: first + SPAN[game]])
+    # Launches end at the ring's turn (or idle at the limit) and the host starts the next.
+    assert speculator.launches >= 1 + SPAN[game] // (ring - w)
+    assert all(blocks == {(p // 32) % speculator.blocks} for p, blocks in speculator.writers.items())
+    fronts = np.array([front for front, _, _ in speculator.log] + [speculator.front])
+    assert np.all(np.diff(fronts) >= 0)
+    if seed is None:  # every block reads the limit at the same moment: a round with a window advances
+        computed = np.array([hi > front for front, hi, _ in speculator.log])
+        assert np.all(np.diff(fronts)[computed] >= 1) and np.all(np.diff(fronts)[~computed] == 0)
+
+
+@pytest.mark.parametrize("game", [".644", ".16"])
+def test_schedules_change_the_rounds_not_the_values(game):
+    plan, (_, _, codes) = persistent_plan(game), exact(game)
+    w, first = plan.kernel.window, plan.start
+    runs = []
+    for seed in (None, 0, 1, 2):
+        speculator = persistent_twin.PersistentSpeculator(plan, 256, seed=seed)
+        runs.append((stream(speculator, codes[first - w: first], SPAN[game], []), len(speculator.log)))
+    assert all(np.array_equal(values, runs[0][0]) for values, _ in runs)
+    assert len({rounds for _, rounds in runs}) > 1  # the schedules really differ
+
+
+def test_persistent_windows_start_at_whole_groups_and_cost_at_most_a_group():
+    """Seed None is a Jacobi round over [front & ~31, ...), the lanes below the front idle: the
+    launch-per-round kernel's values, the same marks per round, and a few more rounds (the window
+    ends up to 31 positions short)."""
+    plan, (_, _, codes) = persistent_plan(".6"), exact(".6")
+    w, first = plan.kernel.window, plan.start
+    persistent = persistent_twin.PersistentSpeculator(plan, 256, seed=None)
+    jacobi = twin.Speculator(plan, 256, ring=persistent.ring)
+    got = [stream(s, codes[first - w: first], SPAN[".6"], []) for s in (persistent, jacobi)]
+    assert np.array_equal(got[0], got[1])
+    assert [m for *_, m in persistent.log] == [max(hi - front, 0) * len(plan.offsets) for front, hi, _ in persistent.log]
+    assert len(jacobi.log) <= len(persistent.log) <= len(jacobi.log) + len(jacobi.log) // 8 + 1
+
+
+def test_the_barrier_takes_the_least_candidate_and_only_a_real_overflow():
+    combine = persistent_twin.combine
+    none = (1 << persistent_twin.RELATIVE_BITS) - 1
+    assert combine(64, [9, 3, 32], [none] * 3, [False] * 3) == persistent_twin.RoundOutcome(67, None, False)
+    # An overflow below the next front was computed from exact inputs: the front stops there.
+    assert combine(64, [9, 30], [none, 5], [False, True]) == persistent_twin.RoundOutcome(69, 69, True)
+    # One at or past it may still change: not an overflow yet.
+    assert combine(64, [9, 30], [none, 9], [False, False]).overflow is None
+    assert persistent_twin.owned_group(4096, 3, 8) % 8 == 3 and 4096 // 32 <= persistent_twin.owned_group(
+        4096, 3, 8) < 4096 // 32 + 8
+    with pytest.raises(ValueError, match="whole groups"):
+        persistent_twin.blocks_for(100)
+
+
+def test_a_value_too_large_for_a_byte_stops_the_persistent_front():
+    plan, (_, _, codes) = persistent_plan(".6"), exact(".6")
+    w = plan.kernel.window
+    history = codes[plan.start - w: plan.start].copy()
+    for code, (offset, constant) in zip(range(CODES), plan.kernel.encoded_terms()):
+        history[w - offset] = code ^ constant
+    for seed in (None, 5):
+        speculator = persistent_twin.PersistentSpeculator(plan, 64, seed=seed)
+        speculator.reset(history)
+        speculator.advance(w + 64)
+        assert speculator.overflow == w and speculator.front == w
+
+
+def test_persistent_and_cached_marks_exclude_each_other():
+    with pytest.raises(InputError, match="exclude each other"):
+        CudaOptions(persistent=True, cache_final=True)

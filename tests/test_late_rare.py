@@ -4,7 +4,11 @@ with the kernel it had; where no mask helps, the value is decided and becomes a 
 
 from __future__ import annotations
 
+import json
 import logging
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +136,27 @@ def test_a_run_stopped_before_or_after_the_switch_goes_on_to_the_same_values(val
     assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     assert summary_of_checkpoint(tmp_path).statistics.mask_switches == [(HEAP, 0x7d, 0x3d)]
+
+
+def _published_counts(heaps: int) -> dict[int, int]:
+    """Value counts of .167 over heaps 1 ... ``heaps`` from rogalski's published tables (public
+    repository rogalski-wmii-uni-lodz-pl/octal, ``results/0.167/<n>``)."""
+    path = Path(__file__).parent / "data" / "rogalski-0.167.tsv"
+    rows = [line.split("\t") for line in path.read_text().splitlines()[1:]]
+    return {int(value): int(count) for n, value, count in rows if int(n) == heaps and int(count)}
+
+
+@pytest.mark.slow
+def test_167_to_2_30_has_rogalskis_counts_and_switches_its_mask_at_the_late_64(tmp_path):
+    # G(332,129,728) = 64, rare under the mask the first values choose (0x3d), common under
+    # rogalski's 0x7d: about two minutes on 2 cores.
+    heaps = 1 << 30
+    result = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".167", "--until", str(heaps + 1),
+                             "--checkpoint", str(tmp_path), "--json"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(result.stdout)
+    counts = {int(v): c for v, c in figures["counts"].items()}
+    counts[0] -= 1  # G(0): the published tables count heaps 1 ... n
+    assert {v: c for v, c in counts.items() if c} == _published_counts(heaps)
+    assert figures["mask_switches"] == [{"heap": 332_129_728, "from": "0x3d", "to": "0x7d"}]
+    assert figures["rare_found"] == []

@@ -84,6 +84,15 @@ class CudaOptions:
         speculated at 21.9 M values/s against 30.5 M/s without (0.72x; 16.0 against
         11.4 us per round): a round lasts as long as its busiest block, which still
         marks most terms, plus the cache's reads, writes and barriers.
+    persistent : bool
+        Speculate with ``octal_persistent``: one launch for many rounds, one block per
+        multiprocessor, a barrier of per-block flags between rounds, windows starting at
+        the front rounded down to a group of 32 so that each block owns its positions, one
+        ring read chaotically, the front and the limit exchanged with the host through
+        mapped memory (:mod:`octalgen.cuda.persistent_twin` is its specification).  False
+        (the default) launches ``octal_round`` once per round.  **Unmeasured on a GPU**: off
+        until ``benchmarks/gpu_probe.py`` shows it faster (its barrier alone must take
+        <= 3 us a round to be worth it).
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
@@ -104,6 +113,7 @@ class CudaOptions:
 
     term_groups: int = 16
     cache_final: bool = False
+    persistent: bool = False
     verify_block: int = 128
     scan_chunk: int = 256
     scan_bound: int = 4096
@@ -122,6 +132,9 @@ class CudaOptions:
                              f"not {self.scan_bound}")
         if not 1 <= self.scan_steps < 1 << 30:
             raise InputError(f"scan_steps must be in 1 .. 2**30, not {self.scan_steps}")
+        if self.persistent and self.cache_final:
+            raise InputError("the persistent round kernel has no cached marks: persistent and cache_final "
+                             "exclude each other")
 
 
 @dataclass(frozen=True)

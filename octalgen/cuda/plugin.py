@@ -45,6 +45,7 @@ from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
 from . import twin
 from .cuda_plan import CudaOptions, CudaPlan, storage_problem
+from .persistent_twin import PersistentSpeculator
 
 log = logging.getLogger("octalgen")
 
@@ -394,19 +395,29 @@ class TwinKernels(StreamingKernels):
         Codes per value ring (default :func:`~.twin.ring_size`).
     asynchronous : bool
         Proofs started without waiting for them (False: each proven when the engine asks).
+    seed : int or None
+        With ``options.persistent``: the seed of the schedule the persistent kernel's twin
+        draws (block order, what each read sees, when each block reads the limit; None: in
+        order, :class:`~.persistent_twin.PersistentSpeculator`).
+    idle_rounds : int, optional
+        With ``options.persistent``: rounds without advance before a launch ends.
     """
 
     backend = "cuda-twin"
 
     def __init__(self, window: int = 256, options: CudaOptions | None = None, ring: int | None = None,
-                 asynchronous: bool = True):
+                 asynchronous: bool = True, seed: int | None = 0, idle_rounds: int | None = None):
         if window % 32 or window <= 0:
             raise InputError(f"window must be a positive multiple of 32, not {window}")
         super().__init__(window, options or CudaOptions(), asynchronous)
-        self.ring = ring
+        self.ring, self.seed, self.idle_rounds = ring, seed, idle_rounds
 
     def _devices(self, plan: CudaPlan):
-        speculator = twin.Speculator(plan, self.window, self.ring, plan.options.cache_final)
+        if plan.options.persistent:
+            extra = {} if self.idle_rounds is None else {"idle_rounds": self.idle_rounds}
+            speculator = PersistentSpeculator(plan, self.window, self.ring, self.seed, **extra)
+        else:
+            speculator = twin.Speculator(plan, self.window, self.ring, plan.options.cache_final)
         return speculator, twin.DeviceVerifier(plan)
 
 
@@ -436,4 +447,8 @@ class CudaKernels(StreamingKernels):
     def _devices(self, plan: CudaPlan):
         from .runtime import GpuSpeculator, GpuVerifier
 
+        if plan.options.persistent:
+            from .persistent_runtime import GpuPersistentSpeculator
+
+            return GpuPersistentSpeculator(plan, self.window), GpuVerifier(plan, beside="octal_persistent")
         return GpuSpeculator(plan, self.window), GpuVerifier(plan)

@@ -341,11 +341,12 @@ class GpuVerifier:
     Attributes
     ----------
     grid_cap : int
-        The most blocks of a launch: as many as fit beside one round block on every
-        multiprocessor (:func:`~.occupancy.verify_grid_cap`); the kernel strides over the rest.
+        The most blocks of a launch: as many as fit beside one block of the round kernel
+        ``beside`` (``octal_round``, or ``octal_persistent``) on every multiprocessor
+        (:func:`~.occupancy.verify_grid_cap`); the kernel strides over the rest.
     """
 
-    def __init__(self, plan: CudaPlan):
+    def __init__(self, plan: CudaPlan, beside: str = "octal_round"):
         import cupy
 
         self.plan = plan
@@ -357,7 +358,7 @@ class GpuVerifier:
         count, multiprocessor = _multiprocessors()
         self.grid_cap = verify_grid_cap(count, multiprocessor,
                                         KernelResources(*figures["octal_verify"], plan.options.verify_block),
-                                        KernelResources(*figures["octal_round"], _round_block_threads(plan)))
+                                        KernelResources(*figures[beside], _round_block_threads(plan)))
         self._scan = (None, None)
 
     def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> "VerifyLaunch":

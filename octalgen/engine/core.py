@@ -285,6 +285,7 @@ class Engine:
         window = self.plan.window if self.plan is not None else UNSPARSE_WINDOW
         tail = self.exact.tail(self.position, window)  # at hand where the solver holds every value
         tail = tail if tail is not None else self.history.tail(window)
+        self.history.cover(tail)  # the period search reads the values leaving its window from the history
         for consumer in self.consumers:
             consumer.restart(window, tail, anchor_from)
 

@@ -6,7 +6,8 @@ every value below m.  :class:`History` holds
 
 * the **prefix** G(0) ... G(P-1), P growing with the run up to ``prefix_limit`` (and never
   less than the kernel's first heap, which the verifier needs);
-* the **recent** values: at least the last ``recent_limit`` proven values;
+* the **recent** values: at least the last ``recent_limit`` proven values (and the kernel's
+  window) before the values appended last, and those;
 * the **late values**: which distinct values appeared past the prefix (a bit per value), so
   that a run in which a rare value appears far out can tell whether another mask would have
   every later value common (:func:`~octalgen.sparse.find_late_switch`);
@@ -91,8 +92,19 @@ class History:
             mark_present(late, self._late)
         self.recent.append((first, values))
         self.position = first + len(values)
-        while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= self.recent_length:
+        # What the values just added follow stays too: the period search reads the W values before them.
+        while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= \
+                self.recent_length + len(values):
             self.recent.popleft()
+
+    def cover(self, tail: np.ndarray) -> None:
+        """Hold the last ``len(tail)`` values (``tail``: G(position - len) ... G(position - 1), zeros before
+        heap 0) where they are not held yet: a new plan's window reaches further back than the recent
+        values did."""
+        start = max(self.position - len(tail), self._prefix_length)
+        if start < self.recent_first:
+            offset = len(tail) - (self.position - start)
+            self.recent.appendleft((start, np.array(tail[offset: offset + self.recent_first - start], np.uint16)))
 
     def _grow_prefix(self, values: np.ndarray) -> None:
         need = self._prefix_length + len(values)
@@ -146,15 +158,27 @@ class History:
         if position < self._prefix_length:
             parts.append(self.prefix[position: min(stop, self._prefix_length)])
             position = min(stop, self._prefix_length)
-        first, recent = self.recent_values()
+        first = self.recent_first
         if position < stop and position < first:
             if self.store is None or not self.store.covers(position, min(stop, first)):
                 return None
             parts.append(self.store.read(position, min(stop, first)))
             position = min(stop, first)
         if position < stop:
-            parts.append(recent[position - first: stop - first])
+            parts.extend(self._recent_parts(position, stop))
         return np.concatenate(parts) if len(parts) != 1 else parts[0].copy()
+
+    def _recent_parts(self, start: int, stop: int) -> list[np.ndarray]:
+        """Views of the recent values covering [start, stop) (``recent_first <= start``), without merging
+        them: the period search reads the few values leaving its window at every step."""
+        parts = []
+        for first, values in reversed(self.recent):
+            if first >= stop:
+                continue
+            parts.append(values[max(start - first, 0): stop - first])
+            if first <= start:
+                break
+        return parts[::-1]
 
     def values_before(self, heap: int) -> np.ndarray | None:
         """G(0) ... G(heap-1) if this history has them, else None."""

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Protocol
 
 import numpy as np
 
 from .. import __version__
 from ..build import build_module
 from ..checksum import FNV_OFFSET
+from ..errors import ComputationError
 from ..render import render
 
 #: CRC-64/ECMA-182: P(x) = x^64 + this (bit i is the coefficient of x^i).
@@ -116,6 +118,23 @@ class ScanEvent:
     heap: int
 
 
+class ValueSource(Protocol):
+    """Proven values a scanner reads back instead of keeping its own copy (the engine's :class:`~.history.History`)."""
+
+    def values(self, start: int, stop: int) -> np.ndarray | None:
+        """G(start) ... G(stop-1) (``0 <= start``), or None when they are not held."""
+
+
+class _NoSource:
+    """The source of a scanner restored from a checkpoint until it is given its own."""
+
+    def values(self, start: int, stop: int) -> None:
+        return None
+
+
+_NOT_YET = _NoSource()
+
+
 class Scanner:
     """Digests, value counts and the period-search hash over a stream of proven values.
 
@@ -127,9 +146,14 @@ class Scanner:
         S: a second digest covers G(S) ... (0: the same as the whole one).
     anchor_from : int
         Anchors are powers of two at least this (and at least W - 1, so windows are full).
+    source : ValueSource, optional
+        Where the values that leave the window are read back (it must hold the last W values
+        before every value folded, and the values folded themselves).  Without it the scanner
+        keeps its own copy of the last W values: a second copy of what the engine's history
+        holds, which for a window as long as a far term's offset is as large as the heap.
     """
 
-    def __init__(self, window: int, digest_from: int = 0, anchor_from: int = 0):
+    def __init__(self, window: int, digest_from: int = 0, anchor_from: int = 0, source: ValueSource | None = None):
         self._module = _module()
         ffi = self._module.ffi
         self.state = ffi.new("octalgen_scan_state *")
@@ -140,7 +164,9 @@ class Scanner:
         self.counts = np.zeros(1 << 16, dtype=np.uint64)
         self.first_seen = np.full(1 << 16, np.iinfo(np.uint64).max, dtype=np.uint64)
         self.last_seen = np.full(1 << 16, np.iinfo(np.uint64).max, dtype=np.uint64)
-        self.tail = np.zeros(window, dtype=np.uint16)  # G(position-W) ... G(position-1), zeros before 0
+        self.source = source
+        # G(position-W) ... G(position-1), zeros before 0: only without a source.
+        self._tail = np.zeros(window, dtype=np.uint16) if source is None else None
         self._tables = crc_tables(window)
 
     # -- state --------------------------------------------------------------------------
@@ -165,6 +191,28 @@ class Scanner:
     def anchor(self) -> int | None:
         return int(self.state.anchor) or None
 
+    def window_values(self, end: int | None = None) -> np.ndarray:
+        """The W values ending at G(end - 1) (default: the last W folded), zeros before heap 0."""
+        end = self.position if end is None else end
+        if self.source is None:
+            if end != self.position:
+                raise ValueError("a scanner without a source holds only its last W values")
+            return self._tail.copy()
+        return self._read(end - self.window, end)
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        """G(start) ... G(stop-1) from the source, zeros before heap 0."""
+        held = self.source.values(max(start, 0), max(stop, 0))
+        if held is None:
+            raise ComputationError(f"the values G({max(start, 0)}) ... G({stop - 1}) the period search reads back are "
+                                   "no longer held: a bug, please report it")
+        return np.concatenate([np.zeros(min(stop, 0) - start, np.uint16), held]) if start < 0 else held
+
+    def read_from(self, source: ValueSource) -> None:
+        """Read the values leaving the window from ``source`` from now on (it holds them), and drop
+        the scanner's own copy."""
+        self.source, self._tail = source, None
+
     def to_dict(self) -> dict:
         """The scalar state, for a checkpoint (arrays are saved by the caller)."""
         s = self.state
@@ -173,14 +221,15 @@ class Scanner:
                  "next_anchor", "hash_matches")}
 
     @classmethod
-    def from_dict(cls, state: dict, counts, first_seen, last_seen, tail) -> "Scanner":
-        scanner = cls(state["window"])
+    def from_dict(cls, state: dict, counts, first_seen, last_seen) -> "Scanner":
+        """A scanner with the state of :meth:`to_dict` and the value statistics; it reads the values
+        leaving its window from the source it is given next (:meth:`read_from`)."""
+        scanner = cls(state["window"], source=_NOT_YET)
         for key, value in state.items():
             setattr(scanner.state, key, value)
         scanner.counts[:] = counts
         scanner.first_seen[:] = first_seen
         scanner.last_seen[:] = last_seen
-        scanner.tail[:] = tail
         return scanner
 
     def rewindow(self, window: int, history, anchor_from: int = 0) -> None:
@@ -191,23 +240,24 @@ class Scanner:
         history = np.ascontiguousarray(history, dtype=np.uint16)
         if len(history) != window:
             raise ValueError(f"rewindow needs the last {window} values, not {len(history)}")
-        fresh = Scanner(window)
+        fresh = Scanner(window, source=self.source)
         fresh.state.next_anchor = 0
-        for _ in fresh.fold(history):  # with zeros leaving, folding the window gives exactly its H
-            pass
+        fresh._fold_raw(np.zeros(window, np.uint16), history)  # zeros leaving: folding the window gives its H
         s = self.state
         s.window, s.crc, s.anchor, s.anchor_crc = window, fresh.state.crc, 0, 0
         s.next_anchor = first_anchor(max(anchor_from, self.position, window - 1))
         self._tables = fresh._tables
-        self.tail = history.copy()
+        if self.source is None:
+            self._tail = history.copy()
 
     # -- scanning -----------------------------------------------------------------------
 
-    def _fold_raw(self, buffer: np.ndarray, count: int) -> tuple[int, int]:
-        """Fold ``count`` values after the window at the start of ``buffer``; (event, folded)."""
+    def _fold_raw(self, leaving: np.ndarray, arriving: np.ndarray) -> tuple[int, int]:
+        """Fold ``arriving`` (``leaving[i]``: the value W heaps before ``arriving[i]``); (event, folded)."""
         ffi, lib = self._module.ffi, self._module.lib
         done = ffi.new("uint64_t *")
-        event = lib.octalgen_scan(self.state, ffi.from_buffer("uint16_t[]", buffer), count,
+        event = lib.octalgen_scan(self.state, ffi.from_buffer("uint16_t[]", leaving),
+                                  ffi.from_buffer("uint16_t[]", arriving), len(arriving),
                                   ffi.from_buffer("uint64_t[]", self._tables),
                                   ffi.from_buffer("uint64_t[]", self.counts),
                                   ffi.from_buffer("uint64_t[]", self.first_seen),
@@ -217,19 +267,25 @@ class Scanner:
     def fold(self, values: np.ndarray):
         """Fold the next proven values; yield a :class:`ScanEvent` at each anchor or hash match.
 
-        At an event, :attr:`tail` holds the window ending at the event's heap.  Consume the
-        generator fully.
+        At an event, :meth:`window_values` gives the window ending at the event's heap.  Consume
+        the generator fully.
         """
         values = np.asarray(values)
         w = self.window
         for start in range(0, len(values), _STEP):
-            piece = values[start: start + _STEP]
-            buffer = np.concatenate([self.tail, piece.astype(np.uint16, copy=False)])
+            piece = np.ascontiguousarray(values[start: start + _STEP], dtype=np.uint16)
+            if self.source is None:
+                buffer = np.concatenate([self._tail, piece])
+                leaving = buffer[: len(piece)]
+            else:
+                leaving = self._read(self.position - w, self.position - w + len(piece))
             folded = 0
             while folded < len(piece):
-                event, done = self._fold_raw(buffer[folded:], len(piece) - folded)
+                event, done = self._fold_raw(leaving[folded:], piece[folded:])
                 folded += done
                 if event != FOLDED:
-                    self.tail = buffer[folded: folded + w].copy()
+                    if self.source is None:
+                        self._tail = buffer[folded: folded + w].copy()
                     yield ScanEvent(event, self.position - 1)
-            self.tail = buffer[len(buffer) - w:].copy()
+            if self.source is None:
+                self._tail = buffer[len(buffer) - w:].copy()

@@ -112,9 +112,12 @@ class Tally(Consumer):
         self.scanner = Scanner(UNSPARSE_WINDOW, digest_from)
         self.prover = prover
         self.anchor_window = None
+        self._packed_anchor = None  # the anchor window as a checkpoint stores it: packed once per anchor
         self.zeros: list[int] = []
 
     def attach(self, history: History) -> None:
+        """Read proven values back from the run's history (the period search keeps no copy of its own)."""
+        self.scanner.read_from(history)
         if self.prover is not None:
             self.prover.attach(history)
 
@@ -142,9 +145,9 @@ class Tally(Consumer):
             self.zeros.extend(int(first + z) for z in found)
         for event in self.scanner.fold(values):
             if event.kind == ANCHORED:
-                self.anchor_window = self.scanner.tail.copy()
+                self.anchor_window, self._packed_anchor = self.scanner.window_values(), None
             elif event.kind == HASH_MATCH and self.prover is not None and self.anchor_window is not None \
-                    and np.array_equal(self.scanner.tail, self.anchor_window):
+                    and np.array_equal(self.scanner.window_values(), self.anchor_window):
                 anchor = self.scanner.anchor
                 self.prover.propose(event.heap - anchor, anchor, self.scanner.window, event.heap)
         if self.prover is not None:
@@ -157,7 +160,7 @@ class Tally(Consumer):
         anchors start at ``anchor_from``; an open candidate is dropped.
         """
         self.scanner.rewindow(window, tail, anchor_from=anchor_from)
-        self.anchor_window = None
+        self.anchor_window = self._packed_anchor = None
         if self.prover is not None:
             self.prover.reset()
 
@@ -168,19 +171,24 @@ class Tally(Consumer):
         present = np.flatnonzero(s.counts).astype(np.uint16)
         return {
             "scanner": s.to_dict(),
-            "tail": pack_array(s.tail),
             "present": pack_array(present),
             "counts": pack_array(s.counts[present]),
             "first_seen": pack_array(s.first_seen[present]),
             "last_seen": pack_array(s.last_seen[present]),
-            "anchor_window": pack_array(self.anchor_window) if self.anchor_window is not None else None,
+            "anchor_window": self._anchor_state(),
             "zeros": self.zeros,
             "prover": self.prover.state() if self.prover is not None else None,
         }
 
+    def _anchor_state(self) -> dict | None:
+        if self.anchor_window is not None and self._packed_anchor is None:
+            self._packed_anchor = pack_array(self.anchor_window)
+        return self._packed_anchor
+
     def restore(self, state: dict) -> None:
         counts, first_seen, last_seen = counts_of(state)
-        self.scanner = Scanner.from_dict(state["scanner"], counts, first_seen, last_seen, unpack_array(state["tail"]))
+        self.scanner = Scanner.from_dict(state["scanner"], counts, first_seen, last_seen)
+        self._packed_anchor = state["anchor_window"]
         self.anchor_window = unpack_array(state["anchor_window"]) if state["anchor_window"] else None
         self.zeros = list(state["zeros"])
         if self.prover is not None:

@@ -1,0 +1,301 @@
+"""The persistent round kernel in numpy: its specification, run under randomised schedules.
+
+The launch-per-round kernel (:class:`~octalgen.cuda.twin.Speculator`) pays a launch and a fetch
+of its state from L2 for every round (~10 us of the 11.4 us an H100 round took, issue 28).
+``octal_persistent`` (``templates/cuda/kernels.cu.j2``, ``CudaOptions.persistent``) runs many
+rounds in one launch, one block per multiprocessor.  :class:`PersistentSpeculator` is its
+twin: the same decisions, with everything the GPU leaves to timing chosen by a seeded random
+generator, so that the tests show that the values do not depend on timing.
+
+Ownership
+---------
+Positions come in *groups* of 32 (a warp's lanes).  With ``B`` blocks and a window of
+``32 * B`` positions, block b owns every group G with ``G mod B == b``, for the whole
+launch.  A round's window starts at the front rounded down to a whole group,
+``A = front & ~31``, so each block computes exactly one group per round, and it alone ever
+writes that group's positions.  The lanes of ``[A, front)`` idle: those positions are final,
+and below the first position (the history's end, any heap) they are not even fixed points
+of the recurrence (the history is given, not computed).  It keeps their
+codes (their *history*) itself, so it knows what it changed without reading them back,
+and writes only what changed.
+
+One ring, chaotic rounds
+------------------------
+There is one ring of codes, not two: a block reads the positions the other blocks are
+writing in the same round, and may see each code before or after its write (on the GPU:
+coherent loads from L2 for the young inputs, at or past the front).  The front rule
+still holds: if no position of ``[front, c)`` changed in the round, each of them kept one
+code throughout the round, whichever moment it was read, so ``[front, c)`` was a fixed
+point of the recurrence restricted to it, over final inputs: exact (the recurrence is
+causal, its fixed point unique); and c read only those codes and final ones, so its new
+code is exact too.  Inputs below the front (rounded down to a 128-byte line) never change
+again in a launch: they may be read through L1.
+
+The barrier
+-----------
+At the end of a round each block publishes one flag: the round number, its *candidate*
+(``c + 1 - A`` for its first changed position c, else ``hi_b - A``), the first position
+whose mex was 256, and whether it saw a stop request.  In every block one warp waits for
+all the flags of the round and takes their minima, so every block computes the same next
+front ``A + min candidate`` without anyone publishing it.  The candidate ``hi_b - A`` of
+a block that saw the limit late (``hi_b`` its own window end) keeps the front inside
+every block's window, so the blocks need not agree on the limit: each reads the
+host's limit (mapped memory) once a round, for the next round.  Block 0 writes the front
+to mapped memory for the host.
+
+A launch ends, for every block at the same round (the decision depends only on agreed
+values): at a real overflow, at a stop request, after ``idle_rounds`` rounds without
+advance (the limit reached: the host launches again when it raises it), or when the
+front passes ``stop_front``, set so that no ring slot holds two positions in one launch
+(lines read through L1 are never stale).  A new launch starts from the ring and the
+front; nothing else carries over.
+
+What the schedule chooses here, per seed: the order in which the blocks run a round,
+for every input read whether it sees the code of the round's start or the latest, and
+whether each block's limit read came before or after the host's last release.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .cuda_plan import CODES, CudaPlan
+from .twin import NO_POSITION, TermIndex, _mex, ring_size
+
+#: Positions per group: a warp's lanes, the unit a block owns.
+GROUP = 32
+
+#: The L1 line, in codes: inputs below the front rounded down to it are read through L1.
+LINE = 128
+
+#: Candidates and overflow positions travel relative to the window start in 20 bits.
+RELATIVE_BITS = 20
+
+#: Rounds without advance after which a launch ends (the GPU's default).
+IDLE_ROUNDS = 4096
+
+
+def blocks_for(window: int) -> int:
+    """Blocks of a persistent launch with ``window`` positions per round (one group each)."""
+    if window % GROUP or not 0 < window < (1 << RELATIVE_BITS) - 1:
+        raise ValueError(f"the persistent kernel needs a window of whole groups of {GROUP} "
+                         f"below 2**{RELATIVE_BITS} - 1, not {window}")
+    return window // GROUP
+
+
+def owned_group(window_start: int, block: int, blocks: int) -> int:
+    """The group of ``[window_start, window_start + 32 * blocks)`` that ``block`` owns (G mod blocks == block)."""
+    g = window_start // GROUP
+    return g + (block - g) % blocks
+
+
+def stop_front(front: int, ring: int, history: int, window: int) -> int:
+    """The front at which a launch started at ``front`` ends: its reads, from ``front - history`` to
+    the window's end, stay within one turn of the ring (with a line to spare)."""
+    return front + ring - history - window - LINE
+
+
+@dataclass
+class RoundOutcome:
+    """What the barrier of one round gives every block: the next front, and whether to end the launch."""
+
+    front: int
+    overflow: int | None
+    stop: bool
+
+
+def combine(window_start: int, candidates: list[int], overflows: list[int], stops: list[bool]) -> RoundOutcome:
+    """The barrier's minima (the kernel's warp reduction over the blocks' flags), made into the next front.
+
+    A first overflow (a mex of 256) below the next front was computed from exact inputs: it is
+    real, the front stops there.
+    """
+    front = window_start + min(candidates)
+    first = min(overflows)
+    overflow = None
+    if first < (1 << RELATIVE_BITS) - 1 and window_start + first < front:
+        overflow = front = window_start + first
+    return RoundOutcome(front, overflow, any(stops))
+
+
+@dataclass
+class PersistentSpeculator:
+    """The twin of ``octal_persistent`` and of its host loop (:class:`~octalgen.cuda.persistent_runtime.GpuPersistentSpeculator`).
+
+    The same calls as :class:`~octalgen.cuda.twin.Speculator` (reset, advance, read, release,
+    front, overflow, capacity, take_log), so the plug-in's producer drives either.
+
+    Parameters
+    ----------
+    plan : CudaPlan
+    window : int
+        Positions per round, ``32 * blocks``.
+    ring : int, optional
+        Codes in the ring, a power of two (default :func:`~octalgen.cuda.twin.ring_size`).
+    seed : int or None
+        The schedule's seed (see the module docstring); None: blocks in order, every read
+        seeing the round's start, every limit read up to date (a Jacobi round, as the
+        launch-per-round kernel's, with aligned windows).
+    idle_rounds : int
+        Rounds without advance before a launch ends.
+
+    Attributes
+    ----------
+    log : list of (front, hi, marks)
+        Each round's front, block 0's window end and the term marks made.
+    launches : int
+        Launches so far (the host launches again after a launch ends).
+    writers : dict
+        With ``keep_writers``: position -> the blocks that wrote it (ownership, for the tests).
+    """
+
+    plan: CudaPlan
+    window: int
+    ring: int | None = None
+    seed: int | None = 0
+    idle_rounds: int = IDLE_ROUNDS
+    keep_writers: bool = False
+    log: list = field(default_factory=list)
+    writers: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.blocks = blocks_for(self.window)
+        self.ring = self.ring or ring_size(self.plan, self.window)
+        w = self.plan.kernel.window
+        if self.ring & (self.ring - 1) or stop_front(0, self.ring, w, self.window) < GROUP:
+            raise ValueError(f"ring must be a power of two of at least W + window + {LINE + GROUP} codes, "
+                             f"not {self.ring}")
+        self.terms = TermIndex.of(self.plan)
+        self.codes = np.zeros(self.ring, dtype=np.int64)
+        self.seconds = 0.0
+        self.launches = 0
+        self._random = np.random.default_rng(self.seed)
+        self._front = 0
+        self._overflow = NO_POSITION
+        self._limit = 0
+        self._views = np.zeros(self.blocks, dtype=np.int64)  # each block's limit, read a round ago
+        self._running = False
+        self._idle = 0
+        self._stop_front = 0
+        self._taken = 0
+
+    @property
+    def capacity(self) -> int:
+        """Final positions the host may leave unread (the ring)."""
+        return self.ring
+
+    @property
+    def front(self) -> int:
+        return self._front
+
+    @property
+    def overflow(self) -> int | None:
+        return None if self._overflow == NO_POSITION else self._overflow
+
+    def reset(self, history: np.ndarray) -> None:
+        """Start from the W codes before the first position to compute (a launch running is stopped)."""
+        w = self.plan.kernel.window
+        if len(history) != w:
+            raise ValueError(f"the history holds {len(history)} codes, not the plan's window {w}")
+        self.codes[:] = 0
+        self.codes[:w] = history
+        self._front, self._overflow, self._limit = w, NO_POSITION, w + self.ring
+        self._running = False
+        self.log.clear()
+        self.writers.clear()
+        self._taken = 0
+
+    def release(self, position: int) -> None:
+        """The host has read every final position below ``position`` (the mapped limit goes R past it)."""
+        self._limit = max(self._limit, position + self.ring)
+
+    def advance(self, position: int) -> None:
+        """Run rounds (launching where none runs) until every position below ``position`` is final."""
+        if position > self._limit:
+            raise ValueError(f"position {position} is past the limit {self._limit}: release first")
+        began = time.perf_counter()
+        while self._front < position and self.overflow is None:
+            if not self._running:
+                self._launch()
+            self.round()
+        self.seconds += time.perf_counter() - began
+
+    def _launch(self) -> None:
+        """A new launch: every block reads the limit before its first round."""
+        self._running, self._idle = True, 0
+        self._views[:] = self._limit
+        self._stop_front = stop_front(self._front, self.ring, self.plan.kernel.window, self.window)
+        self.launches += 1
+
+    def read(self, lo: int, hi: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Codes of the final positions ``[lo, hi)`` (uint8), into ``out`` where given."""
+        if hi > self._front:
+            raise ValueError(f"positions up to {hi} asked for, final only below {self._front}")
+        out = np.empty(hi - lo, dtype=np.uint8) if out is None else out
+        out[:] = self.codes[np.arange(lo, hi) & (self.ring - 1)]
+        return out
+
+    def take_log(self) -> np.ndarray:
+        """(front, hi) of each round since the last call (int64 rows)."""
+        rows = np.array([(front, hi) for front, hi, _ in self.log[self._taken:]], dtype=np.int64).reshape(-1, 2)
+        self._taken = len(self.log)
+        return rows
+
+    def round(self) -> None:
+        """One round of every block, in the schedule's order, then the barrier."""
+        start = self._front & ~(GROUP - 1)
+        began = self.codes.copy()  # every code as the round began
+        order = range(self.blocks) if self.seed is None else self._random.permutation(self.blocks)
+        candidates, overflows = [0] * self.blocks, [(1 << RELATIVE_BITS) - 1] * self.blocks
+        marks, hi_0 = 0, start
+        for block in order:
+            hi = min(start + self.window, int(self._views[block]))
+            # The limit for the next round: read before or after the host's last release.
+            if self.seed is None or self._random.random() < 0.5:
+                self._views[block] = self._limit
+            candidates[block], overflows[block], made = self._block_round(block, start, hi, began)
+            marks += made
+            if block == 0:
+                hi_0 = hi
+        outcome = combine(start, candidates, overflows, [False] * self.blocks)
+        if outcome.front < self._front:
+            raise AssertionError(f"the front went back from {self._front} to {outcome.front}")
+        self.log.append((self._front, hi_0, marks))
+        self._idle = self._idle + 1 if outcome.front == self._front else 0
+        self._front = outcome.front
+        if outcome.overflow is not None:
+            self._overflow = outcome.overflow
+        # The launch ends at the same round in every block: the decision uses agreed values only.
+        if outcome.overflow is not None or outcome.stop or self._idle >= self.idle_rounds \
+                or self._front >= self._stop_front:
+            self._running = False
+
+    def _block_round(self, block: int, start: int, hi: int, began: np.ndarray) -> tuple[int, int, int]:
+        """Block ``block``'s group: ``(candidate, first overflow, marks)``, both relative to ``start``."""
+        candidate, overflow = hi - start, (1 << RELATIVE_BITS) - 1
+        first = GROUP * owned_group(start, block, self.blocks)
+        positions = np.arange(max(first, self._front), min(first + GROUP, hi))  # lanes below the front idle
+        if not len(positions):
+            return candidate, overflow, 0
+        mask = self.ring - 1
+        inputs = (positions[:, None] - self.plan.offsets[None, :]) & mask
+        seen = began[inputs]
+        if self.seed is not None:  # each read before or after the other blocks' writes of this round
+            seen = np.where(self._random.random(inputs.shape) < 0.5, seen, self.codes[inputs])
+        y = _mex(seen ^ self.plan.codes[None, :])
+        overflowed = np.flatnonzero(y == CODES)
+        if len(overflowed):
+            overflow = int(positions[overflowed[0]] - start)
+            y[overflowed] = 0
+        slots = positions & mask
+        changed = np.flatnonzero(y != self.codes[slots])  # the block's own history: it alone writes them
+        if len(changed):
+            candidate = min(candidate, int(positions[changed[0]] - start + 1))
+            self.codes[slots[changed]] = y[changed]
+            if self.keep_writers:
+                for p in positions[changed].tolist():
+                    self.writers.setdefault(p, set()).add(block)
+        return candidate, overflow, len(positions) * len(self.plan.offsets)
