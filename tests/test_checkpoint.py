@@ -114,3 +114,26 @@ def test_a_full_disk_stops_the_run_with_one_line_and_loses_no_proven_work(cli, t
     resumed = run_engine(".6", 600_000, tmp_path, workers=0, chunk=1 << 15)
     assert resumed.session_values == 600_000 - saved
     assert resumed.statistics.digest == fnv1a64(c_values(".6", 600_000))
+
+
+def test_a_large_array_goes_to_a_file_of_its_own_written_once_and_checked(tmp_path):
+    import numpy as np
+
+    from octalgen.engine.checkpoint import pack_array, unpack_array
+    from octalgen.errors import CheckpointError
+
+    window = np.random.default_rng(5).integers(0, 1 << 16, 1 << 21).astype(np.uint16)  # ~4 MiB packed
+    packed = pack_array(window)
+    body = {"consumers": {"tally": {"anchor_window": packed, "zeros": [0, 1]}}}
+    write_checkpoint(tmp_path, body)
+    write_checkpoint(tmp_path, body)  # the same array: the same file, not a second one
+    files = list((tmp_path / "arrays").iterdir())
+    assert len(files) == 1 and files[0].stat().st_size > (1 << 20)
+    assert (tmp_path / "checkpoint.json").stat().st_size < 4096
+    read = read_checkpoint(tmp_path)
+    assert (unpack_array(read["consumers"]["tally"]["anchor_window"]) == window).all()
+    files[0].write_bytes(files[0].read_bytes()[:-1] + b"x")
+    with pytest.raises(CheckpointError, match="fails its checksum"):
+        read_checkpoint(tmp_path)
+    write_checkpoint(tmp_path, {"consumers": {"tally": {"anchor_window": None}}})  # no checkpoint names it now
+    assert not any((tmp_path / "arrays").iterdir())

@@ -163,3 +163,34 @@ def test_verify_grid_leaves_room_for_a_round_block():
     assert h100.blocks_of(leaner, beside=round_block) == 6
     # A verifier block too big to share a multiprocessor still gets one block on each.
     assert verify_grid_cap(132, h100, KernelResources(255, 200 * 1024, 256), round_block) == 132
+
+
+# Two listings of one short terms loop (a term a pass) and a zeroing loop, as cuobjdump and nvdisasm print them.
+CUOBJDUMP_LOOPS = """
+        /*0080*/                   STS [R5], RZ ;
+        /*0090*/              @!P1 BRA 0x80 ;
+        /*0100*/                   LDC.64 R2, c[0x3][R10] ;
+        /*0110*/                   IADD3 R4, P0, P1, R8, R6, -R2 ;
+        /*0120*/                   IADD3.X R5, RZ, -0x1, R7, P0, P1 ;
+        /*0130*/                   LDG.E.U8.STRONG.SM R4, desc[UR8][R4.64] ;
+        /*0140*/                   LOP3.LUT R9, R4, 0xfc, RZ, 0xc0, !PT ;
+        /*0150*/                   IMAD R9, R9, 0x1f, R4 ;
+        /*0160*/                   LOP3.LUT R9, R9, R3, R14, 0x96, !PT ;
+        /*0170*/                   STS.U8 [R9], R20 ;
+        /*0180*/                   VIADD R10, R10, 0x80 ;
+        /*0190*/                   ISETP.GE.U32.AND P2, PT, R10, 0x630, PT ;
+        /*01a0*/              @!P2 BRA 0x100 ;
+"""
+
+
+def test_the_sass_reader_finds_terms_loops_in_either_listing():
+    nvdisasm = CUOBJDUMP_LOOPS.replace("@!P1 BRA 0x80", "@!P1 BRA `(.L_x_1)").replace(
+        "@!P2 BRA 0x100", "@!P2 BRA `(.L_x_2)").replace("        /*0080*/", ".L_x_1:\n        /*0080*/").replace(
+        "        /*0100*/", ".L_x_2:\n        /*0100*/")
+    for listing in (CUOBJDUMP_LOOPS, nvdisasm):
+        loops = term_loops(listing)
+        assert len(loops) == 1  # the zeroing loop stores words, loads nothing: not a terms loop
+        loop = loops[0]
+        assert (loop.start, loop.end, loop.terms, loop.xors) == (0x100, 0x1a0, 1, 1)
+        assert loop.counts == {"LDC": 1, "IADD3": 2, "LDG": 1, "LOP3": 2, "IMAD": 1, "STS": 1, "VIADD": 1,
+                               "ISETP": 1, "BRA": 1} and loop.per_term == 11

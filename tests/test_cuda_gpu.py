@@ -90,3 +90,50 @@ def test_run_through_the_engine_with_the_gpu_plug_in(code):
 def test_gpu_backends_equal_the_reference(backend):
     end = make_cuda_plan(rare_table(".16")).start + 20000
     assert np.array_equal(compute_values(".16", 0, end, backend=backend), exact_values(".16", end))
+
+
+@pytest.mark.parametrize("game, span", [(".6", 30000), (".16", 20000), (".644", 20000)])
+def test_gpu_persistent_kernel_gives_the_exact_codes(game, span):
+    """octal_persistent (its rounds depend on timing, so only the codes are compared) with a ring
+    small enough that launches end at the ring's turn and when idle at the limit, and start again."""
+    from octalgen.cuda.persistent_runtime import GpuPersistentSpeculator
+
+    plan = plan_of(game, CudaOptions(persistent=True))
+    w, first = plan.kernel.window, plan.start + 500
+    codes = plan.kernel.encoding.encode_array(exact_values(game, first + span, mask=plan.table.mask,
+                                                           parity=plan.table.parity))
+    window = runtime.device_defaults()[1]  # one block per multiprocessor
+    ring = 1 << (w + window + 256).bit_length()
+    speculator = GpuPersistentSpeculator(plan, window, ring, idle_rounds=64)
+    try:
+        speculator.reset(codes[first - w: first].astype(np.uint8))
+        served, pieces = w, [1000, 17]
+        while sum(pieces) < span:
+            pieces.append(min(span - sum(pieces), ring // 2))
+        for piece in pieces:
+            speculator.advance(served + piece)
+            assert np.array_equal(speculator.read(served, served + piece),
+                                  codes[first + served - w: first + served - w + piece])
+            served += piece
+            speculator.release(served)
+        log = speculator.take_log()
+        assert len(log) > 10 and np.all(np.diff(log[:, 0]) >= 0)
+        assert speculator.launches >= 1 + span // (ring - w - window)
+    finally:
+        speculator.close()
+
+
+def test_gpu_run_with_the_persistent_kernel():
+    game, tally = parse_game(".16"), Tally()
+    kernels = plugin.CudaKernels(options=CudaOptions(persistent=True))
+    engine = Engine(game, EngineOptions(until=400_000, chunk=1 << 16), [tally], kernels=kernels)
+    engine.run()
+    assert summarize(engine, tally).statistics.digest == fnv1a64(compute_values(".16", 0, 400_000, backend="c"))
+
+
+def test_gpu_barrier_microbenchmark_runs():
+    from octalgen.cuda.persistent_runtime import barrier_microbenchmark
+
+    figures = barrier_microbenchmark(plan_of(".6", CudaOptions()), rounds=2000)
+    assert figures["barrier_alone_us_per_round"] > 0 and figures["barrier_and_one_group_us_per_round"] > 0
+    assert figures["barrier_alone_rounds_seen_by_host"] == figures["barrier_and_one_group_rounds_seen_by_host"] == 2000

@@ -15,9 +15,10 @@ launch.  A round's window starts at the front rounded down to a whole group,
 ``A = front & ~31``, so each block computes exactly one group per round, and it alone ever
 writes that group's positions.  The lanes of ``[A, front)`` idle: those positions are final,
 and below the first position (the history's end, any heap) they are not even fixed points
-of the recurrence (the history is given, not computed).  It keeps their
-codes (their *history*) itself, so it knows what it changed without reading them back,
-and writes only what changed.
+of the recurrence (the history is given, not computed).  A block keeps the codes of its
+group itself (warp 0's registers on the GPU), so it knows what it changed without reading
+them back, and writes only what changed (to L2 only, so no multiprocessor's L1 holds a
+young code).
 
 One ring, chaotic rounds
 ------------------------
@@ -28,8 +29,8 @@ still holds: if no position of ``[front, c)`` changed in the round, each of them
 code throughout the round, whichever moment it was read, so ``[front, c)`` was a fixed
 point of the recurrence restricted to it, over final inputs: exact (the recurrence is
 causal, its fixed point unique); and c read only those codes and final ones, so its new
-code is exact too.  Inputs below the front (rounded down to a 128-byte line) never change
-again in a launch: they may be read through L1.
+code is exact too.  Inputs below the front rounded down to a 128-byte line never change
+again in a launch, nor does any code sharing their line: they may be read through L1.
 
 The barrier
 -----------

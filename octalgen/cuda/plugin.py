@@ -397,8 +397,8 @@ class TwinKernels(StreamingKernels):
         Proofs started without waiting for them (False: each proven when the engine asks).
     seed : int or None
         With ``options.persistent``: the seed of the schedule the persistent kernel's twin
-        draws (block order, what each read sees, when each block reads the limit; None: in
-        order, :class:`~.persistent_twin.PersistentSpeculator`).
+        draws (block order, what each read sees, when each block reads the limit; None: blocks
+        in order, a Jacobi round: :class:`~.persistent_twin.PersistentSpeculator`).
     idle_rounds : int, optional
         With ``options.persistent``: rounds without advance before a launch ends.
     """
