@@ -26,8 +26,9 @@ every step.
 
 Everything goes to ``$OUT/gpu_probe.json`` (or ``--out``), and a before/after table to stdout.
 Exit status 0 when every digest is the agreed one, 1 otherwise, and 1 with one line on
-stderr when there is no usable GPU (nothing else is run).  About 2 to 3 minutes on an H100
-at 10^8 (each run is seconds; nvcc compiles take most of the rest).
+stderr when there is no usable GPU (nothing else is run).  Expected to take about 3 minutes on
+an H100 at 10^8 (not yet run there; each run is seconds, nvcc compiles take most of the rest;
+the child steps are capped at 90 and 150 s).
 
 How to run it through the device tool, from this machine (the device has no network, so the
 wheels travel with the tree; ``build/`` is ignored by git, so it may be carried)::

@@ -300,8 +300,7 @@ def test_persistent_windows_start_at_whole_groups_and_cost_at_most_a_group():
 
 
 def test_the_barrier_takes_the_least_candidate_and_only_a_real_overflow():
-    combine = persistent_twin.combine
-    none = (1 << persistent_twin.RELATIVE_BITS) - 1
+    combine, none = persistent_twin.combine, persistent_twin.RELATIVE_NONE
     assert combine(64, [9, 3, 32], [none] * 3, [False] * 3) == persistent_twin.RoundOutcome(67, None, False)
     # An overflow below the next front was computed from exact inputs: the front stops there.
     assert combine(64, [9, 30], [none, 5], [False, True]) == persistent_twin.RoundOutcome(69, 69, True)
@@ -311,6 +310,14 @@ def test_the_barrier_takes_the_least_candidate_and_only_a_real_overflow():
         4096, 3, 8) < 4096 // 32 + 8
     with pytest.raises(ValueError, match="whole groups"):
         persistent_twin.blocks_for(100)
+    # Flags: the kernel's 64-bit word; a zeroed flag (before a launch) is no round's, round 0's included.
+    word = persistent_twin.flag_word(5, 1234, none, True)
+    assert persistent_twin.read_flag(word, 5) == (1234, none, True) and word < 1 << 64
+    assert persistent_twin.read_flag(word, 4) is None and persistent_twin.read_flag(word, 6) is None
+    assert persistent_twin.read_flag(0, 0) is None
+    last = persistent_twin.ROUND_MASK  # the tag wraps, and stays apart from its neighbours
+    assert persistent_twin.read_flag(persistent_twin.flag_word(last + 1, 1, 2, False), last) is None
+    assert persistent_twin.read_flag(persistent_twin.flag_word(last + 1, 1, 2, False), 0) == (1, 2, False)
 
 
 def test_a_value_too_large_for_a_byte_stops_the_persistent_front():

@@ -160,3 +160,46 @@ def test_167_to_2_30_has_rogalskis_counts_and_switches_its_mask_at_the_late_64(t
     assert {v: c for v, c in counts.items() if c} == _published_counts(heaps)
     assert figures["mask_switches"] == [{"heap": 332_129_728, "from": "0x3d", "to": "0x7d"}]
     assert figures["rare_found"] == []
+
+
+def _stop_during(monkeypatch, target: str):
+    """Replace ``target`` (a module-level name) by a call that sends this process SIGTERM first, once."""
+    import os
+    import signal
+    from importlib import import_module
+
+    module_name, name = target.rsplit(".", 1)
+    module = import_module(module_name)
+    original = getattr(module, name)
+    sent = []
+
+    def stopping(*args, **kwargs):
+        if not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, stopping)
+    return sent
+
+
+@pytest.mark.parametrize("during, failures", [
+    ("octalgen.engine.core.announce_switch", 1),      # the plan switch
+    ("octalgen.engine.core.decide", 2),               # a recovery that recomputes every value below m
+    ("octalgen.engine.resume.write_checkpoint", 1),   # a checkpoint being written
+], ids=["switch", "recovery", "checkpoint"])
+def test_a_sigterm_in_each_state_stops_the_run_and_the_resumed_run_ends_the_same(values, tmp_path, monkeypatch,
+                                                                                   during, failures):
+    import signal
+
+    sent = _stop_during(monkeypatch, during)
+    with pytest.raises(Interrupted) as stopped:
+        _run(values, tmp_path, failures=failures)
+    assert sent and stopped.value.signal_number == signal.SIGTERM
+    assert stopped.value.checkpoint == tmp_path  # the run's own position, not a recomputation's
+    monkeypatch.undo()
+    engine, summary = _run(values, tmp_path, failures=0)
+    assert summary.statistics.digest == fnv1a64(values[:UNTIL])
+    # The switch was made before the recovery's stop (the proof failed at m twice); the checkpoint's
+    # stop came at the first one, long before m, and the resumed run's proofs do not fail.
+    assert engine.mask_switches == ([] if during.endswith("write_checkpoint") else [(HEAP, 0x7d, 0x3d)])

@@ -34,9 +34,10 @@ again in a launch, nor does any code sharing their line: they may be read throug
 
 The barrier
 -----------
-At the end of a round each block publishes one flag: the round number, its *candidate*
-(``c + 1 - A`` for its first changed position c, else ``hi_b - A``), the first position
-whose mex was 256, and whether it saw a stop request.  In every block one warp waits for
+At the end of a round each block publishes one flag (:func:`flag_word`): the round's tag
+(never 0: the flags are zeroed before a launch), its *candidate* (``c + 1 - A`` for its first
+changed position c, else ``hi_b - A``), the first position whose mex was 256, and whether it
+saw a stop request.  In every block one warp waits for
 all the flags of the round and takes their minima, so every block computes the same next
 front ``A + min candidate`` without anyone publishing it.  The candidate ``hi_b - A`` of
 a block that saw the limit late (``hi_b`` its own window end) keeps the front inside
@@ -63,6 +64,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import ComputationError
 from .cuda_plan import CODES, CudaPlan
 from .twin import NO_POSITION, TermIndex, _mex, ring_size
 
@@ -99,6 +101,27 @@ def stop_front(front: int, ring: int, history: int, window: int) -> int:
     return front + ring - history - window - LINE
 
 
+#: A flag's round tag: round % 2**22 + 1 (blocks are at most a round apart at a barrier).
+ROUND_MASK = (1 << 22) - 1
+
+#: "None" in a flag's relative fields.
+RELATIVE_NONE = (1 << RELATIVE_BITS) - 1
+
+
+def flag_word(round_number: int, candidate: int, overflow: int, stop: bool) -> int:
+    """A block's flag for a round, as the kernel packs it into 64 bits: tag, stop, candidate, overflow."""
+    if not (0 <= candidate <= RELATIVE_NONE and 0 <= overflow <= RELATIVE_NONE):
+        raise ValueError(f"candidate {candidate} or overflow {overflow} does not fit {RELATIVE_BITS} bits")
+    return ((round_number & ROUND_MASK) + 1) << 41 | int(stop) << 40 | candidate << 20 | overflow
+
+
+def read_flag(word: int, round_number: int) -> tuple[int, int, bool] | None:
+    """``(candidate, overflow, stop)`` of a flag for ``round_number``; None while it is another round's."""
+    if word >> 41 != (round_number & ROUND_MASK) + 1:
+        return None
+    return (word >> 20) & RELATIVE_NONE, word & RELATIVE_NONE, bool(word >> 40 & 1)
+
+
 @dataclass
 class RoundOutcome:
     """What the barrier of one round gives every block: the next front, and whether to end the launch."""
@@ -117,7 +140,7 @@ def combine(window_start: int, candidates: list[int], overflows: list[int], stop
     front = window_start + min(candidates)
     first = min(overflows)
     overflow = None
-    if first < (1 << RELATIVE_BITS) - 1 and window_start + first < front:
+    if first < RELATIVE_NONE and window_start + first < front:
         overflow = front = window_start + first
     return RoundOutcome(front, overflow, any(stops))
 
@@ -182,6 +205,8 @@ class PersistentSpeculator:
         self._idle = 0
         self._stop_front = 0
         self._taken = 0
+        self._rounds = 0  # rounds of every launch: the flags' tags
+        self._flags = np.zeros((2, self.blocks), dtype=np.uint64)
 
     @property
     def capacity(self) -> int:
@@ -228,6 +253,7 @@ class PersistentSpeculator:
         """A new launch: every block reads the limit before its first round."""
         self._running, self._idle = True, 0
         self._views[:] = self._limit
+        self._flags[:] = 0  # as the host zeroes them before a launch
         self._stop_front = stop_front(self._front, self.ring, self.plan.kernel.window, self.window)
         self.launches += 1
 
@@ -250,20 +276,28 @@ class PersistentSpeculator:
         start = self._front & ~(GROUP - 1)
         began = self.codes.copy()  # every code as the round began
         order = range(self.blocks) if self.seed is None else self._random.permutation(self.blocks)
-        candidates, overflows = [0] * self.blocks, [(1 << RELATIVE_BITS) - 1] * self.blocks
+        flags = self._flags[self._rounds % 2]
         marks, hi_0 = 0, start
         for block in order:
+            if read_flag(int(flags[block]), self._rounds) is not None:
+                raise ComputationError(f"block {block}'s flag shows round {self._rounds} before it ran: a bug")
             hi = min(start + self.window, int(self._views[block]))
             # The limit for the next round: read before or after the host's last release.
             if self.seed is None or self._random.random() < 0.5:
                 self._views[block] = self._limit
-            candidates[block], overflows[block], made = self._block_round(block, start, hi, began)
+            candidate, overflow, made = self._block_round(block, start, hi, began)
+            flags[block] = flag_word(self._rounds, candidate, overflow, False)
             marks += made
             if block == 0:
                 hi_0 = hi
-        outcome = combine(start, candidates, overflows, [False] * self.blocks)
+        # The barrier: one warp of every block reads every flag of the round.
+        seen = [read_flag(int(word), self._rounds) for word in flags]
+        if any(flag is None for flag in seen):
+            raise ComputationError(f"a block's flag for round {self._rounds} is missing: a bug")
+        outcome = combine(start, *(list(column) for column in zip(*seen)))
+        self._rounds += 1
         if outcome.front < self._front:
-            raise AssertionError(f"the front went back from {self._front} to {outcome.front}")
+            raise ComputationError(f"the front went back from {self._front} to {outcome.front}: a bug, please report it")
         self.log.append((self._front, hi_0, marks))
         self._idle = self._idle + 1 if outcome.front == self._front else 0
         self._front = outcome.front
@@ -276,7 +310,7 @@ class PersistentSpeculator:
 
     def _block_round(self, block: int, start: int, hi: int, began: np.ndarray) -> tuple[int, int, int]:
         """Block ``block``'s group: ``(candidate, first overflow, marks)``, both relative to ``start``."""
-        candidate, overflow = hi - start, (1 << RELATIVE_BITS) - 1
+        candidate, overflow = hi - start, RELATIVE_NONE
         first = GROUP * owned_group(start, block, self.blocks)
         positions = np.arange(max(first, self._front), min(first + GROUP, hi))  # lanes below the front idle
         if not len(positions):

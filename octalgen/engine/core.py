@@ -74,11 +74,14 @@ class Engine:
         (:class:`~octalgen.progress.Progress`).
     kernels : KernelPlugin, optional
         The producer's kernel and the verifier of each plan (default: :class:`~.seams.Kernels`, the generated C).
+    stop : StopRequest, optional
+        The stop request of an enclosing run (:func:`recompute_values`): a stop asked of it stops this one too.
     """
 
     def __init__(self, game: OctalGame, options: EngineOptions, consumers: tuple[Consumer, ...] = (), *,
                  table: RareTable | None = None, directory=None, identity: dict | None = None,
-                 keep_all: bool = False, progress=None, kernels: KernelPlugin | None = None):
+                 keep_all: bool = False, progress=None, kernels: KernelPlugin | None = None,
+                 stop: StopRequest | None = None):
         self.game = game
         self.options = options
         self.consumers = list(consumers)
@@ -96,7 +99,7 @@ class Engine:
         self.mask_switches: list[tuple[int, int, int]] = []  # (heap, old mask, new mask)
         self.elapsed = 0.0
         # The rooms.
-        self.stop = StopRequest()
+        self.stop = stop or StopRequest()
         self.checkpoints = Checkpoints(self.directory, {"game": game.code, "table": table_identity(game, table),
                                                         "keep_values": keep_all, **(identity or {})},
                                        options.checkpoint_every)
@@ -415,7 +418,7 @@ class Engine:
         log.warning("G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
                     "(keep every value with --keep-values to avoid this)", heap - 1)
         try:
-            return recompute_values(self.game, heap, self.table, self.options, self.kernels, self.directory)
+            return recompute_values(self.game, heap, self.table, self.options, self.kernels, self.directory, self.stop)
         except Interrupted as stopped:  # this run stops, where it stands (not where the recomputation was)
             self.stop.request(stopped.signal_number)
             raise StopRequested from None
@@ -427,14 +430,15 @@ def _said(plan: KernelPlan) -> tuple:
 
 
 def recompute_values(game: OctalGame, heap: int, table: RareTable | None, options: EngineOptions,
-                     kernels: KernelPlugin | None = None, scratch=None) -> np.ndarray:
+                     kernels: KernelPlugin | None = None, scratch=None, stop: StopRequest | None = None) -> np.ndarray:
     """G(0) ... G(heap-1), computed anew by a run of their own (recovery's last resort).
 
     The run keeps every value in a temporary directory (under ``scratch``, when given), so that
-    a recovery of its own finds them there rather than recomputing in turn.
+    a recovery of its own finds them there rather than recomputing in turn; ``stop``: the
+    enclosing run's stop request, which stops this run too (:class:`~octalgen.errors.Interrupted`).
     """
     with tempfile.TemporaryDirectory(prefix="octalgen-recompute-", dir=scratch) as directory:
         engine = Engine(game, replace(options, until=heap, backlog=None), table=table, directory=directory,
-                        keep_all=True, kernels=kernels)
+                        keep_all=True, kernels=kernels, stop=stop)
         engine.run()
         return engine.history.values_before(heap)
