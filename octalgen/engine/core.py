@@ -266,6 +266,8 @@ class Engine:
                 self._restart_consumers(self._anchor_from())
             if self.plan is not None:
                 self.history.ensure_prefix(values[: self.plan.start])
+            if self.plan is not None and self.position >= self.plan.start:
+                self.exact.forget()  # the kernel takes over: the solver's values (all of them) are let go
 
     def _replan(self) -> bool:
         """Plan the kernel for the current table and storage; True when the plan changed."""

@@ -77,6 +77,11 @@ class ExactSteps:
         """Go on after ``values`` (G(0) ...) under ``rarity`` (after a recovery found a new rare value)."""
         self._solver, self._rarity = exact_solver(self.game, rarity, values), rarity
 
+    def forget(self) -> None:
+        """Let the solver and every value it holds go (the kernel took over; a later exact step starts
+        a new one from the proven values)."""
+        self._solver = self._rarity = None
+
     def tail(self, position: int, window: int) -> np.ndarray | None:
         """G(position - window) ... G(position - 1) (zeros before G(0)) when the solver holds exactly
         G(0) ... G(position - 1), else None."""
