@@ -159,7 +159,8 @@ def print_barrier(barrier: dict) -> None:
         print(f"barrier microbenchmark failed: {barrier['failed']}")
         return
     print(f"barrier ({barrier['blocks']} blocks of {barrier['threads_per_block']} threads, {barrier['rounds']} rounds): "
-          f"alone {barrier['barrier_alone_us_per_round']:.2f} us/round, with one group's marks "
+          f"alone {barrier['barrier_alone_us_per_round']:.2f} us/round (without mapped memory "
+          f"{barrier['barrier_without_host_us_per_round']:.2f}), with one group's marks "
           f"{barrier['barrier_and_one_group_us_per_round']:.2f} us/round (target <= "
           f"{barrier['target_us_per_round']} us: {'met' if barrier['worth_building_on'] else 'missed'})")
 

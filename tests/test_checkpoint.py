@@ -119,7 +119,7 @@ def test_a_full_disk_stops_the_run_with_one_line_and_loses_no_proven_work(cli, t
 def test_a_large_array_goes_to_a_file_of_its_own_written_once_and_checked(tmp_path):
     import numpy as np
 
-    from octalgen.engine.checkpoint import pack_array, unpack_array
+    from octalgen.engine.arrays import pack_array, unpack_array
     from octalgen.errors import CheckpointError
 
     window = np.random.default_rng(5).integers(0, 1 << 16, 1 << 21).astype(np.uint16)  # ~4 MiB packed

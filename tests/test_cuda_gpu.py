@@ -136,4 +136,5 @@ def test_gpu_barrier_microbenchmark_runs():
 
     figures = barrier_microbenchmark(plan_of(".6", CudaOptions()), rounds=2000)
     assert figures["barrier_alone_us_per_round"] > 0 and figures["barrier_and_one_group_us_per_round"] > 0
+    assert figures["barrier_without_host_us_per_round"] > 0
     assert figures["barrier_alone_rounds_seen_by_host"] == figures["barrier_and_one_group_rounds_seen_by_host"] == 2000

@@ -242,7 +242,10 @@ class GpuPersistentSpeculator:
 
 
 def barrier_microbenchmark(plan: CudaPlan, rounds: int = 20_000, first: int = 1 << 16) -> dict:
-    """Microseconds per round of ``octal_barrier_probe`` on this GPU, without and with one group's marks.
+    """Microseconds per round of ``octal_barrier_probe`` on this GPU: the persistent kernel's round
+    skeleton (mapped-memory reads and writes, the barrier) alone (``barrier_alone``), with one
+    group's marks (``barrier_and_one_group``), and the barrier without mapped memory
+    (``barrier_without_host``: what the host's part costs).
 
     One block per multiprocessor, cooperative launches, the ring filled with random codes (the
     marks cost the same whatever the codes).  Returns the figures for the probe's JSON.
@@ -261,7 +264,7 @@ def barrier_microbenchmark(plan: CudaPlan, rounds: int = 20_000, first: int = 1 
     stream = cupy.cuda.Stream(non_blocking=True)
     figures = {"blocks": count, "threads_per_block": threads, "rounds": rounds, "target_us_per_round": 3.0}
     try:
-        for work, name in ((0, "barrier_alone"), (1, "barrier_and_one_group")):
+        for work, name in ((0, "barrier_alone"), (1, "barrier_and_one_group"), (2, "barrier_without_host")):
             for attempt in ("warm_up", "timed"):
                 cell.host[:] = 0
                 flags.fill(0)

@@ -2,11 +2,8 @@
 
 ``DIR/checkpoint.json`` holds ``{"schema", "sha256", "body"}``: ``sha256`` is the digest of
 the canonical JSON of ``body``, so a truncated or edited file is recognised and refused.
-Arrays are stored as zlib-compressed little-endian bytes in base64; one larger than
-:data:`INLINE_LIMIT` goes to a file of its own, ``DIR/arrays/<sha256>.zlib``, written once and
-named (with its digest) in the body, so that the checkpoint stays small and quick to write at
-any heap.  A file no checkpoint names any more is removed once the checkpoint that dropped it
-is on disk.
+Arrays are packed by :mod:`.arrays`: inside the body when small, in files of their own when
+large, so that the checkpoint stays small and quick to write at any heap.
 
 Writing goes to ``checkpoint.json.tmp``, which is flushed and fsync'd, renamed over the old
 checkpoint, and the directory fsync'd: at any moment (``kill -9`` included) the file is either
@@ -19,49 +16,25 @@ What a run's body holds is :class:`RunState`, a frozen value: :meth:`RunState.to
 
 from __future__ import annotations
 
-import base64
 import errno
 import hashlib
 import json
 import os
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from .. import __version__
 from ..errors import CheckpointError
 from ..rare import RareTable, shipped_table
+from .arrays import inlined, outlined, remove_unnamed_arrays
 
 SCHEMA = "octalgen-run-checkpoint/1"
 FILENAME = "checkpoint.json"
-ARRAYS = "arrays"
-
-#: Compressed bytes an array may take inside ``checkpoint.json``; larger ones go to files.
-INLINE_LIMIT = 1 << 20
 
 #: Layout of the body this version writes (``octalgen_checkpoint``).  Layout 1 (octalgen 0.1)
 #: held only the last W values besides the prefix: a run could not always go on from it.
 #: Layout 2 (octalgen 0.2) holds digests from a non-standard FNV offset basis (see checksum.py).
 LAYOUT = 3
-
-
-def pack_array(array) -> dict:
-    """A numpy array as a JSON-friendly dict (dtype, length, zlib + base64 bytes)."""
-    array = np.ascontiguousarray(array)
-    little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    return {"dtype": array.dtype.name, "length": len(array),
-            "zlib": base64.b64encode(zlib.compress(little.tobytes(), 6)).decode("ascii")}
-
-
-def unpack_array(packed: dict) -> np.ndarray:
-    """The inverse of :func:`pack_array`."""
-    dtype = np.dtype(packed["dtype"]).newbyteorder("<")
-    array = np.frombuffer(zlib.decompress(base64.b64decode(packed["zlib"])), dtype=dtype)
-    if len(array) != packed["length"]:
-        raise ValueError("array length does not match")
-    return array.astype(dtype.newbyteorder("="))
 
 
 def _canonical(body: dict) -> bytes:
@@ -119,84 +92,11 @@ def fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-#: The digests of large arrays, ``{id of the base64 text: (that text, sha256)}``: a consumer hands the
-#: same packed array to every checkpoint, hashed once (the text is kept so that its id is not reused).
-_DIGESTS: dict[int, tuple[str, str]] = {}
-_DIGESTS_KEPT = 4
-
-
-def _packed_arrays(node):
-    """Every packed array (:func:`pack_array`'s dict, or its file form) in a body, depth first."""
-    if isinstance(node, dict):
-        if "dtype" in node and "length" in node and ("zlib" in node or "file" in node):
-            yield node
-        else:
-            for value in node.values():
-                yield from _packed_arrays(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _packed_arrays(value)
-
-
-def _outlined(node, directory: Path):
-    """``node`` with each packed array over :data:`INLINE_LIMIT` replaced by its file (written if new)."""
-    if isinstance(node, list):
-        return [_outlined(value, directory) for value in node]
-    if not isinstance(node, dict):
-        return node
-    if "zlib" in node and "dtype" in node and "length" in node:
-        text = node["zlib"]
-        if len(text) <= INLINE_LIMIT:
-            return node
-        known = _DIGESTS.get(id(text))
-        data = None
-        if known is None or known[0] is not text:
-            data = base64.b64decode(text)
-            known = (text, hashlib.sha256(data).hexdigest())
-            _DIGESTS[id(text)] = known
-            while len(_DIGESTS) > _DIGESTS_KEPT:
-                del _DIGESTS[next(iter(_DIGESTS))]
-        path = directory / ARRAYS / f"{known[1]}.zlib"
-        if not path.exists():
-            path.parent.mkdir(exist_ok=True)
-            write_file_atomically(path, data if data is not None else base64.b64decode(text))
-        return {"dtype": node["dtype"], "length": node["length"], "file": f"{ARRAYS}/{known[1]}.zlib",
-                "sha256": known[1]}
-    return {key: _outlined(value, directory) for key, value in node.items()}
-
-
-def _inlined(body: dict, directory: Path) -> None:
-    """Put the arrays of ``body`` kept in files back in place (checked against their digests)."""
-    for node in _packed_arrays(body):
-        if "file" not in node:
-            continue
-        path = directory / node["file"]
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise CheckpointError(f"checkpoint in {directory}: cannot read {path}: {exc.strerror}; it was left "
-                                  "untouched") from None
-        if hashlib.sha256(data).hexdigest() != node["sha256"]:
-            raise CheckpointError(f"checkpoint in {directory}: {path} fails its checksum (corrupt or edited); it was "
-                                  "left untouched")
-        node["zlib"] = base64.b64encode(data).decode("ascii")
-        del node["file"], node["sha256"]
-
-
-def _remove_unnamed_arrays(directory: Path, body: dict) -> None:
-    named = {Path(node["file"]).name for node in _packed_arrays(body) if "file" in node}
-    folder = directory / ARRAYS
-    if folder.is_dir():
-        for path in folder.iterdir():
-            if path.name not in named:
-                path.unlink(missing_ok=True)
-
-
 def write_checkpoint(directory, body: dict) -> None:
     """Write ``body`` as the checkpoint of ``directory`` (atomically; see the module docstring)."""
     path = checkpoint_path(directory)
     try:
-        body = _outlined(body, Path(directory))
+        body = outlined(body, Path(directory), write_file_atomically)
     except OSError as exc:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
         raise CheckpointError(f"cannot write checkpoint {path}: {reason} "
@@ -209,7 +109,7 @@ def write_checkpoint(directory, body: dict) -> None:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
         raise CheckpointError(f"cannot write checkpoint {path}: {reason} "
                               "(the previous checkpoint is unchanged)") from None
-    _remove_unnamed_arrays(Path(directory), body)
+    remove_unnamed_arrays(Path(directory), body)
 
 
 def read_checkpoint(directory) -> dict | None:
@@ -237,7 +137,7 @@ def read_checkpoint(directory) -> dict | None:
         raise CheckpointError(f"{refuse} is not an octalgen run checkpoint ({SCHEMA}); it was left untouched")
     if hashlib.sha256(_canonical(document["body"])).hexdigest() != document.get("sha256"):
         raise CheckpointError(f"{refuse} fails its checksum (corrupt or edited); it was left untouched")
-    _inlined(document["body"], Path(directory))
+    inlined(document["body"], Path(directory))
     return document["body"]
 
 

@@ -38,7 +38,7 @@ from .history import History
 from .options import CHECKPOINT_EVERY, CHUNK, EngineOptions
 from .plans import plan_for, reconcile
 from .producer import Chunk, Producer, log_plan
-from .recovery import announce, announce_switch, decide, switch_for_late_value
+from .recovery import announce, announce_switch, decide, late_switch
 from .resume import Checkpoints
 from .seams import Consumer, KernelPlugin, Kernels
 from .signals import StopRequest, StopRequested
@@ -277,8 +277,8 @@ class Engine:
             log.info("%s has no sparse space or no move leaving a heap: the exact solver computes every value",
                      self.game.code)
         changed = plan != self.plan
-        if plan is not None and (self.plan is None or _said(plan) != _said(self.plan)):
-            log_plan(plan)  # not when only the table's exact_to moved on
+        if plan is not None:
+            log_plan(plan, self.plan)
         self.plan = plan
         self.history.window = plan.window if plan is not None else 0
         return changed
@@ -370,16 +370,11 @@ class Engine:
             self._accept(np.array([found.value], dtype=np.uint16))
 
     def _late_switch(self, chunk: Chunk, failure) -> RareTable | None:
-        """The table under another mask where G(m) would be a far term (:func:`~.recovery.switch_for_late_value`);
+        """The table under another mask where G(m) would be a far term (:func:`~.recovery.late_switch`);
         None where none helps, or where this session switched at m already (G(m) is then decided)."""
-        m = failure.heap
-        if m == self._switched_at:
+        if failure.heap == self._switched_at:
             return None
-        offset = m - chunk.first
-        pending = chunk.plan.encoding.decode_array(chunk.codes[: offset + 1], chunk.first)
-        table = switch_for_late_value(self.table, self.history, failure, int(pending[offset]), pending[:offset])
-        plan = plan_for(table, self.history.prefix, self.storage) if table is not None else None
-        return table if plan is not None and plan.start <= m else None
+        return late_switch(self.table, self.history, chunk, failure, self.storage)
 
     # -- handing on -----------------------------------------------------------------------
 
@@ -424,11 +419,6 @@ class Engine:
         except Interrupted as stopped:  # this run stops, where it stands (not where the recomputation was)
             self.stop.request(stopped.signal_number)
             raise StopRequested from None
-
-
-def _said(plan: KernelPlan) -> tuple:
-    """What :func:`~.producer.log_plan` says of a plan."""
-    return len(plan.terms), plan.window, plan.start, plan.encoding.kind
 
 
 def recompute_values(game: OctalGame, heap: int, table: RareTable | None, options: EngineOptions,

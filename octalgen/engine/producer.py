@@ -337,7 +337,9 @@ class ProducerThread:
             producer.own_thread, producer.check_stop = False, self._check_stop
 
 
-def log_plan(plan: KernelPlan) -> None:
-    """Say (at -v) which kernel a run now produces with."""
-    log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", plan.game.code, len(plan.terms),
-             plan.window, plan.start, plan.encoding.kind)
+def log_plan(plan: KernelPlan, previous: KernelPlan | None = None) -> None:
+    """Say (at -v) which kernel a run now produces with, unless it is the ``previous`` one (its table
+    exact to further on, say)."""
+    said = len(plan.terms), plan.window, plan.start, plan.encoding.kind
+    if previous is None or said != (len(previous.terms), previous.window, previous.start, previous.encoding.kind):
+        log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", plan.game.code, *said)

@@ -29,7 +29,7 @@ from ..plan import Encoding
 from ..rare import RareTable
 from ..sparse import find_late_switch
 from .history import History
-from .plans import decide_failure
+from .plans import decide_failure, plan_for
 from .producer import Chunk
 from .seams import ProofVerifier
 
@@ -57,6 +57,18 @@ def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult,
     began = time.thread_time()
     result = verifier.verify(codes, start, history.prefix, undecided.heap, chunk.stop)
     return result, time.thread_time() - began
+
+
+def late_switch(table: RareTable, history: History, chunk: Chunk, failure: VerifyResult,
+                storage: str | None) -> RareTable | None:
+    """The table under another mask, for a proof of ``chunk`` that failed (or stayed undecided) at m
+    past the prefix, where its kernel (under ``storage``) starts by m; None where none helps
+    (:func:`switch_for_late_value`)."""
+    m = failure.heap
+    pending = chunk.plan.encoding.decode_array(chunk.codes[: m - chunk.first + 1], chunk.first)
+    switched = switch_for_late_value(table, history, failure, int(pending[-1]), pending[:-1])
+    plan = plan_for(switched, history.prefix, storage) if switched is not None else None
+    return switched if plan is not None and plan.start <= m else None
 
 
 def switch_for_late_value(table: RareTable, history: History, failure: VerifyResult, speculated: int,

@@ -25,7 +25,7 @@ import logging
 import numpy as np
 
 from ..periodicity import proof_length
-from .checkpoint import pack_array, unpack_array
+from .arrays import pack_array, unpack_array
 from .history import History
 from .scan import ANCHORED, HASH_MATCH, Scanner
 from .seams import Consumer
