@@ -203,3 +203,19 @@ def test_a_sigterm_in_each_state_stops_the_run_and_the_resumed_run_ends_the_same
     # The switch was made before the recovery's stop (the proof failed at m twice); the checkpoint's
     # stop came at the first one, long before m, and the resumed run's proofs do not fail.
     assert engine.mask_switches == ([] if during.endswith("write_checkpoint") else [(HEAP, 0x7d, 0x3d)])
+
+
+def test_the_period_search_of_period_goes_on_over_a_switch(values, tmp_path):
+    """``period``'s consumer (every value kept on disk, the least preperiod read back) across a switch."""
+    from octalgen.engine.period import ExactProof
+
+    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
+    tally = Tally(0, ExactProof(GAME.max_take, until=UNTIL))
+    engine = Engine(GAME, EngineOptions(until=UNTIL, workers=0, chunk=1 << 14, prefix_limit=1 << 14,
+                                        recent_limit=1 << 14), [tally], table=table, directory=tmp_path,
+                    identity={"command": "period"}, keep_all=True, kernels=_FailingKernels(1, FAILED))
+    engine.run()
+    summary = summarize(engine, tally)
+    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert summary.statistics.digest == fnv1a64(values[:UNTIL])
+    assert summary.period is None  # .167's period, if it has one, is far beyond 300,000

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cpu.verify import PROVEN, UNDECIDED
+from ..cpu.verify import FAILED, PROVEN, UNDECIDED
 from ..errors import Interrupted
 from ..game import OctalGame
 from ..plan import KernelPlan
@@ -313,13 +313,16 @@ class Engine:
         reach = 0 if not self.options.verify else VERIFY_HISTORY if self.history.prefix_complete else None
         for chunk, result in self.pipeline.step(self._goal(), self.options.chunk, self.threads, reach,
                                                 self.history.prefix):
+            switch = None  # far out, a table under another mask instead of a far term (or of every value)
             if result is not None and result.status == UNDECIDED:  # with the recent values, then with every value
                 result = self.pipeline.verify_again(chunk, result, self.history)
                 switch = self._late_switch(chunk, result) if result.status == UNDECIDED else None
                 if switch is None and result.status == UNDECIDED:
                     result = self.pipeline.verify_again(chunk, result, self.history, self.values_before)
+            if result is not None and result.status == FAILED and switch is None:
+                switch = self._late_switch(chunk, result)
             if result is not None and result.status != PROVEN:
-                self._recover(chunk, result, self._late_switch(chunk, result) if result.status != UNDECIDED else switch)
+                self._recover(chunk, result, switch)
                 return
             self._accept(chunk.plan.encoding.decode_values(chunk.codes, chunk.first), chunk.plan, codes=chunk.codes)
             if self._done():

@@ -3,10 +3,10 @@
 * :func:`verify_again`: a chunk came back *undecided* (its proof scans needed values from
   further back than its task held): it is proven here, with the recent values, then (unless
   another mask helps, below) with every value (read back, or recomputed).
-* :func:`switch_for_late_value`: a proof *failed* at heap m far past the prefix, where a new
-  rare value would be a term at offset m (a window of m values): another mask under which
-  every value since the prefix is common, if there is one (the engine then goes on under it,
-  and its verifier proves G(m));
+* :func:`late_switch`: a proof *failed* (or stayed undecided with the recent values) at heap m
+  far past the prefix, where a new rare value would be a term at offset m (a window of m
+  values): another mask under which every value since the prefix is common, if there is one
+  (:func:`switch_for_late_value`; the engine then goes on under it, and its verifier proves G(m));
 * :func:`decide`: a proof *failed* at heap m: G(m) is computed exactly
   (:func:`~.plans.decide_failure`, or the verifier's own value where it is a common one) and
   the :class:`Recovery` says what follows — a new rare value (a new table, a new kernel, exact
