@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from octalgen.cpu.exact import CExactSolver, exact_values_c
 from octalgen.errors import ComputationError, InputError
 from octalgen.game import OctalGame
-from octalgen.reference import exact_values, naive_values
+from octalgen.reference import exact_values
 from octalgen.sparse import find_solver_mask
 
 METHODS = ["blocked", "classic"]

@@ -179,3 +179,44 @@ def test_runs_with_the_threaded_producer_and_the_last_chunk_split_give_the_diges
     assert tasks[-2:] == [(until - (1 << 17), until - (1 << 16)), (until - (1 << 16), until)]  # the last in two
     monkeypatch.setattr(SpeculativeKernel, "fill", _overflowing_at(500_000))
     assert run_engine(".6", until, workers=2, chunk=1 << 17).statistics.digest == truth
+
+
+class _BusyCores(Kernels):
+    """The C kernel, as if its threads had kept waiting for each other at every call past ``heap``."""
+
+    def __init__(self, heap):
+        super().__init__()
+        self.heap = heap
+
+    def __call__(self, plan):
+        kernel, verifier = super().__call__(plan)
+        return _FallingBack(kernel, self.heap), verifier
+
+
+class _FallingBack:
+    def __init__(self, kernel, heap):
+        self.kernel, self.heap = kernel, heap
+        self.dtype, self.max_threads = kernel.dtype, kernel.max_threads
+
+    def fill(self, buffer, first_heap, threads=1):
+        self.kernel.fill(buffer, first_heap, threads)
+        return first_heap if first_heap >= self.heap else None
+
+
+def test_a_kernel_that_falls_back_to_one_thread_is_said_in_the_summary(truth):
+    from octalgen.engine.core import Engine, EngineOptions
+    from octalgen.engine.summary import summarize
+    from octalgen.engine.tally import RecurrenceProof, Tally
+    from octalgen.game import parse_game
+
+    game = parse_game(".6")
+    tally = Tally(0, RecurrenceProof(game.max_take))
+    engine = Engine(game, EngineOptions(until=UNTIL, workers=0, chunk=SIZE), [tally], kernels=_BusyCores(300_000))
+    summary = summarize(engine.run(), tally)
+    assert summary.statistics.digest == fnv1a64(truth)
+    count, first = summary.fallbacks
+    assert count >= 1 and 300_000 <= first < 300_000 + SIZE
+    assert f"kernel threads fell back to one thread {count} time" in "\n".join(summary.lines())
+    assert summary.to_json()["kernel_fallbacks"] == {"count": count, "first_heap": first}
+    tally = Tally(0)
+    assert summarize(Engine(game, EngineOptions(until=100_000, workers=0), [tally]).run(), tally).fallbacks is None

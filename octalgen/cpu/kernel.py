@@ -103,7 +103,7 @@ class SpeculativeKernel:
         """The compiled cffi module (built or loaded from the cache on first use)."""
         return compile_unit(self.unit, self.flags)
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> None:
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> int | None:
         """Compute heaps ``first_heap`` ... in place.
 
         Parameters
@@ -120,6 +120,11 @@ class SpeculativeKernel:
             Threads pass every block of heaps to each other, so a thread that loses its core to
             other work stalls them all.  Unless patient, threads that keep waiting stop and one thread
             finishes the buffer (:attr:`fell_back_at` then names the heap).
+
+        Returns
+        -------
+        int or None
+            :attr:`fell_back_at`: the heap from which one thread finished the buffer, or None.
 
         Raises
         ------
@@ -146,7 +151,7 @@ class SpeculativeKernel:
                                               len(part) - window, first_heap + offset, threads, patient, done)
             offset += int(done[0])
             if status == 0:
-                return
+                return self.fell_back_at
             if status == 1:
                 raise StorageOverflow(first_heap + offset, self.plan)
             if status == -1:
@@ -181,7 +186,7 @@ class NaiveKernel(SpeculativeKernel):
     def unit(self):
         return naive_unit(self.plan)
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> None:
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> int | None:
         if first_heap < self.plan.start or threads != 1 or buffer.dtype != self.dtype:
             raise InputError("the naive kernel runs one thread from plan.start on a buffer of stored codes")
         ffi, lib = self.module.ffi, self.module.lib

@@ -158,7 +158,8 @@ class FixedPointProducer:
         self._logged_seconds = 0.0
 
     def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
-        """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes in ``buffer[:W]``."""
+        """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes in ``buffer[:W]`` (one GPU
+        producer: it never falls back, so it returns None)."""
         kernel = self.plan
         w = kernel.window
         if first_heap < kernel.start:

@@ -27,6 +27,8 @@ class Accounting:
     kernel_values: int = 0
     verified_values: int = 0
     values: int = 0
+    kernel_fallbacks: int = 0  # kernel calls whose threads fell back to one (the cores were busy)
+    first_fallback: int | None = None
 
     def roles(self) -> dict:
         """``{role: {"cpu_seconds", "per_1e8_values", "values_per_cpu_second"}}``."""

@@ -204,6 +204,7 @@ class Engine:
             self.pipeline.close()
             self.pipeline = None
         session.kernel, session.kernel_values = self.producer.cpu_seconds, self.producer.values
+        session.kernel_fallbacks, session.first_fallback = self.producer.fallbacks, self.producer.first_fallback
         session.exact = self.exact.cpu_seconds
         session.values = self.position - first if first is not None else 0
         session.wall = time.monotonic() - began

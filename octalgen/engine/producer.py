@@ -75,6 +75,9 @@ class Producer:
         Heaps below it are produced (or were proven when it was reset).
     cpu_seconds, values : float, int
         The kernel's CPU time and the heaps it produced, since the producer was made.
+    fallbacks, first_fallback : int, int or None
+        Kernel calls whose threads kept waiting for each other and went on with one thread (the
+        cores were busy), and the heap where the first did.
     """
 
     def __init__(self, kernels: KernelPlugin, check_stop: Callable[[], None]):
@@ -88,6 +91,7 @@ class Producer:
         self.ring_base = 0
         self.cpu_seconds = 0.0
         self.values = 0
+        self.fallbacks, self.first_fallback = 0, None
         self._next_size = FIRST_CHUNK
 
     def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None) -> None:
@@ -128,7 +132,10 @@ class Producer:
             for lo in range(0, b - a, FILL_STEP):
                 self.check_stop()
                 hi = min(b - a, lo + FILL_STEP)
-                kernel.fill(buffer[lo: w + hi], a + lo, min(threads, kernel.max_threads))
+                fell_back = kernel.fill(buffer[lo: w + hi], a + lo, min(threads, kernel.max_threads))
+                if fell_back is not None:
+                    self.fallbacks += 1
+                    self.first_fallback = self.first_fallback or fell_back
         except StorageOverflow as exc:
             overflow, b = exc, exc.heap
         finally:

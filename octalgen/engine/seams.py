@@ -31,9 +31,11 @@ class ChunkFiller(Protocol):
     #: The most threads :meth:`fill` may be given.
     max_threads: int
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> int | None:
         """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes of the W heaps before, in
-        ``buffer[:W]``; raises :class:`~octalgen.cpu.kernel.StorageOverflow` at a value the storage cannot hold."""
+        ``buffer[:W]``; raises :class:`~octalgen.cpu.kernel.StorageOverflow` at a value the storage cannot hold.
+        Returns the heap from which one thread went on where the threads kept waiting for each other
+        (the cores were busy), else None."""
 
 
 @runtime_checkable

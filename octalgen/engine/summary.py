@@ -38,6 +38,9 @@ class RunSummary:
         CPU seconds per role of this session (:meth:`~octalgen.engine.core.Engine.accounting`).
     split : Split or None
         The automatic split of the cores, with its predicted rate (:mod:`.split`).
+    fallbacks : (int, int) or None
+        Kernel calls of this session whose threads kept waiting for each other and went on with one
+        thread, and the heap of the first (None: none did).
     """
 
     statistics: Statistics
@@ -51,6 +54,7 @@ class RunSummary:
     session_seconds: float = 0.0
     roles: dict | None = None
     split: object = None
+    fallbacks: tuple | None = None
 
     @property
     def values_per_second(self) -> float | None:
@@ -90,6 +94,10 @@ class RunSummary:
                          "session)")
         elif self.session_seconds > 0:
             lines.append(f"nothing left to do ({self.statistics.values} values were already proven)")
+        if self.fallbacks:
+            count, first = self.fallbacks
+            lines.append(f"kernel threads fell back to one thread {count} time{'s' if count > 1 else ''}, first at "
+                         f"G({first}): the cores were busy with other work")
         if engineering:
             lines += self.engineering_lines()
         return lines
@@ -122,6 +130,8 @@ class RunSummary:
                       session={"values": self.session_values, "seconds": round(self.session_seconds, 3),
                                "values_per_second": round(rate) if rate is not None else None},
                       cpu_roles=self.roles,
+                      kernel_fallbacks=None if self.fallbacks is None else {
+                          "count": self.fallbacks[0], "first_heap": self.fallbacks[1]},
                       cores=None if self.split is None else {
                           "kernel_threads": self.split.threads, "verifying_processes": self.split.workers,
                           "predicted_values_per_second": round(self.split.predicted),
@@ -138,7 +148,9 @@ def summarize(engine, tally) -> RunSummary:
     return RunSummary(statistics, engine.table, *_period(prover.state() if prover is not None else None),
                       hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.elapsed,
                       session_values=engine.session.values, session_seconds=engine.session.wall,
-                      roles=engine.session.roles(), split=engine.split)
+                      roles=engine.session.roles(), split=engine.split,
+                      fallbacks=(engine.session.kernel_fallbacks, engine.session.first_fallback)
+                      if engine.session.kernel_fallbacks else None)
 
 
 def summary_of_checkpoint(directory) -> RunSummary:
