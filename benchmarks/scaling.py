@@ -5,10 +5,13 @@ restricted to c cores (``taskset``), with the automatic split of kernel threads 
 processes; each row gives the split, the kernel's speculative rate with those threads (measured
 by the split), the verified values/s over the run, and the ratio to one core::
 
-    python benchmarks/scaling.py                 # .6, N = 10^7 (each row well under a minute here)
-    python benchmarks/scaling.py --count 5e7     # for 16 cores and more
+    python benchmarks/scaling.py                 # .6, N at least 10^7 (each row well under a minute here)
+    python benchmarks/scaling.py --count 5e7
 
-N is kept small enough that every row finishes within a minute on this 2-core machine.
+Each row's N is at least ``--count`` and at least CHUNKS_PER_WORKER chunks (of the engine's
+default size) per core, so that every verifying process gets several chunks and the row does not
+measure the start and the last chunk's drain; the row prints its N.  With 16 cores that is
+1.3 * 10^8 values (about 20 s at 8 M values/s).
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ import subprocess
 import sys
 import tempfile
 
+from octalgen.engine.options import CHUNK
+
+#: Chunks per core a row proves at least.
+CHUNKS_PER_WORKER = 4
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -30,14 +38,15 @@ def main() -> int:
     counts = [c for c in (1, 2, 4, 8, 16, 32, 64) if c <= len(available)]
     print(f"octalgen run {args.game} --until {args.count}, automatic split; {len(available)} cores here, "
           f"load average {os.getloadavg()[0]:.2f} at start")
-    print(f"{'cores':>5} {'threads':>7} {'verifiers':>9} {'speculative/s':>14} {'verified/s':>12} {'predicted/s':>12} "
-          f"{'x 1 core':>9}")
+    print(f"{'cores':>5} {'N':>11} {'threads':>7} {'verifiers':>9} {'speculative/s':>14} {'verified/s':>12} "
+          f"{'predicted/s':>12} {'x 1 core':>9}")
     base = None
     for cores in counts:
         cpus = ",".join(str(c) for c in available[:cores])
+        count = max(int(float(args.count)), cores * CHUNKS_PER_WORKER * CHUNK)
         with tempfile.TemporaryDirectory(prefix="octalgen-scaling-") as scratch:
             done = subprocess.run(["taskset", "-c", cpus, sys.executable, "-m", "octalgen", "-q", "run", args.game,
-                                   "--until", args.count, "--checkpoint", scratch, "--json"],
+                                   "--until", str(count), "--checkpoint", scratch, "--json"],
                                   capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"{cores} cores: {done.stderr.strip()}")
@@ -46,7 +55,7 @@ def main() -> int:
         threads = split["kernel_threads"] if split else 1
         speculative = split["kernel_values_per_second"][str(threads)] if split else None
         base = base or rate
-        print(f"{cores:>5} {threads:>7} {split['verifying_processes'] if split else 0:>9} "
+        print(f"{cores:>5} {count:>11,} {threads:>7} {split['verifying_processes'] if split else 0:>9} "
               f"{speculative or 0:>14,} {rate:>12,} {split['predicted_values_per_second'] if split else 0:>12,} "
               f"{rate / base:>9.2f}")
         print(f"      digest {figures['fnv1a64']}; CPU seconds per 10^8 values: " + ", ".join(
