@@ -127,17 +127,24 @@ def test_run_proves_the_period_of_16_and_stops():
     assert summary.statistics.digest == fnv1a64(compute_values(".16", 0, values, backend="c", workers=0))
 
 
-def test_a_planted_fault_is_corrected(monkeypatch, caplog):
+def _plant_fault(monkeypatch, at: int) -> list:
+    """Flip a bit of the twin's code at offset ``at`` of the first read long enough, once (the list
+    returned names it once done)."""
     read, planted = twin.Speculator.read, []
 
     def faulty_read(self, lo, hi, out=None):
         codes = read(self, lo, hi, out)
-        if not planted and len(codes) > 3000:
-            codes[3000] ^= 1
-            planted.append(3000)
+        if not planted and len(codes) > at:
+            codes[at] ^= 1
+            planted.append(at)
         return codes
 
     monkeypatch.setattr(twin.Speculator, "read", faulty_read)
+    return planted
+
+
+def test_a_planted_fault_is_corrected(monkeypatch, caplog):
+    planted = _plant_fault(monkeypatch, 3000)
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         summary, _ = run_twin(".16", 40_000)
     assert planted and "verification corrected G(" in caplog.text
@@ -190,16 +197,7 @@ class LateTwinKernels(plugin.TwinKernels):
 
 
 def test_asynchronous_proofs_done_late_and_out_of_order_keep_the_order_and_recover(monkeypatch, caplog):
-    read, planted = twin.Speculator.read, []
-
-    def faulty_read(self, lo, hi, out=None):
-        codes = read(self, lo, hi, out)
-        if not planted and len(codes) > 1000:
-            codes[1000] ^= 1
-            planted.append(1000)
-        return codes
-
-    monkeypatch.setattr(twin.Speculator, "read", faulty_read)
+    planted = _plant_fault(monkeypatch, 1000)
     kernels = LateTwinKernels(256)
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         summary, _ = run_twin(".16", 60_000, kernels=kernels, chunk=1 << 11)

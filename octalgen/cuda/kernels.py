@@ -49,6 +49,23 @@ class CompiledKernels:
     artefact: Artefact
 
 
+def command_from_environment(variable: str, what: str) -> list[str] | None:
+    """The command ``$variable`` names (split as a shell would), None where it is not set.
+
+    Raises
+    ------
+    ToolMissingError
+        When the command it names is not found.
+    """
+    chosen = os.environ.get(variable)
+    if not chosen:
+        return None
+    command = shlex.split(chosen)
+    if not shutil.which(command[0]):
+        raise ToolMissingError(f"{what} {command[0]!r} from ${variable} not found; set {variable} to the {what}")
+    return command
+
+
 def find_nvcc() -> list[str]:
     """The nvcc command: ``$NVCC`` if set, else ``nvcc`` on PATH, else /usr/local/cuda/bin/nvcc.
 
@@ -56,12 +73,9 @@ def find_nvcc() -> list[str]:
     ------
     ToolMissingError
     """
-    chosen = os.environ.get("NVCC")
+    chosen = command_from_environment("NVCC", "CUDA compiler")
     if chosen:
-        command = shlex.split(chosen)
-        if shutil.which(command[0]):
-            return command
-        raise ToolMissingError(f"nvcc {command[0]!r} from $NVCC not found; set NVCC to the CUDA compiler")
+        return chosen
     for candidate in ("nvcc", "/usr/local/cuda/bin/nvcc"):
         if shutil.which(candidate):
             return [candidate]

@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ComputationError
 from . import persistent_twin, twin
 from .cuda_plan import CudaPlan
-from .runtime import DEVICE_TO_HOST, LOG_CAPACITY, RING_LEAST, _copy_async, _module, _round_block_threads
+from .runtime import LOG_CAPACITY, RING_LEAST, RoundLog, _module, _round_block_threads, read_ring
 
 # The mapped cell (templates/cuda/kernels.cu.j2: CELL_*).
 CELL_FRONT, CELL_ROUND, CELL_OVERFLOW, CELL_STATUS, CELL_LIMIT, CELL_STOP, CELL_SIZE = range(7)
@@ -105,7 +105,7 @@ class GpuPersistentSpeculator:
                                    f"kernel; this GPU holds {count * _blocks_fit(self.kernel, self.threads)}")
         self.codes = cupy.zeros(self.ring, dtype=cupy.uint8)
         self.flags = cupy.zeros(2 * self.blocks, dtype=cupy.uint64)
-        self.log = cupy.zeros(2 * LOG_CAPACITY, dtype=cupy.int64)
+        self.log = RoundLog()
         self.cell = MappedCell(CELL_SIZE)
         greatest = cupy.cuda.runtime.deviceGetStreamPriorityRange()[1]
         self.stream = cupy.cuda.Stream(non_blocking=True, priority=greatest)
@@ -113,8 +113,6 @@ class GpuPersistentSpeculator:
         self.seconds = 0.0
         self.launches = 0
         self._launch_events = None
-        self._taken = 0
-        self._log_parts: list[np.ndarray] = []
 
     @property
     def capacity(self) -> int:
@@ -142,7 +140,7 @@ class GpuPersistentSpeculator:
         cell = self.cell.host
         cell[:] = 0
         cell[CELL_FRONT], cell[CELL_LIMIT], cell[CELL_STATUS] = w, w + self.ring, STATUS_STOPPED
-        self._taken, self._log_parts = 0, []
+        self.log.reset()
 
     def release(self, position: int) -> None:
         """Raise the mapped limit: the kernel reads it once a round."""
@@ -156,7 +154,7 @@ class GpuPersistentSpeculator:
             if not self._running():
                 self._launch()
             time.sleep(POLL)
-            if int(self.cell.host[CELL_ROUND]) - self._taken > LOG_CAPACITY // 2:
+            if self.log.due(int(self.cell.host[CELL_ROUND])):
                 self._drain_log()  # a long wait: copy the log out before its ring comes round
 
     def _launch(self) -> None:
@@ -171,7 +169,7 @@ class GpuPersistentSpeculator:
             self.flags.fill(0)  # no stale flag can carry this launch's round tag
             began.record(self.stream)
             self.kernel((self.blocks,), (self.threads,),
-                        (self.codes, self.flags, self.cell.device, self.log, np.uint32(LOG_CAPACITY - 1),
+                        (self.codes, self.flags, self.cell.device, self.log.device, np.uint32(LOG_CAPACITY - 1),
                          np.uint32(self.ring - 1), np.int64(front), np.int64(rounds),
                          np.int64(persistent_twin.stop_front(front, self.ring, w, self.window)),
                          np.int32(self.idle_rounds)),
@@ -212,33 +210,14 @@ class GpuPersistentSpeculator:
         codes are never written again)."""
         if hi > self.front:
             raise ValueError(f"positions up to {hi} asked for, final only below {self.front}")
-        out = np.empty(hi - lo, dtype=np.uint8) if out is None else out
-        mask, done = self.ring - 1, 0
-        while done < hi - lo:
-            start = (lo + done) & mask
-            part = min(hi - lo - done, self.ring - start)
-            _copy_async(out.ctypes.data + done, self.codes.data.ptr + start, part, DEVICE_TO_HOST, self.copy_stream)
-            done += part
-        self.copy_stream.synchronize()
-        return out
+        return read_ring(self.codes, lo, hi, out, self.copy_stream)
 
     def take_log(self) -> np.ndarray:
         """(front, hi) of each round run since the last call."""
-        self._drain_log()
-        parts, self._log_parts = self._log_parts, []
-        return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+        return self.log.take(int(self.cell.host[CELL_ROUND]), self.copy_stream)
 
     def _drain_log(self) -> None:
-        rounds = int(self.cell.host[CELL_ROUND])
-        first = self._taken
-        if rounds - first > LOG_CAPACITY:
-            raise ComputationError(f"the round log lost {rounds - first - LOG_CAPACITY} rounds: a bug, please report it")
-        while first < rounds:
-            start = first & (LOG_CAPACITY - 1)
-            part = min(rounds - first, LOG_CAPACITY - start)
-            self._log_parts.append(self.log[2 * start: 2 * (start + part)].get(stream=self.copy_stream).reshape(-1, 2))
-            first += part
-        self._taken = rounds
+        self.log.drain(int(self.cell.host[CELL_ROUND]), self.copy_stream)
 
 
 def barrier_microbenchmark(plan: CudaPlan, rounds: int = 20_000, first: int = 1 << 16) -> dict:

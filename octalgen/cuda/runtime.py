@@ -144,6 +144,57 @@ def _copy_async(destination: int, source: int, size: int, kind: int, stream) -> 
     cupy.cuda.runtime.memcpyAsync(destination, source, size, kind, stream.ptr)
 
 
+def read_ring(ring, lo: int, hi: int, out: np.ndarray | None, stream) -> np.ndarray:
+    """Codes of positions ``[lo, hi)`` of a device ``ring`` (a power of two long), copied on ``stream``
+    straight into ``out`` (contiguous uint8; made where None): no staging array, no concatenation."""
+    out = np.empty(hi - lo, dtype=np.uint8) if out is None else out
+    mask, done = len(ring) - 1, 0
+    while done < hi - lo:
+        start = (lo + done) & mask
+        part = min(hi - lo - done, len(ring) - start)
+        _copy_async(out.ctypes.data + done, ring.data.ptr + start, part, DEVICE_TO_HOST, stream)
+        done += part
+    stream.synchronize()
+    return out
+
+
+class RoundLog:
+    """The device's log of rounds, ``(front, hi)`` each, a ring of :data:`LOG_CAPACITY` that the round
+    kernels write: copied out as the host reads how many rounds ran, so that none is ever lost."""
+
+    def __init__(self):
+        import cupy
+
+        self.device = cupy.zeros(2 * LOG_CAPACITY, dtype=cupy.int64)
+        self.reset()
+
+    def reset(self) -> None:
+        self.taken = 0  # rounds copied out
+        self._parts: list[np.ndarray] = []  # copied out, not yet taken
+
+    def due(self, rounds: int) -> bool:
+        """Whether ``rounds`` run so far leave half the ring not copied out (a long wait: copy now)."""
+        return rounds - self.taken > LOG_CAPACITY // 2
+
+    def drain(self, rounds: int, stream) -> None:
+        """Copy out the rounds below ``rounds`` (the count the device published) not copied yet."""
+        first = self.taken
+        if rounds - first > LOG_CAPACITY:
+            raise ComputationError(f"the round log lost {rounds - first - LOG_CAPACITY} rounds: a bug, please report it")
+        while first < rounds:
+            start = first & (LOG_CAPACITY - 1)
+            part = min(rounds - first, LOG_CAPACITY - start)
+            self._parts.append(self.device[2 * start: 2 * (start + part)].get(stream=stream).reshape(-1, 2))
+            first += part
+        self.taken = rounds
+
+    def take(self, rounds: int, stream) -> np.ndarray:
+        """(front, hi) of each round below ``rounds`` since the last call."""
+        self.drain(rounds, stream)
+        parts, self._parts = self._parts, []
+        return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+
+
 class GpuSpeculator:
     """The round kernel on the device, driven as :class:`~octalgen.cuda.twin.Speculator` drives its rounds.
 
@@ -176,7 +227,7 @@ class GpuSpeculator:
         self.buffers = [cupy.zeros(self.ring, dtype=cupy.uint8) for _ in range(2)]
         self.cache = cupy.zeros(8 * self.cache_ring if plan.options.cache_final else 8, dtype=cupy.uint32)
         self.state = cupy.zeros(twin.STATE_SIZE, dtype=cupy.int64)
-        self.log = cupy.zeros(2 * LOG_CAPACITY, dtype=cupy.int64)
+        self.log = RoundLog()
         greatest = cupy.cuda.runtime.deviceGetStreamPriorityRange()[1]  # numerically least
         self.stream = cupy.cuda.Stream(non_blocking=True, priority=greatest)
         self.copy_stream = cupy.cuda.Stream(non_blocking=True)
@@ -192,15 +243,13 @@ class GpuSpeculator:
             for r in range(rounds_per_launch):
                 phase = r % twin.PHASES
                 read, write = self.buffers[phase % 2], self.buffers[1 - phase % 2]
-                kernel(grid, block, (read, write, self.cache, self.state, self.log, np.uint32(LOG_CAPACITY - 1),
+                kernel(grid, block, (read, write, self.cache, self.state, self.log.device, np.uint32(LOG_CAPACITY - 1),
                                      np.uint32(self.ring - 1), np.uint32(self.cache_ring - 1),
                                      np.int64(window), np.int64(self.span), np.int32(phase)))
             self.graph = self.stream.end_capture()
         self.seconds = 0.0
         self._queue: deque = deque()
         self._host_state = twin.initial_state(0, 0)
-        self._taken = 0
-        self._log_parts: list[np.ndarray] = []  # rounds copied out of the log, not yet taken
         self._served = 0
         self._next_slot = 0
         self._advance_estimate = max(1, window // 16)
@@ -222,8 +271,7 @@ class GpuSpeculator:
         self.stream.synchronize()
         self._host_state = state
         self._limit_cell[0] = w + self.ring
-        self._taken = 0
-        self._log_parts = []
+        self.log.reset()
         self._served = w
 
     def _drain(self) -> None:
@@ -293,7 +341,7 @@ class GpuSpeculator:
                 self._enqueue()
             self._queue[0][2].synchronize()
             self._account()
-            if int(self._host_state[twin.ROUND]) - self._taken > LOG_CAPACITY // 2:
+            if self.log.due(int(self._host_state[twin.ROUND])):
                 self._drain_log()  # a long wait: copy the log out before its ring comes round
         rounds = int(self._host_state[twin.ROUND]) - rounds_before
         if rounds > 0 and self.front > front_before:
@@ -304,35 +352,15 @@ class GpuSpeculator:
         into ``out`` (contiguous uint8) where given: no staging array, no concatenation."""
         if hi > self.front:
             raise ValueError(f"positions up to {hi} asked for, final only below {self.front}")
-        buffer = self.buffers[int(self._host_state[twin.ROUND]) % 2]
-        out = np.empty(hi - lo, dtype=np.uint8) if out is None else out
-        mask, done = self.ring - 1, 0
-        while done < hi - lo:
-            start = (lo + done) & mask
-            part = min(hi - lo - done, self.ring - start)
-            _copy_async(out.ctypes.data + done, buffer.data.ptr + start, part, DEVICE_TO_HOST, self.copy_stream)
-            done += part
-        self.copy_stream.synchronize()
-        return out
+        return read_ring(self.buffers[int(self._host_state[twin.ROUND]) % 2], lo, hi, out, self.copy_stream)
 
     def take_log(self) -> np.ndarray:
         """(front, hi) of each round finished by the last state the host read, since the last call."""
-        self._drain_log()
-        parts, self._log_parts = self._log_parts, []
-        return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+        return self.log.take(int(self._host_state[twin.ROUND]), self.copy_stream)
 
     def _drain_log(self) -> None:
         """Copy the rounds finished since the last copy out of the device's log ring."""
-        rounds = int(self._host_state[twin.ROUND])
-        first = self._taken
-        if rounds - first > LOG_CAPACITY:
-            raise ComputationError(f"the round log lost {rounds - first - LOG_CAPACITY} rounds: a bug, please report it")
-        while first < rounds:
-            start = first & (LOG_CAPACITY - 1)
-            part = min(rounds - first, LOG_CAPACITY - start)
-            self._log_parts.append(self.log[2 * start: 2 * (start + part)].get(stream=self.copy_stream).reshape(-1, 2))
-            first += part
-        self._taken = rounds
+        self.log.drain(int(self._host_state[twin.ROUND]), self.copy_stream)
 
 
 class GpuVerifier:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BuildError, ToolMissingError
-from .kernels import find_nvcc
+from .kernels import command_from_environment, find_nvcc
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);")
 _LABEL = re.compile(r"^(\.L_x_\d+):", re.MULTILINE)  # nvdisasm names branch targets
@@ -37,12 +36,9 @@ def find_disassembler() -> list[str]:
     ------
     ToolMissingError
     """
-    chosen = os.environ.get("CUOBJDUMP")
+    chosen = command_from_environment("CUOBJDUMP", "SASS disassembler")
     if chosen:
-        command = shlex.split(chosen)
-        if shutil.which(command[0]):
-            return command
-        raise ToolMissingError(f"cuobjdump {command[0]!r} from $CUOBJDUMP not found")
+        return chosen
     folders = []
     try:
         nvcc = shutil.which(find_nvcc()[0])
