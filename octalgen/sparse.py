@@ -14,8 +14,9 @@ A sparse space is one of two kinds (:class:`Rarity`):
   the last at 284); ``.051`` under mask 7 has the rare positions 0, 3, 7, 13, 17, 27, 37.
 
 :func:`find_rare_space` finds the kind and the mask of a table from a prefix of values;
-:func:`find_solver_mask` the mask under which the exact solver goes fastest.  Both score every
-mask at once with a Walsh–Hadamard transform of the values' histogram.
+:func:`find_solver_mask` the mask under which the exact solver goes fastest;
+:func:`find_late_switch` the mask a run switches to when a value rare under its own appears far
+out.  All score every mask at once with a Walsh–Hadamard transform of the values' histogram.
 
 This module depends on numpy only: the exact reference (:mod:`octalgen.reference`) and the
 tables (:mod:`octalgen.rare`) both build on it, and neither is imported here.
