@@ -40,7 +40,7 @@ import numpy as np
 
 from ..cpu.kernel import StorageOverflow
 from ..cpu.verify import PROVEN, Verifier, VerifyResult
-from ..engine.executors import VERIFY_HISTORY, verify_interval
+from ..engine.executors import recent_start, verify_interval
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
 from . import twin
@@ -297,7 +297,7 @@ class AsynchronousHybridVerifier(HybridVerifier):
         """Start the device's proof of ``[a, b)`` as :func:`~octalgen.engine.executors.verify_task` would
         (from the recent codes first) and return at once."""
         began = time.thread_time()
-        recent = max(base, a - self.plan.window - VERIFY_HISTORY)
+        recent = recent_start(self.plan.window, base, a)
         stretch = self._prepare(codes[recent - base: b - base], recent, prefix, a, b)
         launch = self.device.launch(stretch, recent, self._scan, a, b)
         return DeviceProof(self, launch, (codes, base, prefix, a, b), time.thread_time() - began)

@@ -26,11 +26,15 @@ INLINE_LIMIT = 1 << 20
 
 
 def pack_array(array) -> dict:
-    """A numpy array as a JSON-friendly dict (dtype, length, zlib + base64 bytes)."""
+    """A numpy array as a JSON-friendly dict (dtype, length, zlib + base64 bytes; over
+    :data:`INLINE_LIMIT`, also the sha256 of the compressed bytes, which names its file)."""
     array = np.ascontiguousarray(array)
     little = array.astype(array.dtype.newbyteorder("<"), copy=False)
-    return {"dtype": array.dtype.name, "length": len(array),
-            "zlib": base64.b64encode(zlib.compress(little.tobytes(), 6)).decode("ascii")}
+    compressed = zlib.compress(little.tobytes(), 6)
+    packed = {"dtype": array.dtype.name, "length": len(array), "zlib": base64.b64encode(compressed).decode("ascii")}
+    if len(packed["zlib"]) > INLINE_LIMIT:  # hashed once here, not at every checkpoint that holds it
+        packed["sha256"] = hashlib.sha256(compressed).hexdigest()
+    return packed
 
 
 def unpack_array(packed: dict) -> np.ndarray:
@@ -42,51 +46,37 @@ def unpack_array(packed: dict) -> np.ndarray:
     return array.astype(dtype.newbyteorder("="))
 
 
-#: The digests of large arrays, ``{id of the base64 text: (that text, sha256)}``: a consumer hands the
-#: same packed array to every checkpoint, hashed once (the text is kept so that its id is not reused).
-_DIGESTS: dict[int, tuple[str, str]] = {}
-_DIGESTS_KEPT = 4
+def _is_packed(node) -> bool:
+    """Whether ``node`` is :func:`pack_array`'s dict, or its file form."""
+    return isinstance(node, dict) and "dtype" in node and "length" in node and ("zlib" in node or "file" in node)
 
 
 def _packed_arrays(node):
-    """Every packed array (:func:`pack_array`'s dict, or its file form) in a body, depth first."""
-    if isinstance(node, dict):
-        if "dtype" in node and "length" in node and ("zlib" in node or "file" in node):
-            yield node
-        else:
-            for value in node.values():
-                yield from _packed_arrays(value)
-    elif isinstance(node, list):
-        for value in node:
+    """Every packed array in a body, depth first."""
+    if _is_packed(node):
+        yield node
+    elif isinstance(node, (dict, list)):
+        for value in node.values() if isinstance(node, dict) else node:
             yield from _packed_arrays(value)
 
 
 def outlined(node, directory: Path, write):
-    """``node`` with each packed array over :data:`INLINE_LIMIT` replaced by its file (written if new,
-    with ``write(path, data)``: atomically, as the checkpoint itself)."""
-    if isinstance(node, list):
-        return [outlined(value, directory, write) for value in node]
-    if not isinstance(node, dict):
-        return node
-    if "zlib" in node and "dtype" in node and "length" in node:
-        text = node["zlib"]
-        if len(text) <= INLINE_LIMIT:
+    """``node`` with each packed array over :data:`INLINE_LIMIT` (those with a ``sha256``) replaced by
+    its file (written if new, with ``write(path, data)``: atomically, as the checkpoint itself)."""
+    if _is_packed(node):
+        if "sha256" not in node:
             return node
-        known = _DIGESTS.get(id(text))
-        data = None
-        if known is None or known[0] is not text:
-            data = base64.b64decode(text)
-            known = (text, hashlib.sha256(data).hexdigest())
-            _DIGESTS[id(text)] = known
-            while len(_DIGESTS) > _DIGESTS_KEPT:
-                del _DIGESTS[next(iter(_DIGESTS))]
-        path = directory / ARRAYS / f"{known[1]}.zlib"
+        path = directory / ARRAYS / f"{node['sha256']}.zlib"
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
-            write(path, data if data is not None else base64.b64decode(text))
-        return {"dtype": node["dtype"], "length": node["length"], "file": f"{ARRAYS}/{known[1]}.zlib",
-                "sha256": known[1]}
-    return {key: outlined(value, directory, write) for key, value in node.items()}
+            write(path, base64.b64decode(node["zlib"]))
+        return {"dtype": node["dtype"], "length": node["length"], "file": f"{ARRAYS}/{path.name}",
+                "sha256": node["sha256"]}
+    if isinstance(node, list):
+        return [outlined(value, directory, write) for value in node]
+    if isinstance(node, dict):
+        return {key: outlined(value, directory, write) for key, value in node.items()}
+    return node
 
 
 def inlined(body: dict, directory: Path) -> None:
@@ -104,7 +94,7 @@ def inlined(body: dict, directory: Path) -> None:
             raise CheckpointError(f"checkpoint in {directory}: {path} fails its checksum (corrupt or edited); it was "
                                   "left untouched")
         node["zlib"] = base64.b64encode(data).decode("ascii")
-        del node["file"], node["sha256"]
+        del node["file"]  # the sha256 stays: the next checkpoint names the same file
 
 
 def remove_unnamed_arrays(directory: Path, body: dict) -> None:

@@ -44,10 +44,15 @@ IN_PROCESS_PIECE = 1 << 17
 POLL_SLICE = 0.02
 
 
+def recent_start(window: int, base: int, a: int) -> int:
+    """The first heap of the recent history a proof of heaps from ``a`` is first given: the kernel's
+    ``window`` and :data:`VERIFY_HISTORY` heaps before ``a``, not before ``base``."""
+    return max(base, a - window - VERIFY_HISTORY)
+
+
 def verify_interval(verifier, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
     """Verify [a, b) from recent history first, then all of ``codes`` (heaps base ...) where undecided."""
-    window = verifier.plan.window
-    recent = max(base, a - window - VERIFY_HISTORY)
+    recent = recent_start(verifier.plan.window, base, a)
     result = verifier.verify(codes[recent - base: b - base], recent, prefix, a, b)
     if result.status == UNDECIDED and recent > base:
         retry = verifier.verify(codes[: b - base], base, prefix, result.heap, b)

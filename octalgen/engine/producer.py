@@ -135,7 +135,7 @@ class Producer:
                 fell_back = kernel.fill(buffer[lo: w + hi], a + lo, min(threads, kernel.max_threads))
                 if fell_back is not None:
                     self.fallbacks += 1
-                    self.first_fallback = self.first_fallback or fell_back
+                    self.first_fallback = fell_back if self.first_fallback is None else self.first_fallback
         except StorageOverflow as exc:
             overflow, b = exc, exc.heap
         finally:

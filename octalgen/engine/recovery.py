@@ -95,7 +95,7 @@ def switch_for_late_value(table: RareTable, history: History, failure: VerifyRes
     known = failure.true_value
     if known is not None and not table.is_rare(known, m):
         return None
-    late = np.concatenate([late, np.unique(pending), [known] if known is not None else []]).astype(np.int64)
+    late = np.concatenate([late, pending, [known] if known is not None else []]).astype(np.int64)
     below = known + 1 if known is not None else speculated + (failure.status == UNDECIDED)
     rarity = find_late_switch(prefix, late, table.rarity, below)
     if rarity is None:
