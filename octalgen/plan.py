@@ -122,6 +122,13 @@ class Encoding:
         heaps = (0,) if self.parity is None else (self.parity, 1 - self.parity)  # of class 0, 1
         return np.array([[self.decode(code, heap) for code in range(256)] for heap in heaps], dtype=np.uint16)
 
+    @cached_property
+    def rare_rows(self) -> np.ndarray:
+        """For u8: the value *rare* at heaps of each class that has each code (the common one of
+        :attr:`decode_rows` with bit ``dropped_bit`` flipped), uint16, a row per class.  A pair of
+        common heaps gives such a value, and XOR-linearity makes its code the XOR of theirs."""
+        return self.decode_rows ^ np.uint16(1 << self.dropped_bit)
+
     def decode_values(self, codes: np.ndarray, first: int | None = None) -> np.ndarray:
         """:meth:`decode` on the stored codes of heaps ``first`` ..., as uint16 (a table look-up for
         u8: the hot path; positional rarity looks up heaps of each class in its own row)."""

@@ -84,13 +84,19 @@ class Rarity:
 
     def rare_flags(self, values, first: int | None = None) -> np.ndarray:
         """Boolean array: is ``values[i]`` rare at heap ``first + i`` (positional rarity needs ``first``)."""
-        values = np.asarray(values, dtype=np.int64)
-        bits = np.bitwise_count(values & self.mask).astype(np.int64)
+        values = np.asarray(values)
+        mask = self.mask
+        if values.dtype.kind == "u":  # in their own width (a run's 2^23-value prefix: no int64 copies)
+            mask &= int(np.iinfo(values.dtype).max)
+        else:
+            values = values.astype(np.int64)
+        odd = np.bitwise_count(values & values.dtype.type(mask)) & np.uint8(1)
         if self.parity is not None:
             if first is None:
                 raise ValueError("positional rarity depends on the heap: give the first one")
-            bits += (np.arange(len(values), dtype=np.int64) + first + self.parity) & 1
-        return bits % 2 == 0
+            start = (int(first) + self.parity) & 1
+            odd ^= np.resize(np.array([start, 1 - start], dtype=np.uint8), len(values))
+        return odd == 0
 
     def describe(self, take: int | None = None) -> str:
         """The rule in words, e.g. ``popcount(G(n) & 0x17) + n + 3 even`` (``take``: t to show, else the parity)."""

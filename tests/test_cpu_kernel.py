@@ -320,11 +320,14 @@ def test_u16_verifier_rejects_a_rare_value_in_its_history():
 # -- the verifier's proof scans against the reference ------------------------------------------
 
 #: The proof scans the verifier can be built with: this CPU's vector path, the plain C path, and
-#: the vector logic at the widths of other CPUs (16 bytes: SSE, NEON; 64: AVX-512), run here.
+#: the vector logic at the widths of other CPUs, run here.  u16 values: GCC vectors of 16 bytes
+#: (SSE, NEON), 32 or 64 (AVX-512), at any width on any CPU.  u8 codes: AVX2 for widths below 64,
+#: AVX-512BW for 64 where the CPU has it (else AVX2), the plain path without AVX2.
 SCANS = {
     "native": DEFAULT_CFLAGS,
     "plain": PLAIN_SCAN_FLAGS,
     "16-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=16"),
+    "32-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=32"),
     "64-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-Wno-psabi"),
 }
 

@@ -105,6 +105,16 @@ def test_rarity_by_heap():
         rarity.is_rare(0)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.int64])
+@pytest.mark.parametrize("rarity", [Rarity(0x1EE), Rarity(0x17, 1), Rarity(0x7, 0), Rarity(0x3FFFF)])
+def test_rare_flags_in_every_width_equal_the_definition(rarity, dtype):
+    # rare_flags works in the values' own width (a 2^23-value uint16 prefix is checked per process):
+    # a mask wider than the values, and a first heap past 255, change nothing.
+    values = np.random.default_rng(7).integers(0, 256 if dtype == np.uint8 else 60_000, 999).astype(dtype)
+    first = 70_001
+    assert rarity.rare_flags(values, first).tolist() == [rarity.is_rare(int(v), first + i) for i, v in enumerate(values)]
+
+
 # -- tables: schema 2, and schema 1 still loads ---------------------------------------------
 
 
@@ -183,7 +193,8 @@ def test_a_value_rare_at_its_heap_is_not_proven():
 
 def test_the_rare_test_is_the_heaps():
     # .106's table cut after 101: the kernel's value at 320 misses the rare value G(320).  The verifier
-    # refutes it; built with the rare set of the other class (a parity mistake) it would prove it.
+    # refutes it; built with the rare set of the other class (a parity mistake) it errs: it refutes a
+    # right value before 320.
     truth = reference(".106", 2000)
     full = RareTable.from_values(".106", truth)
     plan = make_plan(full.with_entries([e for e in full.entries if e[0] <= 101], 102))
@@ -195,11 +206,12 @@ def test_the_rare_test_is_the_heaps():
     result = Verifier(plan).verify(codes, base, truth[: plan.start], plan.start, 400)
     assert (result.status, result.heap, result.true_value) == ("failed", 320, truth[320])
     unit = kernel_unit(plan)
-    swapped = unit.source.replace("RARE_BITS[CLASS(n)]", "RARE_BITS[CLASS(n) ^ 1u]")
+    swapped = unit.source.replace("NEED_BELOW[CLASS(n)]", "NEED_BELOW[CLASS(n) ^ 1u]")
     assert swapped != unit.source
     wrong = Verifier(plan)
     wrong.module = compile_unit(CUnit(unit.name, swapped, unit.declarations, unit.header, "a parity mistake"))
-    assert wrong.verify(codes, base, truth[: plan.start], plan.start, 400).proven
+    mistaken = wrong.verify(codes, base, truth[: plan.start], plan.start, 400)
+    assert mistaken.status == "failed" and mistaken.heap < 320 and mistaken.true_value != truth[mistaken.heap]
 
 
 # -- the engine and the commands -------------------------------------------------------------

@@ -24,9 +24,11 @@ int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, u
                          uint64_t *done);
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
+   prefix: the stored codes of G(0) ... G(prefix_length - 1); rare[x] (u8 codes only, x < rare_length):
+   0xff where heap x is a rare position, else 0.
    result: [status (0 proven, 1 failed, 2 undecided), heap, true value or -1, options scanned]. */
-void octalgen_verify(const uint16_t *prefix, uint64_t prefix_length,
-                     const uint8_t *values, uint64_t base, uint64_t length, uint16_t *raw,
+void octalgen_verify(const uint8_t *prefix, uint64_t prefix_length, const uint8_t *rare, uint64_t rare_length,
+                     const uint8_t *values, uint64_t base, uint64_t length,
                      uint64_t first, uint64_t end, int64_t *result);
 
 #endif /* OCTALGEN_KERNEL_H */

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import __version__
 from ..build import DEFAULT_CFLAGS, CompiledModule, build_module
 from ..errors import InputError
@@ -195,6 +197,7 @@ def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_template
                  rare_bits=[_bit_words((v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)),
                                        _need_limit(plan)) for c in range(plan.heap_classes)],
                  decode=plan.encoding.decode_rows.tolist() if kind == "u8" else [],
+                 **(_code_scan_tables(plan) if kind == "u8" else {}),
                  rare_options=plan.rare_options, **variant_context, **_moves(plan.game))
 
 
@@ -218,6 +221,38 @@ def compile_unit(unit: CUnit, flags=DEFAULT_CFLAGS) -> CompiledModule:
 def _need_limit(plan: KernelPlan) -> int:
     """Raw values the verifier's need bitmap covers: every candidate is below it."""
     return 512 if plan.encoding.kind == "u8" else plan.mex_size
+
+
+def _code_scan_tables(plan: KernelPlan) -> dict:
+    """The u8 verifier's tables (c/verify.c.j2, which scans in codes): ``rare_value``, the value rare
+    at each heap class that has each code, and ``need_below``, for each class and candidate code the
+    codes of the rare values below the candidate, in the look-up layout (code c: bit (c >> 4) & 7
+    of byte (c >> 7) * 16 + (c & 15), 32 bytes).
+
+    Raises
+    ------
+    InputError
+        When a pair of common heaps can give a value common at the heap it is an option of: the
+        scan then could not tell options from codes (sparse.Rarity rules this out: positional
+        rarity needs the two-heap moves to take beans of one parity).
+    """
+    encoding, rarity = plan.encoding, plan.table.rarity
+    for k in _moves(plan.game)["two_heap_takes"]:
+        for x, y in ((0, 0), (0, 1), (1, 1)):  # heaps of every pair of classes
+            a, b = (next(v for v in range(2, 1 << 9) if not rarity.is_rare(v, heap)) for heap in (x + 2, y + 2))
+            if not rarity.is_rare(a ^ b, x + y + 4 + k):
+                raise InputError(f"{plan.game.code}: a two-heap option of common heaps can be common "
+                                 f"({rarity.kind} rarity, mask {rarity.mask:#x}): no u8 proof scan")
+    codes = np.arange(256)
+    byte, bit = (codes >> 7) * 16 + (codes & 15), (codes >> 4) & 7
+    need_below, rare_value = [], encoding.rare_rows
+    for common, rare in zip(encoding.decode_rows, rare_value):
+        below = rare[None, :] < common[:, None]  # [candidate code, code]
+        layout = np.zeros((256, 32), dtype=np.uint8)
+        for c in codes:
+            layout[:, byte[c]] |= below[:, c].astype(np.uint8) << np.uint8(bit[c])
+        need_below.append([f"{v:#04x}" for v in layout.ravel()])
+    return {"need_below": need_below, "rare_value": rare_value.tolist()}
 
 
 def _common_rows(plan: KernelPlan) -> list[list[str]]:

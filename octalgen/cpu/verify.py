@@ -57,8 +57,8 @@ PROVEN, FAILED, UNDECIDED = "proven", "failed", "undecided"
 PLAIN_SCAN_FLAGS = (*DEFAULT_CFLAGS, "-DOCTALGEN_PLAIN_SCAN")
 _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
 
-#: Read-only prefixes already checked, by (id, table digest): the entry holds the array itself, so
-#: its id cannot be reused while it is here.  A few suffice: a run shares one prefix at a time.
+#: Read-only prefixes already checked and stored as the scan reads them, by (id, table digest,
+#: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few suffice: a run shares one prefix at a time.
 _CHECKED: OrderedDict = OrderedDict()
 _CHECKED_KEEP = 4
 _CHECKED_LOCK = threading.Lock()  # verifiers may run in threads (a Dask worker's)
@@ -154,31 +154,32 @@ class Verifier:
             raise InputError(f"verify [{a}, {b}): values must cover heaps {a - plan.window} to {b - 1}, "
                              f"not {base} to {base + len(values) - 1}")
         if self.dtype == np.uint16:
-            self._check_common(values, base, len(prefix), a)
+            self._check_common(values, base, len(prefix[0]), a)
         if a == b:
             return VerifyResult(PROVEN)
-        raw = np.empty(len(values), dtype=np.uint16) if self.dtype == np.uint8 else values
+        stored, rare = prefix
         result = np.zeros(4, dtype=np.int64)
         ffi, lib = self.module.ffi, self.module.lib
-        lib.octalgen_verify(ffi.from_buffer("uint16_t[]", prefix), len(prefix),
-                            ffi.from_buffer(f"{code_ctype(self.dtype)}[]", values), base, len(values),
-                            ffi.from_buffer("uint16_t[]", raw), a, b, ffi.from_buffer("int64_t[]", result))
+        codes = f"{code_ctype(self.dtype)}[]"
+        lib.octalgen_verify(ffi.from_buffer(codes, stored), len(stored), ffi.from_buffer("uint8_t[]", rare), len(rare),
+                            ffi.from_buffer(codes, values), base, len(values), a, b,
+                            ffi.from_buffer("int64_t[]", result))
         status = _STATUS[int(result[0])]
         if status == PROVEN:
             return VerifyResult(PROVEN, options_scanned=int(result[3]))
         true_value = int(result[2]) if result[2] >= 0 else None
         return VerifyResult(status, int(result[1]), true_value, int(result[3]))
 
-    def _prefix(self, prefix) -> np.ndarray:
-        """:meth:`_checked_prefix`, once per read-only prefix (see :data:`_CHECKED`)."""
+    def _prefix(self, prefix) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_stored_prefix`, once per read-only prefix (see :data:`_CHECKED`)."""
         frozen = _frozen(prefix)
-        key = (id(prefix), self.plan.table.digest)
+        key = (id(prefix), self.plan.table.digest, self.plan.encoding)
         with _CHECKED_LOCK:
             known = _CHECKED.get(key) if frozen else None
             if known is not None and known[0] is prefix:
                 _CHECKED.move_to_end(key)
                 return known[1]
-        checked = self._checked_prefix(prefix)
+        checked = self._stored_prefix(self._checked_prefix(prefix))
         if frozen:
             with _CHECKED_LOCK:
                 _CHECKED[key] = (prefix, checked)
@@ -201,6 +202,20 @@ class Verifier:
             raise InputError(f"the prefix G(0) ... G({len(prefix) - 1}) contradicts the rare table "
                              f"{table.digest[:19]}: fix the table against it and make a new plan")
         return prefix
+
+    def _stored_prefix(self, prefix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """What the C scan reads of a checked prefix: its stored codes, and the rare flags of its heaps
+        up to the last rare position (0xff at a rare position; u8 codes only, whose scan must leave
+        out the pairs of one rare and one common heap; empty for u16, where the codes are the values).
+        A rare value's u8 code is cut to 8 bits: only flagged pairs read it."""
+        if self.dtype == np.uint16:
+            return prefix, np.zeros(0, dtype=np.uint8)
+        encoding = self.plan.encoding
+        b = np.uint16(encoding.dropped_bit)
+        stored = (((prefix >> (b + np.uint16(1))) << b) | (prefix & np.uint16((1 << int(b)) - 1))).astype(np.uint8)
+        length = self.plan.table.last_position + 1
+        rare = self.plan.table.rare_flags(prefix[:length], 0).astype(np.uint8) * np.uint8(0xFF)
+        return stored, rare
 
     def _check_common(self, values: np.ndarray, base: int, prefix_length: int, a: int) -> None:
         """u16 values before a and past the prefix must be common (u8 codes always are)."""
