@@ -20,6 +20,7 @@ template a unit is made of.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,6 +181,13 @@ def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_template
     recent = max_threads_for(plan, max_threads)
     terms = plan.encoded_terms()
     old = [("MARK" if c else "MARK0", o, c) for o, c in terms if o >= recent]
+    unrolled = [("MARK" if c else "MARK0", o, c) for o, c in sorted(terms)]
+    # The late pass of the threaded kernel: the terms with offsets below two blocks, from the largest
+    # down, and for each heap i of a pair of blocks the first of them whose offset is at most i.
+    late = [t for t in reversed(unrolled) if t[1] < 2 * variant_context["block_heaps"]]
+    late_offsets = sorted(t[1] for t in late)
+    late_entry = [len(late_offsets) - bisect.bisect_right(late_offsets, i)
+                  for i in range(2 * variant_context["block_heaps"])]
     options = {"unit": "speculative kernel and verifier", "threads": f"1 to {recent}",
                "block": f"{variant_context['block_heaps']} heaps"}
     if variant:
@@ -191,7 +199,7 @@ def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_template
                  storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
                  window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
                  old_terms=old, recent_terms=[(o, c) for o, c in terms if o < recent],
-                 terms=[("MARK" if c else "MARK0", o, c) for o, c in sorted(terms)],
+                 terms=unrolled, late_terms=late, late_entry=late_entry,
                  heap_classes=plan.heap_classes, parity=plan.table.parity or 0, common_bits=_common_rows(plan),
                  need_limit=_need_limit(plan), dense_chunk=DENSE_CHUNK, sparse_from=SPARSE_FROM,
                  rare_bits=[_bit_words((v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)),
