@@ -87,9 +87,9 @@ def _exact(code: str, count: int) -> np.ndarray:
     return values
 
 
-def _baseline_tree(folder: Path) -> Path:
-    """c62a57f's octalgen/ and templates/ under folder; templates as octalgen.templates, as installed."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE, "octalgen", "templates"],
+def _baseline_tree(folder: Path, baseline: str) -> Path:
+    """The baseline's octalgen/ and templates/ under folder; templates as octalgen.templates, as installed."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", baseline, "octalgen", "templates"],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     (folder / "templates").rename(folder / "octalgen" / "templates")
@@ -114,6 +114,8 @@ def main() -> int:
     parser.add_argument("--chunk", type=lambda t: int(float(t)), default=1 << 21,
                         help="heaps per verify call (default 2^21, the engine's chunk)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--baseline", default=BASELINE,
+                        help=f"the commit whose verifier is measured beside this tree's (default {BASELINE}, the issue's)")
     args = parser.parse_args()
 
     from octalgen.engine.plans import plan_game
@@ -128,7 +130,7 @@ def main() -> int:
         data = Path(temp)
         values[: args.prefix].astype(np.uint16).tofile(data / "prefix.u16")
         plan.encoding.encode_array(values[base: args.prefix + args.count]).astype(np.uint8).tofile(data / "codes.u8")
-        old_tree = _baseline_tree(Path(tempfile.mkdtemp(dir=temp)))
+        old_tree = _baseline_tree(Path(tempfile.mkdtemp(dir=temp)), args.baseline)
         print(f"verifier, {args.code}: heaps {args.prefix} ... {args.prefix + args.count - 1} (N = {args.count}) "
               f"in calls of {args.chunk}, prefix P = {args.prefix} (read-only map), one thread; "
               f"CPU seconds of the verifying thread, prefix check included; {os.cpu_count()} cores, "
@@ -143,7 +145,7 @@ def main() -> int:
     assert all(r["octalgen"].startswith(str(ROOT)) for r in new), new[0]["octalgen"]
     old_s = float(np.median([r["seconds"][0] for r in old]))
     new_s = float(np.median([r["seconds"][0] for r in new]))
-    for name, seconds, runs in ((BASELINE, old_s, old), ("this tree", new_s, new)):
+    for name, seconds, runs in ((args.baseline, old_s, old), ("this tree", new_s, new)):
         print(f"  {name:<10} {args.count / seconds / 1e6:7.3f} M values/s per core  "
               f"({seconds:.2f} s, median of {args.rounds}; {runs[0]['scanned'] / args.count:.0f} options/heap)")
     print(f"  ratio      {old_s / new_s:7.2f}x  (goal 2x); all proven; load {os.getloadavg()[0]:.2f} at end")
