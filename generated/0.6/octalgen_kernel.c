@@ -5238,14 +5238,13 @@ static int take_group(scan_t *s, const code_t *xs, const code_t *ys, const uint6
         *need = left;
         return 0;
     }
-    _mm256_store_si256((__m256i *)s->need, *need);
+    __m256i now = *need;
     for (uint32_t b = 0;; b++)
         for (uint64_t rest = hits[b]; rest; rest &= rest - 1) {
             uint64_t k = i + 64 * b + (uint64_t)__builtin_ctzll(rest);
-            uint32_t c = (uint32_t)(xs[k] ^ ys[-(int64_t)k]);
-            s->need[NEED_BYTE(c)] &= (uint8_t)~NEED_BIT(c);
-            __m256i now = _mm256_load_si256((const __m256i *)s->need);
+            now = _mm256_andnot_si256(_mm256_load_si256((const __m256i *)CODE_BIT[xs[k] ^ ys[-(int64_t)k]]), now);
             if (_mm256_testz_si256(now, now)) {
+                _mm256_store_si256((__m256i *)s->need, now);
                 s->missing = 0;
                 s->scanned += k + 1;
                 return 1;
