@@ -5220,6 +5220,10 @@ static inline uint64_t block_hits(const code_t *xs, const code_t *ys, const uint
    one branch, not one a block, asks whether any block found one (most blocks find none, and such a
    branch mispredicts often); a code found twice is taken twice, to no effect. */
 #define GROUP_BLOCKS 4u
+/* ... except the first blocks of a run: nearly every block there has hits, and those taken before
+   the next block is looked up are not found again (.6 at G(2^23): 102 hits in a first group of 4
+   blocks, 21 in the first block; 4% less time a heap with the first 2 blocks one by one). */
+#define SINGLE_BLOCKS 2u
 
 /* Takes the codes of a group's hits (hits[b] bit k: pair i + 64 b + k) off *need at once.  A group
    that leaves nothing missing is gone through again in order, taking code by code, to count the
@@ -5263,6 +5267,15 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
     if (!yf && count >= 64) {  /* (yf: both heaps lie below rare_length, only for rest < 2 rare_length) */
         __m256i need = _mm256_load_si256((const __m256i *)s->need);
         vec_t low = VEC_HALF(need, 0), high = VEC_HALF(need, 1);
+        for (; i < 64 * SINGLE_BLOCKS && i + 64 <= count; i += 64) {  /* the first blocks one by one */
+            uint64_t hits[GROUP_BLOCKS] = {block_hits(xs + i, ys - i, xf ? xf + i : NULL, low, high)};
+            if (hits[0]) {
+                if (take_group(s, xs, ys, hits, i, &need))
+                    return 1;
+                low = VEC_HALF(need, 0);
+                high = VEC_HALF(need, 1);
+            }
+        }
         for (; i + 64 * GROUP_BLOCKS <= count; i += 64 * GROUP_BLOCKS) {
             uint64_t hits[GROUP_BLOCKS], any = 0;
             for (uint32_t b = 0; b < GROUP_BLOCKS; b++) {
