@@ -67,10 +67,43 @@ def test_a_long_run_replaces_the_start_up_rates_of_the_split(tmp_path, monkeypat
     split.refine(plan, 2, threads=1, kernel_rate=9.6e5, verify_rate=3.6e5, backend="c")
     rates = split._cached(plan, 2)
     threads, workers, predicted = split.predict({int(t): r for t, r in rates["kernel"].items()}, rates["verify"], 2)
-    # One thread beside two verifying processes: the CPU per value is 1/k + 1/v on each of 2 cores.
-    assert (threads, workers) == (1, 2) and predicted == pytest.approx(2 / (1 / 9.6e5 + 1 / 3.6e5))
+    # One thread beside two verifying processes: the CPU per value is 1/k + 1/v + c on each of 2 cores.
+    assert (threads, workers) == (1, 2)
+    assert predicted == pytest.approx(2 / (1 / 9.6e5 + 1 / 3.6e5 + split.COORDINATOR_SECONDS))
     split.refine(plan, 2, threads=2, kernel_rate=2e6, verify_rate=None, backend="c")  # two threads spin: no CPU rate
     assert split._cached(plan, 2)["kernel"]["1"] == 9.6e5 and split._cached(plan, 2)["kernel"]["2"] == 5e5
+
+
+def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when_it_missed(monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from octalgen.engine import split
+
+    # The coordinator's CPU per value comes off the verifiers' cores, once a long run measured it.
+    monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path))
+    plan = make_plan(shipped_table(".6"))
+    split._store(plan, 4, {"kernel": {1: 4e6, 2: 7e6}, "verify": 1e6})
+    assert split.predict({1: 4e6, 2: 7e6}, 1e6, 4, coordinator=0.0)[2] == pytest.approx(4 / (1 / 4e6 + 1 / 1e6))
+    split.refine(plan, 4, 2, None, None, "c", coordinator=1e-6)  # a coordinator as slow as a verifier
+    chosen = split.choose(plan, None, None, None, None, 0, cores=4)
+    assert (chosen.threads, chosen.workers) == (1, 4)
+    assert chosen.predicted == pytest.approx(4 / (1 / 4e6 + 1 / 1e6 + 1e-6))
+    # A session of N values: N at the predicted rate, the first chunk before any proof, the last
+    # chunk's proofs after the kernel is done (4 processes).
+    n, chunk, first = 10**7, 1 << 21, 1 << 16
+    seconds = n / chosen.predicted + first / 4e6 + chunk / (4 * 1e6)
+    assert chosen.expected(n, chunk, first) == pytest.approx(n / seconds)
+    assert chosen.expected(1000, chunk, first) == pytest.approx(
+        1000 / (1000 / chosen.predicted + 1000 / 4e6 + 1000 / 4e6))
+    # The summary gives both, and a line of its own where they differ by more than a quarter.
+    summary = run_engine(".6", 60_000, workers=0)
+    expected = chosen.expected(n, chunk, first)
+    for seconds, missed in ((n / expected, False), (n / (0.7 * expected), True), (n / (1.3 * expected), True)):
+        shown = replace(summary, split=chosen, expected=expected, session_values=n, session_seconds=seconds)
+        lines = shown.lines(engineering=True)
+        assert any(f"of the {expected / 1e6:.2f} M expected for 10,000,000 values" in line for line in lines), lines
+        assert any("split of the cores expected" in line for line in lines) == missed
+        assert shown.to_json()["cores"]["expected_values_per_second"] == round(expected)
 
 
 def test_a_staged_history_reaches_the_worker_whole_and_goes_with_its_task():

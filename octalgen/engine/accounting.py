@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 from .split import REFINE_AFTER
 
+#: Values a session must have handed on before its coordinator's CPU per value replaces the cached
+#: figure: its start (about a quarter of a CPU-second) must count little.
+COORDINATOR_AFTER = 1 << 26
+
 
 @dataclass
 class Accounting:
@@ -43,10 +47,13 @@ class Accounting:
                             "values_per_cpu_second": round(values / seconds) if values and seconds > 0 else None}
         return result
 
-    def measured_rates(self) -> tuple[float | None, float | None]:
-        """(kernel, verifier) values per CPU second, each None unless this session measured enough."""
+    def measured_rates(self) -> tuple[float | None, float | None, float | None]:
+        """(kernel, verifier) values per CPU second and the coordinator's CPU seconds per value, each
+        None unless this session measured enough."""
         kernel = self.kernel_values / self.kernel \
             if self.kernel_values >= REFINE_AFTER and self.kernel > 0 else None
         verify = self.verified_values / self.verifiers \
             if self.verified_values >= REFINE_AFTER and self.verifiers > 0 else None
-        return kernel, verify
+        coordinator = self.roles()["coordinator"]["cpu_seconds"] / self.values \
+            if self.values >= COORDINATOR_AFTER else None
+        return kernel, verify, coordinator

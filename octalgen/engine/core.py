@@ -212,7 +212,8 @@ class Engine:
         self.elapsed += session.wall
         self._session_began = None
         if self.plan is not None and self.options.workers != 0:
-            split.refine(self.plan, None, self.threads, *session.measured_rates(), backend=self.kernels.backend)
+            kernel, verify, coordinator = session.measured_rates()
+            split.refine(self.plan, None, self.threads, kernel, verify, self.kernels.backend, coordinator)
 
     # -- start, resume, checkpoints -------------------------------------------------------
 

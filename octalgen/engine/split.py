@@ -8,9 +8,15 @@ C cores:
 * one kernel thread never waits for another, so it can share the cores with C verifying
   processes: rate = min(k(1), C / (1/k(1) + 1/v)), the CPU per value being 1/k + 1/v;
 * T >= 2 threads pass a baton and spin while they wait, so each needs a core of its own and
-  the verifiers get the rest: rate = min(k(T), (C - T) v).
+  the verifiers get the rest: rate = min(k(T), (C - T) v);
 
-The prediction and the rate achieved are both reported, so a wrong model shows.  Rates are
+each with the coordinating process's CPU per value, c, added to the verifiers' (1/v + c).  A session
+of N values also waits for its first chunk before any proof starts, and proves its last chunk after
+the kernel is done (split among the W processes): it should take
+N / rate + first / k(T) + last / (W v) seconds (:meth:`Split.expected`).
+
+The expectation for the session and the rate achieved are both reported, with a line where they
+differ by more than a quarter, so a wrong model shows.  Rates are
 values per CPU second of the role (wall time only for T >= 2 threads, which spin), so a
 measurement on a busy machine is not a slow one; and a long enough run with one kernel thread
 replaces the cached start-up rates with the rates its own accounting measured (:func:`refine`),
@@ -42,6 +48,13 @@ DEFAULT_BACKEND = "c"
 #: Heaps the kernel computes per measurement, and the verifier proves.
 KERNEL_SAMPLE, VERIFY_SAMPLE = 1 << 17, 1 << 14
 
+#: CPU seconds of the coordinating process per value, until a run has measured its own (``run .6
+#: --until 2e8`` on the 2-core development machine: 0.43 s per 10^8 values).
+COORDINATOR_SECONDS = 4.3e-9
+
+#: An achieved rate this far from the expected one (either way) is reported as the model's miss.
+MISS = 0.25
+
 
 @dataclass(frozen=True)
 class Split:
@@ -53,19 +66,28 @@ class Split:
     kernel_rates: dict
     verify_rate: float
 
+    def expected(self, values: int, chunk: int, first: int) -> float:
+        """Values/s a session of ``values`` values should achieve (see the module docstring):
+        chunks of ``chunk`` heaps, the first of ``first``."""
+        seconds = (values / self.predicted + min(values, first) / self.kernel_rates[self.threads]
+                   + min(values, chunk) / (max(1, self.workers) * self.verify_rate))
+        return values / seconds
+
     def describe(self) -> str:
         return (f"{self.threads} kernel thread{'s' * (self.threads > 1)} and {self.workers} verifying "
                 f"process{'es' * (self.workers != 1)}, predicted {self.predicted / 1e6:.2f} M values/s (kernel "
                 f"{self.kernel_rates[self.threads] / 1e6:.2f} M/s, verifier {self.verify_rate / 1e6:.2f} M/s per core)")
 
 
-def predict(kernel_rates: dict[int, float], verify_rate: float, cores: int) -> tuple[int, int, float]:
-    """(threads, workers, values/s) of the fastest split by the model of the module docstring."""
+def predict(kernel_rates: dict[int, float], verify_rate: float, cores: int,
+            coordinator: float = COORDINATOR_SECONDS) -> tuple[int, int, float]:
+    """(threads, workers, values/s) of the fastest split by the model of the module docstring
+    (``coordinator``: its CPU seconds per value)."""
     k1 = kernel_rates[1]
-    best = (1, cores, min(k1, cores / (1 / k1 + 1 / verify_rate)))
+    best = (1, cores, min(k1, cores / (1 / k1 + 1 / verify_rate + coordinator)))
     for threads, rate in sorted(kernel_rates.items()):
         if 2 <= threads < cores:
-            predicted = min(rate, (cores - threads) * verify_rate)
+            predicted = min(rate, (cores - threads) / (1 / verify_rate + coordinator))
             if predicted > best[2] * 1.05:  # more threads only for a clear gain
                 best = (threads, cores - threads, predicted)
     return best
@@ -85,7 +107,8 @@ def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.nd
         rates = _measure(plan, kernel, verifier, window, prefix, start, cores)
         _store(plan, cores, rates, backend)
     kernel_rates = {int(t): r for t, r in rates["kernel"].items()}
-    threads, workers, predicted = predict(kernel_rates, rates["verify"], cores)
+    threads, workers, predicted = predict(kernel_rates, rates["verify"], cores,
+                                          rates.get("coordinator", COORDINATOR_SECONDS))
     return Split(threads, workers, predicted, kernel_rates, rates["verify"])
 
 
@@ -112,16 +135,16 @@ REFINE_AFTER = 1 << 23
 
 
 def refine(plan: KernelPlan, cores: int | None, threads: int, kernel_rate: float | None,
-           verify_rate: float | None, backend: str) -> None:
+           verify_rate: float | None, backend: str, coordinator: float | None = None) -> None:
     """Cache the per-CPU-second rates a run measured (``Accounting.roles``) for the next split.
 
-    Only a run with one kernel thread measures the kernel's rate; the verifiers' rate is taken
-    from any run.  ``None`` rates leave the cached ones as they are.  The rates go to
-    ``backend``'s entry (:attr:`~.seams.KernelPlugin.backend`): a GPU run's never split the cores
-    of a later ``--backend c`` run.
+    Only a run with one kernel thread measures the kernel's rate; the verifiers' rate (and the
+    coordinator's CPU seconds per value) are taken from any run.  ``None`` rates leave the cached
+    ones as they are.  The rates go to ``backend``'s entry (:attr:`~.seams.KernelPlugin.backend`):
+    a GPU run's never split the cores of a later ``--backend c`` run.
     """
     kernel_rate = kernel_rate if threads == 1 else None  # threads that spin give no rate per CPU second
-    if not (kernel_rate or verify_rate):
+    if not (kernel_rate or verify_rate or coordinator):
         return
     cores = cores or default_threads()
     rates = _cached(plan, cores, backend)
@@ -131,6 +154,8 @@ def refine(plan: KernelPlan, cores: int | None, threads: int, kernel_rate: float
         rates["kernel"]["1"] = kernel_rate
     if verify_rate:
         rates["verify"] = verify_rate
+    if coordinator:
+        rates["coordinator"] = coordinator
     _store(plan, cores, rates, backend)
 
 

@@ -8,6 +8,8 @@ from ..errors import CheckpointError
 from ..game import parse_game
 from ..rare import RareTable
 from .checkpoint import FILENAME, check_layout, read_checkpoint
+from .producer import FIRST_CHUNK
+from .split import MISS
 from .stats import Statistics
 from .tally import counts_of
 
@@ -38,6 +40,9 @@ class RunSummary:
         CPU seconds per role of this session (:meth:`~octalgen.engine.core.Engine.accounting`).
     split : Split or None
         The automatic split of the cores, with its predicted rate (:mod:`.split`).
+    expected : float or None
+        The values/s the split expected of this session, its start and drain included
+        (:meth:`~.split.Split.expected`).
     fallbacks : (int, int) or None
         Kernel calls of this session whose threads kept waiting for each other and went on with one
         thread, and the heap of the first (None: none did).
@@ -55,6 +60,7 @@ class RunSummary:
     roles: dict | None = None
     split: object = None
     fallbacks: tuple | None = None
+    expected: float | None = None
 
     @property
     def values_per_second(self) -> float | None:
@@ -94,6 +100,9 @@ class RunSummary:
                          "session)")
         elif self.session_seconds > 0:
             lines.append(f"nothing left to do ({self.statistics.values} values were already proven)")
+        missed = self.missed_expectation()
+        if missed:
+            lines.append(missed)
         if self.fallbacks:
             count, first = self.fallbacks
             lines.append(f"kernel threads fell back to one thread {count} time{'s' if count > 1 else ''}, first at "
@@ -102,6 +111,15 @@ class RunSummary:
             lines += self.engineering_lines()
         return lines
 
+    def missed_expectation(self) -> str | None:
+        """A line where this session's rate is more than :data:`~.split.MISS` off the split's expectation."""
+        rate = self.values_per_second
+        if not rate or not self.expected or abs(rate / self.expected - 1) <= MISS:
+            return None
+        return (f"{rate / 1e6:.2f} M values/s, {rate / self.expected:.0%} of the {self.expected / 1e6:.2f} M the "
+                "split of the cores expected: other work took the cores, or its cached rates were off (a long "
+                "enough run replaces them with its own)")
+
     def engineering_lines(self) -> list[str]:
         """The rare table's digest, the split of the cores and the CPU seconds of each role."""
         lines = []
@@ -109,8 +127,11 @@ class RunSummary:
         if self.table is not None:
             lines.append(f"rare table {self.table.digest} ({self.table.count} rare values)")
         if self.split is not None:
-            achieved = f"; achieved {rate / 1e6:.2f} M values/s" if rate else ""
-            lines.append(f"cores: {self.split.describe()}{achieved}")
+            lines.append(f"cores: {self.split.describe()}")
+            if rate and self.expected:
+                lines.append(f"achieved {rate / 1e6:.2f} M values/s, {rate / self.expected:.0%} of the "
+                             f"{self.expected / 1e6:.2f} M expected for {self.session_values:,} values (start and "
+                             "drain included)")
         if self.roles and self.session_values:
             shown = [(role, figures) for role, figures in self.roles.items() if figures["cpu_seconds"]]
             lines.append("CPU seconds per 10^8 values: " + ", ".join(
@@ -135,6 +156,7 @@ class RunSummary:
                       cores=None if self.split is None else {
                           "kernel_threads": self.split.threads, "verifying_processes": self.split.workers,
                           "predicted_values_per_second": round(self.split.predicted),
+                          "expected_values_per_second": round(self.expected) if self.expected else None,
                           "kernel_values_per_second": {str(t): round(r) for t, r in self.split.kernel_rates.items()},
                           "verifier_values_per_second_per_core": round(self.split.verify_rate)})
         return result
@@ -150,7 +172,9 @@ def summarize(engine, tally) -> RunSummary:
                       session_values=engine.session.values, session_seconds=engine.session.wall,
                       roles=engine.session.roles(), split=engine.split,
                       fallbacks=(engine.session.kernel_fallbacks, engine.session.first_fallback)
-                      if engine.session.kernel_fallbacks else None)
+                      if engine.session.kernel_fallbacks else None,
+                      expected=engine.split.expected(engine.session.values, engine.options.chunk, FIRST_CHUNK)
+                      if engine.split is not None and engine.session.values > 0 else None)
 
 
 def summary_of_checkpoint(directory) -> RunSummary:
