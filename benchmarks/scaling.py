@@ -3,7 +3,9 @@
 For c = 1, 2, 4, 8, 16 ... cores (those this machine has), ``octalgen run GAME --until N`` runs
 restricted to c cores (``taskset``), with the automatic split of kernel threads and verifying
 processes; each row gives the split, the kernel's speculative rate with those threads (measured
-by the split), the verified values/s over the run, and the ratio to one core::
+by the split), the verified values/s over the run, the split's prediction (steady state) and its
+expectation for the row's N (start and drain included: the figure the row checks), and the ratio to
+one core::
 
     python benchmarks/scaling.py                 # .6, N at least 10^7 (each row well under a minute here)
     python benchmarks/scaling.py --count 5e7
@@ -39,7 +41,7 @@ def main() -> int:
     print(f"octalgen run {args.game} --until {args.count}, automatic split; {len(available)} cores here, "
           f"load average {os.getloadavg()[0]:.2f} at start")
     print(f"{'cores':>5} {'N':>11} {'threads':>7} {'verifiers':>9} {'speculative/s':>14} {'verified/s':>12} "
-          f"{'predicted/s':>12} {'x 1 core':>9}")
+          f"{'predicted/s':>12} {'expected/s':>11} {'x 1 core':>9}")
     base = None
     for cores in counts:
         cpus = ",".join(str(c) for c in available[:cores])
@@ -57,7 +59,7 @@ def main() -> int:
         base = base or rate
         print(f"{cores:>5} {count:>11,} {threads:>7} {split['verifying_processes'] if split else 0:>9} "
               f"{speculative or 0:>14,} {rate:>12,} {split['predicted_values_per_second'] if split else 0:>12,} "
-              f"{rate / base:>9.2f}")
+              f"{(split or {}).get('expected_values_per_second') or 0:>11,} {rate / base:>9.2f}")
         print(f"      digest {figures['fnv1a64']}; CPU seconds per 10^8 values: " + ", ".join(
             f"{role} {r['per_1e8_values']}" for role, r in figures["cpu_roles"].items() if r["cpu_seconds"]))
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
