@@ -94,8 +94,7 @@ class Rarity:
         if self.parity is not None:
             if first is None:
                 raise ValueError("positional rarity depends on the heap: give the first one")
-            start = (int(first) + self.parity) & 1
-            odd ^= np.resize(np.array([start, 1 - start], dtype=np.uint8), len(values))
+            odd[1 - ((int(first) + self.parity) & 1)::2] ^= np.uint8(1)  # + n + t: the heaps of odd n + t
         return odd == 0
 
     def describe(self, take: int | None = None) -> str:
