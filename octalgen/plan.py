@@ -146,12 +146,15 @@ class Encoding:
         return out
 
     def encode_array(self, values) -> np.ndarray:
-        """:meth:`encode` on an array, as int64."""
-        values = np.asarray(values, dtype=np.int64)
+        """:meth:`encode` on an array: in the values' own width where they are unsigned (a verifier
+        encodes a run's 2^23-value uint16 prefix: 15 ms, against 300 ms through int64), else as int64."""
+        values = np.asarray(values)
+        if values.dtype.kind != "u":
+            values = values.astype(np.int64)
         if self.kind == "u16":
             return values
-        b = self.dropped_bit
-        return ((values >> (b + 1)) << b) | (values & ((1 << b) - 1))
+        one, b = values.dtype.type(1), values.dtype.type(self.dropped_bit)
+        return ((values >> (b + one)) << b) | (values & ((one << b) - one))
 
     def fits(self, value: int) -> bool:
         """True when ``value`` can be stored without loss."""

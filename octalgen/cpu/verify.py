@@ -58,7 +58,8 @@ PLAIN_SCAN_FLAGS = (*DEFAULT_CFLAGS, "-DOCTALGEN_PLAIN_SCAN")
 _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
 
 #: Read-only prefixes already checked and stored as the scan reads them, by (id, table digest,
-#: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few suffice: a run shares one prefix at a time.
+#: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few
+#: suffice: a run shares one prefix at a time.
 _CHECKED: OrderedDict = OrderedDict()
 _CHECKED_KEEP = 4
 _CHECKED_LOCK = threading.Lock()  # verifiers may run in threads (a Dask worker's)
@@ -210,9 +211,7 @@ class Verifier:
         A rare value's u8 code is cut to 8 bits: only flagged pairs read it."""
         if self.dtype == np.uint16:
             return prefix, np.zeros(0, dtype=np.uint8)
-        encoding = self.plan.encoding
-        b = np.uint16(encoding.dropped_bit)
-        stored = (((prefix >> (b + np.uint16(1))) << b) | (prefix & np.uint16((1 << int(b)) - 1))).astype(np.uint8)
+        stored = self.plan.encoding.encode_array(prefix).astype(np.uint8)
         length = self.plan.table.last_position + 1
         rare = self.plan.table.rare_flags(prefix[:length], 0).astype(np.uint8) * np.uint8(0xFF)
         return stored, rare
