@@ -5257,6 +5257,22 @@ static int take_group(scan_t *s, const code_t *xs, const code_t *ys, const uint6
 }
 #endif
 
+#if VECTOR_SCAN
+/* Block i alone, as a group of one: returns 1 once nothing is missing; *low, *high follow *need. */
+static inline int scan_block(scan_t *s, const code_t *xs, const code_t *ys, const uint8_t *xf, uint64_t i,
+                             __m256i *need, vec_t *low, vec_t *high)
+{
+    uint64_t hits[GROUP_BLOCKS] = {block_hits(xs + i, ys - i, xf ? xf + i : NULL, *low, *high)};
+    if (!hits[0])
+        return 0;
+    if (take_group(s, xs, ys, hits, i, need))
+        return 1;
+    *low = VEC_HALF(*need, 0);
+    *high = VEC_HALF(*need, 1);
+    return 0;
+}
+#endif
+
 /* Pairs (xs[i], ys[-i]) for i in [0, count); xf, yf: the heaps' rare flags where they lie below
    rare_length, else NULL.  Returns 1 once nothing is missing. */
 static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t count, const uint8_t *xf,
@@ -5267,15 +5283,9 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
     if (!yf && count >= 64) {  /* (yf: both heaps lie below rare_length, only for rest < 2 rare_length) */
         __m256i need = _mm256_load_si256((const __m256i *)s->need);
         vec_t low = VEC_HALF(need, 0), high = VEC_HALF(need, 1);
-        for (; i < 64 * SINGLE_BLOCKS && i + 64 <= count; i += 64) {  /* the first blocks one by one */
-            uint64_t hits[GROUP_BLOCKS] = {block_hits(xs + i, ys - i, xf ? xf + i : NULL, low, high)};
-            if (hits[0]) {
-                if (take_group(s, xs, ys, hits, i, &need))
-                    return 1;
-                low = VEC_HALF(need, 0);
-                high = VEC_HALF(need, 1);
-            }
-        }
+        for (; i < 64 * SINGLE_BLOCKS && i + 64 <= count; i += 64)  /* the first blocks one by one */
+            if (scan_block(s, xs, ys, xf, i, &need, &low, &high))
+                return 1;
         for (; i + 64 * GROUP_BLOCKS <= count; i += 64 * GROUP_BLOCKS) {
             uint64_t hits[GROUP_BLOCKS], any = 0;
             for (uint32_t b = 0; b < GROUP_BLOCKS; b++) {
@@ -5289,15 +5299,9 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
                 high = VEC_HALF(need, 1);
             }
         }
-        for (; i + 64 <= count; i += 64) {  /* the blocks after the last group */
-            uint64_t hits[GROUP_BLOCKS] = {block_hits(xs + i, ys - i, xf ? xf + i : NULL, low, high)};
-            if (hits[0]) {
-                if (take_group(s, xs, ys, hits, i, &need))
-                    return 1;
-                low = VEC_HALF(need, 0);
-                high = VEC_HALF(need, 1);
-            }
-        }
+        for (; i + 64 <= count; i += 64)  /* the blocks after the last group */
+            if (scan_block(s, xs, ys, xf, i, &need, &low, &high))
+                return 1;
         _mm256_store_si256((__m256i *)s->need, need);
         s->missing = count_missing(s);
     }
