@@ -5158,13 +5158,13 @@ CODE_BIT(248), CODE_BIT(249), CODE_BIT(250), CODE_BIT(251), CODE_BIT(252), CODE_
 #endif
 
 typedef struct {
-    const code_t *prefix;
+    const code_t *prefix;  /* the stored codes of G(0) ... G(prefix_length - 1) */
     uint64_t prefix_length;
-    const uint8_t *rare;   /* rare[x]: 0xff when heap x < rare_length is a rare position, else 0 */
+    const uint8_t *rare;   /* rare[x]: 0xff when heap x < rare_length is a rare position, else 0 (u8 only) */
     uint64_t rare_length;
     const code_t *values;  /* the codes of heaps base ... base + length - 1 */
     uint64_t base, length;
-    uint64_t missing;      /* codes in need */
+    uint64_t missing;      /* rare values still missing */
     uint64_t scanned;
     int incomplete;        /* some pair was skipped: a heap of it is in neither array */
     uint8_t need[32] __attribute__((aligned(32)));  /* the codes of the rare values not yet options */

@@ -208,13 +208,14 @@ class Verifier:
         """What the C scan reads of a checked prefix: its stored codes, and the rare flags of its heaps
         up to the last rare position (0xff at a rare position; u8 codes only, whose scan must leave
         out the pairs of one rare and one common heap; empty for u16, where the codes are the values).
-        A rare value's u8 code is cut to 8 bits: only flagged pairs read it."""
+        The flags are the table's positions, which the check found to be the prefix's.  A rare value's
+        u8 code is cut to 8 bits: only flagged pairs read it."""
         if self.dtype == np.uint16:
             return prefix, np.zeros(0, dtype=np.uint8)
-        stored = self.plan.encoding.encode_array(prefix).astype(np.uint8)
-        length = self.plan.table.last_position + 1
-        rare = self.plan.table.rare_flags(prefix[:length], 0).astype(np.uint8) * np.uint8(0xFF)
-        return stored, rare
+        table = self.plan.table
+        rare = np.zeros(table.last_position + 1, dtype=np.uint8)
+        rare[list(table.positions)] = 0xFF
+        return self.plan.encoding.encode_array(prefix).astype(np.uint8), rare
 
     def _check_common(self, values: np.ndarray, base: int, prefix_length: int, a: int) -> None:
         """u16 values before a and past the prefix must be common (u8 codes always are)."""
