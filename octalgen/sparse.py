@@ -186,15 +186,13 @@ def find_late_switch(prefix, late_values, current: Rarity, below: int) -> Rarity
     if current.parity is not None or not len(prefix) or not len(late):
         return None
     bits = min(max(int(prefix.max()), int(late.max()), int(below) - 1, 1).bit_length(), 16)
-    masks = np.arange(1 << bits, dtype=np.int64)
-    allowed = masks != current.mask
-    for value in late:  # common: an odd number of the value's bits under the mask
-        allowed &= (np.bitwise_count(masks & value) & 1).astype(bool)
+    # Every value is below 2^bits (values fit in 16 bits), so a mask's low bits decide its counts.
+    allowed = (_rare_counts(late, bits) == 0) & (np.arange(1 << bits) != current.mask)
     if not allowed.any():
         return None
     rare = _rare_counts(prefix, bits)
     best = int(np.flatnonzero(allowed)[np.argmin(rare[allowed])])
-    if rare[best] > 2 * int(current.rare_flags(prefix).sum()):
+    if rare[best] > 2 * rare[current.mask & ((1 << bits) - 1)]:
         return None
     return Rarity(best)
 

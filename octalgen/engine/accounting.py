@@ -34,12 +34,17 @@ class Accounting:
     kernel_fallbacks: int = 0  # kernel calls whose threads fell back to one (the cores were busy)
     first_fallback: int | None = None
 
+    @property
+    def coordinator(self) -> float:
+        """CPU seconds of the coordinating process: what remains of the process's once the roles it
+        hosts are counted."""
+        return max(0.0, self.process - self.kernel - self.verifiers_here - self.consumers - self.exact)
+
     def roles(self) -> dict:
         """``{role: {"cpu_seconds", "per_1e8_values", "values_per_cpu_second"}}``."""
-        coordinator = max(0.0, self.process - self.kernel - self.verifiers_here - self.consumers - self.exact)
         rows = {"kernel": (self.kernel, self.kernel_values), "verifiers": (self.verifiers, self.verified_values),
                 "exact solver": (self.exact, None), "consumers": (self.consumers, self.values),
-                "coordinator": (coordinator, self.values)}
+                "coordinator": (self.coordinator, self.values)}
         result = {}
         for role, (seconds, values) in rows.items():
             result[role] = {"cpu_seconds": round(seconds, 3),
@@ -54,6 +59,5 @@ class Accounting:
             if self.kernel_values >= REFINE_AFTER and self.kernel > 0 else None
         verify = self.verified_values / self.verifiers \
             if self.verified_values >= REFINE_AFTER and self.verifiers > 0 else None
-        coordinator = self.roles()["coordinator"]["cpu_seconds"] / self.values \
-            if self.values >= COORDINATOR_AFTER else None
+        coordinator = self.coordinator / self.values if self.values >= COORDINATOR_AFTER else None
         return kernel, verify, coordinator

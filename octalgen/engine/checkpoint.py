@@ -95,15 +95,9 @@ def fsync_directory(directory: Path) -> None:
 def write_checkpoint(directory, body: dict) -> None:
     """Write ``body`` as the checkpoint of ``directory`` (atomically; see the module docstring)."""
     path = checkpoint_path(directory)
-    try:
+    try:  # the large arrays' files first, then the checkpoint that names them
         body = outlined(body, Path(directory), write_file_atomically)
-    except OSError as exc:
-        reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        raise CheckpointError(f"cannot write checkpoint {path}: {reason} "
-                              "(the previous checkpoint is unchanged)") from None
-    payload = _canonical(body)
-    document = {"schema": SCHEMA, "sha256": hashlib.sha256(payload).hexdigest(), "body": body}
-    try:
+        document = {"schema": SCHEMA, "sha256": hashlib.sha256(_canonical(body)).hexdigest(), "body": body}
         write_file_atomically(path, json.dumps(document, sort_keys=True, separators=(",", ":")).encode())
     except OSError as exc:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
@@ -279,7 +273,7 @@ class RunState:
                        table=body["table"], table_digest=body["table_digest"], storage=body["storage"],
                        files=list(history["files"]), prefix_length=int(history["prefix_length"]),
                        window=int(history["window"]), keep_all=bool(history["keep_all"]),
-                       late_values=_ints(history.get("late_values")), consumers=dict(body["consumers"]),
+                       late_values=ints_or_none(history.get("late_values")), consumers=dict(body["consumers"]),
                        rare_found=tuple((int(p), int(v)) for p, v in body["rare_found"]),
                        mask_switches=tuple(tuple(int(x) for x in e) for e in body.get("mask_switches", ())),
                        elapsed=float(body["elapsed"]))
@@ -312,7 +306,8 @@ class RunState:
         return table
 
 
-def _ints(values) -> tuple | None:
+def ints_or_none(values) -> tuple | None:
+    """``values`` as a tuple of ints, None staying None (checkpoint fields that may be absent)."""
     return None if values is None else tuple(int(v) for v in values)
 
 

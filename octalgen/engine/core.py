@@ -421,8 +421,7 @@ class Engine:
                     "(keep every value with --keep-values to avoid this)", heap - 1)
         try:
             return recompute_values(self.game, heap, self.table, self.options, self.kernels, self.directory, self.stop)
-        except Interrupted as stopped:  # this run stops, where it stands (not where the recomputation was)
-            self.stop.request(stopped.signal_number)
+        except Interrupted:  # this run's own stop request (the recomputation shares it): it stops where it stands
             raise StopRequested from None
 
 

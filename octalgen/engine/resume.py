@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from ..rare import RareTable
-from .checkpoint import RunState, check_writable, malformed, read_checkpoint, write_checkpoint
+from .checkpoint import RunState, check_writable, ints_or_none, malformed, read_checkpoint, write_checkpoint
 from .history import History
 from .store import ValueStore
 
@@ -102,8 +102,8 @@ class Checkpoints:
                          table=self._yaml[1] if table is not None else None,
                          table_digest=table.digest if table is not None else None, storage=storage,
                          files=list(store.index) if store is not None else [], prefix_length=len(history.prefix),
-                         window=history.window, keep_all=history.keep_all, late_values=_late(history),
-                         consumers=consumers, rare_found=tuple(rare_found), mask_switches=tuple(mask_switches),
+                         window=history.window, keep_all=history.keep_all,
+                         late_values=ints_or_none(history.late_values()), consumers=consumers, rare_found=tuple(rare_found), mask_switches=tuple(mask_switches),
                          elapsed=elapsed)
         write_checkpoint(self.directory, state.to_body())
         if store is not None:
@@ -115,8 +115,3 @@ class Checkpoints:
         if self._temporary is not None:
             self._temporary.cleanup()
             self._temporary = None
-
-
-def _late(history: History) -> tuple | None:
-    late = history.late_values()
-    return None if late is None else tuple(int(v) for v in late)

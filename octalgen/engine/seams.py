@@ -20,6 +20,7 @@ from ..cpu.verify import Verifier, VerifyResult
 from ..plan import KernelPlan
 from .executors import IN_PROCESS_PIECE
 from .history import History
+from .split import DEFAULT_BACKEND
 
 
 @runtime_checkable
@@ -75,7 +76,7 @@ class KernelPlugin(Protocol):
 class Kernels:
     """The default plug-in: the generated C kernel and verifier (see :class:`KernelPlugin`)."""
 
-    backend = "c"
+    backend = DEFAULT_BACKEND
     verify_here = False
     verify_piece = IN_PROCESS_PIECE
 
