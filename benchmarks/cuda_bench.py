@@ -25,20 +25,17 @@ import argparse
 import json
 import sys
 
+from octalgen.cli.arguments import count_type
 from octalgen.cuda.bench import run_benchmark
 from octalgen.cuda.cuda_plan import CudaOptions
-
-
-def count(text: str) -> int:
-    return int(float(text)) if "e" in text.lower() else int(text)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--game", default=".6")
-    parser.add_argument("--count", type=count, default=10**8)
+    parser.add_argument("--count", type=count_type, default=10**8)
     parser.add_argument("--window", type=int, help="positions per round (default: 32 per SM)")
-    parser.add_argument("--scan-steps", type=count,
+    parser.add_argument("--scan-steps", type=count_type,
                         help=f"verifier scan table length (default {CudaOptions.scan_steps})")
     parser.add_argument("--sweep", action="store_true", help="also sweep window sizes and warps per block")
     parser.add_argument("--json", help="write every figure here")

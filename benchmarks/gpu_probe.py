@@ -59,12 +59,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from octalgen.cli.arguments import count_type  # noqa: E402 - this checkout's octalgen, found through ROOT
+
 #: The digest of .6 over G(0) ... G(10^8 - 1), standard FNV-1a-64, and octalgen 0.2's (shared/README.md).
 AGREED = {10**8: ("0a4a3e704932696f", "454292924ee5b56d"), 10**9: ("d9a026479495e1c6", "8ca9e7b5bf5be17c")}
-
-
-def count(text: str) -> int:
-    return int(float(text)) if "e" in text.lower() else int(text)
 
 
 def run_command(checkout: Path, until: int, directory: Path) -> dict:
@@ -167,7 +165,7 @@ def print_barrier(barrier: dict) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--count", type=count, default=10**8, help="values of .6 (default 1e8)")
+    parser.add_argument("--count", type=count_type, default=10**8, help="values of .6 (default 1e8)")
     parser.add_argument("--old", type=Path, help="an older checkout to run beside (git archive 95dfdec)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")) / "gpu_probe.json")
     parser.add_argument("--barrier-only", action="store_true", help="only the barrier microbenchmark")

@@ -61,6 +61,23 @@ def cache_dir() -> Path:
 # -- compilers ---------------------------------------------------------------
 
 
+def command_from_environment(variable: str, what: str) -> list[str] | None:
+    """The command ``$variable`` names (split as a shell would), None where it is not set.
+
+    Raises
+    ------
+    ToolMissingError
+        When the command it names is not found.
+    """
+    chosen = os.environ.get(variable)
+    if not chosen:
+        return None
+    command = shlex.split(chosen)
+    if not shutil.which(command[0]):
+        raise ToolMissingError(f"{what} {command[0]!r} from ${variable} not found; set {variable} to a {what}")
+    return command
+
+
 def find_compiler(variable: str = "CC", candidates=("cc", "gcc", "clang")) -> list[str]:
     """The C compiler command: ``$CC`` if set, else the first of ``candidates`` on PATH.
 
@@ -69,12 +86,9 @@ def find_compiler(variable: str = "CC", candidates=("cc", "gcc", "clang")) -> li
     ToolMissingError
         Naming what was looked for and how to set ``CC``.
     """
-    chosen = os.environ.get(variable)
+    chosen = command_from_environment(variable, "C compiler")
     if chosen:
-        command = shlex.split(chosen)
-        if shutil.which(command[0]):
-            return command
-        raise ToolMissingError(f"C compiler {command[0]!r} from ${variable} not found; set {variable} to a C compiler")
+        return chosen
     for name in candidates:
         if shutil.which(name):
             return [name]

@@ -165,6 +165,11 @@ class CudaPlan:
         """Term offsets (int64), in the plan's order."""
         return np.array([t.offset for t in self.kernel.terms], dtype=np.int64)
 
+    @property
+    def round_warps(self) -> int:
+        """Warps of a block of the round kernel: the options' term groups, at most one a term."""
+        return min(self.options.term_groups, len(self.offsets))
+
     @cached_property
     def codes(self) -> np.ndarray:
         """Encoded term constants (int64), in the plan's order."""

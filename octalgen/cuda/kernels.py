@@ -7,16 +7,14 @@ Flow: :class:`~.cuda_plan.CudaPlan` -> :func:`render_kernels` (``templates/cuda/
 
 from __future__ import annotations
 
-import os
-import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..build import Artefact, cached_build, run_compiler, tool_identity
+from ..build import Artefact, cached_build, command_from_environment, run_compiler, tool_identity
 from ..errors import ToolMissingError
 from ..render import render
-from .cuda_plan import CudaPlan
+from .cuda_plan import CudaPlan, spread
 
 #: nvcc flags, chosen deliberately (all part of the cache key):
 #: ``-cubin -arch=sm_XX``: machine code for exactly the target (H100/H200: sm_90), no PTX for
@@ -49,23 +47,6 @@ class CompiledKernels:
     artefact: Artefact
 
 
-def command_from_environment(variable: str, what: str) -> list[str] | None:
-    """The command ``$variable`` names (split as a shell would), None where it is not set.
-
-    Raises
-    ------
-    ToolMissingError
-        When the command it names is not found.
-    """
-    chosen = os.environ.get(variable)
-    if not chosen:
-        return None
-    command = shlex.split(chosen)
-    if not shutil.which(command[0]):
-        raise ToolMissingError(f"{what} {command[0]!r} from ${variable} not found; set {variable} to the {what}")
-    return command
-
-
 def find_nvcc() -> list[str]:
     """The nvcc command: ``$NVCC`` if set, else ``nvcc`` on PATH, else /usr/local/cuda/bin/nvcc.
 
@@ -84,7 +65,7 @@ def find_nvcc() -> list[str]:
 
 def render_kernels(plan: CudaPlan) -> str:
     """The CUDA source of both kernels for ``plan`` (byte-for-byte reproducible)."""
-    groups = min(plan.options.term_groups, len(plan.offsets))
+    groups = plan.round_warps
     by_offset = sorted(plan.kernel.encoded_terms())
     return render(
         "cuda/kernels.cu.j2",
@@ -92,6 +73,7 @@ def render_kernels(plan: CudaPlan) -> str:
         term_groups=groups,
         mex_words=-(-64 // groups),
         terms_by_offset=by_offset,
+        spread_terms=[(offset, spread(code)) for offset, code in by_offset],
         cache_final=plan.options.cache_final,
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,

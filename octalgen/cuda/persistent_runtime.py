@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import ComputationError
 from . import persistent_twin, twin
 from .cuda_plan import CudaPlan
-from .runtime import LOG_CAPACITY, RING_LEAST, RoundLog, _module, _round_block_threads, read_ring
+from .runtime import LOG_CAPACITY, RING_LEAST, RoundLog, _module, _multiprocessors, _round_block_threads, read_ring
 
 # The mapped cell (templates/cuda/kernels.cu.j2: CELL_*).
 CELL_FRONT, CELL_ROUND, CELL_OVERFLOW, CELL_STATUS, CELL_LIMIT, CELL_STOP, CELL_SIZE = range(7)
@@ -99,10 +99,10 @@ class GpuPersistentSpeculator:
         module, self.resource_usage = _module(plan)
         self.kernel = module.get_function("octal_persistent")
         self.threads = _round_block_threads(plan)
-        count = cupy.cuda.Device().attributes["MultiProcessorCount"]
-        if self.blocks > count * _blocks_fit(self.kernel, self.threads):
+        resident = _multiprocessors()[0] * _blocks_fit(self.kernel, self.threads)
+        if self.blocks > resident:
             raise ComputationError(f"a window of {window} needs {self.blocks} resident blocks of the persistent "
-                                   f"kernel; this GPU holds {count * _blocks_fit(self.kernel, self.threads)}")
+                                   f"kernel; this GPU holds {resident}")
         self.codes = cupy.zeros(self.ring, dtype=cupy.uint8)
         self.flags = cupy.zeros(2 * self.blocks, dtype=cupy.uint64)
         self.log = RoundLog()
@@ -233,7 +233,7 @@ def barrier_microbenchmark(plan: CudaPlan, rounds: int = 20_000, first: int = 1 
 
     module, usage = _module(plan)
     kernel = module.get_function("octal_barrier_probe")
-    count = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    count = _multiprocessors()[0]
     threads = _round_block_threads(plan)
     ring_size = 1 << max(20, (first + 32 * count).bit_length())
     ring = cupy.asarray(np.random.default_rng(0).integers(0, 256, ring_size, dtype=np.uint8))

@@ -135,7 +135,7 @@ def _multiprocessors() -> tuple[int, Multiprocessor]:
 
 
 def _round_block_threads(plan: CudaPlan) -> int:
-    return 32 * min(plan.options.term_groups, len(plan.offsets))
+    return 32 * plan.round_warps
 
 
 def _copy_async(destination: int, source: int, size: int, kind: int, stream) -> None:

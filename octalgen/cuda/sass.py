@@ -22,8 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..build import command_from_environment
 from ..errors import BuildError, ToolMissingError
-from .kernels import command_from_environment, find_nvcc
+from .kernels import find_nvcc
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);")
 _LABEL = re.compile(r"^(\.L_x_\d+):", re.MULTILINE)  # nvdisasm names branch targets
