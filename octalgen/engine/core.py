@@ -315,14 +315,13 @@ class Engine:
         reach = 0 if not self.options.verify else VERIFY_HISTORY if self.history.prefix_complete else None
         for chunk, result in self.pipeline.step(self._goal(), self.options.chunk, self.threads, reach,
                                                 self.history.prefix):
-            switch = None  # far out, a table under another mask instead of a far term (or of every value)
-            if result is not None and result.status == UNDECIDED:  # with the recent values, then with every value
+            if result is not None and result.status == UNDECIDED:  # again with the recent values
                 result = self.pipeline.verify_again(chunk, result, self.history)
-                switch = self._late_switch(chunk, result) if result.status == UNDECIDED else None
-                if switch is None and result.status == UNDECIDED:
-                    result = self.pipeline.verify_again(chunk, result, self.history, self.values_before)
-            if result is not None and result.status == FAILED and switch is None:
-                switch = self._late_switch(chunk, result)
+            # Far out, a table under another mask instead of a far term (or of every value):
+            switch = self._late_switch(chunk, result) if result is not None and result.status != PROVEN else None
+            if switch is None and result is not None and result.status == UNDECIDED:  # with every value
+                result = self.pipeline.verify_again(chunk, result, self.history, self.values_before)
+                switch = self._late_switch(chunk, result) if result.status == FAILED else None
             if result is not None and result.status != PROVEN:
                 self._recover(chunk, result, switch)
                 return
