@@ -15,7 +15,7 @@ import itertools
 import json
 import tempfile
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -23,11 +23,13 @@ import numpy as np
 from .engine.core import Engine, EngineOptions
 from .engine.period import ExactProof
 from .engine.scan import Scanner
+from .engine.seams import KernelPlugin
 from .engine.summary import summarize
 from .engine.tally import Tally
 from .errors import CheckpointError, InputError
 from .game import OctalGame, parse_game
 from .output import write_output
+from .rare import RareTable
 
 #: Values computed per step of the periodic extension of a digest.
 _EXTEND = 1 << 20
@@ -79,18 +81,24 @@ class GameResult:
     group: str | None = None
 
 
-def survey_game(code: str, limit: int) -> dict:
+def survey_game(code: str, limit: int, *, table: RareTable | None = None, options: EngineOptions | None = None,
+                kernels: KernelPlugin | None = None) -> dict:
     """Compute one game up to ``limit`` values and prove its period if one shows (a survey task).
 
-    Runs in a worker process: verification in this process, the values on a temporary disk.
+    Runs in a worker process: verification in this process, the values on a temporary disk.  The
+    engine is the one every command runs: a rare value that appears far out switches the mask
+    (the result gives the mask the game ends under) rather than stalling the game.  ``table``,
+    ``options`` (its ``until`` is ``limit``) and ``kernels`` replace the engine's defaults.
     """
     game = parse_game(code)
     began = time.perf_counter()
     prover = ExactProof(game.max_take, until=limit)
     tally = Tally(0, prover)
+    options = replace(options, until=limit) if options is not None else EngineOptions(
+        until=limit, threads=1, workers=0, checkpoint_every=1e9)
     with tempfile.TemporaryDirectory(prefix="octalgen-survey-") as directory:
-        engine = Engine(game, EngineOptions(until=limit, threads=1, workers=0, checkpoint_every=1e9), [tally],
-                        directory=directory, identity={"command": "survey"}, keep_all=True)
+        engine = Engine(game, options, [tally], table=table, directory=directory, identity={"command": "survey"},
+                        keep_all=True, kernels=kernels)
         engine.run()
         summary = summarize(engine, tally)
         stats = summary.statistics

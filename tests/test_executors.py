@@ -106,10 +106,14 @@ def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when
         assert shown.to_json()["cores"]["expected_values_per_second"] == round(expected)
 
 
-def test_a_staged_history_reaches_the_worker_whole_and_goes_with_its_task():
-    """A chunk's codes go to a worker through a file it maps (not the pipe): the worker's proof is
-    the one made here from the array itself, and the file is gone once the task is over."""
+def test_a_staged_history_reaches_the_worker_whole_and_its_file_serves_the_next_task():
+    """A chunk's codes go to a worker through a file it maps (not the pipe), written from its pieces:
+    the worker's proof is the one made here from the array itself.  Once the task is over the file
+    is written again for the next task (a longer one grows it); a cancelled task's file is removed,
+    since its worker may still read it.  The prefix, as it grows, is appended to its file."""
     import os
+
+    import numpy as np
 
     from octalgen.engine.executors import LocalProcesses, StagedArray, verify_task
 
@@ -121,16 +125,26 @@ def test_a_staged_history_reaches_the_worker_whole_and_goes_with_its_task():
     base = plan.start - plan.window
     pool = LocalProcesses(1)
     try:
-        staged = pool.stage(codes)
-        assert isinstance(staged, StagedArray) and os.path.exists(staged.path)
-        there = pool.submit(verify_task, verifier, staged.head(len(codes) - 10_000), base, prefix, plan.start,
+        short = pool.stage(codes[:1000])
+        pool.release(short)
+        staged = pool.stage(codes[:20_000], codes[20_000:])
+        assert isinstance(staged, StagedArray) and staged.path == short.path and len(staged.array()) == len(codes)
+        shared = pool.share(prefix[:5000])
+        grown = pool.share(prefix)
+        assert grown.path == shared.path and np.array_equal(grown.array(), prefix)
+        there = pool.submit(verify_task, verifier, staged.head(len(codes) - 10_000), base, grown, plan.start,
                             until - 10_000).result(timeout=60)[0]
         here = verify_task(verifier, codes[: len(codes) - 10_000], base, prefix, plan.start, until - 10_000)[0]
         assert there == here and there.status == "proven"
         pool.release(staged)
-        assert not os.path.exists(staged.path)
+        assert os.path.exists(staged.path)
+        again = pool.stage(codes[::-1])
+        assert again.path == staged.path and np.array_equal(again.array(), codes[::-1])
+        pool.release(again, finished=False)
+        assert not os.path.exists(again.path)
     finally:
         pool.close(kill=True)
+    assert not os.path.exists(shared.path)
 
 
 def test_the_files_of_a_killed_run_are_swept_by_the_next_one(tmp_path):

@@ -219,3 +219,17 @@ def test_the_period_search_of_period_goes_on_over_a_switch(values, tmp_path):
     assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     assert summary.period is None  # .167's period, if it has one, is far beyond 300,000
+
+
+def test_a_survey_game_switches_its_mask_where_a_late_rare_value_appears(values):
+    """``survey``'s task runs the same engine: the late value switches the game's mask (the result
+    gives the one it ends under) and the values stay exact, with nothing recomputed."""
+    from octalgen.survey import survey_game
+
+    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
+    result = survey_game(GAME.code, UNTIL, table=table, kernels=_FailingKernels(1, FAILED),
+                         options=EngineOptions(until=UNTIL, threads=1, workers=0, chunk=1 << 14, prefix_limit=1 << 14,
+                                               recent_limit=1 << 14, checkpoint_every=1e9))
+    assert (result["status"], result["values"], result["mask"]) == ("open", UNTIL, "0x3d")
+    assert result["digest"] == fnv1a64(values[:UNTIL])
+    assert result["rare_count"] == RareTable.from_values(GAME, values[: 1 << 14], mask=0x3d).count

@@ -36,3 +36,17 @@ def test_scanner_anchors_at_powers_of_two_and_finds_repeated_windows():
     matches = [heap for kind, heap in events if kind == HASH_MATCH]
     assert matches[0] == 512 + 37  # the window ending at the anchor 512 recurs one period later
     assert all((heap - 512) % 37 == 0 for heap in matches if heap < 1024)
+
+
+@pytest.mark.parametrize("parity", [None, 0, 1], ids=["range", "positions-0", "positions-1"])
+@pytest.mark.parametrize("first", [1_000_000, 1_000_001])
+def test_the_c_decoding_of_codes_is_the_encodings(parity, first):
+    """The engine decodes every proven chunk in C: the values are those of the encoding's own
+    decoding, heap by heap (positional rarity: by each heap's class), for an odd count."""
+    from octalgen.engine.scan import decode_codes
+    from octalgen.plan import Encoding
+
+    encoding = Encoding("u8", 0x1ee, 1, parity)
+    codes = np.random.default_rng(first).integers(0, 256, 5001).astype(np.uint8)
+    expected = [encoding.decode(int(c), first + i) for i, c in enumerate(codes)]
+    assert decode_codes(encoding, codes, first).tolist() == expected

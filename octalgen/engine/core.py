@@ -40,6 +40,7 @@ from .plans import plan_for, reconcile
 from .producer import Chunk, Producer, log_plan
 from .recovery import announce, announce_switch, decide, late_switch
 from .resume import Checkpoints
+from .scan import decode_codes
 from .seams import Consumer, KernelPlugin, Kernels
 from .signals import StopRequest, StopRequested
 from .tally import UNSPARSE_WINDOW
@@ -325,7 +326,7 @@ class Engine:
             if result is not None and result.status != PROVEN:
                 self._recover(chunk, result, switch)
                 return
-            self._accept(chunk.plan.encoding.decode_values(chunk.codes, chunk.first), chunk.plan, codes=chunk.codes)
+            self._accept(decode_codes(chunk.plan.encoding, chunk.codes, chunk.first), chunk.plan, codes=chunk.codes)
             if self._done():
                 return
 
@@ -341,7 +342,7 @@ class Engine:
         under ``switch`` (a table under another mask, :meth:`_late_switch`), or decide G(m)."""
         m = failure.heap
         proven = chunk.codes[: m - chunk.first]
-        self._accept(chunk.plan.encoding.decode_values(proven, chunk.first), chunk.plan, codes=proven)
+        self._accept(decode_codes(chunk.plan.encoding, proven, chunk.first), chunk.plan, codes=proven)
         if self._done():
             return  # the run ends before the heap whose proof failed
         self._consistent = False

@@ -1,10 +1,11 @@
 """Where verification tasks run: this process, local worker processes, or a Dask cluster.
 
-Every executor has ``submit(fn, *args)`` returning a future with ``result(timeout)``,
-``done()`` and ``cancel()``; ``share(array)`` (a handle that passes a large read-only array to
-many tasks cheaply); ``stage(array)`` and ``release(handle)`` (one task's large read-only
-array, and its end); ``wait(timeout, wake)`` (until a task may have finished or the file
-descriptor ``wake`` is readable: the producer's thread has a chunk); ``close(kill)``.  Tasks
+Every executor is an :class:`Executor`: ``submit(fn, *args)`` returning a future with
+``result(timeout)``, ``done()`` and ``cancel()``; ``share(array)`` (a handle that passes a large
+read-only array to many tasks cheaply); ``stage(*arrays)`` and ``release(handle, finished)`` (one
+task's large read-only array, and its end); ``wait(timeout, wake)`` (until a task may have
+finished or the file descriptor ``wake`` is readable: the producer's thread has a chunk);
+``close(kill)``.  Tasks
 are plain picklable calls (:func:`verify_task` on a verifier with a ``verify(codes, base,
 prefix, a, b)`` method and a stretch of codes), so any engine that runs Python functions can
 run them.
@@ -94,6 +95,38 @@ class AsynchronousVerifier(Protocol):
         """Start proving heaps ``a`` ... ``b - 1`` as :func:`verify_task` would."""
 
 
+class Executor(Protocol):
+    """Where the pipeline's verification tasks run (:class:`InProcess`, :class:`~.workers.LocalProcesses`,
+    :class:`DaskCluster`).
+
+    Attributes
+    ----------
+    workers : int
+        Tasks it runs at once.
+    """
+
+    workers: int
+
+    def submit(self, fn, *args) -> VerifyFuture:
+        """Run ``fn(*args)`` (a :func:`verify_task`)."""
+
+    def share(self, array: np.ndarray):
+        """A handle that passes ``array`` (read-only, large) to many tasks."""
+
+    def stage(self, *arrays: np.ndarray):
+        """A handle that passes the concatenation of ``arrays`` (read-only, large) to one task."""
+
+    def release(self, handle, finished: bool = True) -> None:
+        """The task given ``handle`` by :meth:`stage` is over (``finished`` False: it was cancelled and
+        may still be reading)."""
+
+    def wait(self, timeout: float, wake: int | None = None) -> None:
+        """Until a task may have finished, ``wake`` is readable, or ``timeout`` seconds passed."""
+
+    def close(self, kill: bool = False) -> None:
+        """End its processes (at once where ``kill``)."""
+
+
 class _Deferred:
     """A task run in this process when its result is asked for, in pieces (see :class:`InProcess`)."""
 
@@ -148,11 +181,11 @@ class InProcess:
         """A handle to pass ``array`` to many tasks (here: the array itself)."""
         return array
 
-    def stage(self, array: np.ndarray):
-        """A handle to pass ``array`` to one task (here and on a cluster: the array itself)."""
-        return array
+    def stage(self, *arrays: np.ndarray):
+        """A handle to pass the concatenation of ``arrays`` to one task (here: that array)."""
+        return _joined(arrays)
 
-    def release(self, handle) -> None:
+    def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do here)."""
 
     def wait(self, timeout: float, wake: int | None = None) -> None:
@@ -161,6 +194,10 @@ class InProcess:
 
     def close(self, kill: bool = False) -> None:
         pass
+
+
+def _joined(arrays) -> np.ndarray:
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _wait_for(wake: int | None, timeout: float) -> None:
@@ -214,11 +251,11 @@ class DaskCluster:
         """Send ``array`` to every worker once; tasks given the handle receive the array."""
         return self._client.scatter(array, broadcast=True)
 
-    def stage(self, array: np.ndarray):
-        """A handle to pass ``array`` to one task: the array itself (sent with the task)."""
-        return array
+    def stage(self, *arrays: np.ndarray):
+        """A handle to pass the concatenation of ``arrays`` to one task: that array (sent with the task)."""
+        return _joined(arrays)
 
-    def release(self, handle) -> None:
+    def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do)."""
 
     def wait(self, timeout: float, wake: int | None = None) -> None:
@@ -229,7 +266,8 @@ class DaskCluster:
         self._client.close()
 
 
-def make_executor(workers: int, scheduler: str | None, should_stop=lambda: False, piece: int = IN_PROCESS_PIECE):
+def make_executor(workers: int, scheduler: str | None, should_stop=lambda: False,
+                  piece: int = IN_PROCESS_PIECE) -> Executor:
     """The executor for ``--workers`` / ``--scheduler`` (``piece``: see :class:`InProcess`)."""
     if scheduler:
         return DaskCluster(scheduler)

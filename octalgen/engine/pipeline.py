@@ -28,7 +28,7 @@ from ..cpu.verify import PROVEN, VerifyResult
 from ..errors import ComputationError
 from ..plan import KernelPlan
 from . import split
-from .executors import InProcess, make_executor, verify_task
+from .executors import Executor, InProcess, make_executor, verify_task
 from .history import History
 from .options import SMALL_JOB, EngineOptions
 from .producer import Chunk, Producer, ProducerThread
@@ -54,7 +54,7 @@ class Pipeline:
         A :class:`~.producer.ProducerThread` produces ahead in its own thread.
     kernels : KernelPlugin
         Gives each chunk's verifier.
-    executor : object
+    executor : Executor
         See :mod:`.executors`.
     backlog : int
         The most chunks in flight.
@@ -71,7 +71,7 @@ class Pipeline:
         Heaps whose proofs came back.
     """
 
-    def __init__(self, producer: Producer, kernels: KernelPlugin, executor, backlog: int, verify: bool,
+    def __init__(self, producer: Producer, kernels: KernelPlugin, executor: Executor, backlog: int, verify: bool,
                  stop: StopRequest):
         self.producer = producer
         self.kernels = kernels
@@ -146,7 +146,7 @@ class Pipeline:
         if chunk.stop >= until and not self.here:  # the last chunk: every process takes a part
             pieces = max(1, min(self.executor.workers, (chunk.stop - chunk.first) // LAST_PIECE))
         bounds = [chunk.first + (chunk.stop - chunk.first) * i // pieces for i in range(pieces + 1)]
-        staged = self.executor.stage(chunk.history)  # written once, read by every piece
+        staged = self.executor.stage(chunk.before, chunk.codes)  # written once, read by every piece
         futures = []
         for a, b in zip(bounds, bounds[1:]):
             # Each piece gets the history up to its own end: what the whole chunk's task would read.
@@ -171,7 +171,7 @@ class Pipeline:
                     self.stop.check()
                     raise
             self._pending.popleft()
-            self.executor.release(staged)
+            self.executor.release(staged, finished=future.done())  # a piece may run on after one failed
             self.cpu_seconds += seconds
             self.cpu_seconds_here += seconds if self.here else 0.0
             self.values += chunk.stop - chunk.first
@@ -191,7 +191,7 @@ class Pipeline:
             self.producer.halt()
         for _, future, staged in self._pending:
             future.cancel()
-            self.executor.release(staged)  # a worker still reading it keeps its mapping
+            self.executor.release(staged, finished=False)  # a worker still reading it keeps its mapping
         self._pending.clear()
 
     def close(self) -> None:

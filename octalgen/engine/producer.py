@@ -25,6 +25,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -46,8 +47,9 @@ FIRST_CHUNK = 1 << 16
 class Chunk:
     """Produced codes of heaps [first, stop) under ``plan``'s encoding.
 
-    ``history`` holds the codes of heaps ``base`` ... ``stop - 1`` (the chunk's own last): what its
-    proof scans are given.
+    Its proof scans are given the codes of heaps ``base`` ... ``stop - 1`` (the chunk's own last):
+    ``before`` (heaps ``base`` ... ``first - 1``) and ``codes``, kept apart so that they are copied
+    once, where they are staged for a task, not joined here first.
     """
 
     first: int
@@ -55,7 +57,12 @@ class Chunk:
     plan: KernelPlan
     codes: np.ndarray
     base: int
-    history: np.ndarray
+    before: np.ndarray
+
+    @cached_property
+    def history(self) -> np.ndarray:
+        """The codes of heaps ``base`` ... ``stop - 1``, in one array."""
+        return np.concatenate([self.before, self.codes])
 
 
 class Producer:
@@ -143,12 +150,18 @@ class Producer:
         codes = buffer[w: w + b - a]
         self.values += b - a
         start = self.ring_base if reach is None else max(self.ring_base, a - w - reach)
-        history = np.concatenate([self.ring[start - self.ring_base:], codes])
-        keep = len(history) if reach is None else w + reach
-        self.ring = history if len(history) <= keep else history[len(history) - keep:].copy()
+        before = self.ring[start - self.ring_base:]
+        # The ring keeps every code since the reset (reach None), or the last w + reach.
+        keep = None if reach is None else w + reach
+        if keep is None or len(before) + len(codes) <= keep:
+            self.ring = np.concatenate([before, codes])
+        elif len(codes) >= keep:
+            self.ring = codes[len(codes) - keep:].copy()
+        else:
+            self.ring = np.concatenate([before[len(before) + len(codes) - keep:], codes])
         self.ring_base = b - len(self.ring)
         self.produced_to = b
-        chunk = Chunk(a, b, plan, codes, start, history)
+        chunk = Chunk(a, b, plan, codes, start, before)
         if overflow is not None:
             log.warning("%s; continuing with 16-bit storage", overflow)
             values = plan.encoding.decode_array(self.ring, self.ring_base)

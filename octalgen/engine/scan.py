@@ -27,6 +27,7 @@ from .. import __version__
 from ..build import build_module
 from ..checksum import FNV_OFFSET
 from ..errors import ComputationError
+from ..plan import Encoding
 from ..render import render
 
 #: CRC-64/ECMA-182: P(x) = x^64 + this (bit i is the coefficient of x^i).
@@ -103,6 +104,24 @@ def mark_present(values: np.ndarray, present: np.ndarray) -> None:
     values = np.ascontiguousarray(values, dtype=np.uint16)
     module.lib.octalgen_mark_present(module.ffi.from_buffer("uint16_t[]", values), len(values),
                                      module.ffi.from_buffer("uint8_t[]", present))
+
+
+def decode_codes(encoding: Encoding, codes: np.ndarray, first: int) -> np.ndarray:
+    """:meth:`~octalgen.plan.Encoding.decode_values` of the codes of heaps ``first`` ..., in C for u8 codes:
+    a run decodes every value it proves, and numpy's ``take`` first widens the codes to 64-bit indices."""
+    if encoding.kind != "u8" or len(codes) < 1 << 12:
+        return encoding.decode_values(codes, first)
+    rows = encoding.decode_rows
+    if encoding.parity is not None:
+        rows = rows[[encoding.rarity.heap_class(first), encoding.rarity.heap_class(first + 1)]]
+    rows = np.ascontiguousarray(np.broadcast_to(rows, (2, 256)), dtype=np.uint16)
+    codes = np.ascontiguousarray(codes, dtype=np.uint8)
+    out = np.empty(len(codes), dtype=np.uint16)
+    module = _module()
+    module.lib.octalgen_decode_codes(module.ffi.from_buffer("uint8_t[]", codes), len(codes),
+                                     module.ffi.from_buffer("uint16_t[]", rows),
+                                     module.ffi.from_buffer("uint16_t[]", out))
+    return out
 
 
 def first_anchor(at_least: int) -> int:

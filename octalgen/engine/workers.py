@@ -7,9 +7,12 @@ and SIGTERM (the parent stops them).  ``close(kill=True)`` ends them at once ins
 them finish.
 
 Large read-only arrays reach them as files they map, not through the pipe: the prefix once per
-run (:class:`SharedArray`), a chunk's history once per task (:class:`StagedArray`), in
-``/dev/shm`` where there is one.  Files are named with the run's process id, so that a later
-run removes those of a run that died (:func:`sweep_staged_files`).
+run, its new values appended as it grows (:class:`SharedArray`), a chunk's history once per task
+(:class:`StagedArray`), in ``/dev/shm`` where there is one.  A task's file is one of a few slots
+that are written again for later tasks once their tasks are over: a new file per task cost the
+coordinator a fresh page per 4 KiB and an ``unlink``, a third of its CPU time per value.  Files
+are named with the run's process id, so that a later run removes those of a run that died
+(:func:`sweep_staged_files`).
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ def _mapped(shared: SharedArray) -> np.ndarray:
 class StagedArray:
     """One task's read-only array in a file that a local worker process maps (its first ``length`` items).
 
-    Unlike :class:`SharedArray` it is mapped anew by every task: the file is removed once the
-    task's result is taken, and a later file may get the same name.
+    Unlike :class:`SharedArray` it is mapped anew by every task: once the task is over its file
+    (a slot of :class:`LocalProcesses`) is written again for a later task.
     """
 
     path: str
@@ -192,8 +195,9 @@ class LocalProcesses:
             theirs.close()
             self._processes.append(process)
             self._idle.append(ours)
-        self._files: list[str] = []
-        self._staged: set[str] = set()
+        self._shared: tuple[str, str, int] | None = None  # the prefix's file: path, dtype, length
+        self._free: list[_Slot] = []  # files for tasks' arrays, not in use
+        self._staged: dict[str, _Slot] = {}  # by path: those in use
 
     def submit(self, fn, *args) -> _WorkerFuture:
         future = _WorkerFuture(self)
@@ -231,39 +235,54 @@ class LocalProcesses:
         """Collect results and hand out tasks until one finished, ``wake`` is readable, or ``timeout`` passed."""
         self.pump(timeout, wake)
 
-    def stage(self, array: np.ndarray):
-        """A handle to pass ``array`` to one task: a file in /dev/shm (memory) that its worker maps.
+    def stage(self, *arrays: np.ndarray):
+        """A handle to pass the concatenation of ``arrays`` (of one dtype) to one task: a file in
+        /dev/shm (memory) that its worker maps.
 
-        Written once here, rather than pickled and sent through a pipe, copied and unpickled: the
-        coordinator's largest cost per value was sending the codes.  Where the file cannot be
-        written (a full /dev/shm), the array itself.
+        Written once here, rather than pickled and sent through a pipe, copied and unpickled, into
+        a slot whose pages earlier tasks have faulted in.  Where the file cannot be written (a
+        full /dev/shm), the array itself.
         """
-        array = np.ascontiguousarray(array)
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        length = sum(len(a) for a in arrays)
+        slot = self._free.pop() if self._free else _Slot.new()
+        if slot is None:
+            return np.concatenate(arrays)
         try:
-            handle, path = tempfile.mkstemp(prefix=_file_prefix("codes"), dir=_staging_dir())
+            slot.write(arrays)
         except OSError:
-            return array
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(memoryview(array).cast("B"))
-        except OSError:
-            _unlink(path)
-            return array
-        self._staged.add(path)
-        return StagedArray(path, array.dtype.str, len(array))
+            slot.remove()
+            return np.concatenate(arrays)
+        self._staged[slot.path] = slot
+        return StagedArray(slot.path, arrays[0].dtype.str, length)
 
-    def release(self, handle) -> None:
-        """The task given ``handle`` (by :meth:`stage`) is over: its file goes."""
-        if isinstance(handle, StagedArray) and handle.path in self._staged:
-            self._staged.discard(handle.path)
-            _unlink(handle.path)
+    def release(self, handle, finished: bool = True) -> None:
+        """The task given ``handle`` (by :meth:`stage`) is over: its file may be written again.
+        ``finished`` False: a task may still read it (a cancelled one); the file goes instead, and
+        the task keeps its mapping."""
+        slot = self._staged.pop(handle.path, None) if isinstance(handle, StagedArray) else None
+        if slot is not None and finished:
+            self._free.append(slot)
+        elif slot is not None:
+            slot.remove()
 
     def share(self, array: np.ndarray) -> SharedArray:
-        """Write ``array`` to a file in /dev/shm (memory) that the workers map."""
-        handle, path = tempfile.mkstemp(prefix=_file_prefix("prefix"), dir=_staging_dir())
-        with os.fdopen(handle, "wb") as out:
-            out.write(np.ascontiguousarray(array).tobytes())
-        self._files.append(path)
+        """Write ``array`` to a file in /dev/shm (memory) that the workers map.  An array that extends
+        the one shared last (the prefix, as it grows) only appends its new values to that file:
+        a worker's earlier mapping reads the same values as before."""
+        array = np.ascontiguousarray(array)
+        if self._shared is not None and self._shared[1] == array.dtype.str and self._shared[2] <= len(array):
+            path, _, old = self._shared
+            with open(path, "r+b") as out:
+                out.seek(old * array.itemsize)
+                out.write(memoryview(array[old:]).cast("B"))
+        else:
+            handle, path = tempfile.mkstemp(prefix=_file_prefix("prefix"), dir=_staging_dir())
+            with os.fdopen(handle, "wb") as out:
+                out.write(memoryview(array).cast("B"))
+            if self._shared is not None:
+                _unlink(self._shared[0])  # workers that mapped it keep their mappings
+        self._shared = (path, array.dtype.str, len(array))
         return SharedArray(path, array.dtype.str, len(array))
 
     def close(self, kill: bool = False) -> None:
@@ -281,9 +300,47 @@ class LocalProcesses:
         for connection in self._idle + list(self._busy):
             connection.close()
         self._idle, self._busy, self._queue, self._processes = [], {}, [], []
-        for path in [*self._files, *self._staged]:
-            _unlink(path)
-        self._files, self._staged = [], set()
+        for slot in [*self._free, *self._staged.values()]:
+            slot.remove()
+        if self._shared is not None:
+            _unlink(self._shared[0])
+        self._shared, self._free, self._staged = None, [], {}
+
+
+class _Slot:
+    """A file in /dev/shm for tasks' arrays, open for writing; it only grows, so that no worker's
+    mapping ever reaches past its end."""
+
+    def __init__(self, path: str, fd: int):
+        self.path, self.fd, self.size = path, fd, 0
+
+    @classmethod
+    def new(cls) -> "_Slot | None":
+        try:
+            fd, path = tempfile.mkstemp(prefix=_file_prefix("codes"), dir=_staging_dir())
+        except OSError:
+            return None
+        return cls(path, fd)
+
+    def write(self, arrays: list[np.ndarray]) -> None:
+        """The arrays one after the other from the file's start (raises OSError: /dev/shm full)."""
+        size = sum(a.nbytes for a in arrays)
+        if size > self.size:
+            os.ftruncate(self.fd, size)
+            self.size = size
+        offset = 0
+        for array in arrays:
+            data = memoryview(array).cast("B")
+            while data:
+                written = os.pwrite(self.fd, data, offset)
+                data, offset = data[written:], offset + written
+
+    def remove(self) -> None:
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        _unlink(self.path)
 
 
 def _unlink(path: str) -> None:
