@@ -2,8 +2,11 @@
 
 For N heaps from the kernel's first heap it times the speculative kernel with one thread and
 with T, the naive C baseline (Grossman's Figure 3 as a loop over the term table, same flags),
-the verifier in one process against its plain C proof scan (CPU time on the last heaps, in
-alternating rounds), and the whole exact backend with T threads and T verifying processes;
+the verifier in one process against the verifier of ``--baseline`` (default c62a57f, the one
+issue 27 measured: built from this checkout's git history and timed beside this one, each in a
+child process, :mod:`octalgen.cpu.baseline`) and against its own plain C proof scan (CPU time on
+the last heaps, in alternating rounds), and the whole exact backend with T threads and T
+verifying processes;
 the pure-Python reference is timed on its first, smaller count.  It also checks
 that all of them agree, so a fast wrong kernel cannot pass.  Tests never time anything:
 speed is measured here.
@@ -21,9 +24,11 @@ import time
 
 import numpy as np
 
+from ..cpu.baseline import BASELINE_COMMIT, compare_verifiers, unavailable
 from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
 from ..cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from ..engine.core import Engine, EngineOptions
+from ..engine.executors import VERIFY_HISTORY
 from ..engine.plans import plan_game
 from ..engine.values import ValueSink
 from ..errors import ComputationError, InputError
@@ -58,6 +63,9 @@ def register(sub) -> None:
                         help="threads and verifying processes for the multi-threaded figures (default: all cores)")
     parser.add_argument("--backend", choices=("c", "cuda"), default="c",
                         help="what to time: the generated C (default) or the GPU (needs octalgen[cuda] and a GPU)")
+    parser.add_argument("--baseline", default=BASELINE_COMMIT, metavar="COMMIT",
+                        help=f"the commit whose verifier is timed beside this one, from this checkout's git history "
+                             f"(default {BASELINE_COMMIT}; 'none' to skip)")
     parser.set_defaults(run=run)
 
 
@@ -170,6 +178,12 @@ def _bench_c(args) -> int:
             and all(v == verdict for v in verdicts)
             and np.array_equal(exact[start:], decoded) and np.array_equal(exact[: len(reference)], reference)):
         raise ComputationError(f"bench: the kernels, verifier and reference disagree ({verdict}); please report")
+    baseline, missing = None, None
+    if args.baseline != "none":
+        missing = unavailable(args.baseline) or (None if plan.encoding.kind == "u8" else "this game stores u16 values")
+        if missing is None:  # the same last heaps, in calls of the engine's chunk
+            baseline = compare_verifiers(game.code, exact, start + count - sample, sample, sample, VERIFY_HISTORY,
+                                         VERIFY_ROUNDS, args.baseline)
 
     rate = {name: count / seconds for name, seconds in (("one", one_s), ("many", many_s), ("naive", naive_s))}
     rate["verify"], rate["plain verify"] = (sample / float(np.median(s)) for s in (verify_s, plain_s))
@@ -178,21 +192,30 @@ def _bench_c(args) -> int:
     reference_rate = len(reference) / reference_s
     fell = f"fell back to one thread at G({fell_back}): cores busy" if fell_back is not None else None
     _row("speculative kernel, 1 thread", rate["one"], f"{rate['one'] / rate['naive']:.2f}x naive C")
-    _row(f"speculative kernel, {threads} threads", rate["many"], f"{rate['many'] / rate['one']:.2f}x one thread",
+    many = f"{threads} thread" + ("s" if threads > 1 else "")
+    _row(f"speculative kernel, {many}", rate["many"], f"{rate['many'] / rate['one']:.2f}x one thread",
          fell)
     _row("naive C (loop over the term table)", rate["naive"], "the baseline", "same compiler flags")
-    _row("verifier, 1 process", rate["verify"], f"{speedup:.2f}x the plain scan",
+    old, new = baseline or (None, None)
+    _row("verifier, 1 process", rate["verify"], f"{old.median / new.median:.2f}x {args.baseline}'s" if old else "",
          f"per core (CPU time, last {sample} heaps); {verdict.options_scanned / sample:.0f} options scanned per heap")
-    _row("verifier, plain C proof scan", rate["plain verify"], "the baseline",
-         f"same unit and heaps (-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}")
-    _row(f"exact --backend c, {threads} threads", exact_rate, "",
-         f"G(0) ... G({start + count - 1}): exact prefix, kernel, {threads} verifying processes")
+    if old:
+        _row(f"verifier of {args.baseline}", sample / old.median, "the baseline",
+             f"its own package, from this checkout's git history; each in a child process on the same heaps (this "
+             f"one {sample / new.median / 1e6:.3f} M/s there), median of {VERIFY_ROUNDS}")
+    elif missing:
+        _say(f"  verifier of {args.baseline}: not timed, {missing}")
+    _row("verifier, plain C proof scan", rate["plain verify"], f"{1 / speedup:.2f}x the verifier",
+         f"same unit and heaps, vector scan off (-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}")
+    _row(f"exact --backend c, {many}", exact_rate, "",
+         f"G(0) ... G({start + count - 1}): exact prefix, kernel, {threads} verifying "
+         f"process{'es' if threads > 1 else ''}")
     _row(f"Python reference, first {len(reference)}", reference_rate,
          f"kernel {rate['one'] / reference_rate:.0f}x faster", f"exact C {exact_rate / reference_rate:.0f}x faster")
     roles = engine.session.roles()
     _say("  exact backend, CPU seconds per 10^8 values: " + ", ".join(
         f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in roles.items() if figures["cpu_seconds"]))
-    _say(f"all agree (kernel 1 and {threads} threads, naive, verifier and its plain scan, exact backend, "
+    _say(f"all agree (kernel 1 and {many}, naive, verifier and its plain scan, exact backend, "
          f"reference); load average {_load()} at end")
     return 0
 
