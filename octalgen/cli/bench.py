@@ -29,6 +29,8 @@ from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
 from ..cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from ..engine.core import Engine, EngineOptions
 from ..engine.executors import VERIFY_HISTORY
+from ..engine.history import PREFIX_LIMIT
+from ..engine.options import CHUNK
 from ..engine.plans import plan_game
 from ..engine.values import ValueSink
 from ..errors import ComputationError, InputError
@@ -181,9 +183,10 @@ def _bench_c(args) -> int:
     baseline, missing = None, None
     if args.baseline != "none":
         missing = unavailable(args.baseline) or (None if plan.encoding.kind == "u8" else "this game stores u16 values")
-        if missing is None:  # the same last heaps, in calls of the engine's chunk
-            baseline = compare_verifiers(game.code, exact, start + count - sample, sample, sample, VERIFY_HISTORY,
-                                         VERIFY_ROUNDS, args.baseline)
+        if missing is None:  # as a run's task: the last heaps, at most one chunk, and at most a run's prefix
+            tail = min(count, CHUNK)
+            baseline = compare_verifiers(game.code, exact, start + count - tail, tail, tail, VERIFY_HISTORY,
+                                         VERIFY_ROUNDS, args.baseline, min(start + count - tail, PREFIX_LIMIT))
 
     rate = {name: count / seconds for name, seconds in (("one", one_s), ("many", many_s), ("naive", naive_s))}
     rate["verify"], rate["plain verify"] = (sample / float(np.median(s)) for s in (verify_s, plain_s))
@@ -200,9 +203,9 @@ def _bench_c(args) -> int:
     _row("verifier, 1 process", rate["verify"], f"{old.median / new.median:.2f}x {args.baseline}'s" if old else "",
          f"per core (CPU time, last {sample} heaps); {verdict.options_scanned / sample:.0f} options scanned per heap")
     if old:
-        _row(f"verifier of {args.baseline}", sample / old.median, "the baseline",
-             f"its own package, from this checkout's git history; each in a child process on the same heaps (this "
-             f"one {sample / new.median / 1e6:.3f} M/s there), median of {VERIFY_ROUNDS}")
+        _row(f"verifier of {args.baseline}", tail / old.median, "the baseline",
+             f"its own package, from this checkout's git history; each in a child process on the last {tail} "
+             f"heaps as a run's task (this one {tail / new.median / 1e6:.3f} M/s there), median of {VERIFY_ROUNDS}")
     elif missing:
         _say(f"  verifier of {args.baseline}: not timed, {missing}")
     _row("verifier, plain C proof scan", rate["plain verify"], f"{1 / speedup:.2f}x the verifier",

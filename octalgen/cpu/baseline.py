@@ -53,11 +53,10 @@ except ImportError:  # c62a57f: the engine's kernel_start
     from octalgen.engine.core import kernel_start as plan_game
 
 folder, code = sys.argv[1], sys.argv[2]
-base, count, chunk, history, rounds = (int(a) for a in sys.argv[3:8])
+first, base, count, chunk, history, rounds = (int(a) for a in sys.argv[3:9])
 plan, _ = plan_game(parse_game(code))
 prefix = np.memmap(folder + "/prefix.u16", dtype=np.uint16, mode="r")
 codes = np.fromfile(folder + "/codes.u8", dtype=np.uint8)
-first = len(prefix)
 verifier = Verifier(plan)
 verifier.module  # built or loaded before the clock starts
 seconds, scanned = [], 0
@@ -112,11 +111,14 @@ def unpack(commit: str, folder: Path) -> Path:
 
 
 def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chunk: int, history: int,
-                      rounds: int, commit: str = BASELINE_COMMIT) -> tuple[VerifierTiming, VerifierTiming]:
+                      rounds: int, commit: str = BASELINE_COMMIT,
+                      prefix_length: int | None = None) -> tuple[VerifierTiming, VerifierTiming]:
     """``commit``'s verifier and this checkout's, each proving heaps ``first`` ... ``first + count - 1``
     of ``code`` from ``values`` (exact: G(0) ... at least to the last heap), ``rounds`` times,
     alternating after one untimed call each (it builds or loads the module).  ``history``: heaps
-    before each call beyond the window.  Returns (baseline, this checkout)."""
+    before each call beyond the window; ``prefix_length``: the prefix given (default ``first``; a
+    run's is at most 2^23 values, and c62a57f's verifier checked it at every call).  Returns
+    (baseline, this checkout)."""
     from ..engine.plans import plan_game
     from ..game import parse_game
 
@@ -126,10 +128,11 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
     base = max(plan.start - plan.window, first - plan.window - history)
     with tempfile.TemporaryDirectory(prefix="octalgen-baseline-") as temp:
         data = Path(temp)
-        np.asarray(values[:first], dtype=np.uint16).tofile(data / "prefix.u16")
+        np.asarray(values[: first if prefix_length is None else prefix_length], dtype=np.uint16).tofile(
+            data / "prefix.u16")
         plan.encoding.encode_array(values[base: first + count]).astype(np.uint8).tofile(data / "codes.u8")
         old_tree = unpack(commit, Path(tempfile.mkdtemp(dir=temp)))
-        arguments = [str(data), code, str(base), str(count), str(chunk), str(history), "1"]
+        arguments = [str(data), code, str(first), str(base), str(count), str(chunk), str(history), "1"]
 
         def child(tree: Path) -> dict:
             done = subprocess.run([sys.executable, "-c", CHILD, *arguments], env=dict(os.environ, PYTHONPATH=str(tree)),
