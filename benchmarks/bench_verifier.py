@@ -23,8 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from octalgen.cpu.baseline import BASELINE_COMMIT, compare_verifiers
-from octalgen.engine.executors import VERIFY_HISTORY
+# This checkout's package, not an installed copy: the baseline is unpacked from this checkout's history.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from octalgen.cpu.baseline import BASELINE_COMMIT, compare_verifiers  # noqa: E402
+from octalgen.engine.executors import VERIFY_HISTORY  # noqa: E402
 
 
 def _exact(code: str, count: int) -> np.ndarray:

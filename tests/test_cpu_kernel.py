@@ -387,6 +387,24 @@ def test_every_proof_scan_catches_planted_faults(reference, scan):
         assert (result.status, result.heap, result.true_value) == ("failed", heap, values[heap])
 
 
+@pytest.mark.parametrize("scan", SCANS)
+def test_a_wrong_code_is_caught_in_every_lane_of_the_marks(scan):
+    """The vector check of the kernel's marks holds 8 or 16 heaps a batch, from the first heap asked
+    for: a code one too high (a lower code unmarked), one too low (its own code marked) or 33 off
+    (another range of 32 codes) is caught in every lane and in the heaps past the last whole batch,
+    with the true value, as the plain path catches it."""
+    reference = Reference(".6", None, 56_000)
+    plan, values = reference.plan, reference.values
+    a = plan.start + 1000
+    for heap in range(a, a + 40):
+        for flip in (1, 0x21):
+            bad = reference.codes.copy()
+            bad[heap] ^= flip
+            result = reference.verify(scan, bad, a, a + 37)
+            expected = ("failed", heap, values[heap]) if heap < a + 37 else ("proven", None, None)
+            assert (result.status, result.heap, result.true_value) == expected, (heap, flip)
+
+
 # -- the generated C itself -----------------------------------------------------------------
 
 FLAG_SETS = [

@@ -5323,6 +5323,112 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
     return 0;
 }
 
+/* ---- u8: (a), the kernel's marks, for MARK_LANES heaps at once --------------------------------
+ * Heap n's code v is the mex of its marks when every code below v is marked and v is not.  The
+ * codes of MARK_LANES consecutive heaps sit in the lanes of a vector, 32 bits a lane.  A term
+ * marks code(c) ^ G(n + j - o) in lane j, x say; within the range of codes [32 r, 32 r + 32) its
+ * mark is the bit 1 << (x ^ 32 r), a shift by 32 or more giving 0 (x is in another range).  The
+ * ranges up to the largest code of the batch are ORed term by term: ALU work on MARK_LANES heaps
+ * at once, where the scalar marks are a byte store per term and heap, at the store ports' limit.
+ * Each lane then compares its marks below and at its own code.  A lane that does not pass (its
+ * code is not the mex) is marked again by the scalar path, which finds the mex.
+ * VECTOR_MARKS off (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2): the scalar path only.
+ */
+#if !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX2__)
+#define VECTOR_MARKS 1
+#if defined(__AVX512F__) && (!defined(SCAN_VECTOR_BYTES) || SCAN_VECTOR_BYTES >= 64)
+#define MARK_LANES 16u
+typedef __m512i mvec_t;
+#define MV_CODES(p) _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p)))
+#define MV_SET1(x) _mm512_set1_epi32((int)(x))
+#define MV_XOR _mm512_xor_si512
+#define MV_OR _mm512_or_si512
+#define MV_AND _mm512_and_si512
+#define MV_SUB _mm512_sub_epi32
+#define MV_SLLV _mm512_sllv_epi32
+#define MV_ZERO _mm512_setzero_si512()
+#define MV_GE(a, b) ((uint32_t)_mm512_cmpge_epu32_mask(a, b))
+#define MV_NE(a, b) ((uint32_t)_mm512_cmpneq_epi32_mask(a, b))
+#define MV_NONZERO(a) ((uint32_t)_mm512_test_epi32_mask(a, a))
+#else
+#define MARK_LANES 8u
+typedef __m256i mvec_t;
+#define MV_CODES(p) _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p)))
+#define MV_SET1(x) _mm256_set1_epi32((int)(x))
+#define MV_XOR _mm256_xor_si256
+#define MV_OR _mm256_or_si256
+#define MV_AND _mm256_and_si256
+#define MV_SUB _mm256_sub_epi32
+#define MV_SLLV _mm256_sllv_epi32
+#define MV_ZERO _mm256_setzero_si256()
+#define MV_LANES(m) ((uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(m)))
+#define MV_GE(a, b) MV_LANES(_mm256_cmpeq_epi32(_mm256_max_epu32(a, b), a))
+#define MV_NE(a, b) (~MV_LANES(_mm256_cmpeq_epi32(a, b)) & 0xffu)
+#define MV_NONZERO(a) (~MV_LANES(_mm256_cmpeq_epi32(a, MV_ZERO)) & 0xffu)
+#endif
+
+/* acc[r]: the marks of the heaps from g = G(n) in the codes [32 r, 32 r + 32), r < ranges (a
+   constant where it is inlined: one loop over the terms per count of ranges). */
+static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mvec_t *acc, const uint32_t ranges)
+{
+    const mvec_t one = MV_SET1(1);
+    for (uint32_t r = 0; r < ranges; r++)
+        acc[r] = MV_ZERO;
+    for (uint32_t t = 0; t < TERMS; t++) {
+        const mvec_t x = MV_XOR(MV_CODES(g - TERM_OFFSET[t]), MV_SET1(TERM_CODE[t]));
+        for (uint32_t r = 0; r < ranges; r++)
+            acc[r] = MV_OR(acc[r], MV_SLLV(one, MV_XOR(x, MV_SET1(32u * r))));
+    }
+}
+
+/* Bit j set: the code of heap n + j (g = G(n)) is the mex of its marks. */
+static uint32_t marks_agree(const code_t *g)
+{
+    uint32_t top = 0;
+    for (uint32_t j = 0; j < MARK_LANES; j++)
+        top = g[j] > top ? g[j] : top;
+    const uint32_t ranges = top / 32u + 1u;
+    mvec_t acc[8];
+    switch (ranges) {
+    case 1u:
+        mark_lanes(g, acc, 1u);
+        break;
+    case 2u:
+        mark_lanes(g, acc, 2u);
+        break;
+    case 3u:
+        mark_lanes(g, acc, 3u);
+        break;
+    case 4u:
+        mark_lanes(g, acc, 4u);
+        break;
+    case 5u:
+        mark_lanes(g, acc, 5u);
+        break;
+    case 6u:
+        mark_lanes(g, acc, 6u);
+        break;
+    case 7u:
+        mark_lanes(g, acc, 7u);
+        break;
+    case 8u:
+        mark_lanes(g, acc, 8u);
+        break;
+    default:
+        return 0;
+    }
+    const mvec_t v = MV_CODES(g), one = MV_SET1(1);
+    uint32_t bad = 0;
+    for (uint32_t r = 0; r < ranges; r++) {
+        const mvec_t low = MV_SET1(32u * r);
+        const mvec_t bit = MV_SLLV(one, MV_SUB(v, low));  /* the code's own bit; 0 past this range */
+        const mvec_t below = MV_SUB(bit, one);             /* the bits below it; all 32 past this range */
+        bad |= MV_GE(v, low) & (MV_NE(MV_AND(acc[r], below), below) | MV_NONZERO(MV_AND(acc[r], bit)));
+    }
+    return ~bad & ((1u << MARK_LANES) - 1u);
+}
+#endif
+
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b)
 {
@@ -5410,12 +5516,28 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
+#if defined(VECTOR_MARKS)
+    uint64_t batch = first, batch_end = first, agree = 0;  /* marks_agree of the heaps batch ... batch_end - 1 */
+#endif
     for (uint64_t n = first; n < end; n++) {
         const code_t *g = values + (n - base);
-        stamp = next_stamp(stamp, marks);
-        mark_old_terms(g, marks, stamp);
-        mark_recent_terms(g, marks, stamp, 1);
-        uint32_t code = mex(marks, stamp, COMMON_ROW(n));
+        uint32_t code;
+#if defined(VECTOR_MARKS)
+        if (n >= batch_end && n + MARK_LANES <= end) {
+            batch = n;
+            batch_end = n + MARK_LANES;
+            agree = marks_agree(g);
+        }
+        if (n < batch_end && (agree >> (n - batch) & 1u)) {
+            code = *g;
+        } else
+#endif
+        {
+            stamp = next_stamp(stamp, marks);
+            mark_old_terms(g, marks, stamp);
+            mark_recent_terms(g, marks, stamp, 1);
+            code = mex(marks, stamp, COMMON_ROW(n));
+        }
         int failed = code != *g;
         if (code >= MEX_SIZE) {  /* every stored code is an option: the value does not fit */
             result[0] = 1;
