@@ -2251,7 +2251,9 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
  * critical path per block is its hop, the terms reaching into the previous block and into this
  * one (offsets up to BLOCK_HEAPS + i at heap i of the block) and BLOCK_HEAPS mexes; the rest, the
  * bulk of the terms, overlaps the other threads' blocks.  Each heap of the block has its own
- * row of marks (BLOCK_ROW bytes), stamped once per block.
+ * row of marks (BLOCK_ROW bytes), stamped once per block.  With VECTOR_MARKS the early pass marks
+ * the bulk MARK_LANES heaps at once as one-bit sets (mark_early_lanes; the terms known to only
+ * some heaps of a batch go to their rows), and the mex reads a heap's row and bits together.
  * No cache line of the output is written by two threads (blocks end on line boundaries); a
  * block is written from the thread's history once done, then its baton is released.
  */
@@ -4735,6 +4737,52 @@ static inline uint64_t block_start(const worker_t *w, uint64_t k)
     return start < w->count ? start : w->count;
 }
 
+#if defined(VECTOR_MARKS)
+/* The vector early pass of a block (VECTOR_MARKS, c/common.c.j2): for each batch of MARK_LANES
+   heaps from i, the terms whose sources precede `known` for every heap of the batch (offsets above
+   start + i + MARK_LANES - 1 - known) as one-bit sets in the ranges of 32 codes below 32 ranges
+   (bits[i + j], lane_ranges[i + j] = ranges); the terms known for heap i + j alone in its row.  The
+   heaps past the last whole batch are marked in their rows (lane_ranges 0: the row has them all). */
+static void mark_early_lanes(const code_t *g, uint8_t *rows, uint8_t stamp, uint32_t (*bits)[8],
+                             uint8_t *lane_ranges, uint32_t ranges, uint64_t start, uint64_t count, uint64_t known)
+{
+    uint64_t i = 0;
+    for (; i + MARK_LANES <= count; i += MARK_LANES) {
+        const uint64_t above = start + i + MARK_LANES - 1u - known;
+        const uint32_t far = first_term_above(above);
+        mvec_t acc[8];
+        uint32_t words[8][MARK_LANES] __attribute__((aligned(64)));
+        mark_ranges(g + i, acc, ranges, far);
+        for (uint32_t r = 0; r < ranges; r++)
+            MV_STORE(words[r], acc[r]);
+        for (uint32_t j = 0; j < MARK_LANES; j++) {
+            for (uint32_t r = 0; r < ranges; r++)
+                bits[i + j][r] = words[r][j];
+            lane_ranges[i + j] = (uint8_t)ranges;
+            mark_rest_above(g + i + j, rows + (i + j) * BLOCK_ROW, stamp, far, start + i + j - known);
+        }
+    }
+    for (; i < count; i++) {
+        mark_terms_above(g + i, rows + i * BLOCK_ROW, stamp, start + i - known);
+        lane_ranges[i] = 0;
+    }
+}
+
+/* The least code that neither row (marked with stamp) nor bits marks, among the first 32 ranges
+   codes; MEX_SIZE + 1 if every one of them is marked (the codes past them lack the bits' terms). */
+static uint32_t mex_of_lanes(const uint8_t *row, uint8_t stamp, const uint32_t *bits, uint32_t ranges)
+{
+    const __m256i s = _mm256_set1_epi8((char)stamp);
+    for (uint32_t r = 0; r < ranges; r++) {
+        const __m256i marks = _mm256_loadu_si256((const __m256i *)(row + 32u * r));
+        uint32_t unmarked = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(marks, s)) & ~bits[r];
+        if (unmarked)
+            return 32u * r + (uint32_t)__builtin_ctz(unmarked);
+    }
+    return MEX_SIZE + 1u;
+}
+#endif
+
 static void *worker(void *argument)
 {
     worker_t *w = argument;
@@ -4751,6 +4799,19 @@ static void *worker(void *argument)
         return (void *)1;
     }
     memset(rows, 0, rows_size);
+#if defined(VECTOR_MARKS)
+    uint32_t (*bits)[8] = aligned_alloc(64, (w->head + BLOCK_HEAPS) * sizeof(*bits) + 64);
+    uint8_t *lane_ranges = malloc(w->head + BLOCK_HEAPS);
+    uint32_t ranges = 8;
+    if (!bits || !lane_ranges) {
+        free(bits);
+        free(lane_ranges);
+        free(rows);
+        free(history);
+        stop_at(shared, 0);
+        return (void *)1;
+    }
+#endif
     uint8_t stamp = 0;
     memcpy(history, w->window, WINDOW * sizeof(code_t));
     int64_t first = -(int64_t)WINDOW;  /* the heap at history[0] */
@@ -4770,8 +4831,13 @@ static void *worker(void *argument)
             stamp = 1;
         }
         /* 1. early: the sources before known (offsets above start + i - known). */
+#if defined(VECTOR_MARKS)
+        mark_early_lanes(g, rows, stamp, bits, lane_ranges, ranges, start, count, known);
+        uint32_t top = 0;
+#else
         for (uint64_t i = 0; i < count; i++)
             mark_terms_above(g + i, rows + i * BLOCK_ROW, stamp, start + i - known);
+#endif
         /* 2. stages: each block in flight before this one, once its baton is out. */
         while (known < start) {
             uint64_t to = block_start(w, known_block + 1);
@@ -4786,7 +4852,17 @@ static void *worker(void *argument)
         for (uint64_t i = 0; i < count; i++) {
             uint8_t *row = rows + i * BLOCK_ROW;
             mark_own_block(g + i, row, stamp, (uint32_t)i);
+#if defined(VECTOR_MARKS)
+            uint32_t v = lane_ranges[i] ? mex_of_lanes(row, stamp, bits[i], lane_ranges[i]) : MEX_SIZE + 1u;
+            if (v > MEX_SIZE) {  /* its row alone, with every term (those of its bits again) */
+                if (lane_ranges[i])
+                    mark_rest_above(g + i, row, stamp, TERMS, 0);
+                v = mex(row, stamp, COMMON_ROW(w->first_heap + start + i));
+            }
+            top = v > top ? v : top;
+#else
             uint32_t v = mex(row, stamp, COMMON_ROW(w->first_heap + start + i));
+#endif
             if (v >= MEX_SIZE) {
                 memcpy(w->out + start, g, i * sizeof(code_t));
                 stop_at(shared, start + i);
@@ -4798,12 +4874,19 @@ static void *worker(void *argument)
            baton: sequentially consistent, so ordered before reading sleepers. */
         memcpy(w->out + start, g, count * sizeof(code_t));
         atomic_store(&shared->batons[k % BATON_SLOTS].end, end);
+#if defined(VECTOR_MARKS)
+        ranges = top / 32u + 1u;  /* the next block's vector ranges: up to this one's largest value */
+#endif
         if (atomic_load(&shared->sleepers))
             wake_all(shared);
         known = end;
         known_block = k + 1;
     }
 done:
+#if defined(VECTOR_MARKS)
+    free(bits);
+    free(lane_ranges);
+#endif
     free(rows);
     free(history);
     return 0;
