@@ -138,7 +138,8 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
             done = subprocess.run([sys.executable, "-c", CHILD, *arguments], env=dict(os.environ, PYTHONPATH=str(tree)),
                                   capture_output=True, text=True, cwd=temp)
             if done.returncode:
-                raise ComputationError(f"the verifier of {tree} failed: {done.stderr.strip().splitlines()[-1:]}")
+                last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+                raise ComputationError(f"the verifier of {tree} failed: {last}")
             result = json.loads(done.stdout.strip().splitlines()[-1])
             if not result["octalgen"].startswith(str(tree)):
                 raise ComputationError(f"the child imported {result['octalgen']}, not the package of {tree}")
