@@ -209,7 +209,7 @@ def _bench_c(args) -> int:
     elif missing:
         _say(f"  verifier of {args.baseline}: not timed, {missing}")
     _row("verifier, plain C proof scan", rate["plain verify"], f"{1 / speedup:.2f}x the verifier",
-         f"same unit and heaps, vector scan off (-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}")
+         f"same unit and heaps, no vectors (-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}")
     _row(f"exact --backend c, {many}", exact_rate, "",
          f"G(0) ... G({start + count - 1}): exact prefix, kernel, {threads} verifying "
          f"process{'es' if threads > 1 else ''}")

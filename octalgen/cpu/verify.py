@@ -52,8 +52,8 @@ from .kernel import code_ctype, code_dtype
 
 PROVEN, FAILED, UNDECIDED = "proven", "failed", "undecided"
 
-#: Build flags for the verifier with its plain C proof scan (no vector code): the baseline that
-#: ``octalgen bench`` times the vector scan against, and what the tests compare it with.
+#: Build flags for the verifier with its plain C proof scan and scalar marks (no vector code): a row
+#: of ``octalgen bench``, and what the tests compare the vector paths with.
 PLAIN_SCAN_FLAGS = (*DEFAULT_CFLAGS, "-DOCTALGEN_PLAIN_SCAN")
 _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
 
@@ -105,7 +105,8 @@ class Verifier:
     -----
     The proof scan compares many options at once with the few rare values still missing, in
     vectors as wide as the build's ``-march`` allows (GCC/clang vector extensions: AVX-512,
-    AVX2, SSE or NEON code from one source); :data:`PLAIN_SCAN_FLAGS` builds the plain C scan.
+    AVX2, SSE or NEON code from one source), and with byte codes checks the kernel's marks of 16
+    (or 8) heaps at once; :data:`PLAIN_SCAN_FLAGS` builds the plain C scan and scalar marks.
     Both scan the same pairs in the same order, so results and ``options_scanned`` agree.
     """
 
