@@ -312,8 +312,8 @@ static uint32_t first_term_above(uint64_t limit)
  * ranges up to the largest code of the batch are ORed term by term: ALU work on MARK_LANES heaps
  * at once, where the scalar marks are a byte store per term and heap, at the store ports' limit.
  * The verifier then compares each lane's marks below and at its own code (marks_agree); the
- * one-thread kernel takes each lane's least unmarked code, once the few terms whose sources lie in
- * the batch itself are marked.  VECTOR_MARKS off (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2,
+ * kernel (one thread, and each thread's early pass) stores them as words (mark_words) to which the
+ * heap's other terms are added before its least unmarked code is taken.  VECTOR_MARKS off (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2,
  * u16 codes): the scalar marks only.
  */
 #if !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX2__)
@@ -398,6 +398,15 @@ static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, uint32_t 
     default:
         break;
     }
+}
+
+/* mark_ranges stored lane by lane: words[r][j] holds heap n + j's marks in the codes [32 r, 32 r + 32). */
+static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t ranges, uint32_t first)
+{
+    mvec_t acc[8];
+    mark_ranges(g, acc, ranges, first);
+    for (uint32_t r = 0; r < ranges; r++)
+        MV_STORE(words[r], acc[r]);
 }
 #endif
 
@@ -2177,8 +2186,8 @@ static uint8_t next_stamp(uint8_t stamp, uint8_t *marks)
  * Heap by heap: the unrolled terms' marks, then the mex.  With VECTOR_MARKS (u8 codes, AVX2 or
  * AVX-512), MARK_LANES heaps at once first: the terms whose sources precede the batch (offsets of
  * MARK_LANES or more: all but a few) are marked as one-bit sets in each heap's lane
- * (c/common.c.j2's mark_lanes), in the ranges of 32 codes up to one past the previous batch's
- * largest value; then heap by heap the terms whose sources lie in the batch, and the least
+ * (c/common.c.j2's mark_words), in the ranges of 32 codes up to the one that holds the previous
+ * batch's largest value; then heap by heap the terms whose sources lie in the batch, and the least
  * unmarked code.  A heap whose marks fill every range marked is marked again heap-wise. */
 
 static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_heap)
@@ -2192,11 +2201,8 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
     const uint32_t near = first_term_above(MARK_LANES - 1u);  /* terms 0 ... near - 1 read the batch */
     uint32_t ranges = 8;
     for (; i + MARK_LANES <= count; i += MARK_LANES, g += MARK_LANES) {
-        mvec_t acc[8];
         uint32_t words[8][MARK_LANES] __attribute__((aligned(64)));
-        mark_ranges(g, acc, ranges, near);
-        for (uint32_t r = 0; r < ranges; r++)
-            MV_STORE(words[r], acc[r]);
+        mark_words(g, words, ranges, near);
         uint32_t top = 0;
         for (uint32_t j = 0; j < MARK_LANES; j++) {
             for (uint32_t t = 0; t < near; t++) {
@@ -4750,11 +4756,8 @@ static void mark_early_lanes(const code_t *g, uint8_t *rows, uint8_t stamp, uint
     for (; i + MARK_LANES <= count; i += MARK_LANES) {
         const uint64_t above = start + i + MARK_LANES - 1u - known;
         const uint32_t far = first_term_above(above);
-        mvec_t acc[8];
         uint32_t words[8][MARK_LANES] __attribute__((aligned(64)));
-        mark_ranges(g + i, acc, ranges, far);
-        for (uint32_t r = 0; r < ranges; r++)
-            MV_STORE(words[r], acc[r]);
+        mark_words(g + i, words, ranges, far);
         for (uint32_t j = 0; j < MARK_LANES; j++) {
             for (uint32_t r = 0; r < ranges; r++)
                 bits[i + j][r] = words[r][j];
