@@ -151,14 +151,9 @@ class Producer:
         self.values += b - a
         start = self.ring_base if reach is None else max(self.ring_base, a - w - reach)
         before = self.ring[start - self.ring_base:]
-        # The ring keeps every code since the reset (reach None), or the last w + reach.
-        keep = None if reach is None else w + reach
-        if keep is None or len(before) + len(codes) <= keep:
-            self.ring = np.concatenate([before, codes])
-        elif len(codes) >= keep:
-            self.ring = codes[len(codes) - keep:].copy()
-        else:
-            self.ring = np.concatenate([before[len(before) + len(codes) - keep:], codes])
+        # The ring keeps every code since the reset (reach None), or the last w + reach: drop the rest.
+        drop = 0 if reach is None else max(0, len(before) + len(codes) - (w + reach))
+        self.ring = np.concatenate([before[drop:], codes[max(0, drop - len(before)):]])
         self.ring_base = b - len(self.ring)
         self.produced_to = b
         chunk = Chunk(a, b, plan, codes, start, before)
