@@ -206,12 +206,21 @@ class KernelPlan:
     def start(self) -> int:
         """First heap size the kernel may compute.
 
-        From here on every ``G(n - offset)`` lies past the last rare position
+        u8: from here on every ``G(n - offset)`` lies past the last rare position
         and past heap 0 (a one-heap move must leave beans), so every marked value
         is common (which the u8 encoding relies on).  With positional rarity also
         past every heap a move empties: the option 0 is common at some heaps,
         and no term marks it.
+
+        u16 under a mask (range rarity): past the window and the last rare position.  A term
+        may then read a rare position: G(p) ^ G(q) of two rare heaps is a rare value, and a
+        rare code marked is one the mex never looks at (:attr:`mex_order`), while the
+        verifier's scan, which compares values, counts it as the option it is.  A rare value
+        found at heap m thus moves this first heap to m plus the game's largest take, and the
+        u8 one past 2m (see :func:`octalgen.engine.plans.plan_for`).
         """
+        if self.encoding.kind == "u16" and self.table.kind == "range":
+            return max(self.window, self.table.last_position) + 1
         start = self.window + max(self.table.last_position, 0) + 1
         if self.table.kind == "positions":
             start = max(start, 1 + max((k for k, none, _one, _two in self.game.moves() if none), default=0))

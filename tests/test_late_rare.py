@@ -233,3 +233,68 @@ def test_a_survey_game_switches_its_mask_where_a_late_rare_value_appears(values)
     assert (result["status"], result["values"], result["mask"]) == ("open", UNTIL, "0x3d")
     assert result["digest"] == fnv1a64(values[:UNTIL])
     assert result["rare_count"] == RareTable.from_values(GAME, values[: 1 << 14], mask=0x3d).count
+
+
+# -- where no mask helps: .034 under 0x1ff, G(71,722) = 116 past a prefix of 2^16 values ------------------
+
+FAR = 71_722
+FAR_UNTIL = 300_000
+
+
+@pytest.fixture(scope="module")
+def values_034():
+    return exact_solver(parse_game(".034"), None).extend(FAR_UNTIL).astype(np.int64)
+
+
+def _run_034(values, monkeypatch, directory=None, stop_after=None):
+    """.034 from its first 2^16 values under 0x1ff, a prefix of 2^16: the proof of G(71,722) fails, no
+    mask helps, and G(71,722) = 116 becomes a term at offsets 71,723 ... (the exact steps recorded)."""
+    from octalgen.engine.exact import ExactSteps
+
+    steps = []
+    computed = ExactSteps.values
+
+    def recorded(self, position, stop, *args):
+        steps.append((position, stop))
+        return computed(self, position, stop, *args)
+
+    monkeypatch.setattr(ExactSteps, "values", recorded)
+    game = parse_game(".034")
+    tally = Tally(0, RecurrenceProof(game.max_take))
+    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=0, chunk=1 << 14, prefix_limit=1 << 16,
+                                        recent_limit=1 << 14, checkpoint_every=0),
+                    [tally], table=RareTable.from_values(game, values[: 1 << 16], mask=0x1ff), directory=directory,
+                    identity={"command": "run", "digest_from": 0})
+    for _ in engine.steps():
+        if stop_after is not None and engine.position > stop_after:
+            engine.request_stop()
+    return engine, summarize(engine, tally), steps
+
+
+def test_a_far_rare_value_no_mask_helps_with_is_a_term_of_a_u16_kernel_from_the_next_heaps(values_034, monkeypatch,
+                                                                                          caplog):
+    assert find_late_switch(values_034[: 1 << 16], np.unique(values_034[1 << 16: FAR + 1]), Rarity(0x1ff),
+                            below=117) is None
+    with caplog.at_level(logging.INFO, logger="octalgen"):
+        engine, summary, steps = _run_034(values_034, monkeypatch)
+    assert engine.rare_found == [(FAR, 116)] and engine.mask_switches == []
+    assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
+    # The u16 kernel's first heap is past its window (the far term's offset, FAR + the largest take, 3):
+    # the exact solver computes G(FAR) and three heaps more, not the 71,726 up to the u8 kernel's first heap ...
+    assert [(a, b) for a, b in steps if a >= FAR] == [(FAR, FAR + 4)]
+    plans = [r.getMessage() for r in caplog.records if r.getMessage().startswith("kernel plan for .034")]
+    assert plans[-2:] == ["kernel plan for .034: 1078 terms, window 71725, first heap 71726, storage u16",
+                          "kernel plan for .034: 1078 terms, window 71725, first heap 143448, storage u8"]
+    # ... and the u8 kernel takes over at its own first heap.
+    assert engine.plan.encoding.kind == "u8" and engine.storage is None
+
+
+@pytest.mark.parametrize("stop_after", [FAR + 20_000, 150_000], ids=["u16", "u8"])
+def test_a_run_stopped_on_the_u16_kernel_or_after_it_goes_on_to_the_same_values(values_034, monkeypatch, tmp_path,
+                                                                                stop_after):
+    with pytest.raises(Interrupted):
+        _run_034(values_034, monkeypatch, tmp_path, stop_after=stop_after)
+    engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
+    assert not steps  # resumed on a kernel: no exact step, no value recomputed
+    assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
+    assert engine.rare_found == [(FAR, 116)] and engine.plan.encoding.kind == "u8"

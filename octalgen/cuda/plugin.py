@@ -352,6 +352,8 @@ class StreamingKernels:
     verify_here = True
     #: Heaps per verification call: the device's share of a chunk (each call uploads its history).
     verify_piece = 1 << 21
+    #: Only byte storage exists on the GPU: a rare value found far out leaves exact steps to about 2m.
+    storages = ("u8",)
 
     def __init__(self, window: int | None, options: CudaOptions, asynchronous: bool = True):
         self.window = window

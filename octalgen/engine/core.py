@@ -116,6 +116,7 @@ class Engine:
         self._session_began = None
         self._phase_shown = None
         self._switched_at = None  # the heap of this session's last mask switch: a second failure there is decided
+        self._u8_from = None  # where a u16 plan that starts sooner than the u8 one gives way to it
 
     @property
     def position(self) -> int:
@@ -180,7 +181,8 @@ class Engine:
 
     def _goal(self) -> int:
         """Where computing stops for now: ``until``, or before it where a consumer expects to be finished."""
-        return min([self.options.until] + self._ahead(c.finishes_at for c in self.consumers))
+        return min([self.options.until, *self._ahead([self._u8_from])]
+                   + self._ahead(c.finishes_at for c in self.consumers))
 
     def _cut(self) -> int:
         """Where the next piece of values handed on ends: the goal, or before it where a consumer looks
@@ -226,7 +228,8 @@ class Engine:
             self.storage = state.storage
         self.history = self.checkpoints.history(state, self.keep_all, options.prefix_limit, options.recent_limit)
         if state is not None:
-            self.plan = plan_for(self.table, self.history.prefix, self.storage) if self.table is not None else None
+            self.plan = self._plan_now() if self.table is not None else None
+            self._u8_from = self._narrower_start()
             self.checkpoints.restore_consumers(state, self.consumers)
             self.rare_found, self.elapsed = list(state.rare_found), state.elapsed
             self.mask_switches = list(state.mask_switches)
@@ -272,9 +275,27 @@ class Engine:
             if self.plan is not None and self.position >= self.plan.start:
                 self.exact.forget()  # the kernel takes over: the solver's values (all of them) are let go
 
+    def _known_values(self) -> np.ndarray:
+        """The prefix, and under a mask the values that appeared past it: what u8 storage must hold."""
+        late = self.history.late_values() if self.table.kind == "range" else None
+        return self.history.prefix if late is None else np.concatenate([self.history.prefix, late])
+
+    def _plan_now(self) -> KernelPlan | None:
+        """The plan for the current table and storage from the run's position (:func:`~.plans.plan_for`:
+        u16 where the u8 kernel could not start until far on)."""
+        far_from = self.history.prefix_limit if "u16" in self.kernels.storages else None
+        return plan_for(self.table, self._known_values(), self.storage, position=self.position, far_from=far_from)
+
+    def _narrower_start(self) -> int | None:
+        """Where a u16 plan chosen because it starts sooner gives way to the u8 one (None: it does not)."""
+        if self.plan is None or self.plan.encoding.kind != "u16" or self.storage is not None:
+            return None
+        narrower = plan_for(self.table, self._known_values(), self.storage)
+        return narrower.start if narrower.encoding.kind == "u8" else None
+
     def _replan(self) -> bool:
         """Plan the kernel for the current table and storage; True when the plan changed."""
-        plan = plan_for(self.table, self.history.prefix, self.storage)
+        plan = self._plan_now()
         if plan is None:
             self.history.keep_all = self.history.keep_all or self.history.store is not None
             log.info("%s has no sparse space or no move leaving a heap: the exact solver computes every value",
@@ -283,6 +304,7 @@ class Engine:
         if plan is not None:
             log_plan(plan, self.plan)
         self.plan = plan
+        self._u8_from = self._narrower_start()
         self.history.window = plan.window if plan is not None else 0
         return changed
 
@@ -300,6 +322,9 @@ class Engine:
     # -- produce, verify, recover ---------------------------------------------------------
 
     def _pipeline_step(self) -> None:
+        if self._u8_from is not None and self.position >= self._u8_from:  # the u8 kernel can take over
+            self._replan()
+            self._reset_producer()
         if self.producer.produced_to < self.position:  # exact steps or a recovery moved on
             self._reset_producer()
         if self._phase_shown != "running":

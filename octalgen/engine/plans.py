@@ -28,6 +28,7 @@ log = logging.getLogger("octalgen")
 PLAN_LIMIT = 1 << 21
 
 
+
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
     """``{position: value}`` of the rare positions among ``values`` (G(0) ...) under ``rarity``."""
     values = np.asarray(values, dtype=np.int64)
@@ -82,11 +83,22 @@ def reconcile(table: RareTable, values) -> RareTable:
     return table.with_entries(entries, max(table.exact_to, len(values)))
 
 
-def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan | None:
+def plan_for(table: RareTable, values, storage: str | None = None, *, position: int | None = None,
+             far_from: int | None = None) -> KernelPlan | None:
     """The kernel plan of ``table`` (u8 storage only if the exact ``values`` so far allow it).
 
     None when the game has no speculative kernel: mask 0 (no sparse space) or no move that
-    leaves a heap.
+    leaves a heap.  ``values``: exact values G(0) ... (under a mask, any values that appeared:
+    only the largest common one matters).
+
+    A rare value found far out, at heap m, moves the u8 kernel's first heap past 2m, and the
+    u16 kernel's only to m plus the game's largest take (:attr:`~octalgen.plan.KernelPlan.start`;
+    under a mask).  So, with no forced ``storage``, a run at ``position`` below the u8 plan's first
+    heap whose table has a rare position at ``far_from`` or beyond (the engine gives the end of
+    the values its history holds from G(0)) gets the u16 plan: the exact solver, which holds
+    every value it computes, then steps over a few heaps, not m.  The engine goes back to u8
+    at that plan's first heap.  Nearer rare values keep the u8 plan: where they come thick
+    (``.14`` near G(100,000)) the exact solver finds them faster than a kernel built for each.
     """
     if no_kernel_reason(table) is not None:
         return None
@@ -95,7 +107,13 @@ def plan_for(table: RareTable, values, storage: str | None = None) -> KernelPlan
     max_common = int(common.max()) if len(common) else None
     if storage == "u8" and max_common is not None and max_common >= 512:
         raise InputError(f"{table.game.code}: G values of 512 or more cannot be stored in u8")
-    return make_plan(table, max_common=max_common, storage=storage)
+    plan = make_plan(table, max_common=max_common, storage=storage)
+    if (storage is None and position is not None and far_from is not None and table.kind == "range"
+            and plan.encoding.kind == "u8" and position < plan.start and table.last_position >= far_from):
+        sooner = make_plan(table, storage="u16")
+        if sooner.start < plan.start:
+            return sooner
+    return plan
 
 
 def plan_game(game: OctalGame, table: RareTable | None = None, *, required: bool = False,

@@ -63,11 +63,15 @@ class KernelPlugin(Protocol):
         The verifier must run in this process (a GPU's): no worker processes are started.
     verify_piece : int
         Heaps per verification call in this process (a stop request is noticed between calls).
+    storages : tuple of str
+        The value storages its kernels have (``"u8"``, ``"u16"``): the engine takes a u16 plan
+        that starts sooner (:func:`~.plans.plan_for`) only where the plug-in has one.
     """
 
     backend: str
     verify_here: bool
     verify_piece: int
+    storages: tuple[str, ...]
 
     def __call__(self, plan: KernelPlan) -> tuple[ChunkFiller, ProofVerifier]:
         """The kernel and the verifier of ``plan``, ready to run (built now, or loaded from the cache)."""
@@ -79,6 +83,7 @@ class Kernels:
     backend = DEFAULT_BACKEND
     verify_here = False
     verify_piece = IN_PROCESS_PIECE
+    storages = ("u8", "u16")
 
     def __init__(self):
         self._made: dict[KernelPlan, tuple[SpeculativeKernel, Verifier]] = {}
