@@ -246,9 +246,10 @@ def values_034():
     return exact_solver(parse_game(".034"), None).extend(FAR_UNTIL).astype(np.int64)
 
 
-def _run_034(values, monkeypatch, directory=None, stop_after=None):
-    """.034 from its first 2^16 values under 0x1ff, a prefix of 2^16: the proof of G(71,722) fails, no
-    mask helps, and G(71,722) = 116 becomes a term at offsets 71,723 ... (the exact steps recorded)."""
+def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0):
+    """.034 from its first 2^16 values under 0x1ff, a prefix of 2^16 and 2^14 recent values: the proof of
+    G(71,722) fails, no mask helps, and G(71,722) = 116 becomes a term at offsets 71,723 ... (the exact
+    steps recorded, and what the run held in memory: the longest run of recent values and prefix)."""
     from octalgen.engine.exact import ExactSteps
 
     steps = []
@@ -261,11 +262,14 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None):
     monkeypatch.setattr(ExactSteps, "values", recorded)
     game = parse_game(".034")
     tally = Tally(0, RecurrenceProof(game.max_take))
-    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=0, chunk=1 << 14, prefix_limit=1 << 16,
+    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=workers, chunk=1 << 14, prefix_limit=1 << 16,
                                         recent_limit=1 << 14, checkpoint_every=0),
                     [tally], table=RareTable.from_values(game, values[: 1 << 16], mask=0x1ff), directory=directory,
                     identity={"command": "run", "digest_from": 0})
+    engine.held = [0, 0]  # the most recent values (past the event) and the longest prefix held at once
     for _ in engine.steps():
+        recent = sum(len(v) for _, v in engine.history.recent) if engine.position > FAR + (1 << 15) else 0
+        engine.held = [max(engine.held[0], recent), max(engine.held[1], len(engine.history.prefix))]
         if stop_after is not None and engine.position > stop_after:
             engine.request_stop()
     return engine, summarize(engine, tally), steps
@@ -287,6 +291,20 @@ def test_a_far_rare_value_no_mask_helps_with_is_a_term_of_a_u16_kernel_from_the_
                           "kernel plan for .034: 1078 terms, window 71725, first heap 143448, storage u8"]
     # ... and the u8 kernel takes over at its own first heap.
     assert engine.plan.encoding.kind == "u8" and engine.storage is None
+
+
+@pytest.mark.parametrize("workers", [0, 2], ids=["in-process", "processes"])
+def test_a_far_terms_window_is_on_a_tape_not_in_memory(values_034, monkeypatch, workers):
+    """The window, 71,725 values, is longer than the 2^14 recent values: the kernel and the verifiers
+    (in worker processes, by mapping it) read it from the tape, and the run holds its prefix and
+    its recent values only (the rare position G(71,722) is past the prefix: a far one)."""
+    engine, summary, _ = _run_034(values_034, monkeypatch, workers=workers)
+    assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
+    tape = engine.producer.tape
+    assert tape is not None and tape.encoding == engine.plan.encoding and tape.first == 1 << 16
+    assert np.array_equal(tape.values(tape.first, FAR_UNTIL), values_034[tape.first: FAR_UNTIL])
+    recent, prefix = engine.held
+    assert prefix == 1 << 16 and recent < (1 << 14) + 2 * (1 << 14)  # the limit, and the pieces past it
 
 
 @pytest.mark.parametrize("stop_after", [FAR + 20_000, 150_000], ids=["u16", "u8"])

@@ -248,8 +248,21 @@ def test_period_resumes_from_its_checkpoint(tmp_path):
     assert (found["period"], found["preperiod"]) == (149459, 105351)
 
 
-def test_run_proves_a_period_and_stops(tmp_path):
-    summary = run_engine(".16", 2_000_000, tmp_path, workers=0, chunk=1 << 16)
+@pytest.mark.parametrize("recent_limit", [None, 1 << 12], ids=["window-held", "window-on-a-tape"])
+def test_run_proves_a_period_and_stops(tmp_path, recent_limit, monkeypatch):
+    """Also where the kernel's window (13,937 values) is longer than the recent values held: the kernel
+    reads it from a tape, and the period search reads the anchor's window back where a hash matches."""
+    copies, copied_window = [], Tally._copied_window
+
+    def recorded(self):
+        window = copied_window(self)
+        copies.append(window is not None)
+        return window
+
+    monkeypatch.setattr(Tally, "_copied_window", recorded)
+    options = {} if recent_limit is None else {"recent_limit": recent_limit}
+    summary = run_engine(".16", 2_000_000, tmp_path, workers=0, chunk=1 << 16, **options)
+    assert copies and set(copies) == {recent_limit is None}  # an anchor's window copied, or read back
     period = summary.period
     assert period["period"] == 149459 and period["from"] >= 105351
     assert summary.statistics.values < 2_000_000  # stopped once proven

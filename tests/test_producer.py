@@ -14,11 +14,13 @@ from octalgen.cpu.kernel import SpeculativeKernel, StorageOverflow
 from octalgen.cpu.verify import FAILED, PROVEN, UNDECIDED, VerifyResult
 from octalgen.engine.executors import _Done
 from octalgen.engine.pipeline import _Pieces
-from octalgen.engine.producer import Producer, ProducerThread
+from octalgen.engine.producer import Producer, ProducerThread, term_reads
 from octalgen.engine.seams import Kernels
 from octalgen.engine.signals import StopRequest, StopRequested
+from octalgen.engine.tape import Tape
 from octalgen.plan import make_plan
-from octalgen.rare import shipped_table
+from octalgen.game import parse_game
+from octalgen.rare import RareTable, shipped_table
 
 from engine_helpers import c_values, run_engine
 
@@ -117,6 +119,53 @@ def test_the_threaded_producer_switches_to_16_bits_as_the_unthreaded_one(plan, t
     assert set(kinds[:switch]) == {"u8"} and set(kinds[switch:]) == {"u16"}  # u8, then u16 to the end
     assert any(c.stop == overflow_at for c in threaded)
     _check_codes(threaded, truth, m)
+
+
+@pytest.mark.parametrize("overflow", [False, True], ids=["u8", "switching-to-u16"])
+def test_a_producer_on_a_tape_gives_the_chunks_of_the_ring(plan, truth, monkeypatch, overflow):
+    """A far term's window is read from the tape, and the chunks written there (the engine writes the
+    values it proved otherwise before each reset): the same chunks, threaded, as the ring gives."""
+    if overflow:
+        monkeypatch.setattr(SpeculativeKernel, "fill", _overflowing_at(plan.start + 300_000))
+    reach = 1 << 15
+    thread = ProducerThread(Producer(Kernels(), lambda: None))
+    first = plan.start - plan.window
+
+    def reset(position):
+        tape = thread.producer.tape or Tape(plan.encoding, first, UNTIL - first)
+        thread.reset(plan, position, None, tape)
+        tape.write(first, truth[first: position])
+        thread.run(UNTIL, SIZE, 1, reach, ahead=1)
+
+    try:
+        taped, m = _script(plan, truth, lambda: _take(thread), reset)
+    finally:
+        thread.close()
+    ring, _ = _unthreaded(plan, truth, reach)
+    # The same codes; after a reset the tape's history reaches further back than the ring's (its window).
+    assert [_key(c)[:3] + _key(c)[4:6] for c in taped] == [_key(c)[:3] + _key(c)[4:6] for c in ring]
+    for t, r in zip(taped, ring):
+        assert t.base <= r.base and np.array_equal(t.history[r.base - t.base:], r.history)
+    assert all(c.tape is not None for c in taped) and {c.plan.encoding.kind for c in taped} == \
+        ({"u8", "u16"} if overflow else {"u8"})
+    _check_codes(taped, truth, m)
+
+
+@pytest.mark.parametrize("far", [False, True], ids=[".6", ".034-with-a-far-term"])
+def test_term_reads_are_the_heaps_the_terms_read(plan, far):
+    if far:  # .034 under 0x1ff with G(71,722) = 116: its near terms, and the far term's cluster of offsets
+        table = RareTable.from_values(parse_game(".034"), c_values(".034", 1 << 16), mask=0x1ff)
+        plan = make_plan(table.with_entry(71_722, 116), storage="u16")
+    reads = term_reads(plan, 100_000, 100_000 + 5_000)
+    assert (len(reads) > 1) == far  # clusters apart: the far term's, the near ones
+    heaps = np.zeros(100_000 + 5_000, dtype=bool)
+    for term in plan.terms:
+        heaps[100_000 - term.offset: 105_000 - term.offset] = True
+    merged = np.zeros_like(heaps)
+    for start, stop in reads:
+        merged[start: stop] = True
+    runs = np.count_nonzero(np.diff(np.concatenate([[0], heaps.astype(np.int8)])) == 1)
+    assert np.array_equal(merged, heaps) and len(reads) == runs and all(a < b for (_, a), (b, _) in zip(reads, reads[1:]))
 
 
 def test_a_stop_request_ends_the_thread_and_is_raised_by_take(plan, truth):

@@ -13,9 +13,9 @@ depend on the heap's parity, which the generated code looks up per heap (two row
 table, chosen by the heap's class), never per term.
 
 Step 1 is only right if the rare positions below n are exactly the table's.  The verifier
-checks that against the prefix it is given (the exact values G(0) ... G(P-1), which must
-reach past the table's last rare position) and requires the values after the prefix to be
-common: stored u8 codes always are; u16 values are checked.  A read-only prefix (the memory
+checks that against the prefix it is given (the exact values G(0) ... G(P-1)) and requires the
+values after the prefix to be common but at the table's far rare positions (those past P, found
+far out): stored u8 codes always are common, and must start past them; u16 values are checked.  A read-only prefix (the memory
 map that worker processes share) is checked once per process, not once per call: a run hands
 every task the same one, and checking its 2^23 values took 44 ms a call.
 
@@ -56,6 +56,9 @@ PROVEN, FAILED, UNDECIDED = "proven", "failed", "undecided"
 #: of ``octalgen bench``, and what the tests compare the vector paths with.
 PLAIN_SCAN_FLAGS = (*DEFAULT_CFLAGS, "-DOCTALGEN_PLAIN_SCAN")
 _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
+
+#: Heaps before the interval whose u16 values :meth:`Verifier.verify` checks against the table.
+CHECKED_BEFORE = 1 << 20
 
 #: Read-only prefixes already checked and stored as the scan reads them, by (id, table digest,
 #: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few
@@ -134,8 +137,11 @@ class Verifier:
         base : int
             Heap of ``values[0]``.
         prefix : array_like of int
-            Exact values G(0) ... G(P-1); P must exceed the table's last rare position.
-            With ``base <= P`` the history is complete and the answer always decisive.
+            Exact values G(0) ... G(P-1), whose rare positions must be the table's below P.
+            The table's entries at P or past it are *far* rare positions (found far out, where
+            the engine keeps its prefix short): ``values`` then hold their values (u16), or
+            start past them (u8, whose codes are common values).  With ``base <= P`` the history
+            is complete and the answer always decisive.
         a, b : int
             The interval; ``a >= plan.start``.
 
@@ -157,6 +163,9 @@ class Verifier:
                              f"not {base} to {base + len(values) - 1}")
         if self.dtype == np.uint16:
             self._check_common(values, base, len(prefix[0]), a)
+        elif len(prefix[0]) <= plan.table.last_position < base + len(values) and base <= plan.table.last_position:
+            raise InputError(f"verify [{a}, {b}): u8 codes past the prefix must start past the far rare position "
+                             f"{plan.table.last_position}, not at {base}")
         if a == b:
             return VerifyResult(PROVEN)
         stored, rare = prefix
@@ -190,17 +199,16 @@ class Verifier:
         return checked
 
     def _checked_prefix(self, prefix) -> np.ndarray:
-        """The prefix as uint16, after checking that its rare values are exactly the table's."""
+        """The prefix as uint16, after checking that its rare values are exactly the table's below its end
+        (the table's entries past it are far ones: see :meth:`verify`)."""
         table = self.plan.table
         prefix = np.asarray(prefix)
-        if len(prefix) <= table.last_position:
-            raise InputError(f"the prefix must reach past the last rare position {table.last_position}")
         if len(prefix) and (prefix.min() < 0 or prefix.max() >= 1 << 16):
             raise InputError("prefix values must lie in 0 ... 65535")
         prefix = np.ascontiguousarray(prefix, dtype=np.uint16)
         rare = np.flatnonzero(table.rare_flags(prefix, 0))
         entries = tuple(zip(rare.tolist(), prefix[rare].tolist()))
-        if entries != table.entries:
+        if entries != tuple(e for e in table.entries if e[0] < len(prefix)):
             raise InputError(f"the prefix G(0) ... G({len(prefix) - 1}) contradicts the rare table "
                              f"{table.digest[:19]}: fix the table against it and make a new plan")
         return prefix
@@ -214,21 +222,25 @@ class Verifier:
         if self.dtype == np.uint16:
             return prefix, np.zeros(0, dtype=np.uint8)
         table = self.plan.table
-        rare = np.zeros(table.last_position + 1, dtype=np.uint8)
-        rare[list(table.positions)] = 0xFF
+        rare = np.zeros(min(len(prefix), table.last_position + 1), dtype=np.uint8)
+        rare[[p for p in table.positions if p < len(rare)]] = 0xFF
         return self.plan.encoding.encode_array(prefix).astype(np.uint8), rare
 
     def _check_common(self, values: np.ndarray, base: int, prefix_length: int, a: int) -> None:
-        """u16 values before a and past the prefix must be common (u8 codes always are)."""
+        """u16 values before a and past the prefix must be common, but at the table's far rare positions
+        (u8 codes always are common).  Checked over the :data:`CHECKED_BEFORE` heaps before a: a far
+        term's window (a run's tape) is m values long, and its values were proven by earlier calls."""
         stop = a - base
-        start = max(0, prefix_length - base)
+        start = max(0, prefix_length - base, stop - CHECKED_BEFORE)
         if start < stop:
             before = values[start:stop].astype(np.int64)
             rare = np.flatnonzero(self.plan.table.rare_flags(before, base + start))
-            if len(rare):
-                heap = base + start + int(rare[0])
-                raise InputError(f"G({heap}) = {int(before[rare[0]])} is rare but not in the table: "
-                                 "add it to the table and make a new plan")
+            far = dict(e for e in self.plan.table.entries if base + start <= e[0] < base + stop)
+            for index in rare.tolist():
+                heap = base + start + index
+                if far.get(heap) != int(before[index]):
+                    raise InputError(f"G({heap}) = {int(before[index])} is rare but not in the table: "
+                                     "add it to the table and make a new plan")
 
 
 def _frozen(array) -> bool:

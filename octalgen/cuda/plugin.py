@@ -297,7 +297,7 @@ class AsynchronousHybridVerifier(HybridVerifier):
         """Start the device's proof of ``[a, b)`` as :func:`~octalgen.engine.executors.verify_task` would
         (from the recent codes first) and return at once."""
         began = time.thread_time()
-        recent = recent_start(self.plan.window, base, a)
+        recent = recent_start(self.plan, base, a)
         stretch = self._prepare(codes[recent - base: b - base], recent, prefix, a, b)
         launch = self.device.launch(stretch, recent, self._scan, a, b)
         return DeviceProof(self, launch, (codes, base, prefix, a, b), time.thread_time() - began)

@@ -5,7 +5,8 @@ The loop and its rooms:
 * :mod:`.core` — :class:`~.core.Engine`, the loop that ties the rooms together (exact step or
   pipeline step, hand on, checkpoint), with its :class:`~.options.EngineOptions` (:mod:`.options`).
 * :mod:`.exact` — the exact steps: values from the exact solver up to the kernel's first heap.
-* :mod:`.producer` — the speculative kernel's ring of codes, filled chunk by chunk.
+* :mod:`.producer` — the speculative kernel's ring of codes, filled chunk by chunk (or, where a
+  far term's window is too long for memory, its tape on disk: :mod:`.tape`).
 * :mod:`.pipeline` — chunks produced ahead, proven by the executors (this process, local
   processes, Dask: :mod:`.executors`; the local worker processes and the files they map:
   :mod:`.workers`; the split of the cores: :mod:`.split`), taken back in order.

@@ -43,12 +43,16 @@ from .resume import Checkpoints
 from .scan import decode_codes
 from .seams import Consumer, KernelPlugin, Kernels
 from .signals import StopRequest, StopRequested
+from .tape import Tape
 from .tally import UNSPARSE_WINDOW
 from .pipeline import Pipeline, start_pipeline
 
 __all__ = ["CHECKPOINT_EVERY", "CHUNK", "Engine", "EngineOptions", "Kernels", "recompute_values"]
 
 log = logging.getLogger("octalgen")
+
+#: Values written to a new tape at a time (from memory, the store or the tape it replaces).
+TAPE_PIECE = 1 << 22
 
 
 class Engine:
@@ -117,6 +121,7 @@ class Engine:
         self._phase_shown = None
         self._switched_at = None  # the heap of this session's last mask switch: a second failure there is decided
         self._u8_from = None  # where a u16 plan that starts sooner than the u8 one gives way to it
+        self._tape_good_to = 0  # the producer's tape holds proven codes below it (a far term's window)
 
     @property
     def position(self) -> int:
@@ -227,6 +232,7 @@ class Engine:
             self.table = state.rare_table(self.game, self.directory)
             self.storage = state.storage
         self.history = self.checkpoints.history(state, self.keep_all, options.prefix_limit, options.recent_limit)
+        self.history.tape_of = lambda: self.producer.tape
         if state is not None:
             self.plan = self._plan_now() if self.table is not None else None
             self._u8_from = self._narrower_start()
@@ -270,9 +276,11 @@ class Engine:
             self.table = reconcile(self.table, values)
             if self._replan():
                 self._restart_consumers(self._anchor_from())
-            if self.plan is not None:
-                self.history.ensure_prefix(values[: self.plan.start])
+            if self.plan is not None:  # up to its limit: rare positions past it are far ones (see Verifier.verify)
+                self.history.ensure_prefix(values[: min(self.plan.start, self.history.prefix_limit)])
             if self.plan is not None and self.position >= self.plan.start:
+                if self.plan.window > self.history.recent_limit:  # a far term: its tape from the solver's values
+                    self._reset_producer(values)
                 self.exact.forget()  # the kernel takes over: the solver's values (all of them) are let go
 
     def _known_values(self) -> np.ndarray:
@@ -355,12 +363,36 @@ class Engine:
             if self._done():
                 return
 
-    def _reset_producer(self) -> None:
-        """Produce again from the proven position (after a start, a resume or a recovery)."""
+    def _reset_producer(self, known: np.ndarray | None = None) -> None:
+        """Produce again from the proven position (after a start, a resume or a recovery); ``known``:
+        G(0) ... G(position - 1), where they are at hand (the exact solver's)."""
         if self.pipeline is not None:
             self.pipeline.cancel()
         kernel_runs = self.plan is not None and self.position >= self.plan.start
-        self.producer.reset(self.plan, self.position, self.history.tail(self.plan.window) if kernel_runs else None)
+        if kernel_runs and self.plan.window > self.history.recent_limit:  # a far term: the window on a tape
+            self.producer.reset(self.plan, self.position, None, self._tape(known))
+        else:
+            self.producer.reset(self.plan, self.position, self.history.tail(self.plan.window) if kernel_runs else None)
+
+    def _tape(self, known: np.ndarray | None) -> Tape:
+        """The producer's tape, holding the proven codes from the end of the prefix (or the plan's window,
+        where it starts later) to the position: the one it has, with the values proven since its last
+        chunk written, or a new one.  With the prefix it holds every value, so that a recovery reads
+        them back rather than computing them again."""
+        plan, position, tape = self.plan, self.position, self.producer.tape
+        first = min(position - plan.window, self.history.prefix_limit)
+        if tape is None or tape.encoding != plan.encoding or tape.first > first or tape.stop < self.options.until:
+            tape = Tape(plan.encoding, first, self.options.until - first, self.directory, plan.table.entries)
+            self._tape_good_to = first
+        tape.rare.update((p, v) for p, v in plan.table.entries if p >= tape.first)  # a new one since, too
+        for start in range(self._tape_good_to, position, TAPE_PIECE):  # from memory, the store, or the old tape
+            self.stop.check()
+            stop = min(position, start + TAPE_PIECE)
+            values = known[start: stop] if known is not None else self.history.values(start, stop)
+            tape.write(start, values if values is not None else self.values_before(stop)[start:])
+            tape.release([(position, tape.stop)])  # read once: its pages go back as it is written
+        self._tape_good_to = position
+        return tape
 
     def _recover(self, chunk: Chunk, failure, switch: RareTable | None) -> None:
         """A proof failed (or stayed undecided) at heap m of ``chunk``: hand on what is proven, then go on
@@ -429,11 +461,12 @@ class Engine:
             first = self.position
             stop = min(len(values), start + self._cut() - first)
             piece = values[start: stop]
-            self.history.append(piece, encoding, prefix_at_least=self.plan.start if self.plan is not None else 0,
-                                codes=codes[start: stop] if codes is not None else None)
+            self.history.append(piece, encoding, codes=codes[start: stop] if codes is not None else None)
             for consumer in self.consumers:
                 consumer.accept(first, piece)
             start = stop
+        if codes is not None and self.producer.tape is not None:  # a chunk's codes: they are on the tape
+            self._tape_good_to = self.position
         self.session.consumers += time.thread_time() - began
         self._consistent = True
 

@@ -29,6 +29,7 @@ import numpy as np
 from ..cpu.verify import PROVEN, UNDECIDED, VerifyResult
 from ..errors import InputError, ToolMissingError
 from .signals import StopRequested
+from .tape import Tape, TapeSlice
 from .workers import LocalProcesses, SharedArray, StagedArray
 
 #: Seconds to wait for a Dask scheduler to answer.
@@ -45,18 +46,26 @@ IN_PROCESS_PIECE = 1 << 17
 POLL_SLICE = 0.02
 
 
-def recent_start(window: int, base: int, a: int) -> int:
+def recent_start(plan, base: int, a: int) -> int:
     """The first heap of the recent history a proof of heaps from ``a`` is first given: the kernel's
-    ``window`` and :data:`VERIFY_HISTORY` heaps before ``a``, not before ``base``."""
-    return max(base, a - window - VERIFY_HISTORY)
+    window and :data:`VERIFY_HISTORY` heaps before ``a``, not before ``base`` (nor, for u8 codes,
+    before the plan's window ends its first heap: past every rare position, far ones too)."""
+    return max(base, a - plan.window - VERIFY_HISTORY, earliest_code(plan))
+
+
+def earliest_code(plan) -> int:
+    """The first heap whose code a proof may be given: any for u16; for u8 the first past every rare
+    position (a far one's code would stand for a common value)."""
+    return 0 if plan.encoding.kind == "u16" else plan.start - plan.window
 
 
 def verify_interval(verifier, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
     """Verify [a, b) from recent history first, then all of ``codes`` (heaps base ...) where undecided."""
-    recent = recent_start(verifier.plan.window, base, a)
+    recent = recent_start(verifier.plan, base, a)
     result = verifier.verify(codes[recent - base: b - base], recent, prefix, a, b)
-    if result.status == UNDECIDED and recent > base:
-        retry = verifier.verify(codes[: b - base], base, prefix, result.heap, b)
+    earliest = max(base, earliest_code(verifier.plan))
+    if result.status == UNDECIDED and recent > earliest:
+        retry = verifier.verify(codes[earliest - base: b - base], earliest, prefix, result.heap, b)
         result = retry if retry.status != PROVEN else VerifyResult(
             PROVEN, options_scanned=result.options_scanned + retry.options_scanned)
     return result
@@ -67,7 +76,7 @@ def verify_task(verifier, codes, base, prefix, a, b) -> tuple[VerifyResult, floa
     began = time.thread_time()
     if isinstance(prefix, SharedArray):
         prefix = prefix.array()
-    if isinstance(codes, StagedArray):
+    if isinstance(codes, (StagedArray, TapeSlice)):
         codes = codes.array()
     result = verify_interval(verifier, codes, base, prefix, a, b)
     return result, time.thread_time() - began
@@ -115,6 +124,9 @@ class Executor(Protocol):
 
     def stage(self, *arrays: np.ndarray):
         """A handle that passes the concatenation of ``arrays`` (read-only, large) to one task."""
+
+    def stage_tape(self, tape: Tape, start: int, stop: int):
+        """A handle that passes heaps ``start`` ... ``stop - 1`` of a tape (:mod:`.tape`) to one task."""
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` by :meth:`stage` is over (``finished`` False: it was cancelled and
@@ -185,6 +197,10 @@ class InProcess:
         """A handle to pass the concatenation of ``arrays`` to one task (here: that array)."""
         return _joined(arrays)
 
+    def stage_tape(self, tape: Tape, start: int, stop: int):
+        """A handle to pass a stretch of a tape to one task (here: a view of it)."""
+        return tape.view(start, stop)
+
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do here)."""
 
@@ -254,6 +270,10 @@ class DaskCluster:
     def stage(self, *arrays: np.ndarray):
         """A handle to pass the concatenation of ``arrays`` to one task: that array (sent with the task)."""
         return _joined(arrays)
+
+    def stage_tape(self, tape: Tape, start: int, stop: int):
+        """A handle to pass a stretch of a tape to one task: a copy (the cluster's workers cannot map it)."""
+        return tape.view(start, stop).copy()
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do)."""

@@ -4,10 +4,11 @@ A proof scan for heap n pairs G(x) with G(n - k - x) for x = 1, 2, ... and stops
 rare value below the speculated value is seen; recovering from a failed proof at heap m needs
 every value below m.  :class:`History` holds
 
-* the **prefix** G(0) ... G(P-1), P growing with the run up to ``prefix_limit`` (and never
-  less than the kernel's first heap, which the verifier needs);
-* the **recent** values: at least the last ``recent_limit`` proven values (and the kernel's
-  window) before the values appended last, and those;
+* the **prefix** G(0) ... G(P-1), P growing with the run up to ``prefix_limit`` (rare positions
+  past it, found far out, are the verifier's far ones: :meth:`~octalgen.cpu.verify.Verifier.verify`);
+* the **recent** values: at least the last ``recent_limit`` proven values before the values
+  appended last, and those.  A kernel's window up to ``recent_limit`` lies within them; a longer
+  one (a far term's) is on the producer's tape (:mod:`.tape`), which :meth:`values` reads too;
 * the **late values**: which distinct values appeared past the prefix (a bit per value), so
   that a run in which a rare value appears far out can tell whether another mask would have
   every later value common (:func:`~octalgen.sparse.find_late_switch`);
@@ -16,20 +17,23 @@ every value below m.  :class:`History` holds
   construction, not by luck.  With ``keep_all`` every value stays on disk.
 
 Whatever falls between the prefix and the recent values is read back from the store when it
-kept them; otherwise :meth:`History.values_before` answers None and the engine recomputes
-them (see :meth:`octalgen.engine.core.Engine.values_before`).  Memory: two bytes a value for
-``prefix_limit + recent_limit`` values (32 MiB by default), whatever N.
+kept them, or from the tape; otherwise :meth:`History.values_before` answers None and the engine
+recomputes them (see :meth:`octalgen.engine.core.Engine.values_before`).  Memory: two bytes a
+value for ``prefix_limit + recent_limit`` values (32 MiB by default), whatever N.  While a far
+term is live the store keeps every value on disk, so that a resumed run writes its tape anew.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Callable
 
 import numpy as np
 
 from ..plan import Encoding
 from .scan import mark_present
 from .store import ValueStore
+from .tape import Tape
 
 #: The prefix grows to the first this many values: .6's proof scans reach x = 144,607 near
 #: G(19,067,570) and the longest below 10^8 took 614,144 steps.
@@ -62,21 +66,22 @@ class History:
         self._prefix_length = 0
         self.recent: deque[tuple[int, np.ndarray]] = deque()
         self.position = 0
-        self.window = 0  # the kernel's window: recent values always cover it
+        self.window = 0  # the kernel's window: recent values always cover it, or the tape does
+        self.tape_of: Callable[[], Tape | None] = lambda: None  # the producer's tape, where it has one
         # Values seen at heaps past the prefix (None: unknown, a checkpoint of octalgen 0.3.0).  A prefix
         # moved on later (ensure_prefix) leaves its values here: a superset errs on the safe side.
         self._late: np.ndarray | None = np.zeros(1 << 16, dtype=np.uint8)
 
     @property
     def recent_length(self) -> int:
-        """How many of the last values are held in memory (at least the kernel's window)."""
-        return max(self.recent_limit, self.window)
+        """How many of the last values are held in memory: the kernel's window where it is no longer
+        than ``recent_limit``; a longer one is on the producer's tape (:mod:`.tape`), and on disk."""
+        return self.recent_limit
 
     # -- growing --------------------------------------------------------------------------
 
-    def append(self, values: np.ndarray, encoding: Encoding | None = None, prefix_at_least: int = 0,
-               codes: np.ndarray | None = None) -> None:
-        """Add proven values G(position) ...; ``prefix_at_least`` lets the prefix grow past its limit.
+    def append(self, values: np.ndarray, encoding: Encoding | None = None, codes: np.ndarray | None = None) -> None:
+        """Add proven values G(position) ... (the prefix grows with them up to its limit).
 
         ``codes``: the kernel's codes of the values under ``encoding``, for the store's files.
         """
@@ -84,9 +89,8 @@ class History:
         first = self.position
         if self.store is not None:
             self.store.append(first, values, encoding, codes)
-        limit = max(self.prefix_limit, prefix_at_least)
-        if self._prefix_length == first < limit:
-            self._grow_prefix(values[: limit - first])
+        if self._prefix_length == first < self.prefix_limit:
+            self._grow_prefix(values[: self.prefix_limit - first])
         late = values[max(0, self._prefix_length - first):]
         if self._late is not None and len(late):
             mark_present(late, self._late)
@@ -160,9 +164,13 @@ class History:
             position = min(stop, self._prefix_length)
         first = self.recent_first
         if position < stop and position < first:
-            if self.store is None or not self.store.covers(position, min(stop, first)):
+            tape = self.tape_of()
+            if self.store is not None and self.store.covers(position, min(stop, first)):
+                parts.append(self.store.read(position, min(stop, first)))
+            elif tape is not None and tape.first <= position:  # proven codes, below the position
+                parts.append(tape.values(position, min(stop, first)))
+            else:
                 return None
-            parts.append(self.store.read(position, min(stop, first)))
             position = min(stop, first)
         if position < stop:
             parts.extend(self._recent_parts(position, stop))
@@ -197,7 +205,8 @@ class History:
     def needed(self, first: int, stop: int) -> bool:
         """Whether a stored stretch [first, stop) must stay on disk."""
         return (self.keep_all or first < max(self.prefix_limit, self._prefix_length)
-                or stop > self.position - self.recent_length - 1)
+                or self.window > self.recent_limit  # a far term: a resumed run writes its tape from them
+                or stop > self.position - self.recent_limit - 1)
 
     @classmethod
     def restore(cls, store: ValueStore, position: int, prefix_length: int, window: int, keep_all: bool,

@@ -146,7 +146,10 @@ class Pipeline:
         if chunk.stop >= until and not self.here:  # the last chunk: every process takes a part
             pieces = max(1, min(self.executor.workers, (chunk.stop - chunk.first) // LAST_PIECE))
         bounds = [chunk.first + (chunk.stop - chunk.first) * i // pieces for i in range(pieces + 1)]
-        staged = self.executor.stage(chunk.before, chunk.codes)  # written once, read by every piece
+        if chunk.tape is not None:  # mapped by the task, not copied
+            staged = self.executor.stage_tape(chunk.tape, chunk.base, chunk.stop)
+        else:
+            staged = self.executor.stage(chunk.before, chunk.codes)  # written once, read by every piece
         futures = []
         for a, b in zip(bounds, bounds[1:]):
             # Each piece gets the history up to its own end: what the whole chunk's task would read.

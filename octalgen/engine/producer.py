@@ -2,10 +2,11 @@
 
 The producer's whole state is its plan, the heap it has produced up to, and the ring: the last
 codes it produced, at least the plan's window (each fill starts from the W codes before it), and
-as many more as the chunks' proof scans may need.  It knows nothing of verification, consumers
-or checkpoints: it is reset at the proven position (after a start, a resume or a recovery) and
-asked for the next chunk, which comes with the codes before it that its proofs may read (its
-*history*).  One object with a narrow interface (:meth:`Producer.reset`,
+as many more as the chunks' proof scans may need (a far term's window, too long for memory, is on
+a tape instead, :mod:`.tape`: the kernel fills its chunks there, and they are views of it).  It
+knows nothing of verification, consumers or checkpoints: it is reset at the proven position (after
+a start, a resume or a recovery) and asked for the next chunk, which comes with the codes before
+it that its proofs may read (its *history*).  One object with a narrow interface (:meth:`Producer.reset`,
 :meth:`Producer.prepare`, :meth:`Producer.produce`) so that it can run in a thread of its own:
 :class:`ProducerThread` calls :meth:`Producer.produce` there, up to a number of chunks ahead,
 while the coordinating thread hands out tasks and takes results (the kernel's cffi calls release
@@ -33,6 +34,7 @@ import numpy as np
 from ..cpu.kernel import StorageOverflow, code_dtype
 from ..plan import KernelPlan, make_plan
 from .seams import KernelPlugin
+from .tape import Tape
 
 log = logging.getLogger("octalgen")
 
@@ -58,10 +60,13 @@ class Chunk:
     codes: np.ndarray
     base: int
     before: np.ndarray
+    tape: Tape | None = None  # where the codes are views of a tape (a far term's window)
 
     @cached_property
     def history(self) -> np.ndarray:
-        """The codes of heaps ``base`` ... ``stop - 1``, in one array."""
+        """The codes of heaps ``base`` ... ``stop - 1``, in one array (a view of the tape, where there is one)."""
+        if self.tape is not None:
+            return self.tape.view(self.base, self.stop)
         return np.concatenate([self.before, self.codes])
 
 
@@ -96,21 +101,26 @@ class Producer:
         self.produced_to = 0
         self.ring = np.zeros(0, dtype=np.uint8)
         self.ring_base = 0
+        self.tape: Tape | None = None  # the codes on disk instead of the ring, for a far term's window
         self.cpu_seconds = 0.0
         self.values = 0
         self.fallbacks, self.first_fallback = 0, None
         self._next_size = FIRST_CHUNK
 
-    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None) -> None:
+    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None, tape: Tape | None = None) -> None:
         """Produce again from ``position`` with ``plan``.
 
         ``window``: the last ``plan.window`` proven values, where the kernel runs from ``position``
-        (None before the kernel's first heap: exact steps come first).
+        (None before the kernel's first heap: exact steps come first).  ``tape``: instead, a tape
+        under the plan's encoding that holds them (:mod:`.tape`); the producer writes its chunks there.
         """
         self.plan = plan
         self.produced_to = position
         self._next_size = FIRST_CHUNK
-        if plan is not None and position >= plan.start:
+        self.tape = tape
+        if tape is not None:
+            self.ring = np.zeros(0, dtype=np.uint8)
+        elif plan is not None and position >= plan.start:
             self.ring = plan.encoding.encode_array(window).astype(code_dtype(plan))
             self.ring_base = position - plan.window
 
@@ -130,8 +140,12 @@ class Producer:
         w, a = plan.window, self.produced_to
         b = min(until, a + min(size, self._next_size))
         self._next_size *= 2
-        buffer = np.empty(w + b - a, dtype=kernel.dtype)
-        buffer[:w] = self.ring[len(self.ring) - w:]
+        tape = self.tape
+        if tape is not None:  # filled in place: the window is read back from the file
+            buffer = tape.view(a - w, b)
+        else:
+            buffer = np.empty(w + b - a, dtype=kernel.dtype)
+            buffer[:w] = self.ring[len(self.ring) - w:]
         overflow = None
         kernel_threads = min(threads, kernel.max_threads)
         began = self._cpu(kernel_threads)
@@ -149,20 +163,28 @@ class Producer:
             self.cpu_seconds += self._cpu(kernel_threads) - began
         codes = buffer[w: w + b - a]
         self.values += b - a
-        start = self.ring_base if reach is None else max(self.ring_base, a - w - reach)
-        before = self.ring[start - self.ring_base:]
-        # The ring keeps every code since the reset (reach None), or the last w + reach: drop the rest.
-        drop = 0 if reach is None else max(0, len(before) + len(codes) - (w + reach))
-        self.ring = np.concatenate([before[drop:], codes[max(0, drop - len(before)):]])
-        self.ring_base = b - len(self.ring)
         self.produced_to = b
-        chunk = Chunk(a, b, plan, codes, start, before)
+        if tape is not None:
+            start = tape.first if reach is None else max(tape.first, a - w - reach)
+            chunk = Chunk(a, b, plan, codes, start, tape.view(start, a), tape)
+            # What the next fill reads stays mapped; the rest of the pages go back (the file keeps them).
+            tape.release(term_reads(plan, b, b + min(size, self._next_size)) + [(b, tape.stop)])
+        else:
+            start = self.ring_base if reach is None else max(self.ring_base, a - w - reach)
+            before = self.ring[start - self.ring_base:]
+            # The ring keeps every code since the reset (reach None), or the last w + reach: drop the rest.
+            drop = 0 if reach is None else max(0, len(before) + len(codes) - (w + reach))
+            self.ring = np.concatenate([before[drop:], codes[max(0, drop - len(before)):]])
+            self.ring_base = b - len(self.ring)
+            chunk = Chunk(a, b, plan, codes, start, before)
         if overflow is not None:
             log.warning("%s; continuing with 16-bit storage", overflow)
-            values = plan.encoding.decode_array(self.ring, self.ring_base)
             self.plan = make_plan(plan.table, storage="u16")
             log_plan(self.plan)
-            self.ring = values.astype(np.uint16)
+            if tape is not None:
+                self.tape = recoded(tape, self.plan.encoding, b, self.check_stop)
+            else:
+                self.ring = plan.encoding.decode_array(self.ring, self.ring_base).astype(np.uint16)
         return chunk
 
     def _cpu(self, threads: int) -> float:
@@ -173,6 +195,30 @@ class Producer:
         # The kernel's other threads live only during the fill: the process's CPU time less the
         # coordinator's (verification runs elsewhere where the producer has a thread of its own).
         return time.process_time() - time.clock_gettime(self.coordinator_clock)
+
+
+def term_reads(plan: KernelPlan, a: int, b: int) -> list[tuple[int, int]]:
+    """The stretches of heaps the terms of ``plan`` read for heaps ``a`` ... ``b - 1``, merged: few where
+    the offsets fall in clusters (a far term's, and the near ones)."""
+    offsets = np.unique(np.array([t.offset for t in plan.terms] + list(plan.rare_options), dtype=np.int64))
+    starts = a - offsets[::-1]  # ascending
+    gaps = np.flatnonzero(starts[1:] > starts[:-1] + (b - a))  # the next read starts past this one's end
+    firsts = np.concatenate([[0], gaps + 1])
+    lasts = np.concatenate([gaps, [len(starts) - 1]])
+    return [(int(starts[i]), int(starts[j]) + b - a) for i, j in zip(firsts, lasts)]
+
+
+def recoded(tape: Tape, encoding, stop: int, check_stop: Callable[[], None], piece: int = 1 << 22) -> Tape:
+    """A new tape under ``encoding`` holding the values of ``tape`` up to heap ``stop`` (piece by piece,
+    ``check_stop`` between pieces)."""
+    new = Tape(encoding, tape.first, tape.capacity, tape.directory, tape.rare.items())
+    for start in range(tape.first, stop, piece):
+        check_stop()
+        end = min(stop, start + piece)
+        new.write(start, tape.values(start, end))
+        tape.release([(end, tape.stop)])
+        new.release([(end, new.stop)])
+    return new
 
 
 class SerialKernels:
@@ -225,6 +271,7 @@ class ProducerThread:
         self.ahead = 1
         self._thread: threading.Thread | None = None
         self._halt = False
+        self._producing = False  # in produce(): it may have moved produced_to on before its chunk is ready
         self._error: BaseException | None = None
         self.wake, self._wake_w = os.pipe()
         os.set_blocking(self.wake, False)
@@ -250,10 +297,14 @@ class ProducerThread:
         """Make the plan's kernel now (see :meth:`Producer.prepare`)."""
         self.producer.prepare()
 
-    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None) -> None:
+    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None, tape: Tape | None = None) -> None:
         """Stop producing, forget the chunks produced ahead, produce again from ``position``."""
         self.halt()
-        self.producer.reset(plan, position, window)
+        self.producer.reset(plan, position, window, tape)
+
+    @property
+    def tape(self) -> Tape | None:
+        return self.producer.tape
 
     def run(self, until: int, size: int, threads: int, reach: int | None, ahead: int) -> None:
         """Produce with these parameters (see :meth:`Producer.produce`), at most ``ahead`` chunks ready."""
@@ -280,7 +331,7 @@ class ProducerThread:
     def idle(self) -> bool:
         """True where nothing is ready and nothing will be: the thread ended, or produced to ``until``."""
         with self._cond:
-            return not self._ready and self._error is None and (
+            return not self._ready and self._error is None and not self._producing and (
                 self._thread is None or self._params is None or self.producer.produced_to >= self._params[0])
 
     def halt(self) -> None:
@@ -335,9 +386,15 @@ class ProducerThread:
                         self._cond.wait()
                     if self._halt:
                         return
-                    params = self._params
-                chunk = producer.produce(*params)
-                with self._cond:
+                    params, self._producing = self._params, True
+                try:
+                    chunk = producer.produce(*params)
+                except BaseException:
+                    with self._cond:
+                        self._producing = False
+                    raise
+                with self._cond:  # the chunk ready as produced_to tells of it, at once for idle()
+                    self._producing = False
                     if self._halt:
                         return
                     self._ready.append(chunk)

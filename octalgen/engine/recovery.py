@@ -46,14 +46,18 @@ def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult,
     """
     plan = chunk.plan
     earliest = plan.start - plan.window  # every value from here on is common: codes hold it
-    if values_before is None:
-        start, held = history.recent_values()
-        held = held[max(0, earliest - start):]
-        start = max(start, earliest)
+    if values_before is None and chunk.tape is not None:  # the tape holds the window and more: mapped, not copied
+        start = max(chunk.tape.first, earliest)
+        codes = chunk.tape.view(start, chunk.stop)
     else:
-        log.info("G(%d) needs values from further back than this run holds in memory", undecided.heap)
-        start, held = earliest, values_before(chunk.first)[earliest:]
-    codes = np.concatenate([plan.encoding.encode_array(held).astype(chunk.codes.dtype), chunk.codes])
+        if values_before is None:
+            start, held = history.recent_values()
+            held = held[max(0, earliest - start):]
+            start = max(start, earliest)
+        else:
+            log.info("G(%d) needs values from further back than this run holds in memory", undecided.heap)
+            start, held = earliest, values_before(chunk.first)[earliest:]
+        codes = np.concatenate([plan.encoding.encode_array(held).astype(chunk.codes.dtype), chunk.codes])
     began = time.thread_time()
     result = verifier.verify(codes, start, history.prefix, undecided.heap, chunk.stop)
     return result, time.thread_time() - began

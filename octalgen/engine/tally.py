@@ -114,10 +114,12 @@ class Tally(Consumer):
         self.anchor_window = None
         self._packed_anchor = None  # the anchor window as a checkpoint stores it: packed once per anchor
         self.zeros: list[int] = []
+        self._history: History | None = None
 
     def attach(self, history: History) -> None:
         """Read proven values back from the run's history (the period search keeps no copy of its own)."""
         self.scanner.read_from(history)
+        self._history = history
         if self.prover is not None:
             self.prover.attach(history)
 
@@ -145,13 +147,27 @@ class Tally(Consumer):
             self.zeros.extend(int(first + z) for z in found)
         for event in self.scanner.fold(values):
             if event.kind == ANCHORED:
-                self.anchor_window, self._packed_anchor = self.scanner.window_values(), None
-            elif event.kind == HASH_MATCH and self.prover is not None and self.anchor_window is not None \
-                    and np.array_equal(self.scanner.window_values(), self.anchor_window):
+                self.anchor_window, self._packed_anchor = self._copied_window(), None
+            elif event.kind == HASH_MATCH and self.prover is not None and \
+                    np.array_equal(self.scanner.window_values(), self._anchor_values()):
                 anchor = self.scanner.anchor
                 self.prover.propose(event.heap - anchor, anchor, self.scanner.window, event.heap)
         if self.prover is not None:
             self.prover.accept(self.position)
+
+    def _reads_back(self) -> bool:
+        """Whether the window is a far term's (longer than the history's recent values): then it is not
+        copied at an anchor; the history reads it back from the producer's tape at a hash match."""
+        return self._history is not None and self.scanner.window > self._history.recent_limit
+
+    def _copied_window(self) -> np.ndarray | None:
+        return None if self._reads_back() else self.scanner.window_values()
+
+    def _anchor_values(self) -> np.ndarray | None:
+        """The window at the anchor (None: no anchor)."""
+        if self.anchor_window is not None or not self._reads_back() or self.scanner.anchor is None:
+            return self.anchor_window
+        return self.scanner.window_values(end=self.scanner.anchor + 1)
 
     def restart(self, window: int, tail: np.ndarray, anchor_from: int) -> None:
         """The values from here on come from a new recurrence (a new plan, or after a correction).
