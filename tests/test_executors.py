@@ -40,12 +40,16 @@ def test_both_kernel_plug_ins_implement_the_engines_seam():
         assert verifier.plan == plan
 
 
-def test_dask_cluster_gives_the_local_digest():
+@pytest.mark.parametrize("recent_limit", [None, 1 << 12], ids=["ring", "tape"])
+def test_dask_cluster_gives_the_local_digest(recent_limit):
+    """Also where the window (20,628 values) is longer than the recent values: the kernel's codes are then
+    on a tape, which a cluster's workers cannot map; they are sent the window and the scans' reach."""
     distributed = pytest.importorskip("distributed")
     local = run_engine(".6", 1 << 20, workers=0, chunk=1 << 18)
+    options = {} if recent_limit is None else {"recent_limit": recent_limit}
     with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
                                   host="127.0.0.1", scheduler_port=0, dashboard_address=":0") as cluster:
-        remote = run_engine(".6", 1 << 20, scheduler=cluster.scheduler_address, chunk=1 << 18)
+        remote = run_engine(".6", 1 << 20, scheduler=cluster.scheduler_address, chunk=1 << 18, **options)
     assert remote.statistics.digest == local.statistics.digest
     assert remote.statistics.counts == local.statistics.counts
 

@@ -112,9 +112,12 @@ class Executor(Protocol):
     ----------
     workers : int
         Tasks it runs at once.
+    maps_tapes : bool
+        Its tasks map a tape's file (:mod:`.tape`): they are given every code on it at no cost.
     """
 
     workers: int
+    maps_tapes: bool
 
     def submit(self, fn, *args) -> VerifyFuture:
         """Run ``fn(*args)`` (a :func:`verify_task`)."""
@@ -165,6 +168,7 @@ class InProcess:
     """
 
     workers = 1
+    maps_tapes = True
 
     def __init__(self, should_stop=lambda: False, piece: int = IN_PROCESS_PIECE):
         self.should_stop = should_stop
@@ -245,6 +249,8 @@ class DaskCluster:
     The workers need octalgen and a C compiler (each builds or loads the verifier from its own
     cache).  Results come back through the futures.
     """
+
+    maps_tapes = False  # its workers may be other machines: they are sent the codes
 
     def __init__(self, address: str, timeout: float | None = None):
         try:

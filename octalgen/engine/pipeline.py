@@ -28,7 +28,7 @@ from ..cpu.verify import PROVEN, VerifyResult
 from ..errors import ComputationError
 from ..plan import KernelPlan
 from . import split
-from .executors import Executor, InProcess, make_executor, verify_task
+from .executors import VERIFY_HISTORY, Executor, InProcess, make_executor, verify_task
 from .history import History
 from .options import SMALL_JOB, EngineOptions
 from .producer import Chunk, Producer, ProducerThread
@@ -146,15 +146,18 @@ class Pipeline:
         if chunk.stop >= until and not self.here:  # the last chunk: every process takes a part
             pieces = max(1, min(self.executor.workers, (chunk.stop - chunk.first) // LAST_PIECE))
         bounds = [chunk.first + (chunk.stop - chunk.first) * i // pieces for i in range(pieces + 1)]
-        if chunk.tape is not None:  # mapped by the task, not copied
-            staged = self.executor.stage_tape(chunk.tape, chunk.base, chunk.stop)
+        base = chunk.base
+        if chunk.tape is not None:  # mapped by the task, not copied (a cluster is sent the window and a reach)
+            if not self.executor.maps_tapes:
+                base = max(base, chunk.first - chunk.plan.window - VERIFY_HISTORY)
+            staged = self.executor.stage_tape(chunk.tape, base, chunk.stop)
         else:
             staged = self.executor.stage(chunk.before, chunk.codes)  # written once, read by every piece
         futures = []
         for a, b in zip(bounds, bounds[1:]):
             # Each piece gets the history up to its own end: what the whole chunk's task would read.
-            codes = staged[: b - chunk.base] if isinstance(staged, np.ndarray) else staged.head(b - chunk.base)
-            futures.append(self.executor.submit(verify_task, verifier, codes, chunk.base, self._shared[1], a, b))
+            codes = staged[: b - base] if isinstance(staged, np.ndarray) else staged.head(b - base)
+            futures.append(self.executor.submit(verify_task, verifier, codes, base, self._shared[1], a, b))
         self._pending.append((chunk, futures[0] if pieces == 1 else _Pieces(futures), staged))
 
     def _results(self, block: bool) -> Iterator[tuple[Chunk, VerifyResult]]:

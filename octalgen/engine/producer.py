@@ -164,9 +164,8 @@ class Producer:
         codes = buffer[w: w + b - a]
         self.values += b - a
         self.produced_to = b
-        if tape is not None:
-            start = tape.first if reach is None else max(tape.first, a - w - reach)
-            chunk = Chunk(a, b, plan, codes, start, tape.view(start, a), tape)
+        if tape is not None:  # every code on the tape: mapped, not copied, and no scan stops short of them
+            chunk = Chunk(a, b, plan, codes, tape.first, tape.view(tape.first, a), tape)
             # What the next fill reads stays mapped; the rest of the pages go back (the file keeps them).
             tape.release(term_reads(plan, b, b + min(size, self._next_size)) + [(b, tape.stop)])
         else:

@@ -182,6 +182,8 @@ class LocalProcesses:
     processes at once.
     """
 
+    maps_tapes = True
+
     def __init__(self, workers: int):
         self.workers = workers
         sweep_staged_files()
