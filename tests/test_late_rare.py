@@ -316,3 +316,25 @@ def test_a_run_stopped_on_the_u16_kernel_or_after_it_goes_on_to_the_same_values(
     assert not steps  # resumed on a kernel: no exact step, no value recomputed
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
     assert engine.rare_found == [(FAR, 116)] and engine.plan.encoding.kind == "u8"
+
+
+def test_a_full_disk_under_the_tape_is_one_error_and_the_run_goes_on_from_its_checkpoint(values_034, monkeypatch,
+                                                                                        tmp_path):
+    import errno
+    import os
+
+    from octalgen.engine.checkpoint import read_checkpoint
+    from octalgen.errors import ComputationError
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "posix_fallocate", full)
+        with pytest.raises(ComputationError, match="cannot write the far term's tape in .*: No space left on device"):
+            _run_034(values_034, monkeypatch, tmp_path)
+    # The exact values before the kernel's first heap (62,054), where the tape is made, were kept.
+    assert read_checkpoint(tmp_path)["position"] == 62_054
+    engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
+    assert steps[0][0] == 71_722  # resumed from the kernel's first heap: the first exact step is G(m)'s
+    assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])

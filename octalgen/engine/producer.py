@@ -142,6 +142,7 @@ class Producer:
         self._next_size *= 2
         tape = self.tape
         if tape is not None:  # filled in place: the window is read back from the file
+            tape.writable(a, b)
             buffer = tape.view(a - w, b)
         else:
             buffer = np.empty(w + b - a, dtype=kernel.dtype)

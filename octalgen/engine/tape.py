@@ -88,9 +88,21 @@ class Tape:
                 values[position - start] = value
         return values
 
+    def writable(self, start: int, stop: int) -> np.ndarray:
+        """:meth:`view` of heaps ``start`` ... ``stop - 1``, their disk blocks allocated first: a full disk is
+        then an error here, not a SIGBUS where the mapping is written."""
+        view = self.view(start, stop)
+        size = self.dtype.itemsize
+        try:
+            os.posix_fallocate(self.fd, (start - self.first) * size, max(1, (stop - start) * size))
+        except OSError as exc:
+            raise ComputationError(f"cannot write the far term's tape in {self.directory or tempfile.gettempdir()}: "
+                                   f"{exc.strerror or exc}") from None
+        return view
+
     def write(self, start: int, values: np.ndarray) -> None:
         """Store ``values`` (G(start) ...) on the tape."""
-        self.view(start, start + len(values))[:] = self.encoding.encode_array(np.asarray(values, dtype=np.uint16))
+        self.writable(start, start + len(values))[:] = self.encoding.encode_array(np.asarray(values, dtype=np.uint16))
 
     def slice(self, start: int, stop: int) -> "TapeSlice":
         """A handle by which a worker process maps heaps ``start`` ... ``stop - 1``."""
