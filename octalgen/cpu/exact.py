@@ -42,6 +42,9 @@ MASK_BUDGET = 0.4
 #: Heaps per call into C, so that Ctrl-C is noticed between calls.
 _STEP = 1 << 14
 
+#: Values classified at a time when the rare positions are rebuilt.
+_PIECE = 1 << 22
+
 
 @lru_cache(maxsize=None)
 def _module(game: OctalGame):
@@ -95,11 +98,15 @@ class CExactSolver:
         self.method = method
         self.threads = threads
         self._adaptive = mask is None
-        values = np.asarray(values, dtype=np.int64)
-        if len(values) and (values.min() < 0 or values.max() >= 1 << 16):
-            raise ComputationError("the C exact solver continues only from values below 65536")
+        values = np.asarray(values)
+        if values.dtype != np.uint16:  # (a run's values are uint16 already: no 64-bit copy of them)
+            values = np.asarray(values, dtype=np.int64)
+            if len(values) and (values.min() < 0 or values.max() >= 1 << 16):
+                raise ComputationError("the C exact solver continues only from values below 65536")
         self._count = len(values)
-        self._allocate(max(1024, 2 * len(values)), values)
+        # Room for an eighth more: continuing from m values (a far rare value decided) takes a few
+        # steps, and extend() doubles the buffers where a run goes on further.
+        self._allocate(max(1024, len(values) + len(values) // 8), values)
         self._largest = int(values.max()) if len(values) else 0
         self.mask = 0 if mask is None else int(mask)
         self.position_parity = bool(position_parity) and self.mask != 0
@@ -177,10 +184,13 @@ class CExactSolver:
         if self.mask == 0:
             rare = np.zeros(0, dtype=np.uint64)
         else:
-            bits = np.bitwise_count(self.values.astype(np.int64) & self.mask).astype(np.int64)
-            if self.position_parity:
-                bits += (np.arange(self._count) + self._take_parity) & 1
-            rare = np.flatnonzero(bits % 2 == 0).astype(np.uint64)
+            found = []
+            for lo in range(0, self._count, _PIECE):  # in pieces: no 64-bit copy of every value
+                bits = np.bitwise_count(self.values[lo: lo + _PIECE] & np.uint16(self.mask & 0xFFFF)).astype(np.int64)
+                if self.position_parity:
+                    bits += (np.arange(lo, lo + len(bits)) + self._take_parity) & 1
+                found.append(np.flatnonzero(bits % 2 == 0).astype(np.uint64) + np.uint64(lo))
+            rare = np.concatenate(found) if found else np.zeros(0, dtype=np.uint64)
         self._rare = np.zeros(max(256, 2 * len(rare)), dtype=np.uint64)
         self._rare[: len(rare)] = rare
         self._rare_count = len(rare)

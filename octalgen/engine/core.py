@@ -421,7 +421,7 @@ class Engine:
         if found.new_rare:
             self.rare_found.append((m, found.value))
             self.table = found.table
-            self.exact.continue_from(found.table.rarity, found.known)
+            self.exact.adopt(found.table.rarity, found.solver)
             self._replan()  # the kernel's first heap moves past m: exact steps go on from m
             self._restart_consumers(self._anchor_from())
         else:

@@ -176,12 +176,13 @@ def plan_game(game: OctalGame, table: RareTable | None = None, *, required: bool
     return plan, values[: plan.start]
 
 
-def decide_failure(table: RareTable, encoding, values, failure) -> tuple[int, RareTable, bool]:
+def decide_failure(table: RareTable, encoding, values, failure) -> tuple[int, RareTable, bool, CExactSolver]:
     """The exact G(m) where a proof failed (m = ``len(values)``), and what follows from it.
 
-    ``values`` are the proven G(0) ... G(m-1).  Returns ``(value, table, needs_u16)``: a rare
-    value is added to the table (a new kernel is needed); a common one is a correction of the
-    kernel's value (``needs_u16`` when it does not fit the storage).
+    ``values`` are the proven G(0) ... G(m-1).  Returns ``(value, table, needs_u16, solver)``: a
+    rare value is added to the table (a new kernel is needed); a common one is a correction of the
+    kernel's value (``needs_u16`` when it does not fit the storage).  ``solver``: the exact solver,
+    holding G(0) ... G(m), for the exact steps that follow (one copy of the values, not two).
     """
     m = failure.heap
     solver = exact_solver(table.game, table.rarity, values)
@@ -190,5 +191,5 @@ def decide_failure(table: RareTable, encoding, values, failure) -> tuple[int, Ra
         raise ComputationError(f"the verifier says G({m}) = {failure.true_value}, the exact solver "
                                f"{value}: a bug, please report it")
     if table.is_rare(value, m):
-        return value, table.with_entry(m, value), False
-    return value, table, not encoding.fits(value)
+        return value, table.with_entry(m, value), False, solver
+    return value, table, not encoding.fits(value), solver

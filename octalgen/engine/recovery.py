@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..cpu.exact import CExactSolver
 from ..cpu.verify import UNDECIDED, VerifyResult
 from ..plan import Encoding
 from ..rare import RareTable
@@ -122,8 +123,9 @@ class Recovery:
         G(m) is rare: a new kernel, and exact steps from m.
     needs_u16 : bool
         A common G(m) too large for the kernel's 8-bit storage.
-    known : numpy.ndarray or None
-        G(0) ... G(m-1), where deciding needed them (always for a new rare value).
+    solver : CExactSolver or None
+        The exact solver holding G(0) ... G(m), where deciding needed every value (always for a
+        new rare value): the exact steps from m go on with it.
     """
 
     heap: int
@@ -131,7 +133,7 @@ class Recovery:
     table: RareTable
     new_rare: bool
     needs_u16: bool
-    known: np.ndarray | None
+    solver: CExactSolver | None
 
 
 def decide(table: RareTable, encoding: Encoding, history: History, failure: VerifyResult,
@@ -145,8 +147,8 @@ def decide(table: RareTable, encoding: Encoding, history: History, failure: Veri
         return Recovery(m, value, table, False, not encoding.fits(value), None)
     if known is None:
         known = values_before(m)
-    value, decided, needs_u16 = decide_failure(table, encoding, known, failure)
-    return Recovery(m, value, decided, decided is not table, needs_u16, known)
+    value, decided, needs_u16, solver = decide_failure(table, encoding, known, failure)
+    return Recovery(m, value, decided, decided is not table, needs_u16, solver)
 
 
 def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: int, game_code: str) -> None:
