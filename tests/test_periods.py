@@ -11,7 +11,9 @@ from octalgen.checksum import fnv1a64
 from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.period import ExactProof
 from octalgen.engine.summary import summarize
-from octalgen.engine.tally import Tally
+from octalgen.cpu.verify import FAILED, VerifyResult
+from octalgen.engine.seams import Kernels
+from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.errors import Interrupted
 from octalgen.game import parse_game
 from octalgen.periodicity import (Repetition, is_proven_period, least_preperiod, proof_length, search_periods,
@@ -279,3 +281,36 @@ def test_period_354_needs_tens_of_millions_of_values():
 def test_period_1777_flammenkamp():
     found = find_period(".1777", 500_000_000).period
     assert (found["period"], found["preperiod"]) == (60_620_715, 160_949_018)
+
+
+def test_a_period_is_found_by_its_hash_after_the_search_restarts_mid_run(tmp_path):
+    """A proof that fails at G(300,000) (made to: the value is decided exactly, the same) restarts the
+    period search with the window's values there; its hash must be the window's, or no later window
+    matches the anchor's and the period goes unseen."""
+    class FailingOnce(Kernels):
+        def __call__(self, plan):
+            kernel, verifier = super().__call__(plan)
+            return kernel, _FailOnce(verifier, 300_000)
+
+    game = parse_game(".16")
+    tally = Tally(0, RecurrenceProof(game.max_take))
+    engine = Engine(game, EngineOptions(until=2_000_000, workers=0, chunk=1 << 16), [tally], directory=tmp_path,
+                    identity={"command": "run", "digest_from": 0}, kernels=FailingOnce())
+    engine.run()
+    summary = summarize(engine, tally)
+    assert summary.period is not None and summary.period["period"] == 149459
+    assert summary.statistics.digest == fnv1a64(c_values(".16", summary.statistics.values))
+
+
+class _FailOnce:
+    """A verifier whose proof of ``heap`` fails once (as for a wrong kernel value)."""
+
+    def __init__(self, verifier, heap):
+        self.verifier, self.heap, self.plan, self.failed = verifier, heap, verifier.plan, False
+
+    def verify(self, codes, base, prefix, a, b):
+        if a <= self.heap < b and not self.failed:
+            self.failed = True
+            result = self.verifier.verify(codes, base, prefix, a, self.heap)
+            return result if not result.proven else VerifyResult(FAILED, self.heap)
+        return self.verifier.verify(codes, base, prefix, a, b)

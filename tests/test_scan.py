@@ -27,6 +27,19 @@ def test_scanner_digests_and_rolling_crc_match_their_definitions(window):
         assert (scanner.first_seen[v], scanner.last_seen[v]) == (heaps[0], heaps[-1])
 
 
+@pytest.mark.parametrize("step", [7, 1 << 22], ids=["in-pieces", "at-once"])
+def test_a_new_window_gives_the_hash_of_its_definition(monkeypatch, step):
+    """A new plan's window (a far term's: m values) is folded into H in pieces of the scan's step."""
+    monkeypatch.setattr("octalgen.engine.scan._STEP", step)
+    values = np.random.default_rng(3).integers(0, 700, 500).astype(np.uint16)
+    scanner = Scanner(16)
+    list(scanner.fold(values[:200]))
+    scanner.rewindow(64, values[200 - 64: 200])
+    assert int(scanner.state.crc) == crc_of_window(values[:200], 64)
+    list(scanner.fold(values[200:]))
+    assert int(scanner.state.crc) == crc_of_window(values, 64)
+
+
 def test_scanner_anchors_at_powers_of_two_and_finds_repeated_windows():
     rng = np.random.default_rng(7)
     values = np.concatenate([rng.integers(0, 50, 300), np.tile(rng.integers(0, 50, 37), 40)]).astype(np.uint16)

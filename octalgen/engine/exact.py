@@ -89,11 +89,13 @@ class ExactSteps:
         self._solver = self._rarity = None
 
     def tail(self, position: int, window: int) -> np.ndarray | None:
-        """G(position - window) ... G(position - 1) (zeros before G(0)) when the solver holds exactly
-        G(0) ... G(position - 1), else None."""
+        """G(position - window) ... G(position - 1) (zeros before G(0)) when the solver holds
+        G(0) ... G(position - 1), else None: a view of the solver's values, where they reach back that far."""
         held = self.held(position)
         if held is None:
             return None
+        if position >= window:  # a view: a far term's window is not copied
+            return held[position - window:]
         tail = np.zeros(window, dtype=np.uint16)
         have = min(window, position)
         tail[window - have:] = held[position - have:]

@@ -260,8 +260,16 @@ class Scanner:
         if len(history) != window:
             raise ValueError(f"rewindow needs the last {window} values, not {len(history)}")
         fresh = Scanner(window, source=self.source)
-        fresh.state.next_anchor = 0
-        fresh._fold_raw(np.zeros(window, np.uint16), history)  # zeros leaving: folding the window gives its H
+        # No anchor while the window is folded: an anchor is an event, which ends a fold at its heap (the
+        # anchor at heap 0 that next_anchor = 0 set ended it after one value, and H was that value's).
+        fresh.state.next_anchor = (1 << 64) - 1
+        zeros = np.zeros(min(window, _STEP), np.uint16)
+        for lo in range(0, window, _STEP):  # zeros leaving: folding the window gives its H (in pieces: a far
+            piece = history[lo: lo + _STEP]  # term's window is m values)
+            event, folded = fresh._fold_raw(zeros[: len(piece)], piece)
+            if event != FOLDED or folded != len(piece):
+                raise ComputationError("the period search's hash stopped at an event while a window was "
+                                       "folded: a bug, please report it")
         s = self.state
         s.window, s.crc, s.anchor, s.anchor_crc = window, fresh.state.crc, 0, 0
         s.next_anchor = first_anchor(max(anchor_from, self.position, window - 1))
