@@ -336,3 +336,17 @@ def test_a_value_too_large_for_a_byte_stops_the_persistent_front():
 def test_persistent_and_cached_marks_exclude_each_other():
     with pytest.raises(InputError, match="exclude each other"):
         CudaOptions(persistent=True, cache_final=True)
+
+
+@pytest.mark.parametrize("far", [None, 300_000_000], ids=["near", "far-rare-position"])
+def test_the_scan_lists_the_first_common_heaps_whatever_the_last_rare_position(far):
+    """The pair scan's first heaps are the common ones from 1 on, as many as it takes steps: a rare position
+    found far out (here G(300,000,000) = 0 is added to .6's table) must not make it list them all."""
+    table = rare_table(".6")
+    if far is not None:
+        table = table.with_entry(far, 0)
+    plan = make_cuda_plan(table, options=CudaOptions(scan_steps=30_000))
+    rare = set(table.positions)
+    expected = [a for a in range(1, 60_000) if a not in rare][:30_000]
+    assert plan.scan_positions.tolist() == expected[: len(plan.scan_positions)]
+    assert len(plan.scan_positions) == (30_000 if far else len([a for a in expected if a < table.last_position]))

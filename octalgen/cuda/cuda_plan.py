@@ -198,9 +198,12 @@ class CudaPlan:
 
     @cached_property
     def scan_positions(self) -> np.ndarray:
-        """Heap sizes a in 1 .. last rare position whose value is common, ascending (int64)."""
+        """Heap sizes a in 1 .. last rare position whose value is common, ascending (int64), the first
+        ``options.scan_steps`` of them only: the scan takes no more (and a far rare position lies
+        hundreds of millions of heaps out)."""
         rare = set(self.table.positions)
-        return np.array([a for a in range(1, self.table.last_position + 1) if a not in rare], dtype=np.int64)
+        last = min(self.table.last_position, self.options.scan_steps + len(rare))
+        return np.array([a for a in range(1, last + 1) if a not in rare], dtype=np.int64)[: self.options.scan_steps]
 
     def heap_classes(self, heaps) -> np.ndarray:
         """The class of each heap (:meth:`~octalgen.sparse.Rarity.heap_class`; 0 for range rarity), int64."""
