@@ -84,6 +84,11 @@ class Encoding:
         return 8 if self.kind == "u8" else 16
 
     @property
+    def dtype(self) -> np.dtype:
+        """The numpy dtype of stored codes: uint8 or uint16."""
+        return np.dtype(np.uint8 if self.kind == "u8" else np.uint16)
+
+    @property
     def capacity(self) -> int:
         """Number of distinct stored codes (256 or 65536)."""
         return 1 << self.bits

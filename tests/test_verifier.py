@@ -139,3 +139,20 @@ def test_a_read_only_prefix_is_checked_once(monkeypatch):
                                                                                        writable)]
     assert all(result.proven for result in results)
     assert len(checks) == 3  # once for the read-only prefix, at every call for the writable one
+
+
+def test_u8_codes_past_the_prefix_must_start_past_its_far_rare_positions():
+    """G(71,722) = 116 of .034 is rare under 0x1ff, past a prefix of 2^16: a far rare position, whose u8
+    code would stand for a common value.  Codes from past it are taken; codes from before it are refused."""
+    from octalgen.engine.plans import exact_solver
+    from octalgen.game import parse_game
+    from octalgen.rare import RareTable
+
+    game = parse_game(".034")
+    values = exact_solver(game, None).extend(150_000).astype(np.int64)
+    plan = make_plan(RareTable.from_values(game, values[: 1 << 16], mask=0x1ff).with_entry(71_722, 116), storage="u8")
+    verifier, a = Verifier(plan), plan.start
+    codes = plan.encoding.encode_array(values[: a]).astype(np.uint8)
+    assert verifier.verify(codes[a - plan.window:], a - plan.window, values[: 1 << 16], a, a).proven
+    with pytest.raises(InputError, match="must start past its far rare positions"):
+        verifier.verify(codes[71_000:], 71_000, values[: 1 << 16], a, a)

@@ -44,7 +44,7 @@ class StorageOverflow(ComputationError):
 
 def code_dtype(plan: KernelPlan) -> np.dtype:
     """The numpy dtype of a plan's stored codes (uint8 or uint16)."""
-    return np.dtype(np.uint8 if plan.encoding.kind == "u8" else np.uint16)
+    return plan.encoding.dtype
 
 
 def code_ctype(dtype) -> str:

@@ -163,9 +163,10 @@ class Verifier:
                              f"not {base} to {base + len(values) - 1}")
         if self.dtype == np.uint16:
             self._check_common(values, base, len(prefix[0]), a)
-        elif len(prefix[0]) <= plan.table.last_position < base + len(values) and base <= plan.table.last_position:
-            raise InputError(f"verify [{a}, {b}): u8 codes past the prefix must start past the far rare position "
-                             f"{plan.table.last_position}, not at {base}")
+        elif len(prefix[0]) <= plan.table.last_position and any(  # far rare positions, whose codes are no values
+                max(base, len(prefix[0])) <= p < base + len(values) for p in plan.table.positions):
+            raise InputError(f"verify [{a}, {b}): u8 codes past the prefix must start past its far rare positions, "
+                             f"not at {base}")
         if a == b:
             return VerifyResult(PROVEN)
         stored, rare = prefix

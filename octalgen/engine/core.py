@@ -51,9 +51,6 @@ __all__ = ["CHECKPOINT_EVERY", "CHUNK", "Engine", "EngineOptions", "Kernels", "r
 
 log = logging.getLogger("octalgen")
 
-#: Values written to a new tape at a time (from memory, the store or the tape it replaces).
-TAPE_PIECE = 1 << 22
-
 
 class Engine:
     """One computation of G(0) ... G(until-1) through the loop of the module docstring.
@@ -234,8 +231,9 @@ class Engine:
         self.history = self.checkpoints.history(state, self.keep_all, options.prefix_limit, options.recent_limit)
         self.history.tape_of = lambda: self.producer.tape
         if state is not None:
-            self.plan = self._plan_now() if self.table is not None else None
-            self._u8_from = self._narrower_start()
+            known = self._known_values() if self.table is not None else None
+            self.plan = self._plan_now(known) if known is not None else None
+            self._u8_from = self._narrower_start(known)
             self.checkpoints.restore_consumers(state, self.consumers)
             self.rare_found, self.elapsed = list(state.rare_found), state.elapsed
             self.mask_switches = list(state.mask_switches)
@@ -288,22 +286,23 @@ class Engine:
         late = self.history.late_values() if self.table.kind == "range" else None
         return self.history.prefix if late is None else np.concatenate([self.history.prefix, late])
 
-    def _plan_now(self) -> KernelPlan | None:
+    def _plan_now(self, known: np.ndarray) -> KernelPlan | None:
         """The plan for the current table and storage from the run's position (:func:`~.plans.plan_for`:
-        u16 where the u8 kernel could not start until far on)."""
+        u16 where the u8 kernel could not start until far on); ``known``: :meth:`_known_values`."""
         far_from = self.history.prefix_limit if "u16" in self.kernels.storages else None
-        return plan_for(self.table, self._known_values(), self.storage, position=self.position, far_from=far_from)
+        return plan_for(self.table, known, self.storage, position=self.position, far_from=far_from)
 
-    def _narrower_start(self) -> int | None:
+    def _narrower_start(self, known: np.ndarray | None) -> int | None:
         """Where a u16 plan chosen because it starts sooner gives way to the u8 one (None: it does not)."""
         if self.plan is None or self.plan.encoding.kind != "u16" or self.storage is not None:
             return None
-        narrower = plan_for(self.table, self._known_values(), self.storage)
+        narrower = plan_for(self.table, known, self.storage)
         return narrower.start if narrower.encoding.kind == "u8" else None
 
     def _replan(self) -> bool:
         """Plan the kernel for the current table and storage; True when the plan changed."""
-        plan = self._plan_now()
+        known = self._known_values()
+        plan = self._plan_now(known)
         if plan is None:
             self.history.keep_all = self.history.keep_all or self.history.store is not None
             log.info("%s has no sparse space or no move leaving a heap: the exact solver computes every value",
@@ -312,7 +311,7 @@ class Engine:
         if plan is not None:
             log_plan(plan, self.plan)
         self.plan = plan
-        self._u8_from = self._narrower_start()
+        self._u8_from = self._narrower_start(known)
         self.history.window = plan.window if plan is not None else 0
         return changed
 
@@ -385,12 +384,12 @@ class Engine:
             tape = Tape(plan.encoding, first, self.options.until - first, self.directory, plan.table.entries)
             self._tape_good_to = first
         tape.rare.update((p, v) for p, v in plan.table.entries if p >= tape.first)  # a new one since, too
-        for start in range(self._tape_good_to, position, TAPE_PIECE):  # from memory, the store, or the old tape
-            self.stop.check()
-            stop = min(position, start + TAPE_PIECE)
-            values = known[start: stop] if known is not None else self.history.values(start, stop)
-            tape.write(start, values if values is not None else self.values_before(stop)[start:])
-            tape.release([(position, tape.stop)])  # read once: its pages go back as it is written
+
+        def read(lo: int, hi: int) -> np.ndarray:  # the solver's values, the history's (memory, store, old tape)
+            values = known[lo: hi] if known is not None else self.history.values(lo, hi)
+            return values if values is not None else self.values_before(hi)[lo:]
+
+        tape.fill(self._tape_good_to, position, read, self.stop.check)
         self._tape_good_to = position
         return tape
 

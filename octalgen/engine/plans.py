@@ -28,7 +28,6 @@ log = logging.getLogger("octalgen")
 PLAN_LIMIT = 1 << 21
 
 
-
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
     """``{position: value}`` of the rare positions among ``values`` (G(0) ...) under ``rarity``."""
     values = np.asarray(values, dtype=np.int64)

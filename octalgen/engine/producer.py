@@ -208,16 +208,16 @@ def term_reads(plan: KernelPlan, a: int, b: int) -> list[tuple[int, int]]:
     return [(int(starts[i]), int(starts[j]) + b - a) for i, j in zip(firsts, lasts)]
 
 
-def recoded(tape: Tape, encoding, stop: int, check_stop: Callable[[], None], piece: int = 1 << 22) -> Tape:
-    """A new tape under ``encoding`` holding the values of ``tape`` up to heap ``stop`` (piece by piece,
-    ``check_stop`` between pieces)."""
+def recoded(tape: Tape, encoding, stop: int, check_stop: Callable[[], None]) -> Tape:
+    """A new tape under ``encoding`` holding the values of ``tape`` up to heap ``stop``."""
     new = Tape(encoding, tape.first, tape.capacity, tape.directory, tape.rare.items())
-    for start in range(tape.first, stop, piece):
-        check_stop()
-        end = min(stop, start + piece)
-        new.write(start, tape.values(start, end))
-        tape.release([(end, tape.stop)])
-        new.release([(end, new.stop)])
+
+    def read(lo: int, hi: int) -> np.ndarray:  # the old tape's pages go back as they are read
+        values = tape.values(lo, hi)
+        tape.release([(hi, tape.stop)])
+        return values
+
+    new.fill(tape.first, stop, read, check_stop)
     return new
 
 

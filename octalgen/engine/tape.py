@@ -25,14 +25,18 @@ import mmap
 import os
 import tempfile
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..errors import ComputationError
 from ..plan import Encoding
 
-#: Pages the tape lets go at a time, at least (a call per chunk, not per page).
+#: The memory page: what the tape lets go of (:meth:`Tape.release`) comes in whole pages.
 PAGE = mmap.PAGESIZE
+
+#: Values copied onto a tape at a time (:meth:`Tape.fill`).
+PIECE = 1 << 22
 
 
 class Tape:
@@ -53,7 +57,7 @@ class Tape:
     def __init__(self, encoding: Encoding, first: int, capacity: int, directory=None, rare=()):
         self.encoding = encoding
         self.rare = {p: v for p, v in rare if p >= first}  # u8 codes cannot hold them: read from here
-        self.dtype = np.dtype(np.uint8 if encoding.kind == "u8" else np.uint16)
+        self.dtype = encoding.dtype
         self.first = first
         self.capacity = capacity
         self.directory = directory
@@ -103,6 +107,15 @@ class Tape:
     def write(self, start: int, values: np.ndarray) -> None:
         """Store ``values`` (G(start) ...) on the tape."""
         self.writable(start, start + len(values))[:] = self.encoding.encode_array(np.asarray(values, dtype=np.uint16))
+
+    def fill(self, start: int, stop: int, read: Callable[[int, int], np.ndarray], check_stop: Callable[[], None]) -> None:
+        """Store G(start) ... G(stop-1), ``read(lo, hi)`` giving G(lo) ... G(hi-1), :data:`PIECE` values at a
+        time (``check_stop`` between pieces); each piece's pages go back once written."""
+        for lo in range(start, stop, PIECE):
+            check_stop()
+            hi = min(stop, lo + PIECE)
+            self.write(lo, read(lo, hi))
+            self.release([(hi, self.stop)])
 
     def slice(self, start: int, stop: int) -> "TapeSlice":
         """A handle by which a worker process maps heaps ``start`` ... ``stop - 1``."""
