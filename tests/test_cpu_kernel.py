@@ -83,7 +83,7 @@ def _small(storage=None):
     return plan, exact_values_c(".16", 60_000, mask=plan.table.mask)
 
 
-def _fill_at(kernel, values, first, count, threads, shift, patient=True):
+def _fill_at(kernel, values, first, count, threads, shift, patient=True, block=None):
     """Fills heaps first ... first+count-1 in a buffer that starts `shift` bytes past a 64-byte
     boundary (so the output starts anywhere in a cache line), from the exact window before them."""
     plan, size = kernel.plan, kernel.dtype.itemsize
@@ -92,7 +92,7 @@ def _fill_at(kernel, values, first, count, threads, shift, patient=True):
     buffer = room[lead: lead + (plan.window + count) * size].view(kernel.dtype)
     assert buffer.ctypes.data % 64 == shift
     buffer[: plan.window] = plan.encoding.encode_array(values[first - plan.window: first])
-    kernel.fill(buffer, first, threads, patient=patient)
+    kernel.fill(buffer, first, threads, patient=patient, block=block)
     return plan.encoding.decode_array(buffer[plan.window:])
 
 
@@ -107,6 +107,25 @@ def test_blocks_of_every_length_give_the_exact_values(block):
         first = plan.start + 7 * threads + shift  # a start of any parity and line position
         assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift),
                               exact[first: first + count]), (threads, count, shift)
+
+
+def test_a_call_may_hand_its_threads_shorter_blocks_than_the_kernel_was_built_for():
+    # One kernel of 256-heap blocks, called with each length it takes (the split's choice per thread
+    # count), directly and through tuned_blocks: the exact values, and no length it does not take.
+    plan, exact = _small()
+    kernel = SpeculativeKernel(plan, block_heaps=256)
+    assert kernel.blocks() == [256, 128, 64]
+    for block in kernel.blocks():
+        for threads, count, shift in [(2, 9_999, 1), (4, 4_097, 63), (8, 8 * block + 65, 17)]:
+            first = plan.start + 5 * threads + shift
+            assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift, block=block),
+                                  exact[first: first + count]), (block, threads, count)
+    kernel.tuned_blocks = {3: 64}
+    first = plan.start + 11
+    assert np.array_equal(_fill_at(kernel, exact, first, 20_001, 3, 5), exact[first: first + 20_001])
+    for wrong in (0, 32, 96, 512):
+        with pytest.raises(InputError, match="this kernel takes 256, 128, 64"):
+            kernel.fill(np.zeros(plan.window + 10, kernel.dtype), plan.start, 2, block=wrong)
 
 
 def test_u16_blocks_give_the_exact_values():

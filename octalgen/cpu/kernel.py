@@ -71,8 +71,9 @@ class SpeculativeKernel:
     flags : sequence of str
         Compiler flags (the default: optimised for this CPU).
     block_heaps : int, optional
-        Heaps per block handed between threads (default by storage, see
-        :func:`~octalgen.cpu.generate.block_heaps_for`); the values do not depend on it.
+        The longest block of heaps the threads hand each other (default by storage, see
+        :func:`~octalgen.cpu.generate.block_heaps_for`), and each call's block unless it names
+        a shorter one; the values do not depend on it.
 
     Notes
     -----
@@ -88,10 +89,13 @@ class SpeculativeKernel:
         self.block_heaps = block_heaps_for(plan, block_heaps)
         self.dtype = code_dtype(plan)
         self.fell_back_at = None
+        #: The block length for each thread count a call gives without one (:mod:`~octalgen.engine.split`
+        #: sets it from what it measured; absent: :attr:`block_heaps`).
+        self.tuned_blocks: dict[int, int] = {}
 
     def __getstate__(self):
         return {"plan": self.plan, "max_threads": self.max_threads, "flags": self.flags, "dtype": self.dtype,
-                "block_heaps": self.block_heaps, "fell_back_at": None}
+                "block_heaps": self.block_heaps, "fell_back_at": None, "tuned_blocks": self.tuned_blocks}
 
     @cached_property
     def unit(self):
@@ -103,7 +107,14 @@ class SpeculativeKernel:
         """The compiled cffi module (built or loaded from the cache on first use)."""
         return compile_unit(self.unit, self.flags)
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> int | None:
+    def blocks(self) -> list[int]:
+        """The block lengths a call may name: :attr:`block_heaps` and its halves down to a cache line
+        of codes (the split measures them for each thread count)."""
+        line = 64 // self.dtype.itemsize
+        return [b for b in (self.block_heaps >> k for k in range(3)) if b >= line and b % line == 0]
+
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
+             block: int | None = None) -> int | None:
         """Compute heaps ``first_heap`` ... in place.
 
         Parameters
@@ -120,6 +131,9 @@ class SpeculativeKernel:
             Threads pass every block of heaps to each other, so a thread that loses its core to
             other work stalls them all.  Unless patient, threads that keep waiting stop and one thread
             finishes the buffer (:attr:`fell_back_at` then names the heap).
+        block : int, optional
+            Heaps per block handed between threads, one of :meth:`blocks` (default: ``tuned_blocks``'
+            for ``threads``, else :attr:`block_heaps`); the values do not depend on it.
 
         Returns
         -------
@@ -141,6 +155,9 @@ class SpeculativeKernel:
             raise InputError(f"kernel buffer holds {len(buffer)} values, fewer than the window of {window}")
         if not 1 <= threads <= self.max_threads:
             raise InputError(f"threads must be 1 to {self.max_threads}, not {threads}")
+        block = self.tuned_blocks.get(threads, self.block_heaps) if block is None else block
+        if block not in self.blocks():
+            raise InputError(f"a block of {block} heaps: this kernel takes {', '.join(map(str, self.blocks()))}")
         ffi, lib = self.module.ffi, self.module.lib
         done = ffi.new("uint64_t *")
         self.fell_back_at = None
@@ -148,7 +165,8 @@ class SpeculativeKernel:
         while True:
             part = buffer[offset:]
             status = lib.octalgen_kernel_fill(ffi.from_buffer(f"{code_ctype(self.dtype)}[]", part),
-                                              len(part) - window, first_heap + offset, threads, patient, done)
+                                              len(part) - window, first_heap + offset, threads, block, patient,
+                                              done)
             offset += int(done[0])
             if status == 0:
                 return self.fell_back_at
@@ -161,7 +179,7 @@ class SpeculativeKernel:
                      self.fell_back_at)
 
     def run(self, window: np.ndarray, first_heap: int, count: int, threads: int = 1,
-            patient: bool = False) -> np.ndarray:
+            patient: bool = False, block: int | None = None) -> np.ndarray:
         """The codes of heaps ``first_heap`` ... ``first_heap + count - 1``, from the window before them.
 
         A convenience around :meth:`fill` for callers that keep the window separately
@@ -169,7 +187,7 @@ class SpeculativeKernel:
         """
         buffer = np.empty(self.plan.window + count, dtype=self.dtype)
         buffer[: self.plan.window] = window[len(window) - self.plan.window:]
-        self.fill(buffer, first_heap, threads, patient)
+        self.fill(buffer, first_heap, threads, patient, block)
         return buffer[self.plan.window:]
 
 
@@ -186,7 +204,8 @@ class NaiveKernel(SpeculativeKernel):
     def unit(self):
         return naive_unit(self.plan)
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False) -> int | None:
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
+             block: int | None = None) -> int | None:
         if first_heap < self.plan.start or threads != 1 or buffer.dtype != self.dtype:
             raise InputError("the naive kernel runs one thread from plan.start on a buffer of stored codes")
         ffi, lib = self.module.ffi, self.module.lib

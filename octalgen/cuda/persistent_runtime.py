@@ -27,7 +27,8 @@ import numpy as np
 from ..errors import ComputationError
 from . import persistent_twin, twin
 from .cuda_plan import CudaPlan
-from .runtime import LOG_CAPACITY, RING_LEAST, RoundLog, _module, _multiprocessors, _round_block_threads, read_ring
+from .runtime import (LOG_CAPACITY, RING_LEAST, RoundLog, _module, _multiprocessors, _round_block_threads,
+                      _urgent_stream, read_ring)
 
 # The mapped cell (templates/cuda/kernels.cu.j2: CELL_*).
 CELL_FRONT, CELL_ROUND, CELL_OVERFLOW, CELL_STATUS, CELL_LIMIT, CELL_STOP, CELL_SIZE = range(7)
@@ -107,8 +108,7 @@ class GpuPersistentSpeculator:
         self.flags = cupy.zeros(2 * self.blocks, dtype=cupy.uint64)
         self.log = RoundLog()
         self.cell = MappedCell(CELL_SIZE)
-        greatest = cupy.cuda.runtime.deviceGetStreamPriorityRange()[1]
-        self.stream = cupy.cuda.Stream(non_blocking=True, priority=greatest)
+        self.stream = _urgent_stream()
         self.copy_stream = cupy.cuda.Stream(non_blocking=True)
         self.seconds = 0.0
         self.launches = 0

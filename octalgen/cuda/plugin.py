@@ -144,6 +144,11 @@ class FixedPointProducer:
 
     max_threads = 1
     dtype = np.dtype(np.uint8)
+    tuned_blocks: dict[int, int] = {}
+
+    def blocks(self) -> list[int]:
+        """None to choose: the GPU's producer is one."""
+        return []
 
     def __init__(self, plan: CudaPlan, speculator, figures: RoundFigures):
         self.plan = plan.kernel
@@ -157,7 +162,8 @@ class FixedPointProducer:
         self._logged_front = 0
         self._logged_seconds = 0.0
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> None:
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
+             block: int | None = None) -> None:
         """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes in ``buffer[:W]`` (one GPU
         producer: it never falls back, so it returns None)."""
         kernel = self.plan

@@ -122,6 +122,22 @@ def _pinned(count: int, dtype) -> np.ndarray:
     return np.frombuffer(memory, dtype, count)
 
 
+#: A priority beyond any GPU's range: CUDA clamps a stream's priority into the device's range
+#: (cudaDeviceGetStreamPriorityRange), so this asks for the greatest there is.
+URGENT_PRIORITY = -(1 << 16)
+
+
+def _urgent_stream():
+    """A non-blocking stream at the device's greatest priority (numerically least): the rounds'
+    launches must not queue behind the copies.  CuPy 14 no longer wraps
+    cudaDeviceGetStreamPriorityRange, so the range is asked of CuPy where it can say and left to
+    CUDA's clamp where it cannot."""
+    import cupy
+
+    ask = getattr(cupy.cuda.runtime, "deviceGetStreamPriorityRange", None)
+    return cupy.cuda.Stream(non_blocking=True, priority=ask()[1] if ask else URGENT_PRIORITY)
+
+
 def _multiprocessors() -> tuple[int, Multiprocessor]:
     """The number of multiprocessors of this GPU, and what each holds."""
     import cupy
@@ -228,8 +244,7 @@ class GpuSpeculator:
         self.cache = cupy.zeros(8 * self.cache_ring if plan.options.cache_final else 8, dtype=cupy.uint32)
         self.state = cupy.zeros(twin.STATE_SIZE, dtype=cupy.int64)
         self.log = RoundLog()
-        greatest = cupy.cuda.runtime.deviceGetStreamPriorityRange()[1]  # numerically least
-        self.stream = cupy.cuda.Stream(non_blocking=True, priority=greatest)
+        self.stream = _urgent_stream()
         self.copy_stream = cupy.cuda.Stream(non_blocking=True)
         self._limit_cell = _pinned(1, np.int64)
         self._slots = [_pinned(twin.STATE_SIZE, np.int64) for _ in range(64)]

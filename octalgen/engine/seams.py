@@ -31,10 +31,19 @@ class ChunkFiller(Protocol):
     dtype: np.dtype
     #: The most threads :meth:`fill` may be given.
     max_threads: int
+    #: The block length :meth:`fill` uses for each thread count it is given without one (the split
+    #: sets it from its measurements; absent: the kernel's default).
+    tuned_blocks: dict[int, int]
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1) -> int | None:
+    def blocks(self) -> list[int]:
+        """The lengths of the blocks of heaps :meth:`fill`'s threads may hand each other (empty: the
+        kernel has no such choice)."""
+
+    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
+             block: int | None = None) -> int | None:
         """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes of the W heaps before, in
         ``buffer[:W]``; raises :class:`~octalgen.cpu.kernel.StorageOverflow` at a value the storage cannot hold.
+        ``patient`` threads never give up waiting for each other; ``block``: one of :meth:`blocks`.
         Returns the heap from which one thread went on where the threads kept waiting for each other
         (the cores were busy), else None."""
 

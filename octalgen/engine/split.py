@@ -1,8 +1,10 @@
 """How to share the cores between kernel threads and verifying processes (issue: every core at work).
 
 With neither ``--threads`` nor ``--workers``, the engine measures, once per machine and kernel
-(cached under the build cache), how fast the kernel runs with 1, 2, 4, ... threads and how
-fast one process verifies, and chooses the split that this model predicts to be fastest on
+(cached under the build cache), how fast the kernel runs with 1, 2, 3, 4, 6, 8, ... threads, each
+with every block length it takes (:meth:`~octalgen.cpu.kernel.SpeculativeKernel.blocks`: the best
+one is that thread count's rate, and the kernel then hands its threads blocks of that length), and
+how fast one process verifies, and chooses the split that this model predicts to be fastest on
 C cores:
 
 * one kernel thread never waits for another, so it can share the cores with C verifying
@@ -21,6 +23,10 @@ values per CPU second of the role (wall time only for T >= 2 threads, which spin
 measurement on a busy machine is not a slow one; and a long enough run with one kernel thread
 replaces the cached start-up rates with the rates its own accounting measured (:func:`refine`),
 which are the better figures: the start-up sample is short and starts at the kernel's first heap.
+
+The block length matters with many threads: on a 16-core Xeon (an H100's host) 8 threads gave 8.5 M
+values/s with blocks of 256 heaps and 11.0 with 128, and 16 threads 8.6 and 14.9; on the 2-core
+development machine 2 threads gave the same with 64, 128 or 256.
 
 Each backend's rates are its own: the cache is keyed by the kernel plug-in's ``backend`` name too,
 so a GPU run's measured rates never become the generated C's (a GPU run to 10^8 once left
@@ -46,7 +52,7 @@ log = logging.getLogger("octalgen")
 DEFAULT_BACKEND = "c"
 
 #: Heaps the kernel computes per measurement, and the verifier proves (after an untimed call on the first few).
-KERNEL_SAMPLE, VERIFY_SAMPLE, VERIFY_WARM_UP = 1 << 17, 1 << 15, 1 << 10
+KERNEL_SAMPLE, VERIFY_SAMPLE, VERIFY_WARM_UP = 1 << 18, 1 << 15, 1 << 10
 
 #: CPU seconds of the coordinating process per value, until a run has measured its own (``run .6
 #: --until 2e8`` on the 2-core development machine: 0.43 s per 10^8 values).
@@ -65,6 +71,8 @@ class Split:
     predicted: float
     kernel_rates: dict
     verify_rate: float
+    #: The block length measured fastest for each thread count (heaps; absent: the kernel's own).
+    blocks: dict
 
     def expected(self, values: int, chunk: int, first: int) -> float:
         """Values/s a session of ``values`` values should achieve (see the module docstring):
@@ -74,7 +82,8 @@ class Split:
         return values / seconds
 
     def describe(self) -> str:
-        return (f"{self.threads} kernel thread{'s' * (self.threads > 1)} and {self.workers} verifying "
+        block = f" in blocks of {self.blocks[self.threads]} heaps" if self.threads in self.blocks else ""
+        return (f"{self.threads} kernel thread{'s' * (self.threads > 1)}{block} and {self.workers} verifying "
                 f"process{'es' * (self.workers != 1)}, predicted {self.predicted / 1e6:.2f} M values/s (kernel "
                 f"{self.kernel_rates[self.threads] / 1e6:.2f} M/s, verifier {self.verify_rate / 1e6:.2f} M/s per core)")
 
@@ -99,30 +108,46 @@ def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.nd
 
     ``window`` holds the codes of the ``plan.window`` heaps before ``start`` (a proven position);
     ``prefix`` the exact values the verifier needs; ``backend`` names the kernel plug-in
-    (:attr:`~.seams.KernelPlugin.backend`) whose rates these are.
+    (:attr:`~.seams.KernelPlugin.backend`) whose rates these are.  A kernel that takes several block
+    lengths (``blocks()``) is given the fastest for each thread count (``tuned_blocks``).
     """
     cores = cores or default_threads()
     rates = _cached(plan, cores, backend)
-    if rates is None:
+    if rates is None or "blocks" not in rates:  # an entry from before block lengths were measured
         rates = _measure(plan, kernel, verifier, window, prefix, start, cores)
         _store(plan, cores, rates, backend)
     kernel_rates = {int(t): r for t, r in rates["kernel"].items()}
+    blocks = {int(t): b for t, b in rates["blocks"].items()}
+    kernel.tuned_blocks = dict(blocks)
     threads, workers, predicted = predict(kernel_rates, rates["verify"], cores,
                                           rates.get("coordinator", COORDINATOR_SECONDS))
-    return Split(threads, workers, predicted, kernel_rates, rates["verify"])
+    return Split(threads, workers, predicted, kernel_rates, rates["verify"], blocks)
+
+
+def thread_counts(cores: int, max_threads: int) -> list[int]:
+    """The kernel thread counts the split measures: 1, and 2, 3, 4, 6, 8, 12, ... below ``cores``
+    (each thread needs a core, and a split with no verifying process proves nothing)."""
+    counts, power = [1], 2
+    while power < cores and power <= max_threads:
+        counts += [t for t in (power, power + power // 2) if t < cores and t <= max_threads]
+        power *= 2
+    return sorted(set(counts))
 
 
 def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
     buffer = np.empty(plan.window + KERNEL_SAMPLE, dtype=code_dtype(plan))
-    kernel_rates = {}
-    threads = 1
-    while threads == 1 or (threads < cores and threads <= kernel.max_threads):
-        buffer[: plan.window] = window
+    kernel_rates, blocks = {}, {}
+    for threads in thread_counts(cores, kernel.max_threads):
         clock = time.thread_time if threads == 1 else time.perf_counter  # one thread runs in this one
-        began = clock()
-        kernel.fill(buffer, start, threads, patient=True)
-        kernel_rates[threads] = KERNEL_SAMPLE / max(clock() - began, 1e-9)
-        threads *= 2
+        for block in (kernel.blocks() if threads > 1 else []) or [None]:
+            buffer[: plan.window] = window
+            began = clock()
+            kernel.fill(buffer, start, threads, patient=True, block=block)
+            rate = KERNEL_SAMPLE / max(clock() - began, 1e-9)
+            if rate > kernel_rates.get(threads, 0):
+                kernel_rates[threads] = rate
+                if block is not None:
+                    blocks[threads] = block
     codes = buffer[: plan.window + VERIFY_SAMPLE]
     # An untimed first call: it checks the prefix and brings the tables into the caches, which cost a
     # timed sample this short nearly half its time (a fresh install predicted 1.30 M values/s for .6 on
@@ -131,7 +156,7 @@ def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
     began = time.thread_time()
     verifier.verify(codes, start - plan.window, prefix, start, start + VERIFY_SAMPLE)
     verify_rate = VERIFY_SAMPLE / max(time.thread_time() - began, 1e-9)
-    return {"kernel": kernel_rates, "verify": verify_rate}
+    return {"kernel": kernel_rates, "blocks": blocks, "verify": verify_rate}
 
 
 #: Values a run must have had its kernel produce and its verifiers prove before its rates replace

@@ -158,6 +158,7 @@ class RunSummary:
                           "predicted_values_per_second": round(self.split.predicted),
                           "expected_values_per_second": round(self.expected) if self.expected else None,
                           "kernel_values_per_second": {str(t): round(r) for t, r in self.split.kernel_rates.items()},
+                          "kernel_block_heaps": {str(t): b for t, b in self.split.blocks.items()},
                           "verifier_values_per_second_per_core": round(self.split.verify_rate)})
         return result
 
