@@ -137,3 +137,67 @@ def test_a_large_array_goes_to_a_file_of_its_own_written_once_and_checked(tmp_pa
         read_checkpoint(tmp_path)
     write_checkpoint(tmp_path, {"consumers": {"tally": {"anchor_window": None}}})  # no checkpoint names it now
     assert not any((tmp_path / "arrays").iterdir())
+
+
+def test_a_long_index_is_sealed_in_segments_listed_by_their_digest(tmp_path, monkeypatch):
+    # A run that keeps every value has a file per FILE_VALUES heaps; past 2 x SEGMENT_ENTRIES of them
+    # the oldest go to sealed segments, so the checkpoint stays small at any heap.  Made small here:
+    # files of 2^12 values, segments of 4 entries.  The kept values, a resumed run and its digest
+    # are those of the C backend; an edited segment is one line, and the run is left untouched.
+    import numpy as np
+
+    from octalgen.engine import store as store_module
+    from octalgen.engine.checkpoint import SEALED_LAYOUT
+    from octalgen.engine.store import read_kept_values
+
+    monkeypatch.setattr(store_module, "FILE_VALUES", 1 << 12)
+    monkeypatch.setattr(store_module, "SEGMENT_ENTRIES", 4)
+    exact = c_values(".6", 150_000)
+    run_engine(".6", 100_000, tmp_path, keep_all=True, workers=0, chunk=1 << 12)
+    body = read_checkpoint(tmp_path)
+    history = body["history"]
+    assert body["octalgen_checkpoint"] == SEALED_LAYOUT
+    assert len(history["sealed"]) >= 3 and 4 <= len(history["files"]) < 8
+    assert all(segment["entries"] == 4 for segment in history["sealed"])
+    assert np.array_equal(read_kept_values(tmp_path), exact[:100_000])
+    summary = run_engine(".6", 150_000, tmp_path, keep_all=True, workers=0, chunk=1 << 12)
+    assert summary.statistics.digest == fnv1a64(exact)
+    assert np.array_equal(read_kept_values(tmp_path), exact)
+    listed = {s["file"] for s in read_checkpoint(tmp_path)["history"]["sealed"]}
+    assert {p.name for p in (tmp_path / "values").glob("index-*")} == listed  # none left behind
+    segment = tmp_path / "values" / sorted(listed)[0]
+    segment.write_bytes(segment.read_bytes().replace(b'"count":4096', b'"count":4097', 1))
+    before = (tmp_path / "checkpoint.json").read_bytes()
+    with pytest.raises(checkpoint_module.CheckpointError, match="index segment .* fails its checksum"):
+        run_engine(".6", 200_000, tmp_path, keep_all=True, workers=0)
+    assert (tmp_path / "checkpoint.json").read_bytes() == before
+
+
+def test_a_sealed_segment_that_loses_a_file_is_written_anew(tmp_path, monkeypatch):
+    # retain() dropping a sealed entry (a far term's values no longer needed) drops every segment;
+    # the files they name are deleted once the next checkpoint is on disk, and the entries kept are
+    # sealed again: the store read back from its listing gives the same values.
+    import numpy as np
+
+    from octalgen.engine import store as store_module
+    from octalgen.engine.store import ValueStore
+
+    monkeypatch.setattr(store_module, "FILE_VALUES", 100)
+    monkeypatch.setattr(store_module, "SEGMENT_ENTRIES", 3)
+    values = np.arange(2000, dtype=np.uint16) % 777
+    store = ValueStore(tmp_path)
+    for first in range(0, 2000, 100):
+        store.append(first, values[first: first + 100])
+    store.sync()
+    assert len(store.sealed) == 5 and len(store.inline) == 5  # 20 files: 5 segments of 3, 5 inline
+    old = [s["file"] for s in store.sealed]
+    dropped = store.retain(lambda first, stop: first < 300 or first >= 1200)  # the middle goes
+    assert store.sealed == [] and {e["file"] for e in dropped} >= set(old)
+    store.sync()
+    store.delete(dropped)
+    names = {p.name for p in store.root.iterdir()}
+    assert not (set(old) - {s["file"] for s in store.sealed}) & names
+    assert len(store.sealed) == 2 and len(store.inline) == 5  # 11 files kept: 2 segments of 3, 5 inline
+    again = ValueStore(tmp_path, store.inline, store.sealed)
+    assert again.index == store.index
+    assert np.array_equal(again.read(0, 300), values[:300]) and np.array_equal(again.read(1200, 2000), values[1200:])

@@ -4,9 +4,13 @@ digest, an unreachable scheduler as one line, and the rates that split the cores
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from octalgen.checksum import fnv1a64
+from octalgen.cpu.exact import exact_values_c
+from octalgen.cpu.verify import Verifier
 from octalgen.engine import pipeline
 from octalgen.engine.seams import KernelPlugin, Kernels, ProofVerifier, ChunkFiller
 from octalgen.plan import make_plan
@@ -67,7 +71,7 @@ def test_a_long_run_replaces_the_start_up_rates_of_the_split(tmp_path, monkeypat
 
     monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path))
     plan = make_plan(shipped_table(".6"))
-    split._store(plan, 2, {"kernel": {1: 4e5, 2: 5e5}, "verify": 4e4})  # sampled on a busy machine
+    split._store(plan, 2, {"kernel": {1: 4e5, 2: 5e5}, "blocks": {}, "verify": 4e4})  # sampled on a busy machine
     split.refine(plan, 2, threads=1, kernel_rate=9.6e5, verify_rate=3.6e5, backend="c")
     rates = split._cached(plan, 2)
     threads, workers, predicted = split.predict({int(t): r for t, r in rates["kernel"].items()}, rates["verify"], 2)
@@ -86,10 +90,10 @@ def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when
     # The coordinator's CPU per value comes off the verifiers' cores, once a long run measured it.
     monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path))
     plan = make_plan(shipped_table(".6"))
-    split._store(plan, 4, {"kernel": {1: 4e6, 2: 7e6}, "verify": 1e6})
+    split._store(plan, 4, {"kernel": {1: 4e6, 2: 7e6}, "blocks": {2: 64}, "verify": 1e6})
     assert split.predict({1: 4e6, 2: 7e6}, 1e6, 4, coordinator=0.0)[2] == pytest.approx(4 / (1 / 4e6 + 1 / 1e6))
     split.refine(plan, 4, 2, None, None, "c", coordinator=1e-6)  # a coordinator as slow as a verifier
-    chosen = split.choose(plan, None, None, None, None, 0, cores=4)
+    chosen = split.choose(plan, SimpleNamespace(tuned_blocks={}), None, None, None, 0, cores=4)
     assert (chosen.threads, chosen.workers) == (1, 4)
     assert chosen.predicted == pytest.approx(4 / (1 / 4e6 + 1 / 1e6 + 1e-6))
     # A session of N values: N at the predicted rate, the first chunk before any proof, the last
@@ -108,6 +112,44 @@ def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when
         assert any(f"of the {expected / 1e6:.2f} M expected for 10,000,000 values" in line for line in lines), lines
         assert any("split of the cores expected" in line for line in lines) == missed
         assert shown.to_json()["cores"]["expected_values_per_second"] == round(expected)
+
+
+def test_the_split_measures_every_block_length_and_the_kernel_keeps_the_fastest(monkeypatch, tmp_path):
+    # Each thread count is measured with each block length the kernel takes; the fastest is that
+    # count's rate, and the kernel hands its threads blocks of it (also to --threads chosen by hand).
+    # An entry cached before block lengths were measured is measured again.
+    from octalgen.cpu.kernel import SpeculativeKernel
+    from octalgen.engine import split
+
+    monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path))
+    plan = make_plan(shipped_table(".16"))
+    kernel, verifier = SpeculativeKernel(plan), Verifier(plan)
+    exact = exact_values_c(".16", plan.start + 10, mask=plan.table.mask)
+    window = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start]).astype(kernel.dtype)
+    tried, fill = [], kernel.fill
+
+    def counted(buffer, first_heap, threads, patient=False, block=None):
+        tried.append((threads, block))
+        return fill(buffer, first_heap, threads, patient, block)
+
+    monkeypatch.setattr(kernel, "fill", counted)
+    split._store(plan, 5, {"kernel": {1: 4e6, 2: 7e6}, "verify": 1e6})  # no blocks: from an earlier version
+    chosen = split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5)
+    assert split.thread_counts(5, 57) == [1, 2, 3, 4] and split.thread_counts(16, 57) == [1, 2, 3, 4, 6, 8, 12]
+    assert sorted(tried) == sorted([(1, None)] + [(t, b) for t in (2, 3, 4) for b in (256, 128, 64)])
+    assert set(chosen.blocks) == {2, 3, 4} and kernel.tuned_blocks == chosen.blocks
+    assert split._cached(plan, 5)["blocks"] == {str(t): b for t, b in chosen.blocks.items()}
+    # --threads by hand: the block this machine's split measured for that count, without measuring ...
+    monkeypatch.setattr(split, "default_threads", lambda: 5)
+    hand = SpeculativeKernel(plan)
+    monkeypatch.setattr(hand, "fill", lambda *a, **k: pytest.fail("measured again"))
+    split.tune_blocks(plan, hand, window, plan.start, 3)
+    assert hand.tuned_blocks == {3: chosen.blocks[3]}
+    # ... or, where none did, the fastest of a measurement of that count now.
+    monkeypatch.setattr(split, "default_threads", lambda: 7)
+    fresh = SpeculativeKernel(plan)
+    split.tune_blocks(plan, fresh, window, plan.start, 3)
+    assert list(fresh.tuned_blocks) == [3] and fresh.tuned_blocks[3] in fresh.blocks()
 
 
 def test_a_staged_history_reaches_the_worker_whole_and_its_file_serves_the_next_task():

@@ -30,13 +30,15 @@
 #endif
 
 /* Speculative kernel: buffer[0:20628] holds the 20628 values (stored codes) before heap
-   first_heap; fills buffer[20628:20628+count] with up to `threads` threads.  Returns 0 when done;
+   first_heap; fills buffer[20628:20628+count] with up to `threads` threads, which hand
+   each other blocks of `block` heaps (a multiple of a cache line of codes, up to the block length
+   the kernel was generated for; 0: that length).  Returns 0 when done;
    1 when the value of heap *done (counted from the first) does not fit the storage; 2 when the
    threads stopped at heap *done because they kept waiting for each other (other work holds the
    cores; never when patient is nonzero): go on with one thread; -1 when threads or memory could
    not be had.  Heaps before *done are always computed. */
-int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, int patient,
-                         uint64_t *done);
+int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads,
+                         uint32_t block, int patient, uint64_t *done);
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
    prefix: the stored codes of G(0) ... G(prefix_length - 1); rare[x] (u8 codes only, x < rare_length):
@@ -2243,9 +2245,9 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
 }
 
 /* ---- m threads: blocks of heaps (Grossman 3.3, a block at a time) ------------------------------
- * The heaps are cut into blocks of BLOCK_HEAPS (the first one longer, so that every later block
- * starts on a cache line of the output); thread j computes the blocks k = j (mod m).  A block is
- * marked in three passes, each as soon as its inputs are final:
+ * The heaps are cut into blocks of `block` heaps, chosen per call up to MAX_BLOCK_HEAPS (the first
+ * one longer, so that every later block starts on a cache line of the output); thread j computes
+ * the blocks k = j (mod m).  A block is marked in three passes, each as soon as its inputs are final:
  *   1. early: every term whose source is before `known`, the end of this thread's previous block
  *      (k - m): it received that block's baton, so every value before it is final.  At heap
  *      start + i these are the terms with offsets above start + i - known ((m - 1) blocks + i),
@@ -2255,7 +2257,7 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
  *   3. late, heap by heap: the terms whose source lies in this block, then the mex.
  * Only the stage of the block just before and pass 3 follow the previous thread's baton: the
  * critical path per block is its hop, the terms reaching into the previous block and into this
- * one (offsets up to BLOCK_HEAPS + i at heap i of the block) and BLOCK_HEAPS mexes; the rest, the
+ * one (offsets up to block + i at heap i of the block) and `block` mexes; the rest, the
  * bulk of the terms, overlaps the other threads' blocks.  Each heap of the block has its own
  * row of marks (BLOCK_ROW bytes), stamped once per block.  With VECTOR_MARKS the early pass marks
  * the bulk MARK_LANES heaps at once as one-bit sets (mark_early_lanes; the terms known to only
@@ -2268,7 +2270,7 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
 static int mark_late_terms(const code_t *g, uint8_t *marks, uint8_t stamp, uint32_t late, uint32_t guess)
     __attribute__((unused));
 
-#define BLOCK_HEAPS 256u
+#define MAX_BLOCK_HEAPS 256u
 #define LINE_CODES (64u / sizeof(code_t))
 #define BATON_SLOTS 256u   /* a slot is reused only after every thread has passed it */
 #define PRIVATE_HEAPS 65536u
@@ -4291,8 +4293,8 @@ static void mark_terms_above(const code_t *g, uint8_t *marks, uint8_t stamp, uin
 }
 
 /* The late pass of heap start + i: the terms whose source is in its own block (offsets up to i,
-   and i < 2 BLOCK_HEAPS), unrolled from the largest offset down, entered at LATE_ENTRY[i]. */
-static const uint16_t LATE_ENTRY[2 * BLOCK_HEAPS] = {
+   and i < 2 block <= 2 MAX_BLOCK_HEAPS), unrolled from the largest offset down, entered at LATE_ENTRY[i]. */
+static const uint16_t LATE_ENTRY[2 * MAX_BLOCK_HEAPS] = {
     88, 87, 86, 85, 85, 84, 83, 83, 83, 82, 82, 82, 82, 81, 81, 81,
     81, 80, 80, 80, 79, 78, 78, 77, 77, 77, 76, 76, 76, 75, 75, 74,
     73, 73, 73, 72, 72, 72, 72, 72, 72, 72, 72, 72, 72, 72, 71, 70,
@@ -4601,7 +4603,10 @@ static void mark_own_block(const code_t *g, uint8_t *marks, uint8_t stamp, uint3
 }
 
 /* Stage: for the heaps start ... start+count-1 (g points at start's value, rows one per heap),
-   marks every term whose source is in [from, to) (to <= start), term by term. */
+   marks every term whose source is in [from, to) (to <= start), term by term.  (Heap by heap, a run
+   of the term table per heap, was no faster: on the 2-core AMD EPYC it took 37 against 29 ns a heap
+   with 8 threads in blocks of 64, 184 against 139 with blocks of 256; on an H100's 16-core host, in
+   two calls, 8 threads in blocks of 128 gave 8.7 M values/s with it and 11.0 without.) */
 static void mark_sources(const code_t *g, uint8_t *rows, uint8_t stamp, uint64_t start, uint64_t count,
                          uint64_t from, uint64_t to)
 {
@@ -4644,6 +4649,7 @@ typedef struct {
     const code_t *window;
     code_t *out;
     uint64_t count, first_heap, head;  /* head: the first block's extra heaps, up to a line boundary */
+    uint64_t block;                    /* heaps per block: a multiple of a line, up to MAX_BLOCK_HEAPS */
     uint32_t threads, index;
     shared_t *shared;
 } worker_t;
@@ -4739,7 +4745,7 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
 /* The first heap of block k (count past the last block). */
 static inline uint64_t block_start(const worker_t *w, uint64_t k)
 {
-    uint64_t start = k == 0 ? 0 : w->head + k * BLOCK_HEAPS;
+    uint64_t start = k == 0 ? 0 : w->head + k * w->block;
     return start < w->count ? start : w->count;
 }
 
@@ -4791,8 +4797,8 @@ static void *worker(void *argument)
     worker_t *w = argument;
     shared_t *shared = w->shared;
     const uint32_t m = w->threads;
-    const uint64_t rows_size = (w->head + BLOCK_HEAPS) * (uint64_t)BLOCK_ROW;
-    const uint64_t capacity = WINDOW + PRIVATE_HEAPS + (m + 1) * (w->head + BLOCK_HEAPS);
+    const uint64_t rows_size = (w->head + w->block) * (uint64_t)BLOCK_ROW;
+    const uint64_t capacity = WINDOW + PRIVATE_HEAPS + (m + 1) * (w->head + w->block);
     uint8_t *rows = aligned_alloc(64, (rows_size + 63) / 64 * 64);
     code_t *history = malloc(capacity * sizeof(code_t));
     if (!rows || !history) {
@@ -4803,8 +4809,8 @@ static void *worker(void *argument)
     }
     memset(rows, 0, rows_size);
 #if defined(VECTOR_MARKS)
-    uint32_t (*bits)[8] = aligned_alloc(64, (w->head + BLOCK_HEAPS) * sizeof(*bits) + 64);
-    uint8_t *lane_ranges = malloc(w->head + BLOCK_HEAPS);
+    uint32_t (*bits)[8] = aligned_alloc(64, (w->head + w->block) * sizeof(*bits) + 64);
+    uint8_t *lane_ranges = malloc(w->head + w->block);
     uint32_t ranges = 8;
     if (!bits || !lane_ranges) {
         free(bits);
@@ -4895,8 +4901,8 @@ done:
     return 0;
 }
 
-static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, int patient,
-                        uint64_t *done)
+static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, uint32_t block,
+                        int patient, uint64_t *done)
 {
     shared_t *shared = aligned_alloc(64, sizeof(shared_t));
     worker_t *workers = calloc(threads, sizeof(worker_t));
@@ -4917,7 +4923,7 @@ static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uin
     uint64_t head = (64u - (uintptr_t)out % 64u) % 64u / sizeof(code_t);  /* codes up to a line boundary */
     uint32_t started = 0;
     for (; started < threads; started++) {
-        workers[started] = (worker_t){buffer, out, count, first_heap, head, threads, started, shared};
+        workers[started] = (worker_t){buffer, out, count, first_heap, head, block, threads, started, shared};
         if (pthread_create(&ids[started], 0, worker, &workers[started])) {
             stop_at(shared, 0);
             break;
@@ -4941,13 +4947,15 @@ out:
     return result;
 }
 
-int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, int patient,
-                         uint64_t *done)
+int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, uint32_t block,
+                         int patient, uint64_t *done)
 {
     if (threads > RECENT)
         threads = RECENT;
+    if (block == 0 || block > MAX_BLOCK_HEAPS || block % LINE_CODES)  /* the caller checks; never a wrong block */
+        block = MAX_BLOCK_HEAPS;
     if (threads > 1 && count >= 2)
-        return fill_threads(buffer, count, first_heap, threads, patient, done);
+        return fill_threads(buffer, count, first_heap, threads, block, patient, done);
     int64_t stopped = fill_one_thread(buffer, count, first_heap);
     *done = stopped < 0 ? count : (uint64_t)stopped;
     return stopped >= 0;

@@ -15,13 +15,15 @@
 #include <stdint.h>
 
 /* Speculative kernel: buffer[0:20628] holds the 20628 values (stored codes) before heap
-   first_heap; fills buffer[20628:20628+count] with up to `threads` threads.  Returns 0 when done;
+   first_heap; fills buffer[20628:20628+count] with up to `threads` threads, which hand
+   each other blocks of `block` heaps (a multiple of a cache line of codes, up to the block length
+   the kernel was generated for; 0: that length).  Returns 0 when done;
    1 when the value of heap *done (counted from the first) does not fit the storage; 2 when the
    threads stopped at heap *done because they kept waiting for each other (other work holds the
    cores; never when patient is nonzero): go on with one thread; -1 when threads or memory could
    not be had.  Heaps before *done are always computed. */
-int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, int patient,
-                         uint64_t *done);
+int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads,
+                         uint32_t block, int patient, uint64_t *done);
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
    prefix: the stored codes of G(0) ... G(prefix_length - 1); rare[x] (u8 codes only, x < rare_length):

@@ -36,6 +36,11 @@ FILENAME = "checkpoint.json"
 #: Layout 2 (octalgen 0.2) holds digests from a non-standard FNV offset basis (see checksum.py).
 LAYOUT = 3
 
+#: The layout of a checkpoint whose history lists sealed segments of its index (:mod:`.store`): the
+#: same as LAYOUT otherwise, numbered apart so that a version that cannot read the segments refuses
+#: it rather than take their files for a killed run's and delete them.
+SEALED_LAYOUT = 4
+
 
 def _canonical(body: dict) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
@@ -172,7 +177,7 @@ def mismatch_reason(key: str, theirs, ours) -> str:
 def check_layout(body: dict, directory) -> None:
     """Raise :class:`CheckpointError` unless ``body`` has the layout this version writes."""
     layout = body.get("octalgen_checkpoint")
-    if layout == LAYOUT:
+    if layout in (LAYOUT, SEALED_LAYOUT):
         return
     if layout == 1:
         raise CheckpointError(f"checkpoint in {directory} was written by octalgen 0.1, whose checkpoints lack the "
@@ -203,7 +208,9 @@ class RunState:
     storage : str or None
         The kernel's value storage (``"u8"``, ``"u16"``; None: the plan's choice).
     files : list
-        The history's files on disk (:attr:`~.store.ValueStore.index`).
+        The history's files on disk listed in the checkpoint itself (:attr:`~.store.ValueStore.inline`).
+    sealed : list
+        The sealed segments of the files' index, each a file of its own (:attr:`~.store.ValueStore.sealed`).
     prefix_length, window : int
         The history's prefix and the kernel's window (:class:`~.history.History`).
     keep_all : bool
@@ -228,6 +235,7 @@ class RunState:
     table_digest: str | None
     storage: str | None
     files: list
+    sealed: list
     prefix_length: int
     window: int
     keep_all: bool
@@ -238,9 +246,10 @@ class RunState:
     elapsed: float
 
     def to_body(self) -> dict:
-        """The checkpoint's body (JSON-friendly), in the current :data:`LAYOUT`."""
+        """The checkpoint's body (JSON-friendly), in the current :data:`LAYOUT` (:data:`SEALED_LAYOUT`
+        where the index has sealed segments)."""
         return {
-            "octalgen_checkpoint": LAYOUT,
+            "octalgen_checkpoint": SEALED_LAYOUT if self.sealed else LAYOUT,
             "octalgen": __version__,
             "parameters": self.parameters,
             "until": self.until,
@@ -248,7 +257,8 @@ class RunState:
             "table": self.table,
             "table_digest": self.table_digest,
             "storage": self.storage,
-            "history": {"files": self.files, "prefix_length": self.prefix_length, "window": self.window,
+            "history": {"files": self.files, "sealed": self.sealed, "prefix_length": self.prefix_length,
+                        "window": self.window,
                         "keep_all": self.keep_all,
                         "late_values": list(self.late_values) if self.late_values is not None else None},
             "consumers": self.consumers,
@@ -271,7 +281,8 @@ class RunState:
             history = body["history"]
             return cls(parameters=dict(body["parameters"]), until=int(body["until"]), position=int(body["position"]),
                        table=body["table"], table_digest=body["table_digest"], storage=body["storage"],
-                       files=list(history["files"]), prefix_length=int(history["prefix_length"]),
+                       files=list(history["files"]), sealed=list(history.get("sealed", ())),
+                       prefix_length=int(history["prefix_length"]),
                        window=int(history["window"]), keep_all=bool(history["keep_all"]),
                        late_values=ints_or_none(history.get("late_values")), consumers=dict(body["consumers"]),
                        rare_found=tuple((int(p), int(v)) for p, v in body["rare_found"]),

@@ -232,6 +232,11 @@ class _Pieces:
         return all([f.cancel() for f in self._futures])
 
 
+def _window(plan: KernelPlan, kernel, history: History) -> np.ndarray:
+    """The kernel's codes of the window before the proven position (what a measurement starts from)."""
+    return plan.encoding.encode_array(history.tail(plan.window)).astype(kernel.dtype)
+
+
 def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPlan, history: History,
                    producer: Producer, stop: StopRequest) -> tuple[Pipeline, split.Split | None]:
     """The pipeline from the proven position on, and the automatic split of the cores where one is made."""
@@ -244,13 +249,16 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
         workers = 0  # starting worker processes would cost more than they save
     elif options.threads is None and options.scheduler is None:
         kernel, verifier = kernels(plan)
-        window = plan.encoding.encode_array(history.tail(plan.window)).astype(kernel.dtype)
-        chosen = split.choose(plan, kernel, verifier, window, history.prefix, history.position,
-                              backend=kernels.backend)
+        chosen = split.choose(plan, kernel, verifier, _window(plan, kernel, history), history.prefix,
+                              history.position, backend=kernels.backend)
         log.info("cores: %s", chosen.describe())
         workers = chosen.workers
     else:
         workers = default_threads()
+    if chosen is None and (options.threads or 1) > 1:  # threads chosen by hand: their block length
+        kernel, _ = kernels(plan)
+        split.tune_blocks(plan, kernel, _window(plan, kernel, history), history.position,
+                          min(options.threads, kernel.max_threads), kernels.backend)
     executor = make_executor(workers, options.scheduler, stop.requested, kernels.verify_piece)
     backlog = options.backlog or 2 * executor.workers + 2
     # The producer gets a thread of its own where proofs run elsewhere; a plug-in that verifies

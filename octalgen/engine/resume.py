@@ -56,7 +56,7 @@ class Checkpoints:
         """The history a run starts with: empty, or ``state``'s read back from the directory."""
         if state is not None:
             try:
-                store = ValueStore(self.directory, state.files)
+                store = ValueStore(self.directory, state.files, state.sealed)
                 store.prune_unlisted()
                 return History.restore(store, state.position, state.prefix_length, state.window, state.keep_all,
                                        state.late_values, prefix_limit, recent_limit)
@@ -94,14 +94,15 @@ class Checkpoints:
         store = history.store
         dropped = []
         if store is not None:
-            store.sync()
             dropped = store.retain(history.needed)
+            store.sync()
         if table is not None and self._yaml[0] is not table:  # YAML costs more than the rest: once a table
             self._yaml = (table, table.to_yaml())
         state = RunState(parameters=self.identity, until=until, position=history.position,
                          table=self._yaml[1] if table is not None else None,
                          table_digest=table.digest if table is not None else None, storage=storage,
-                         files=list(store.index) if store is not None else [], prefix_length=len(history.prefix),
+                         files=store.inline if store is not None else [],
+                         sealed=list(store.sealed) if store is not None else [], prefix_length=len(history.prefix),
                          window=history.window, keep_all=history.keep_all,
                          late_values=ints_or_none(history.late_values()), consumers=consumers, rare_found=tuple(rare_found), mask_switches=tuple(mask_switches),
                          elapsed=elapsed)

@@ -134,16 +134,36 @@ def thread_counts(cores: int, max_threads: int) -> list[int]:
     return sorted(set(counts))
 
 
+def tune_blocks(plan: KernelPlan, kernel, window: np.ndarray, start: int, threads: int,
+                backend: str = DEFAULT_BACKEND) -> None:
+    """Give ``kernel`` the fastest block length for ``threads`` chosen by hand (``--threads``): the one
+    the split measured on this machine where it did, else the fastest of a measurement now."""
+    if threads < 2 or not kernel.blocks():
+        return
+    block = ((_cached(plan, default_threads(), backend) or {}).get("blocks") or {}).get(str(threads))
+    if block is None:
+        buffer = np.empty(plan.window + KERNEL_SAMPLE, dtype=code_dtype(plan))
+        block = max(kernel.blocks(), key=lambda b: _kernel_rate(kernel, buffer, window, start, threads, b))
+    kernel.tuned_blocks = {**kernel.tuned_blocks, threads: block}
+
+
+def _kernel_rate(kernel, buffer: np.ndarray, window: np.ndarray, start: int, threads: int,
+                 block: int | None) -> float:
+    """Heaps per second of ``kernel`` filling ``buffer`` after ``window`` (per CPU second for one
+    thread, which runs in this one; per second of wall time for threads that spin)."""
+    clock = time.thread_time if threads == 1 else time.perf_counter
+    buffer[: len(window)] = window
+    began = clock()
+    kernel.fill(buffer, start, threads, patient=True, block=block)
+    return (len(buffer) - len(window)) / max(clock() - began, 1e-9)
+
+
 def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
     buffer = np.empty(plan.window + KERNEL_SAMPLE, dtype=code_dtype(plan))
     kernel_rates, blocks = {}, {}
     for threads in thread_counts(cores, kernel.max_threads):
-        clock = time.thread_time if threads == 1 else time.perf_counter  # one thread runs in this one
         for block in (kernel.blocks() if threads > 1 else []) or [None]:
-            buffer[: plan.window] = window
-            began = clock()
-            kernel.fill(buffer, start, threads, patient=True, block=block)
-            rate = KERNEL_SAMPLE / max(clock() - began, 1e-9)
+            rate = _kernel_rate(kernel, buffer, window, start, threads, block)
             if rate > kernel_rates.get(threads, 0):
                 kernel_rates[threads] = rate
                 if block is not None:

@@ -9,7 +9,12 @@ positional rarity an odd ``popcount(v & mask) + n + parity`` at its heap n), and
 (little-endian, raw) otherwise.  The index (first heap, count, kind, mask, dropped bit, the
 positional parity if any, file name, sha256 per file) lives in the run's checkpoint, so it always matches the proven
 position: files the index does not list (left by a run that was killed) are removed when the
-run resumes.
+run resumes.  A run that keeps every value has a file per 2^21 heaps, 2^15 of them at 2^36 heaps:
+its index would fill the checkpoint (and be rewritten at every one).  So once more than
+2 x :data:`SEGMENT_ENTRIES` entries are listed, the oldest :data:`SEGMENT_ENTRIES` are *sealed*:
+written once to ``values/index-G<first heap>-<digest>.json``, which the checkpoint lists with its
+sha256 (about 200 bytes for 2^32 heaps).  A checkpoint with sealed segments has layout 4, which
+versions that do not read them refuse rather than prune the files they do not see.
 
 What is kept is the run's choice (:class:`ValueStore` ``keep``): every value
 (``--keep-values``, and ``octalgen period``, which reads values back to find the least
@@ -23,6 +28,7 @@ files that are there.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -37,6 +43,10 @@ _DTYPES = {"u8": np.dtype("u1"), "u16": np.dtype("<u2")}
 #: Values buffered before a file is written (a file is also written at every checkpoint).
 FILE_VALUES = 1 << 21
 
+#: Index entries per sealed segment (see the module docstring): a checkpoint lists fewer than twice
+#: as many itself, about 200 bytes each.
+SEGMENT_ENTRIES = 2048
+
 
 class ValueStore:
     """The chunk files of one run directory.
@@ -46,12 +56,23 @@ class ValueStore:
     directory : path
         The run's checkpoint directory (files go to its ``values/``).
     index : list of dict, optional
-        Entries restored from a checkpoint (files already on disk).
+        Entries restored from a checkpoint (files already on disk), after the sealed ones.
+    sealed : list of dict, optional
+        The checkpoint's sealed segments of the index (:attr:`sealed`), read back and checked.
+
+    Raises
+    ------
+    CheckpointError
+        When a sealed segment is missing, or fails its checksum.
     """
 
-    def __init__(self, directory, index=()):
+    def __init__(self, directory, index=(), sealed=()):
         self.root = Path(directory) / "values"
-        self.index = [dict(entry) for entry in index]
+        #: The segments of the index written to files of their own, oldest first: ``file``, ``entries``
+        #: and ``sha256`` of each; :attr:`index` holds their entries first.
+        self.sealed = [dict(segment) for segment in sealed]
+        self.index = [entry for segment in self.sealed for entry in self._read_segment(segment)]
+        self.index += [dict(entry) for entry in index]
         self._buffer: list[np.ndarray] = []
         self._codes: list[np.ndarray] = []  # the buffered parts' u8 codes, when the buffer is u8
         self._buffer_first = self.files_stop
@@ -73,11 +94,16 @@ class ValueStore:
         """The first heap the files hold (0 unless early files were deleted)."""
         return self.index[0]["first"] if self.index else self._buffer_first
 
+    @property
+    def inline(self) -> list[dict]:
+        """The entries a checkpoint lists itself: those after the sealed segments."""
+        return self.index[sum(segment["entries"] for segment in self.sealed):]
+
     def prune_unlisted(self) -> None:
         """Remove chunk files not in the index (left by a run that was killed)."""
         if not self.root.is_dir():
             return
-        listed = {entry["file"] for entry in self.index}
+        listed = {entry["file"] for entry in self.index} | {segment["file"] for segment in self.sealed}
         for path in self.root.iterdir():
             if path.name not in listed:
                 path.unlink()
@@ -134,8 +160,11 @@ class ValueStore:
                            "sha256": hashlib.sha256(payload).hexdigest(), **entry})
 
     def sync(self) -> None:
-        """Flush, then make every file written since the last sync durable (before a checkpoint lists it)."""
+        """Flush, seal what the checkpoint need not list itself, then make every file written since
+        the last sync durable (before a checkpoint lists it)."""
         self.flush()
+        while len(self.inline) >= 2 * SEGMENT_ENTRIES:
+            self._seal(self.inline[:SEGMENT_ENTRIES])
         if not self._unsynced:
             return
         try:
@@ -153,18 +182,59 @@ class ValueStore:
     def retain(self, keep) -> list[dict]:
         """Drop from the index the files for which ``keep(first, stop)`` is false; returns them.
 
-        Call :meth:`delete` with the result once a checkpoint without them is on disk.
+        Call :meth:`delete` with the result once a checkpoint without them is on disk.  A sealed
+        segment that loses an entry is dropped with them, its other entries listed inline again
+        (the next :meth:`sync` seals anew what is still too long).
         """
         kept, dropped = [], []
         for entry in self.index:
             (kept if keep(entry["first"], entry["first"] + entry["count"]) else dropped).append(entry)
+        if dropped and self.sealed:
+            sealed_stop = self.sealed[-1]["stop"]
+            if dropped[0]["first"] < sealed_stop:  # a sealed entry went: every segment is written anew
+                dropped += self.sealed
+                self.sealed = []
         self.index = kept
         return dropped
 
     def delete(self, entries) -> None:
         """Remove the files of ``entries`` (no longer listed by the checkpoint on disk)."""
+        listed = {segment["file"] for segment in self.sealed}  # a segment sealed again has its old name
         for entry in entries:
-            (self.root / entry["file"]).unlink(missing_ok=True)
+            if entry["file"] not in listed:
+                (self.root / entry["file"]).unlink(missing_ok=True)
+
+    def _seal(self, entries: list[dict]) -> None:
+        """Write ``entries`` (the oldest inline ones) as a sealed segment (durable at the next sync)."""
+        payload = json.dumps({"entries": entries}, sort_keys=True, separators=(",", ":")).encode()
+        digest = hashlib.sha256(payload).hexdigest()
+        name = f"index-G{entries[0]['first']:015d}-{digest[:16]}.json"
+        path = self.root / name
+        try:
+            path.write_bytes(payload)
+        except OSError as exc:
+            path.unlink(missing_ok=True)
+            raise CheckpointError(f"cannot write {path}: {_reason(exc)} (the last checkpoint is unchanged)") from None
+        self._unsynced.append(path)
+        last = entries[-1]
+        self.sealed.append({"file": name, "entries": len(entries), "sha256": digest,
+                            "first": entries[0]["first"], "stop": last["first"] + last["count"]})
+
+    def _read_segment(self, segment: dict) -> list[dict]:
+        path = self.root / segment["file"]
+        try:
+            payload = path.read_bytes()
+        except OSError as exc:
+            raise CheckpointError(f"cannot read the index segment {path}: {exc.strerror}") from None
+        try:
+            if hashlib.sha256(payload).hexdigest() != segment["sha256"]:
+                raise ValueError
+            entries = json.loads(payload)["entries"]
+            if len(entries) != segment["entries"]:
+                raise ValueError
+        except (ValueError, KeyError, TypeError):
+            raise CheckpointError(f"the index segment {path} fails its checksum (corrupt or edited)") from None
+        return entries
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """G(start) ... G(stop-1) from the files and the buffer, as uint16 (each file's sha256 checked)."""
@@ -257,7 +327,7 @@ class KeptValues:
         self.game = body["parameters"]["game"]
         self.stop = body["position"]
         self.digest = f"{body['consumers']['tally']['scanner']['fnv']:016x}"
-        self._store = ValueStore(directory, body["history"]["files"])
+        self._store = ValueStore(directory, body["history"]["files"], body["history"].get("sealed", ()))
 
     def chunks(self, start: int = 0, stop: int | None = None):
         """Yield ``(first heap, uint16 array)`` covering G(start) ... G(stop-1), one file at a time.
