@@ -143,3 +143,30 @@ def test_blocked_equals_the_reference(game, resume_at):
             for start in (0, resume_at):
                 solver = CExactSolver(game, mask=mask, values=expected[:start], position_parity=parity)
                 assert solver.extend(3000).tolist() == expected, (mask, parity, start)
+
+
+def test_a_spilling_solver_holds_its_values_on_disk_and_gives_the_same(monkeypatch, tmp_path):
+    # Past SPILL_FROM values (2^12 here) the solver's buffers, forwards and reversed, are unlinked files
+    # in spill_dir: the values are those of a solver in memory, continuing from either.  A disk that
+    # cannot hold them is one error line.
+    import errno
+    import mmap
+    import os
+
+    import octalgen.cpu.exact
+
+    monkeypatch.setattr(octalgen.cpu.exact, "SPILL_FROM", 1 << 12)
+    expected = CExactSolver(".6", mask=0x1ee).extend(30_000).copy()
+    solver = CExactSolver(".6", mask=0x1ee, values=expected[:20_000], spill=True, spill_dir=tmp_path)
+    for buffer in (solver._values, solver._reversed):
+        assert isinstance(buffer.base, memoryview) and isinstance(buffer.base.obj, mmap.mmap)
+    assert np.array_equal(solver.extend(30_000), expected)
+    assert not any(tmp_path.iterdir())  # unlinked: nothing is left behind
+
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(ComputationError, match=f"cannot hold the exact solver's values on disk in {tmp_path}: "
+                                               "No space left on device"):
+        CExactSolver(".6", mask=0x1ee, values=expected[:20_000], spill=True, spill_dir=tmp_path)

@@ -318,6 +318,64 @@ def test_a_run_stopped_on_the_u16_kernel_or_after_it_goes_on_to_the_same_values(
     assert engine.rare_found == [(FAR, 116)] and engine.plan.encoding.kind == "u8"
 
 
+def test_deciding_a_far_rare_value_holds_the_values_before_it_on_disk(values_034, monkeypatch, tmp_path):
+    # Past SPILL_FROM values (2^16 here) G(0) ... G(m - 1) go to a file on disk in the checkpoint
+    # directory, written in pieces from the history (a recomputation writes them there in pieces
+    # too: the next test), and the solver that decides G(m) and takes the exact steps after it
+    # holds its values in files too: no array of m values in memory.  The values stay exact.
+    import mmap
+
+    import octalgen.cpu.exact
+    import octalgen.engine.core
+    import octalgen.engine.recovery
+    from octalgen import mapped
+    from octalgen.cpu.exact import CExactSolver
+
+    for module in (octalgen.cpu.exact, octalgen.engine.core, octalgen.engine.recovery):
+        monkeypatch.setattr(module, "SPILL_FROM", 1 << 16)
+    spilled, made, joined = [], mapped.mapped_array, []
+
+    def recorded(count, dtype, directory=None, what="values"):
+        spilled.append((count, what, directory))
+        return made(count, dtype, directory, what)
+
+    for module in (octalgen.cpu.exact, octalgen.engine.core):
+        monkeypatch.setattr(module, "mapped_array", recorded)
+    continued = CExactSolver.__init__
+
+    def on_disk(array) -> bool:
+        while isinstance(array, np.ndarray):
+            array = array.base
+        return isinstance(array, memoryview) and isinstance(array.obj, mmap.mmap)
+
+    def solver(self, game, *args, values=(), **kwargs):  # what each solver was given: on disk, or in memory
+        joined.append((len(values), on_disk(values)))
+        continued(self, game, *args, values=values, **kwargs)
+        joined[-1] += (on_disk(self._values), on_disk(self._reversed))
+
+    monkeypatch.setattr(CExactSolver, "__init__", solver)
+    engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
+    assert engine.rare_found == [(FAR, 116)]
+    assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
+    assert [(a, b) for a, b in steps if a >= FAR] == [(FAR, FAR + 4)]
+    assert (FAR, f"values before G({FAR})", tmp_path) in spilled
+    assert [what for count, what, _ in spilled if count >= FAR].count("exact solver's values") == 2  # both ways
+    assert (FAR, True, True, True) in joined and all(all(held[1:]) for held in joined if held[0] >= FAR)
+
+
+def test_a_recomputation_writes_the_values_into_the_array_it_is_given(values_034):
+    # Recovery's last resort, where the run no longer holds the values: a run of their own, which
+    # keeps them on disk and writes them into the (mapped) array in pieces, not joined in memory.
+    from octalgen import mapped
+    from octalgen.engine.core import recompute_values
+
+    game = parse_game(".034")
+    out = mapped.mapped_array(FAR, np.uint16)
+    table = RareTable.from_values(game, values_034[: 1 << 16], mask=0x1ff)
+    got = recompute_values(game, FAR, table, EngineOptions(until=FAR, workers=0, chunk=1 << 14), out=out)
+    assert got is out and np.array_equal(out, values_034[:FAR])
+
+
 def test_a_full_disk_under_the_tape_is_one_error_and_the_run_goes_on_from_its_checkpoint(values_034, monkeypatch,
                                                                                         tmp_path):
     import errno

@@ -12,7 +12,9 @@ marks the options of 16 heaps at once and proves candidates with vector compares
 the benchmarks measure against (``benchmarks/dense_exact.py``).
 
 Values are 16-bit: a value of 65536 or more raises :class:`~octalgen.errors.ComputationError`
-naming the heap; nothing is truncated.
+naming the heap; nothing is truncated.  With ``spill`` the value buffers of more than
+:data:`~octalgen.mapped.SPILL_FROM` heaps are files on disk (:mod:`octalgen.mapped`): a solver that
+decides a rare value far out reads every value before it, and holds them there, not in memory.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from ..errors import ComputationError, InputError
 from ..game import OctalGame, parse_game
+from ..mapped import SPILL_FROM, mapped_array
 from ..sparse import find_solver_mask
 from .generate import compile_unit, exact_unit
 
@@ -73,6 +76,10 @@ class CExactSolver:
         every two-heap move takes (see :func:`octalgen.sparse.find_solver_mask`).  Only for
         games whose two-heap moves all take the same parity; chosen by itself when ``mask`` is
         omitted.
+    spill : bool
+        Value buffers of :data:`~octalgen.mapped.SPILL_FROM` heaps or more go to files on disk.
+    spill_dir : path, optional
+        Where those files are made (default: the temporary directory).
 
     Attributes
     ----------
@@ -85,7 +92,7 @@ class CExactSolver:
     """
 
     def __init__(self, game, mask: int | None = None, values=(), method: str = "blocked", threads: int = 1,
-                 position_parity: bool = False):
+                 position_parity: bool = False, spill: bool = False, spill_dir=None):
         self.game = parse_game(game)
         if method not in METHODS:
             raise InputError(f"unknown exact method {method!r}: choose one of {', '.join(METHODS)}")
@@ -97,6 +104,7 @@ class CExactSolver:
                              "take the same parity of beans")
         self.method = method
         self.threads = threads
+        self._spill = (spill, spill_dir)
         self._adaptive = mask is None
         values = np.asarray(values)
         if values.dtype != np.uint16:  # (a run's values are uint16 already: no 64-bit copy of them)
@@ -107,7 +115,7 @@ class CExactSolver:
         # Room for an eighth more: continuing from m values (a far rare value decided) takes a few
         # steps, and extend() doubles the buffers where a run goes on further.
         self._allocate(max(1024, len(values) + len(values) // 8), values)
-        self._largest = int(values.max()) if len(values) else 0
+        self._largest = max((int(values[lo: lo + _PIECE].max()) for lo in range(0, len(values), _PIECE)), default=0)
         self.mask = 0 if mask is None else int(mask)
         self.position_parity = bool(position_parity) and self.mask != 0
         if self._adaptive and self._count:
@@ -170,10 +178,18 @@ class CExactSolver:
 
     def _allocate(self, capacity: int, values) -> None:
         """Value buffers of ``capacity`` holding ``values``: forwards and reversed (the C code
-        reads both directions of a heap's pairs as forward streams)."""
-        self._values = np.zeros(capacity, dtype=np.uint16)
-        self._values[: len(values)] = values
-        self._reversed = self._values[::-1].copy()
+        reads both directions of a heap's pairs as forward streams); on disk where spilled."""
+        spill, directory = self._spill
+        if spill and capacity >= SPILL_FROM:
+            forwards = mapped_array(capacity, np.uint16, directory, "exact solver's values")
+            backwards = mapped_array(capacity, np.uint16, directory, "exact solver's values")
+        else:
+            forwards, backwards = np.zeros(capacity, dtype=np.uint16), np.zeros(capacity, dtype=np.uint16)
+        for lo in range(0, len(values), _PIECE):  # in pieces: values on disk are read, not copied whole
+            piece = values[lo: lo + _PIECE]
+            forwards[lo: lo + len(piece)] = piece
+            backwards[capacity - lo - len(piece): capacity - lo] = piece[::-1]
+        self._values, self._reversed = forwards, backwards
 
     def _detect(self) -> tuple[int, bool]:
         """The mask (and position parity) the values so far suggest."""

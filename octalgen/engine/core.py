@@ -27,6 +27,7 @@ import numpy as np
 from ..cpu.verify import FAILED, PROVEN, UNDECIDED
 from ..errors import Interrupted
 from ..game import OctalGame
+from ..mapped import SPILL_FROM, SPILL_PIECE, mapped_array
 from ..plan import KernelPlan
 from ..rare import DEFAULT_TABLE_UPTO, RareTable, shipped_table
 from . import split
@@ -105,7 +106,7 @@ class Engine:
         self.checkpoints = Checkpoints(self.directory, {"game": game.code, "table": table_identity(game, table),
                                                         "keep_values": keep_all, **(identity or {})},
                                        options.checkpoint_every)
-        self.exact = ExactSteps(game)
+        self.exact = ExactSteps(game, self.directory)
         self.producer = Producer(self.kernels, self.stop.check)
         self.pipeline: Pipeline | None = None
         self.session = Accounting()  # CPU seconds per role this session (its roles(): per 10^8 values)
@@ -415,7 +416,7 @@ class Engine:
 
     def _decide(self, chunk: Chunk, failure) -> None:
         m = failure.heap
-        found = decide(self.table, chunk.plan.encoding, self.history, failure, self.values_before)
+        found = decide(self.table, chunk.plan.encoding, self.history, failure, self.values_before, self.directory)
         announce(found, self.game.code)
         if found.new_rare:
             self.rare_found.append((m, found.value))
@@ -470,28 +471,49 @@ class Engine:
         self._consistent = True
 
     def values_before(self, heap: int) -> np.ndarray:
-        """G(0) ... G(heap-1): from the history, or recomputed when it no longer holds them."""
-        values = self.history.values_before(heap)
-        if values is not None:
-            return values
+        """G(0) ... G(heap-1): from the history, or recomputed when it no longer holds them; from
+        :data:`~octalgen.mapped.SPILL_FROM` values on, in a file on disk (:mod:`octalgen.mapped`),
+        written in pieces: a rare value decided far out does not hold every value in memory."""
+        out = None
+        if heap >= SPILL_FROM:
+            out = mapped_array(heap, np.uint16, self.directory, f"values before G({heap})")
+            for lo in range(0, heap, SPILL_PIECE):
+                piece = self.history.values(lo, min(heap, lo + SPILL_PIECE))
+                if piece is None:
+                    break
+                out[lo: lo + len(piece)] = piece
+            else:
+                return out
+        else:
+            values = self.history.values_before(heap)
+            if values is not None:
+                return values
         log.warning("G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
                     "(keep every value with --keep-values to avoid this)", heap - 1)
         try:
-            return recompute_values(self.game, heap, self.table, self.options, self.kernels, self.directory, self.stop)
+            return recompute_values(self.game, heap, self.table, self.options, self.kernels, self.directory, self.stop,
+                                    out)
         except Interrupted:  # this run's own stop request (the recomputation shares it): it stops where it stands
             raise StopRequested from None
 
 
 def recompute_values(game: OctalGame, heap: int, table: RareTable | None, options: EngineOptions,
-                     kernels: KernelPlugin | None = None, scratch=None, stop: StopRequest | None = None) -> np.ndarray:
+                     kernels: KernelPlugin | None = None, scratch=None, stop: StopRequest | None = None,
+                     out: np.ndarray | None = None) -> np.ndarray:
     """G(0) ... G(heap-1), computed anew by a run of their own (recovery's last resort).
 
     The run keeps every value in a temporary directory (under ``scratch``, when given), so that
     a recovery of its own finds them there rather than recomputing in turn; ``stop``: the
     enclosing run's stop request, which stops this run too (:class:`~octalgen.errors.Interrupted`).
+    ``out``: an array of ``heap`` values to write them to, in pieces (one on disk, see
+    :meth:`Engine.values_before`), instead of joining them in memory.
     """
     with tempfile.TemporaryDirectory(prefix="octalgen-recompute-", dir=scratch) as directory:
         engine = Engine(game, replace(options, until=heap, backlog=None), table=table, directory=directory,
                         keep_all=True, kernels=kernels, stop=stop)
         engine.run()
-        return engine.history.values_before(heap)
+        if out is None:
+            return engine.history.values_before(heap)
+        for lo in range(0, heap, SPILL_PIECE):
+            out[lo: min(heap, lo + SPILL_PIECE)] = engine.history.values(lo, min(heap, lo + SPILL_PIECE))
+        return out

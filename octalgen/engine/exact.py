@@ -51,8 +51,9 @@ class ExactSteps:
         The solver's CPU time since this object was made.
     """
 
-    def __init__(self, game: OctalGame):
+    def __init__(self, game: OctalGame, spill_dir=None):
         self.game = game
+        self.spill_dir = spill_dir  # where a solver continuing from many values holds them (see mapped.py)
         self.cpu_seconds = 0.0
         self._solver: CExactSolver | None = None
         self._rarity: Rarity | None = None
@@ -76,7 +77,7 @@ class ExactSteps:
 
     def continue_from(self, rarity: Rarity | None, values: np.ndarray) -> None:
         """Go on after ``values`` (G(0) ...) under ``rarity``."""
-        self._solver, self._rarity = exact_solver(self.game, rarity, values), rarity
+        self._solver, self._rarity = exact_solver(self.game, rarity, values, self.spill_dir), rarity
 
     def adopt(self, rarity: Rarity | None, solver: CExactSolver) -> None:
         """Go on with ``solver`` under ``rarity`` (after a recovery found a new rare value: the solver

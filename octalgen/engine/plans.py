@@ -27,20 +27,27 @@ log = logging.getLogger("octalgen")
 #: appear past 6 million.
 PLAN_LIMIT = 1 << 21
 
+#: Values classified at a time by :func:`rare_entries` (no 64-bit copy of every value).
+ENTRIES_PIECE = 1 << 22
+
 
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
     """``{position: value}`` of the rare positions among ``values`` (G(0) ...) under ``rarity``."""
-    values = np.asarray(values, dtype=np.int64)
-    rare = np.flatnonzero(rarity.rare_flags(values, 0))
-    return {int(p): int(values[p]) for p in rare}
+    found = {}
+    for lo in range(0, len(values), ENTRIES_PIECE):  # in pieces: a far decision's values are on disk
+        piece = np.asarray(values[lo: lo + ENTRIES_PIECE])
+        found.update((lo + int(p), int(piece[p])) for p in np.flatnonzero(rarity.rare_flags(piece, lo)))
+    return found
 
 
-def exact_solver(game, rarity: Rarity | None, values=()) -> CExactSolver:
+def exact_solver(game, rarity: Rarity | None, values=(), spill_dir=None) -> CExactSolver:
     """The exact solver, continuing from ``values``, under a table's rarity (None: it picks its own
-    mask as it goes)."""
+    mask as it goes); past :data:`~octalgen.mapped.SPILL_FROM` values it holds them in files in
+    ``spill_dir`` (default: the temporary directory)."""
     if rarity is None:
-        return CExactSolver(game, values=values)
-    return CExactSolver(game, mask=rarity.mask, values=values, position_parity=rarity.parity is not None)
+        return CExactSolver(game, values=values, spill=True, spill_dir=spill_dir)
+    return CExactSolver(game, mask=rarity.mask, values=values, position_parity=rarity.parity is not None,
+                        spill=True, spill_dir=spill_dir)
 
 
 def reconcile(table: RareTable, values) -> RareTable:
@@ -175,7 +182,8 @@ def plan_game(game: OctalGame, table: RareTable | None = None, *, required: bool
     return plan, values[: plan.start]
 
 
-def decide_failure(table: RareTable, encoding, values, failure) -> tuple[int, RareTable, bool, CExactSolver]:
+def decide_failure(table: RareTable, encoding, values, failure, spill_dir=None) -> tuple[int, RareTable, bool,
+                                                                                      CExactSolver]:
     """The exact G(m) where a proof failed (m = ``len(values)``), and what follows from it.
 
     ``values`` are the proven G(0) ... G(m-1).  Returns ``(value, table, needs_u16, solver)``: a
@@ -184,7 +192,7 @@ def decide_failure(table: RareTable, encoding, values, failure) -> tuple[int, Ra
     holding G(0) ... G(m), for the exact steps that follow (one copy of the values, not two).
     """
     m = failure.heap
-    solver = exact_solver(table.game, table.rarity, values)
+    solver = exact_solver(table.game, table.rarity, values, spill_dir)
     value = int(solver.extend(m + 1)[m])
     if failure.true_value is not None and failure.true_value != value:
         raise ComputationError(f"the verifier says G({m}) = {failure.true_value}, the exact solver "

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..cpu.exact import CExactSolver
 from ..cpu.verify import UNDECIDED, VerifyResult
+from ..mapped import SPILL_FROM
 from ..plan import Encoding
 from ..rare import RareTable
 from ..sparse import find_late_switch
@@ -137,17 +138,21 @@ class Recovery:
 
 
 def decide(table: RareTable, encoding: Encoding, history: History, failure: VerifyResult,
-           values_before: Callable[[int], np.ndarray]) -> Recovery:
-    """Decide G(m) at ``failure.heap`` (m = the proven position) under ``table`` and the kernel's ``encoding``."""
+           values_before: Callable[[int], np.ndarray], spill_dir=None) -> Recovery:
+    """Decide G(m) at ``failure.heap`` (m = the proven position) under ``table`` and the kernel's ``encoding``.
+
+    ``values_before(m)`` gives G(0) ... G(m-1) (past :data:`~octalgen.mapped.SPILL_FROM` values in a
+    file on disk), and the solver that decides G(m) holds them in files in ``spill_dir`` from there on.
+    """
     m = failure.heap
-    known = history.values_before(m)
+    known = history.values_before(m) if m < SPILL_FROM else None  # far out: read in pieces, not joined here
     if known is None and failure.true_value is not None and not table.is_rare(failure.true_value, m):
         # The verifier decided a common value: recomputing every value below m would only confirm it.
         value = failure.true_value
         return Recovery(m, value, table, False, not encoding.fits(value), None)
     if known is None:
         known = values_before(m)
-    value, decided, needs_u16, solver = decide_failure(table, encoding, known, failure)
+    value, decided, needs_u16, solver = decide_failure(table, encoding, known, failure, spill_dir)
     return Recovery(m, value, decided, decided is not table, needs_u16, solver)
 
 
