@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..cpu.verify import FAILED, PROVEN, UNDECIDED
-from ..errors import Interrupted
+from ..errors import ComputationError, Interrupted
 from ..game import OctalGame
 from ..mapped import SPILL_FROM, SPILL_PIECE, mapped_array
 from ..plan import KernelPlan
@@ -477,12 +477,7 @@ class Engine:
         out = None
         if heap >= SPILL_FROM:
             out = mapped_array(heap, np.uint16, self.directory, f"values before G({heap})")
-            for lo in range(0, heap, SPILL_PIECE):
-                piece = self.history.values(lo, min(heap, lo + SPILL_PIECE))
-                if piece is None:
-                    break
-                out[lo: lo + len(piece)] = piece
-            else:
+            if _copy_values(self.history, out):
                 return out
         else:
             values = self.history.values_before(heap)
@@ -514,6 +509,16 @@ def recompute_values(game: OctalGame, heap: int, table: RareTable | None, option
         engine.run()
         if out is None:
             return engine.history.values_before(heap)
-        for lo in range(0, heap, SPILL_PIECE):
-            out[lo: min(heap, lo + SPILL_PIECE)] = engine.history.values(lo, min(heap, lo + SPILL_PIECE))
+        if not _copy_values(engine.history, out):  # it kept every value: a bug if one is missing
+            raise ComputationError(f"a recomputation to G({heap}) lost values it kept: a bug, please report it")
         return out
+
+
+def _copy_values(history: History, out: np.ndarray) -> bool:
+    """Copy G(0) ... G(len(out) - 1) from ``history`` into ``out`` in pieces; False where it lacks some."""
+    for lo in range(0, len(out), SPILL_PIECE):
+        piece = history.values(lo, min(len(out), lo + SPILL_PIECE))
+        if piece is None:
+            return False
+        out[lo: lo + len(piece)] = piece
+    return True
