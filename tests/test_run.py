@@ -90,7 +90,8 @@ def test_run_command_prints_the_figures(cli, tmp_path):
     figures = json.loads(result.out)
     assert figures["fnv1a64"] == fnv1a64(c_values(".6", 300_000))
     assert figures["values"] == 300_000 and figures["period"] is None
-    assert set(figures["cpu_roles"]) == {"kernel", "verifiers", "exact solver", "consumers", "coordinator"}
+    assert set(figures["cpu_roles"]) == {"kernel", "verifiers", "exact solver", "consumers", "split measurement",
+                                         "coordinator"}
 
 
 def test_a_game_without_sparse_space_runs_on_the_exact_solver(cli):

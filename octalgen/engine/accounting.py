@@ -26,6 +26,7 @@ class Accounting:
     verifiers_here: float = 0.0
     consumers: float = 0.0
     exact: float = 0.0
+    measuring: float = 0.0  # choosing the split of the cores: once per machine, not per value
     process: float = 0.0
     wall: float = 0.0
     kernel_values: int = 0
@@ -38,13 +39,14 @@ class Accounting:
     def coordinator(self) -> float:
         """CPU seconds of the coordinating process: what remains of the process's once the roles it
         hosts are counted."""
-        return max(0.0, self.process - self.kernel - self.verifiers_here - self.consumers - self.exact)
+        return max(0.0, self.process - self.kernel - self.verifiers_here - self.consumers - self.exact
+                   - self.measuring)
 
     def roles(self) -> dict:
         """``{role: {"cpu_seconds", "per_1e8_values", "values_per_cpu_second"}}``."""
         rows = {"kernel": (self.kernel, self.kernel_values), "verifiers": (self.verifiers, self.verified_values),
                 "exact solver": (self.exact, None), "consumers": (self.consumers, self.values),
-                "coordinator": (self.coordinator, self.values)}
+                "split measurement": (self.measuring, None), "coordinator": (self.coordinator, self.values)}
         result = {}
         for role, (seconds, values) in rows.items():
             result[role] = {"cpu_seconds": round(seconds, 3),

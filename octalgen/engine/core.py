@@ -206,6 +206,7 @@ class Engine:
         if self.pipeline is not None:
             session.verifiers += self.pipeline.cpu_seconds
             session.verifiers_here += self.pipeline.cpu_seconds_here
+            session.measuring += self.pipeline.measuring_seconds
             session.verified_values += self.pipeline.values
             self.pipeline.close()
             self.pipeline = None

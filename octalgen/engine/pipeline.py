@@ -18,6 +18,7 @@ the run does not end on one process proving it alone.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from typing import Iterator
 
@@ -62,17 +63,22 @@ class Pipeline:
         False: chunks come back unverified (``c-speculative``), with no result.
     stop : StopRequest
         Looked at while a result is awaited.
+    measuring_seconds : float, optional
+        See below.
 
     Attributes
     ----------
     cpu_seconds, cpu_seconds_here : float
         The proofs' CPU time, and the part of it spent in this process.
+    measuring_seconds : float
+        The process's CPU time spent choosing the split of the cores (:func:`start_pipeline`: the
+        kernel and verifier samples, once per machine, and a block length for ``--threads``).
     values : int
         Heaps whose proofs came back.
     """
 
     def __init__(self, producer: Producer, kernels: KernelPlugin, executor: Executor, backlog: int, verify: bool,
-                 stop: StopRequest):
+                 stop: StopRequest, measuring_seconds: float = 0.0):
         self.producer = producer
         self.kernels = kernels
         self.executor = executor
@@ -82,6 +88,7 @@ class Pipeline:
         self.here = isinstance(executor, InProcess)  # proofs run in this process
         self.threaded = isinstance(producer, ProducerThread)
         self.cpu_seconds = self.cpu_seconds_here = 0.0
+        self.measuring_seconds = measuring_seconds
         self.values = 0
         self._pending: deque[tuple[Chunk, object, object]] = deque()  # chunk, future, staged history
         self._shared = (None, None)  # the prefix last shared with the executor, and its handle
@@ -241,6 +248,7 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
                    producer: Producer, stop: StopRequest) -> tuple[Pipeline, split.Split | None]:
     """The pipeline from the proven position on, and the automatic split of the cores where one is made."""
     chosen = None
+    began = time.process_time()  # the measurements below: the kernel's threads spin in this process
     if not options.verify or kernels.verify_here:
         workers = 0
     elif options.workers is not None:
@@ -259,10 +267,11 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
         kernel, _ = kernels(plan)
         split.tune_blocks(plan, kernel, _window(plan, kernel, history), history.position,
                           min(options.threads, kernel.max_threads), kernels.backend)
+    measuring = time.process_time() - began
     executor = make_executor(workers, options.scheduler, stop.requested, kernels.verify_piece)
     backlog = options.backlog or 2 * executor.workers + 2
     # The producer gets a thread of its own where proofs run elsewhere; a plug-in that verifies
     # here (the GPU's) and an in-process executor share this thread with it, as before.
     threaded = options.verify and not kernels.verify_here and not isinstance(executor, InProcess)
     return Pipeline(ProducerThread(producer) if threaded else producer, producer.kernels, executor, backlog,
-                    options.verify, stop), chosen
+                    options.verify, stop, measuring), chosen
