@@ -29,6 +29,32 @@ SPILL_FROM = 1 << 24
 SPILL_PIECE = 1 << 22
 
 
+def unlinked_mapping(size: int, directory, allocate: bool, failure: str) -> tuple[int, mmap.mmap]:
+    """An open descriptor of a new file of ``size`` bytes in ``directory`` (default: the temporary
+    directory), unlinked at once, and its mapping; its blocks allocated where ``allocate``, else
+    sparse (the caller allocates what it writes).
+
+    Raises
+    ------
+    ComputationError
+        ``failure``, where and why, in one line, when the file cannot be made (a full disk too).
+    """
+    size = max(1, size)
+    fd = None
+    try:
+        fd, path = tempfile.mkstemp(prefix="octalgen-", dir=directory)
+        os.unlink(path)  # the open descriptor keeps it: gone with this process, whatever ends it
+        if allocate:
+            os.posix_fallocate(fd, 0, size)
+        else:
+            os.ftruncate(fd, size)
+        return fd, mmap.mmap(fd, size)
+    except OSError as exc:
+        if fd is not None:
+            os.close(fd)
+        raise ComputationError(f"{failure} in {directory or tempfile.gettempdir()}: {exc.strerror or exc}") from None
+
+
 def mapped_array(count: int, dtype, directory=None, what: str = "values") -> np.ndarray:
     """A zeroed array of ``count`` items in an unlinked file in ``directory`` (default: the
     temporary directory), its disk blocks allocated.
@@ -39,16 +65,6 @@ def mapped_array(count: int, dtype, directory=None, what: str = "values") -> np.
         When the file cannot be made or its blocks allocated (a full disk: one line).
     """
     dtype = np.dtype(dtype)
-    size = max(1, count * dtype.itemsize)
-    where = directory or tempfile.gettempdir()
-    try:
-        fd, path = tempfile.mkstemp(prefix="octalgen-spill-", dir=directory)
-        try:
-            os.unlink(path)
-            os.posix_fallocate(fd, 0, size)
-            mapping = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)  # the mapping keeps the file
-    except OSError as exc:
-        raise ComputationError(f"cannot hold the {what} on disk in {where}: {exc.strerror or exc}") from None
+    fd, mapping = unlinked_mapping(count * dtype.itemsize, directory, True, f"cannot hold the {what} on disk")
+    os.close(fd)  # the mapping keeps the file
     return np.frombuffer(mapping, dtype=dtype, count=count)

@@ -123,12 +123,17 @@ def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> i
 _KERNEL_API = ("kernel_api.j2", "verify_api.j2")
 
 
+def line_codes(plan: KernelPlan) -> int:
+    """Stored codes per 64-byte cache line: a block of the threaded kernel is a whole number of them."""
+    return 64 // plan.encoding.dtype.itemsize
+
+
 def block_heaps_for(plan: KernelPlan, block_heaps: int | None = None) -> int:
     """The threaded kernel's block length for ``plan``: ``block_heaps`` (default by storage), checked
     to be a positive multiple of a cache line (64 bytes) of stored codes."""
     kind = plan.encoding.kind
     block = DEFAULT_BLOCK_HEAPS[kind] if block_heaps is None else int(block_heaps)
-    line = 64 if kind == "u8" else 32
+    line = line_codes(plan)
     if block <= 0 or block % line:
         raise InputError(f"a kernel block must be a positive multiple of {line} heaps ({kind} storage), not {block}")
     return block

@@ -21,7 +21,8 @@ import numpy as np
 from ..build import DEFAULT_CFLAGS
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
-from .generate import DEFAULT_MAX_THREADS, block_heaps_for, compile_unit, kernel_unit, max_threads_for, naive_unit
+from .generate import (DEFAULT_MAX_THREADS, block_heaps_for, compile_unit, kernel_unit, line_codes, max_threads_for,
+                       naive_unit)
 
 log = logging.getLogger("octalgen")
 
@@ -110,7 +111,7 @@ class SpeculativeKernel:
     def blocks(self) -> list[int]:
         """The block lengths a call may name: :attr:`block_heaps` and its halves down to a cache line
         of codes (the split measures them for each thread count)."""
-        line = 64 // self.dtype.itemsize
+        line = line_codes(self.plan)
         return [b for b in (self.block_heaps >> k for k in range(3)) if b >= line and b % line == 0]
 
     def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,

@@ -387,9 +387,16 @@ class Engine:
             self._tape_good_to = first
         tape.rare.update((p, v) for p, v in plan.table.entries if p >= tape.first)  # a new one since, too
 
+        everything = None  # G(0) ... G(position - 1), got at most once for the whole fill
+
         def read(lo: int, hi: int) -> np.ndarray:  # the solver's values, the history's (memory, store, old tape)
+            nonlocal everything
             values = known[lo: hi] if known is not None else self.history.values(lo, hi)
-            return values if values is not None else self.values_before(hi)[lo:]
+            if values is None:  # not at hand: every value up to the position once, not up to hi per piece
+                if everything is None:
+                    everything = self.values_before(position)
+                values = everything[lo: hi]
+            return values
 
         tape.fill(self._tape_good_to, position, read, self.stop.check)
         self._tape_good_to = position

@@ -16,6 +16,7 @@ import numpy as np
 from ..cpu.exact import CExactSolver
 from ..errors import ComputationError, InputError
 from ..game import OctalGame
+from ..mapped import SPILL_PIECE
 from ..plan import KernelPlan, make_plan, no_kernel_reason
 from ..rare import DEFAULT_TABLE_UPTO, RareTable, shipped_table
 from ..sparse import Rarity
@@ -27,15 +28,12 @@ log = logging.getLogger("octalgen")
 #: appear past 6 million.
 PLAN_LIMIT = 1 << 21
 
-#: Values classified at a time by :func:`rare_entries` (no 64-bit copy of every value).
-ENTRIES_PIECE = 1 << 22
-
 
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
     """``{position: value}`` of the rare positions among ``values`` (G(0) ...) under ``rarity``."""
     found = {}
-    for lo in range(0, len(values), ENTRIES_PIECE):  # in pieces: a far decision's values are on disk
-        piece = np.asarray(values[lo: lo + ENTRIES_PIECE])
+    for lo in range(0, len(values), SPILL_PIECE):  # in pieces: a far decision's values are on disk
+        piece = np.asarray(values[lo: lo + SPILL_PIECE])
         found.update((lo + int(p), int(piece[p])) for p in np.flatnonzero(rarity.rare_flags(piece, lo)))
     return found
 

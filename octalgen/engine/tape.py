@@ -30,6 +30,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ComputationError
+from ..mapped import unlinked_mapping
 from ..plan import Encoding
 
 #: The memory page: what the tape lets go of (:meth:`Tape.release`) comes in whole pages.
@@ -61,15 +62,9 @@ class Tape:
         self.first = first
         self.capacity = capacity
         self.directory = directory
-        try:
-            fd, path = tempfile.mkstemp(prefix="octalgen-tape-", dir=directory)
-            os.unlink(path)  # the open descriptor keeps it: gone with this process, whatever ends it
-            os.ftruncate(fd, max(1, capacity * self.dtype.itemsize))  # sparse: disk only where written
-            self._map = mmap.mmap(fd, max(1, capacity * self.dtype.itemsize))
-        except OSError as exc:
-            raise ComputationError(f"cannot make the far term's tape in {directory or tempfile.gettempdir()}: "
-                                   f"{exc.strerror or exc}") from None
-        self.fd = fd
+        # Sparse: disk only where written (writable() allocates each chunk's blocks before it is).
+        self.fd, self._map = unlinked_mapping(capacity * self.dtype.itemsize, directory, False,
+                                              "cannot make the far term's tape")
         self.codes = np.frombuffer(self._map, dtype=self.dtype, count=capacity)
 
     @property
