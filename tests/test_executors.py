@@ -90,10 +90,10 @@ def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when
     # The coordinator's CPU per value comes off the verifiers' cores, once a long run measured it.
     monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path))
     plan = make_plan(shipped_table(".6"))
-    split._store(plan, 4, {"kernel": {1: 4e6, 2: 7e6}, "blocks": {2: 64}, "verify": 1e6})
+    split._store(plan, 4, {"kernel": {1: 4e6, 2: 7e6}, "blocks": {2: 64}, "verify": 1e6, "code": "kernel k"})
     assert split.predict({1: 4e6, 2: 7e6}, 1e6, 4, coordinator=0.0)[2] == pytest.approx(4 / (1 / 4e6 + 1 / 1e6))
     split.refine(plan, 4, 2, None, None, "c", coordinator=1e-6)  # a coordinator as slow as a verifier
-    chosen = split.choose(plan, SimpleNamespace(tuned_blocks={}), None, None, None, 0, cores=4)
+    chosen = split.choose(plan, SimpleNamespace(tuned_blocks={}, code="kernel k"), None, None, None, 0, cores=4)
     assert (chosen.threads, chosen.workers) == (1, 4)
     assert chosen.predicted == pytest.approx(4 / (1 / 4e6 + 1 / 1e6 + 1e-6))
     # A session of N values: N at the predicted rate, the first chunk before any proof, the last
@@ -117,7 +117,7 @@ def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when
 def test_the_split_measures_every_block_length_and_the_kernel_keeps_the_fastest(monkeypatch, tmp_path):
     # Each thread count is measured with each block length the kernel takes; the fastest is that
     # count's rate, and the kernel hands its threads blocks of it (also to --threads chosen by hand).
-    # An entry cached before block lengths were measured is measured again.
+    # An entry cached before block lengths were measured, or for other code, is measured again.
     from octalgen.cpu.kernel import SpeculativeKernel
     from octalgen.engine import split
 
@@ -139,6 +139,14 @@ def test_the_split_measures_every_block_length_and_the_kernel_keeps_the_fastest(
     assert sorted(tried) == sorted([(1, None)] + [(t, b) for t in (2, 3, 4) for b in (256, 128, 64)])
     assert set(chosen.blocks) == {2, 3, 4} and kernel.tuned_blocks == chosen.blocks
     assert split._cached(plan, 5)["blocks"] == {str(t): b for t, b in chosen.blocks.items()}
+    assert split._cached(plan, 5)["code"] == kernel.code
+    # Measured once: the next run reads the entry, unless it was measured for other code (an upgrade).
+    tried.clear()
+    assert split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5) == chosen
+    assert tried == []
+    split._store(plan, 5, {**split._cached(plan, 5), "code": "octalgen_kernel_of_another_version"})
+    split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5)
+    assert len(tried) == 10 and split._cached(plan, 5)["code"] == kernel.code
     # --threads by hand: the block this machine's split measured for that count, without measuring ...
     monkeypatch.setattr(split, "default_threads", lambda: 5)
     hand = SpeculativeKernel(plan)

@@ -108,6 +108,12 @@ class SpeculativeKernel:
         """The compiled cffi module (built or loaded from the cache on first use)."""
         return compile_unit(self.unit, self.flags)
 
+    @property
+    def code(self) -> str:
+        """The compiled module's artefact name, a digest of its source, flags, compiler and machine
+        (:class:`~octalgen.engine.seams.ChunkFiller`)."""
+        return self.module.artefact.name
+
     def blocks(self) -> list[int]:
         """The block lengths a call may name: :attr:`block_heaps` and its halves down to a cache line
         of codes (the split measures them for each thread count)."""

@@ -145,6 +145,8 @@ class FixedPointProducer:
     max_threads = 1
     dtype = np.dtype(np.uint8)
     tuned_blocks: dict[int, int] = {}
+    #: The split of the cores never measures it: the plug-in verifies in this process.
+    code = "cuda fixed-point producer"
 
     def blocks(self) -> list[int]:
         """None to choose: the GPU's producer is one."""

@@ -34,6 +34,9 @@ class ChunkFiller(Protocol):
     #: The block length :meth:`fill` uses for each thread count it is given without one (the split
     #: sets it from its measurements; absent: the kernel's default).
     tuned_blocks: dict[int, int]
+    #: Names the code whose speed the split of the cores measures (the compiled module's artefact,
+    #: which also holds the verifier): rates cached for other code are measured again.
+    code: str
 
     def blocks(self) -> list[int]:
         """The lengths of the blocks of heaps :meth:`fill`'s threads may hand each other (empty: the

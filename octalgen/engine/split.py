@@ -1,7 +1,8 @@
 """How to share the cores between kernel threads and verifying processes (issue: every core at work).
 
 With neither ``--threads`` nor ``--workers``, the engine measures, once per machine and kernel
-(cached under the build cache), how fast the kernel runs with 1, 2, 3, 4, 6, 8, ... threads, each
+(cached under the build cache, with the name of the compiled code measured: other code, after an
+upgrade say, is measured again), how fast the kernel runs with 1, 2, 3, 4, 6, 8, ... threads, each
 with every block length it takes (:meth:`~octalgen.cpu.kernel.SpeculativeKernel.blocks`: the best
 one is that thread count's rate, and the kernel then hands its threads blocks of that length), and
 how fast one process verifies, and chooses the split that this model predicts to be fastest on
@@ -113,8 +114,10 @@ def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.nd
     """
     cores = cores or default_threads()
     rates = _cached(plan, cores, backend)
-    if rates is None or "blocks" not in rates:  # an entry from before block lengths were measured
-        rates = _measure(plan, kernel, verifier, window, prefix, start, cores)
+    # Measured again: an entry for other code (octalgen upgraded, the templates or flags changed), or
+    # from before block lengths were measured.
+    if rates is None or "blocks" not in rates or rates.get("code") != kernel.code:
+        rates = {**_measure(plan, kernel, verifier, window, prefix, start, cores), "code": kernel.code}
         _store(plan, cores, rates, backend)
     kernel_rates = {int(t): r for t, r in rates["kernel"].items()}
     blocks = {int(t): b for t, b in rates["blocks"].items()}
@@ -137,10 +140,11 @@ def thread_counts(cores: int, max_threads: int) -> list[int]:
 def tune_blocks(plan: KernelPlan, kernel, window: np.ndarray, start: int, threads: int,
                 backend: str = DEFAULT_BACKEND) -> None:
     """Give ``kernel`` the fastest block length for ``threads`` chosen by hand (``--threads``): the one
-    the split measured on this machine where it did, else the fastest of a measurement now."""
+    the split measured on this machine for this code where it did, else the fastest of a measurement now."""
     if threads < 2 or not kernel.blocks():
         return
-    block = ((_cached(plan, default_threads(), backend) or {}).get("blocks") or {}).get(str(threads))
+    cached = _cached(plan, default_threads(), backend) or {}
+    block = (cached.get("blocks") or {}).get(str(threads)) if cached.get("code") == kernel.code else None
     if block is None:
         buffer = np.empty(plan.window + KERNEL_SAMPLE, dtype=code_dtype(plan))
         block = max(kernel.blocks(), key=lambda b: _kernel_rate(kernel, buffer, window, start, threads, b))
