@@ -59,6 +59,8 @@ def main():
                       "after_1e6": (until - passed[1]) / (end - passed[0]),
                       "exact_cpu_s": engine.exact.cpu_seconds, "rare_found": engine.rare_found,
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      # every child's: the verifying processes', and the compiler's where the build cache
+                      # lacked a module (a cold cache once showed 106 MB here, a warm one 58)
                       "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                       "digest": summarize(engine, tally).statistics.digest,
                       "threads": engine.threads, "roles": {k: v["per_1e8_values"] for k, v in engine.session.roles().items()}}))
@@ -96,7 +98,7 @@ def main() -> None:
                 continue
             print(f"{name:10} {row['values_per_second']:>12,.0f} values/s  {row['after_1e6']:>12,.0f} past 10^6  "
                   f"exact solver {row['exact_cpu_s']:6.2f} CPU-s  RSS {row['rss_mb']:6.0f} MB "
-                  f"(largest worker {row['worker_rss_mb']:4.0f} MB)  rare {row['rare_found']}  digest {row['digest']}")
+                  f"(largest child {row['worker_rss_mb']:4.0f} MB)  rare {row['rare_found']}  digest {row['digest']}")
             print(f"{'':10} kernel threads {row['threads']}; CPU-s per 10^8 values: "
                   + ", ".join(f"{role} {seconds}" for role, seconds in row["roles"].items()))
 
