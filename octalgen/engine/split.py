@@ -113,11 +113,11 @@ def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.nd
     lengths (``blocks()``) is given the fastest for each thread count (``tuned_blocks``).
     """
     cores = cores or default_threads()
-    rates = _cached(plan, cores, backend)
-    # Measured again: an entry for other code (octalgen upgraded, the templates or flags changed), or
-    # from before block lengths were measured.
-    if rates is None or "blocks" not in rates or rates.get("code") != kernel.code:
-        rates = {**_measure(plan, kernel, verifier, window, prefix, start, cores), "code": kernel.code}
+    rates, code = _cached(plan, cores, backend), kernel.code
+    # Measured again: an entry for other code (octalgen upgraded, the templates or flags changed; an
+    # entry from before block lengths were measured names no code either).
+    if rates is None or rates.get("code") != code:
+        rates = {**_measure(plan, kernel, verifier, window, prefix, start, cores), "code": code}
         _store(plan, cores, rates, backend)
     kernel_rates = {int(t): r for t, r in rates["kernel"].items()}
     blocks = {int(t): b for t, b in rates["blocks"].items()}
