@@ -98,8 +98,9 @@ def _fill_at(kernel, values, first, count, threads, shift, patient=True, block=N
 
 @pytest.mark.parametrize("block", [64, 128, 192])
 def test_blocks_of_every_length_give_the_exact_values(block):
-    # Every thread count, odd counts (a last block cut short, fewer heaps than threads x block)
-    # and outputs starting anywhere in a cache line give the exact values.
+    # Every thread count, odd counts (a last block cut short, fewer heaps than threads x block:
+    # the last three end within the first blocks, one a thread, which ramp up in length) and
+    # outputs starting anywhere in a cache line give the exact values.
     plan, exact = _small()
     kernel = SpeculativeKernel(plan, block_heaps=block)
     for threads, count, shift in [(2, 20_001, 0), (2, 9_999, 1), (3, 12_345, 37), (4, 4_097, 63),

@@ -306,6 +306,15 @@ static uint32_t first_term_above(uint64_t limit)
     return lo;
 }
 
+/* first_term_above(limit), searched from a term t whose offset is at most limit (for loops whose
+   limit grows a little at a time, where a binary search would mispredict at every step). */
+static inline uint32_t next_term_above(uint32_t t, uint64_t limit)
+{
+    while (t < TERMS && TERM_OFFSET[t] <= limit)
+        t++;
+    return t;
+}
+
 /* ---- u8 codes: the marks of MARK_LANES heaps at once -------------------------------------------
  * Heap n's code v is the mex of its marks when every code below v is marked and v is not.  The
  * codes of MARK_LANES consecutive heaps sit in the lanes of a vector, 32 bits a lane.  A term
@@ -336,6 +345,7 @@ typedef __m512i mvec_t;
 #define MV_NE(a, b) ((uint32_t)_mm512_cmpneq_epi32_mask(a, b))
 #define MV_NONZERO(a) ((uint32_t)_mm512_test_epi32_mask(a, a))
 #define MV_STORE(p, v) _mm512_storeu_si512((void *)(p), v)
+#define MV_LOAD(p) _mm512_loadu_si512((const void *)(p))
 #else
 #define MARK_LANES 8u
 typedef __m256i mvec_t;
@@ -353,7 +363,11 @@ typedef __m256i mvec_t;
 #define MV_NE(a, b) (~MV_LANES(_mm256_cmpeq_epi32(a, b)) & 0xffu)
 #define MV_NONZERO(a) (~MV_LANES(_mm256_cmpeq_epi32(a, MV_ZERO)) & 0xffu)
 #define MV_STORE(p, v) _mm256_storeu_si256((__m256i *)(p), v)
+#define MV_LOAD(p) _mm256_loadu_si256((const __m256i *)(p))
 #endif
+
+/* A batch's marks lane by lane: words[r][j], heap n + j's marks in the codes [32 r, 32 r + 32). */
+typedef uint32_t lane_words_t[8][MARK_LANES];
 
 /* The code term t marks in each lane: code(c) ^ G(n + j - o). */
 static inline __attribute__((always_inline)) mvec_t term_lanes(const code_t *g, uint32_t t)
@@ -367,24 +381,22 @@ static inline __attribute__((always_inline)) mvec_t range_bit(mvec_t x, uint32_t
     return MV_SLLV(MV_SET1(1), MV_XOR(x, MV_SET1(32u * r)));
 }
 
-/* acc[r]: the marks of the terms first ... TERMS - 1 for the heaps from g = G(n), in the codes
+/* acc[r] |= the marks of the terms first ... last - 1 for the heaps from g = G(n), in the codes
    [32 r, 32 r + 32), r < ranges (a constant where it is inlined: one loop over the terms per count
    of ranges). */
 static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mvec_t *acc, const uint32_t ranges,
-                                                             uint32_t first)
+                                                             uint32_t first, uint32_t last)
 {
-    for (uint32_t r = 0; r < ranges; r++)
-        acc[r] = MV_ZERO;
     uint32_t t = first;
     /* Two terms a step: with AVX-512 one three-input OR (vpternlogd) adds both to a range, 2.5
        instructions a term and range where one at a time took 3 (a loop of .6's 1,584 terms over 5
        ranges: 98 against 128 ns a heap on a Zen 5 core). */
-    for (; t + 1 < TERMS; t += 2) {
+    for (; t + 1 < last; t += 2) {
         const mvec_t x = term_lanes(g, t), y = term_lanes(g, t + 1);
         for (uint32_t r = 0; r < ranges; r++)
             acc[r] = MV_OR3(acc[r], range_bit(x, r), range_bit(y, r));
     }
-    for (; t < TERMS; t++) {
+    for (; t < last; t++) {
         const mvec_t x = term_lanes(g, t);
         for (uint32_t r = 0; r < ranges; r++)
             acc[r] = MV_OR(acc[r], range_bit(x, r));
@@ -392,46 +404,51 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
 }
 
 /* mark_lanes with ranges 1 ... 8, each a loop of its own. */
-static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, uint32_t first)
+static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, uint32_t first, uint32_t last)
 {
     switch (ranges) {
     case 1u:
-        mark_lanes(g, acc, 1u, first);
+        mark_lanes(g, acc, 1u, first, last);
         break;
     case 2u:
-        mark_lanes(g, acc, 2u, first);
+        mark_lanes(g, acc, 2u, first, last);
         break;
     case 3u:
-        mark_lanes(g, acc, 3u, first);
+        mark_lanes(g, acc, 3u, first, last);
         break;
     case 4u:
-        mark_lanes(g, acc, 4u, first);
+        mark_lanes(g, acc, 4u, first, last);
         break;
     case 5u:
-        mark_lanes(g, acc, 5u, first);
+        mark_lanes(g, acc, 5u, first, last);
         break;
     case 6u:
-        mark_lanes(g, acc, 6u, first);
+        mark_lanes(g, acc, 6u, first, last);
         break;
     case 7u:
-        mark_lanes(g, acc, 7u, first);
+        mark_lanes(g, acc, 7u, first, last);
         break;
     case 8u:
-        mark_lanes(g, acc, 8u, first);
+        mark_lanes(g, acc, 8u, first, last);
         break;
     default:
         break;
     }
 }
 
-/* mark_ranges stored lane by lane: words[r][j] holds heap n + j's marks in the codes [32 r, 32 r + 32). */
-static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t ranges, uint32_t first)
+/* mark_ranges kept lane by lane: words[r][j] holds heap n + j's marks in the codes [32 r, 32 r + 32),
+   those of the terms first ... last - 1 added to what words held (nothing if fresh). */
+static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t ranges, uint32_t first,
+                       uint32_t last, int fresh)
 {
     mvec_t acc[8];
-    mark_ranges(g, acc, ranges, first);
+    for (uint32_t r = 0; r < ranges; r++)
+        acc[r] = fresh ? MV_ZERO : MV_LOAD(words[r]);
+    mark_ranges(g, acc, ranges, first, last);
     for (uint32_t r = 0; r < ranges; r++)
         MV_STORE(words[r], acc[r]);
 }
+
 #endif
 
 /* ---- marking -------------------------------------------------------------------------------- */
@@ -2206,6 +2223,33 @@ static uint8_t next_stamp(uint8_t stamp, uint8_t *marks)
     return stamp;
 }
 
+#if defined(VECTOR_MARKS)
+/* Heap g's code (g = G(n + j), lane j of words, in which the terms near ... TERMS - 1 are marked
+   in the first `ranges` ranges): its terms 0 ... near - 1 (sources in its batch) added to its lane,
+   the least code unmarked there.  When every code of those ranges is marked, the codes past them
+   lack the lanes' terms: the heap is marked again bytewise in marks (the next stamp; every term).
+   MEX_SIZE or more: no code fits. */
+static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g, uint32_t (*words)[MARK_LANES],
+                                                                 uint32_t j, uint32_t ranges, uint32_t near,
+                                                                 uint8_t *marks, uint8_t *stamp)
+{
+    for (uint32_t t = 0; t < near; t++) {
+        uint32_t x = (uint32_t)(g[-(long)TERM_OFFSET[t]] ^ TERM_CODE[t]);
+        if (x < 32u * ranges)
+            words[x >> 5][j] |= 1u << (x & 31u);
+    }
+    for (uint32_t r = 0; r < ranges; r++)
+        if (~words[r][j])
+            return 32u * r + (uint32_t)__builtin_ctz(~words[r][j]);
+    if (ranges == 8u)
+        return MEX_SIZE;
+    *stamp = next_stamp(*stamp, marks);
+    mark_old_terms(g, marks, *stamp);
+    mark_recent_terms(g, marks, *stamp, 1);
+    return mex(marks, *stamp, COMMON_ROW(0));
+}
+#endif
+
 /* ---- one thread ------------------------------------------------------------------------------
  * Heap by heap: the unrolled terms' marks, then the mex.  With VECTOR_MARKS (u8 codes, AVX2 or
  * AVX-512), MARK_LANES heaps at once first: the terms whose sources precede the batch (offsets of
@@ -2225,27 +2269,11 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
     const uint32_t near = first_term_above(MARK_LANES - 1u);  /* terms 0 ... near - 1 read the batch */
     uint32_t ranges = 8;
     for (; i + MARK_LANES <= count; i += MARK_LANES, g += MARK_LANES) {
-        uint32_t words[8][MARK_LANES] __attribute__((aligned(64)));
-        mark_words(g, words, ranges, near);
+        lane_words_t words __attribute__((aligned(64)));
+        mark_words(g, words, ranges, near, TERMS, 1);
         uint32_t top = 0;
         for (uint32_t j = 0; j < MARK_LANES; j++) {
-            for (uint32_t t = 0; t < near; t++) {
-                uint32_t x = (uint32_t)(g[(long)j - (long)TERM_OFFSET[t]] ^ TERM_CODE[t]);
-                if (x < 32u * ranges)
-                    words[x >> 5][j] |= 1u << (x & 31u);
-            }
-            uint32_t v = 32u * ranges;
-            for (uint32_t r = 0; r < ranges; r++)
-                if (~words[r][j]) {
-                    v = 32u * r + (uint32_t)__builtin_ctz(~words[r][j]);
-                    break;
-                }
-            if (v == 32u * ranges && ranges < 8u) {  /* every code marked is taken: heap-wise */
-                stamp = next_stamp(stamp, marks);
-                mark_old_terms(g + j, marks, stamp);
-                mark_recent_terms(g + j, marks, stamp, 1);
-                v = mex(marks, stamp, COMMON_ROW(first_heap + i + j));
-            }
+            uint32_t v = lane_value(g + j, words, j, ranges, near, marks, &stamp);
             if (v >= MEX_SIZE)
                 return (int64_t)(i + j);
             g[j] = (code_t)v;
@@ -2280,10 +2308,12 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
  * Only the stage of the block just before and pass 3 follow the previous thread's baton: the
  * critical path per block is its hop, the terms reaching into the previous block and into this
  * one (offsets up to block + i at heap i of the block) and `block` mexes; the rest, the
- * bulk of the terms, overlaps the other threads' blocks.  Each heap of the block has its own
- * row of marks (BLOCK_ROW bytes), stamped once per block.  With VECTOR_MARKS the early pass marks
- * the bulk MARK_LANES heaps at once as one-bit sets (mark_early_lanes; the terms known to only
- * some heaps of a batch go to their rows), and the mex reads a heap's row and bits together.
+ * bulk of the terms, overlaps the other threads' blocks.  With VECTOR_MARKS (u8, AVX2 or AVX-512)
+ * every pass marks MARK_LANES heaps at once as one-bit sets, as the one thread does: a batch of
+ * them takes each term once its sources are final for the whole batch (mark_batch), so the late
+ * pass is the one thread's loop, the terms of offsets below MARK_LANES heap by heap, and the early
+ * and staged terms are ORed into the same words.  Without it each heap of the block has its own
+ * row of marks (BLOCK_ROW bytes), stamped once per block.
  * No cache line of the output is written by two threads (blocks end on line boundaries); a
  * block is written from the thread's history once done, then its baton is released.
  */
@@ -2297,6 +2327,8 @@ static int mark_late_terms(const code_t *g, uint8_t *marks, uint8_t stamp, uint3
 #define BATON_SLOTS 256u   /* a slot is reused only after every thread has passed it */
 #define PRIVATE_HEAPS 65536u
 
+#if !defined(VECTOR_MARKS)
+/* The scalar passes (no VECTOR_MARKS): each heap of a block has a row of marks, stamped once a block. */
 #if MARK_SIZE == MEX_SIZE
 /* u8: every code is a mark the mex reads. */
 #define BLOCK_ROW MARK_SIZE
@@ -4648,14 +4680,25 @@ static void mark_sources(const code_t *g, uint8_t *rows, uint8_t stamp, uint64_t
         }
     }
 }
+#endif
 
 typedef struct {
     _Atomic uint64_t end;  /* end of the newest block announced here: every heap before it is in the output */
-    char pad[64 - sizeof(uint64_t)];
+    _Atomic int32_t core;  /* the core of the thread that computes that block, when it began (-1: unknown) */
+    char pad[64 - sizeof(uint64_t) - sizeof(int32_t)];
 } __attribute__((aligned(64))) baton_t;
 
+/* The core the calling thread runs on, -1 where that cannot be asked (Python's headers define
+   _GNU_SOURCE on Linux, and cffi includes them first). */
+#if defined(__linux__) && defined(_GNU_SOURCE)
+#define CURRENT_CORE() sched_getcpu()
+#else
+#define CURRENT_CORE() (-1)
+#endif
+
 /* What the threads share.  A thread that waited long for its baton sleeps on wake (the machine
-   may be busy with other work, and spinning would keep the thread it waits for off a core). */
+   may be busy with other work, and spinning would keep the thread it waits for off a core); so
+   does one whose baton's thread runs on its own core. */
 typedef struct {
     baton_t batons[BATON_SLOTS];
     _Atomic uint64_t stop;      /* the first heap that could not be computed, or UINT64_MAX */
@@ -4672,6 +4715,7 @@ typedef struct {
     code_t *out;
     uint64_t count, first_heap, head;  /* head: the first block's extra heaps, up to a line boundary */
     uint64_t block;                    /* heaps per block: a multiple of a line, up to MAX_BLOCK_HEAPS */
+    uint64_t ramped;                   /* the start of block `threads`, after the ramp (block_start) */
     uint32_t threads, index;
     shared_t *shared;
 } worker_t;
@@ -4735,7 +4779,13 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
             sleep_at = now + SPIN_NANOSECONDS;
             yield_at = now + YIELD_NANOSECONDS;
         }
-        if (now < sleep_at) {
+        /* The thread it waits for on this very core: the scheduler moved one of them there (other
+           work took the other core for a moment) and left them so; spinning would keep that thread
+           from running, and a woken thread goes to an idle core.  (On 2 cores, one call in ten to
+           twenty ran so from then on, at half speed.) */
+        const int32_t core = atomic_load_explicit(&baton->core, memory_order_relaxed);
+        const int crowded = core >= 0 && core == CURRENT_CORE();
+        if (now < sleep_at && !crowded) {
             if (now >= yield_at)
                 sched_yield();
             continue;
@@ -4764,53 +4814,42 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
     return 1;
 }
 
-/* The first heap of block k (count past the last block). */
+/* The first heap of block k (count past the last block).  The first m blocks ramp up: block k < m
+   holds (k + 1) / m of a block (in whole lines; block 0 the head too), so that the threads' first
+   batons leave about a block's time / m apart, as later ones do.  Blocks of one length would send
+   the first m batons out together behind block 0, and each thread would then find its baton late
+   by a little at most blocks (on 2 cores, 3% of the threads' time went in such waits). */
+static uint64_t ramp_start(uint64_t head, uint64_t block, uint64_t m, uint64_t k)
+{
+    uint64_t start = k == 0 ? 0 : head;
+    for (uint64_t j = 0; j < k && j < m; j++)
+        start += (block / LINE_CODES * (j + 1) + m - 1) / m * LINE_CODES;
+    return start;
+}
+
 static inline uint64_t block_start(const worker_t *w, uint64_t k)
 {
-    uint64_t start = k == 0 ? 0 : w->head + k * w->block;
+    uint64_t start = k < w->threads ? ramp_start(w->head, w->block, w->threads, k)
+                                    : w->ramped + (k - w->threads) * w->block;
     return start < w->count ? start : w->count;
 }
 
 #if defined(VECTOR_MARKS)
-/* The vector early pass of a block (VECTOR_MARKS, c/common.c.j2): for each batch of MARK_LANES
-   heaps from i, the terms whose sources precede `known` for every heap of the batch (offsets above
-   start + i + MARK_LANES - 1 - known) as one-bit sets in the ranges of 32 codes below 32 ranges
-   (bits[i + j], lane_ranges[i + j] = ranges); the terms known for heap i + j alone in its row.  The
-   heaps past the last whole batch are marked in their rows (lane_ranges 0: the row has them all). */
-static void mark_early_lanes(const code_t *g, uint8_t *rows, uint8_t stamp, uint32_t (*bits)[8],
-                             uint8_t *lane_ranges, uint32_t ranges, uint64_t start, uint64_t count, uint64_t known)
+/* With VECTOR_MARKS a block's passes mark its heaps MARK_LANES at once, as one-bit sets: batch b,
+   the heaps start + i ... start + i + MARK_LANES - 1 (i = MARK_LANES b; the last batch may reach
+   past the block, and its extra lanes are never read), holds its marks in words[b] (ranges of 32
+   codes below 32 ranges) and its terms marked so far are marked[b] ... TERMS - 1.  A term can be
+   marked in every lane once its sources are final for every lane: its offset exceeds
+   start + i + MARK_LANES - 1 - to, where every heap before `to` is final.  This adds the terms that
+   became so since the batch's last pass: the terms first ... marked[b] - 1, where first is
+   first_term_above that limit. */
+static inline void mark_batch(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t *marked, uint32_t ranges,
+                              uint32_t first)
 {
-    uint64_t i = 0;
-    for (; i + MARK_LANES <= count; i += MARK_LANES) {
-        const uint64_t above = start + i + MARK_LANES - 1u - known;
-        const uint32_t far = first_term_above(above);
-        uint32_t words[8][MARK_LANES] __attribute__((aligned(64)));
-        mark_words(g + i, words, ranges, far);
-        for (uint32_t j = 0; j < MARK_LANES; j++) {
-            for (uint32_t r = 0; r < ranges; r++)
-                bits[i + j][r] = words[r][j];
-            lane_ranges[i + j] = (uint8_t)ranges;
-            mark_rest_above(g + i + j, rows + (i + j) * BLOCK_ROW, stamp, far, start + i + j - known);
-        }
+    if (first < *marked) {
+        mark_words(g, words, ranges, first, *marked, 0);
+        *marked = first;
     }
-    for (; i < count; i++) {
-        mark_terms_above(g + i, rows + i * BLOCK_ROW, stamp, start + i - known);
-        lane_ranges[i] = 0;
-    }
-}
-
-/* The least code that neither row (marked with stamp) nor bits marks, among the first 32 ranges
-   codes; MEX_SIZE + 1 if every one of them is marked (the codes past them lack the bits' terms). */
-static uint32_t mex_of_lanes(const uint8_t *row, uint8_t stamp, const uint32_t *bits, uint32_t ranges)
-{
-    const __m256i s = _mm256_set1_epi8((char)stamp);
-    for (uint32_t r = 0; r < ranges; r++) {
-        const __m256i marks = _mm256_loadu_si256((const __m256i *)(row + 32u * r));
-        uint32_t unmarked = ~(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(marks, s)) & ~bits[r];
-        if (unmarked)
-            return 32u * r + (uint32_t)__builtin_ctz(unmarked);
-    }
-    return MEX_SIZE + 1u;
 }
 #endif
 
@@ -4819,31 +4858,27 @@ static void *worker(void *argument)
     worker_t *w = argument;
     shared_t *shared = w->shared;
     const uint32_t m = w->threads;
-    const uint64_t rows_size = (w->head + w->block) * (uint64_t)BLOCK_ROW;
     const uint64_t capacity = WINDOW + PRIVATE_HEAPS + (m + 1) * (w->head + w->block);
-    uint8_t *rows = aligned_alloc(64, (rows_size + 63) / 64 * 64);
     code_t *history = malloc(capacity * sizeof(code_t));
-    if (!rows || !history) {
-        free(rows);
-        free(history);
-        stop_at(shared, 0);
-        return (void *)1;
-    }
-    memset(rows, 0, rows_size);
 #if defined(VECTOR_MARKS)
-    uint32_t (*bits)[8] = aligned_alloc(64, (w->head + w->block) * sizeof(*bits) + 64);
-    uint8_t *lane_ranges = malloc(w->head + w->block);
+    const uint64_t batches = (w->head + w->block + MARK_LANES - 1u) / MARK_LANES;
+    const uint32_t near = first_term_above(MARK_LANES - 1u);  /* terms 0 ... near - 1 read their batch */
+    lane_words_t *words = aligned_alloc(64, batches * sizeof(lane_words_t));
+    uint32_t *marked = malloc(batches * sizeof(uint32_t));
+    uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));  /* a heap whose ranges fill up, bytewise */
     uint32_t ranges = 8;
-    if (!bits || !lane_ranges) {
-        free(bits);
-        free(lane_ranges);
-        free(rows);
-        free(history);
-        stop_at(shared, 0);
-        return (void *)1;
-    }
+    memset(marks, 0, MARK_SIZE);
+    int ready = words && marked && history;
+#else
+    const uint64_t rows_size = (w->head + w->block) * (uint64_t)BLOCK_ROW;
+    uint8_t *rows = aligned_alloc(64, (rows_size + 63) / 64 * 64);
+    int ready = rows && history;
+    if (ready)
+        memset(rows, 0, rows_size);
 #endif
     uint8_t stamp = 0;
+    if (!ready)
+        goto release;
     memcpy(history, w->window, WINDOW * sizeof(code_t));
     int64_t first = -(int64_t)WINDOW;  /* the heap at history[0] */
     uint64_t known = 0, known_block = 0;  /* history holds all before known, the start of known_block */
@@ -4857,15 +4892,19 @@ static void *worker(void *argument)
         }
         code_t *g = history + ((int64_t)start - first);  /* G(start) */
         const uint64_t count = end - start;
+        atomic_store_explicit(&shared->batons[k % BATON_SLOTS].core, CURRENT_CORE(), memory_order_relaxed);
+        /* 1. early: the sources before known. */
+#if defined(VECTOR_MARKS)
+        uint32_t t = first_term_above(start + MARK_LANES - 1u - known);
+        for (uint64_t b = 0, i = 0; i < count; b++, i += MARK_LANES) {
+            marked[b] = t = next_term_above(t, start + i + MARK_LANES - 1u - known);
+            mark_words(g + i, words[b], ranges, t, TERMS, 1);
+        }
+#else
         if (++stamp == 0) {
             memset(rows, 0, rows_size);
             stamp = 1;
         }
-        /* 1. early: the sources before known (offsets above start + i - known). */
-#if defined(VECTOR_MARKS)
-        mark_early_lanes(g, rows, stamp, bits, lane_ranges, ranges, start, count, known);
-        uint32_t top = 0;
-#else
         for (uint64_t i = 0; i < count; i++)
             mark_terms_above(g + i, rows + i * BLOCK_ROW, stamp, start + i - known);
 #endif
@@ -4875,25 +4914,40 @@ static void *worker(void *argument)
             if (!wait_for_baton(shared, &shared->batons[known_block % BATON_SLOTS], to, start))
                 goto done;
             memcpy(history + ((int64_t)known - first), w->out + known, (to - known) * sizeof(code_t));
+#if defined(VECTOR_MARKS)
+            t = first_term_above(start + MARK_LANES - 1u - to);
+            for (uint64_t b = 0, i = 0; i < count; b++, i += MARK_LANES) {
+                t = next_term_above(t, start + i + MARK_LANES - 1u - to);
+                mark_batch(g + i, words[b], &marked[b], ranges, t);
+            }
+#else
             mark_sources(g, rows, stamp, start, count, known, to);
+#endif
             known = to;
             known_block++;
         }
         /* 3. late: this block's own sources, heap by heap, and the mex. */
+#if defined(VECTOR_MARKS)
+        uint32_t top = 0;
+        for (uint64_t b = 0, i = 0; i < count; b++, i += MARK_LANES) {
+            mark_batch(g + i, words[b], &marked[b], ranges, near);  /* the sources before start + i */
+            for (uint32_t j = 0; j < MARK_LANES && i + j < count; j++) {
+                uint32_t v = lane_value(g + i + j, words[b], j, ranges, near, marks, &stamp);
+                if (v >= MEX_SIZE) {
+                    memcpy(w->out + start, g, (i + j) * sizeof(code_t));
+                    stop_at(shared, start + i + j);
+                    goto done;
+                }
+                g[i + j] = (code_t)v;
+                top = v > top ? v : top;
+            }
+        }
+        ranges = top / 32u + 1u;  /* the next block's ranges: up to this one's largest value */
+#else
         for (uint64_t i = 0; i < count; i++) {
             uint8_t *row = rows + i * BLOCK_ROW;
             mark_own_block(g + i, row, stamp, (uint32_t)i);
-#if defined(VECTOR_MARKS)
-            uint32_t v = lane_ranges[i] ? mex_of_lanes(row, stamp, bits[i], lane_ranges[i]) : MEX_SIZE + 1u;
-            if (v > MEX_SIZE) {  /* its row alone, with every term (those of its bits again) */
-                if (lane_ranges[i])
-                    mark_rest_above(g + i, row, stamp, TERMS, 0);
-                v = mex(row, stamp, COMMON_ROW(w->first_heap + start + i));
-            }
-            top = v > top ? v : top;
-#else
             uint32_t v = mex(row, stamp, COMMON_ROW(w->first_heap + start + i));
-#endif
             if (v >= MEX_SIZE) {
                 memcpy(w->out + start, g, i * sizeof(code_t));
                 stop_at(shared, start + i);
@@ -4901,26 +4955,28 @@ static void *worker(void *argument)
             }
             g[i] = (code_t)v;
         }
+#endif
         /* Whole lines of the output (the block ends on a line boundary or at the end), then the
            baton: sequentially consistent, so ordered before reading sleepers. */
         memcpy(w->out + start, g, count * sizeof(code_t));
         atomic_store(&shared->batons[k % BATON_SLOTS].end, end);
-#if defined(VECTOR_MARKS)
-        ranges = top / 32u + 1u;  /* the next block's vector ranges: up to this one's largest value */
-#endif
         if (atomic_load(&shared->sleepers))
             wake_all(shared);
         known = end;
         known_block = k + 1;
     }
 done:
+release:
 #if defined(VECTOR_MARKS)
-    free(bits);
-    free(lane_ranges);
-#endif
+    free(words);
+    free(marked);
+#else
     free(rows);
+#endif
     free(history);
-    return 0;
+    if (!ready)
+        stop_at(shared, 0);
+    return (void *)(uintptr_t)!ready;
 }
 
 static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, uint32_t block,
@@ -4932,8 +4988,10 @@ static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uin
     int result = -1;
     if (!shared || !workers || !ids)
         goto out;
-    for (uint32_t s = 0; s < BATON_SLOTS; s++)
+    for (uint32_t s = 0; s < BATON_SLOTS; s++) {
         atomic_init(&shared->batons[s].end, 0);
+        atomic_init(&shared->batons[s].core, -1);
+    }
     atomic_init(&shared->stop, UINT64_MAX);
     atomic_init(&shared->sleepers, 0);
     atomic_init(&shared->sleeps, 0);
@@ -4943,16 +5001,22 @@ static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uin
     pthread_cond_init(&shared->wake, 0);
     code_t *out = buffer + WINDOW;
     uint64_t head = (64u - (uintptr_t)out % 64u) % 64u / sizeof(code_t);  /* codes up to a line boundary */
-    uint32_t started = 0;
-    for (; started < threads; started++) {
-        workers[started] = (worker_t){buffer, out, count, first_heap, head, block, threads, started, shared};
+    /* The calling thread is worker 0 and starts the others: a new thread then goes to an idle
+       core.  (Started all from a waiting caller, two of them sometimes shared one core for a whole
+       call, on 2 cores, taking turns at every block.) */
+    for (uint32_t j = 0; j < threads; j++)
+        workers[j] = (worker_t){buffer, out, count, first_heap, head, block,
+                                ramp_start(head, block, threads, threads), threads, j, shared};
+    uint32_t started = 1;
+    for (; started < threads; started++)
         if (pthread_create(&ids[started], 0, worker, &workers[started])) {
             stop_at(shared, 0);
             break;
         }
-    }
     int failed = started < threads;
-    for (uint32_t j = 0; j < started; j++) {
+    if (!failed)
+        failed |= worker(&workers[0]) != 0;
+    for (uint32_t j = 1; j < started; j++) {
         void *status = 0;
         pthread_join(ids[j], &status);
         failed |= status != 0;
@@ -5637,7 +5701,9 @@ static uint32_t marks_agree(const code_t *g)
         top = g[j] > top ? g[j] : top;
     const uint32_t ranges = top / 32u + 1u;
     mvec_t acc[8];
-    mark_ranges(g, acc, ranges, 0);
+    for (uint32_t r = 0; r < ranges; r++)
+        acc[r] = MV_ZERO;
+    mark_ranges(g, acc, ranges, 0, TERMS);
     const mvec_t v = MV_CODES(g), one = MV_SET1(1);
     uint32_t bad = 0;
     for (uint32_t r = 0; r < ranges; r++) {
