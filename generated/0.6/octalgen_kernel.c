@@ -444,7 +444,8 @@ static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, uint32_t 
 }
 
 /* mark_ranges kept lane by lane: words[r][j] holds heap n + j's marks in the codes [32 r, 32 r + 32),
-   those of the terms first ... last - 1 added to what words held (nothing if fresh). */
+   those of the terms first ... last - 1 added to what words held (nothing if fresh: then the ranges
+   from `ranges` on are cleared). */
 static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t ranges, uint32_t first,
                        uint32_t last, int fresh)
 {
@@ -454,6 +455,8 @@ static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t 
     mark_ranges(g, acc, ranges, first, last);
     for (uint32_t r = 0; r < ranges; r++)
         MV_STORE(words[r], acc[r]);
+    for (uint32_t r = ranges; fresh && r < 8; r++)
+        MV_STORE(words[r], MV_ZERO);
 }
 
 #endif
@@ -2231,29 +2234,65 @@ static uint8_t next_stamp(uint8_t stamp, uint8_t *marks)
 }
 
 #if defined(VECTOR_MARKS)
-/* Heap g's code (g = G(n + j), lane j of words, in which the terms near ... TERMS - 1 are marked
-   in the first `ranges` ranges): its terms 0 ... near - 1 (sources in its batch) added to its lane,
-   the least code unmarked there.  When every code of those ranges is marked, the codes past them
-   lack the lanes' terms: the heap is marked again bytewise in marks (the next stamp; every term).
-   MEX_SIZE or more: no code fits. */
+/* Heap g's code (g = G(n + j); previous = G(n + j - 1)): lane j of words holds the marks of its
+   terms of offsets MARK_LANES and more in the first `ranges` ranges (the others clear); its terms
+   of smaller offsets, whose sources are in its batch, are added, and the least code unmarked is
+   taken.  This is the chain from heap to heap, so it takes no branch that depends on the values:
+   which ranges hold an unmarked code is a mask, whose lowest bit is the range.  A single term of
+   offset 1, which reads the value just found, is taken last: of the two least codes the others
+   leave unmarked, the first unless that term marks it (a compare and a select after the previous
+   heap).  A heap whose least unmarked code lies past its ranges lacks the lanes' terms there: it is
+   marked again bytewise in marks (the next stamp; every term).  MEX_SIZE or more: no code fits. */
 static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g, uint32_t (*words)[MARK_LANES],
-                                                                 uint32_t j, uint32_t ranges, uint32_t near,
+                                                                 uint32_t j, uint32_t ranges, uint32_t previous,
                                                                  uint8_t *marks, uint8_t *stamp)
 {
-    for (uint32_t t = 0; t < near; t++) {
-        uint32_t x = (uint32_t)(g[-(long)TERM_OFFSET[t]] ^ TERM_CODE[t]);
-        if (x < 32u * ranges)
-            words[x >> 5][j] |= 1u << (x & 31u);
+    uint32_t m[10];  /* the marks of ranges 0 ... 7; 8 and 9 (codes 256 ...) unmarked: none fits */
+    for (uint32_t r = 0; r < 8; r++)
+        m[r] = words[r][j];
+    m[8] = m[9] = 0;
+    if (2u < MARK_LANES) {
+        const uint32_t x = (uint32_t)g[-2] ^ 0u;
+        m[x >> 5] |= 1u << (x & 31u);
     }
-    for (uint32_t r = 0; r < ranges; r++)
-        if (~words[r][j])
-            return 32u * r + (uint32_t)__builtin_ctz(~words[r][j]);
-    if (ranges == 8u)
-        return MEX_SIZE;
-    *stamp = next_stamp(*stamp, marks);
-    mark_old_terms(g, marks, *stamp);
-    mark_recent_terms(g, marks, *stamp, 1);
-    return mex(marks, *stamp, COMMON_ROW(0));
+    if (3u < MARK_LANES) {
+        const uint32_t x = (uint32_t)g[-3] ^ 1u;
+        m[x >> 5] |= 1u << (x & 31u);
+    }
+    if (5u < MARK_LANES) {
+        const uint32_t x = (uint32_t)g[-5] ^ 0u;
+        m[x >> 5] |= 1u << (x & 31u);
+    }
+    if (6u < MARK_LANES) {
+        const uint32_t x = (uint32_t)g[-6] ^ 1u;
+        m[x >> 5] |= 1u << (x & 31u);
+    }
+    if (9u < MARK_LANES) {
+        const uint32_t x = (uint32_t)g[-9] ^ 1u;
+        m[x >> 5] |= 1u << (x & 31u);
+    }
+    if (13u < MARK_LANES) {
+        const uint32_t x = (uint32_t)g[-13] ^ 0u;
+        m[x >> 5] |= 1u << (x & 31u);
+    }
+    uint32_t held = 0x300u;  /* the ranges that hold an unmarked code */
+    for (uint32_t r = 0; r < 8; r++)
+        held |= (uint32_t)(m[r] != ~0u) << r;
+    const uint32_t r = (uint32_t)__builtin_ctz(held), unmarked = ~m[r];
+    uint32_t v = 32u * r + (uint32_t)__builtin_ctz(unmarked);
+    const uint32_t rest = unmarked & (unmarked - 1u), next = (uint32_t)__builtin_ctz(held & ~((2u << r) - 1u));
+    const uint32_t second = rest ? 32u * r + (uint32_t)__builtin_ctz(rest) : 32u * next + (uint32_t)__builtin_ctz(~m[next]);
+    v = (previous ^ 0u) == v ? second : v;
+    (void)previous;
+    if (__builtin_expect(v >= 32u * ranges, 0)) {
+        if (ranges == 8u)
+            return MEX_SIZE;
+        *stamp = next_stamp(*stamp, marks);
+        mark_old_terms(g, marks, *stamp);
+        mark_recent_terms(g, marks, *stamp, 1);
+        v = mex(marks, *stamp, COMMON_ROW(0));
+    }
+    return v;
 }
 #endif
 
@@ -2261,9 +2300,11 @@ static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g
  * Heap by heap: the unrolled terms' marks, then the mex.  With VECTOR_MARKS (u8 codes, AVX2 or
  * AVX-512), MARK_LANES heaps at once first: the terms whose sources precede the batch (offsets of
  * MARK_LANES or more: all but a few) are marked as one-bit sets in each heap's lane
- * (c/common.c.j2's mark_words), in the ranges of 32 codes up to the one that holds the previous
- * batch's largest value; then heap by heap the terms whose sources lie in the batch, and the least
- * unmarked code.  A heap whose marks fill every range marked is marked again heap-wise. */
+ * (c/common.c.j2's mark_words), in the ranges of 32 codes up to the one that holds the largest
+ * value of the last four batches; then heap by heap the terms whose sources lie in the batch, and
+ * the least unmarked code (lane_value).  A heap whose marks fill every range marked is marked again
+ * heap-wise: some 1,600 byte stores for .6, where a range costs 16 heaps 1,600 vector instructions.
+ * (The ranges of the last batch alone left 2% of .6's heaps to be marked again, 4% of the time.) */
 
 static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_heap)
 {
@@ -2274,18 +2315,22 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
     uint64_t i = 0;
 #if defined(VECTOR_MARKS)
     const uint32_t near = first_term_above(MARK_LANES - 1u);  /* terms 0 ... near - 1 read the batch */
-    uint32_t ranges = 8;
+    uint32_t ranges = 8, tops[4] = {255u, 255u, 255u, 255u};
     for (; i + MARK_LANES <= count; i += MARK_LANES, g += MARK_LANES) {
         lane_words_t words __attribute__((aligned(64)));
         mark_words(g, words, ranges, near, TERMS, 1);
-        uint32_t top = 0;
+        uint32_t top = 0, v = g[-1];
         for (uint32_t j = 0; j < MARK_LANES; j++) {
-            uint32_t v = lane_value(g + j, words, j, ranges, near, marks, &stamp);
+            v = lane_value(g + j, words, j, ranges, v, marks, &stamp);
             if (v >= MEX_SIZE)
                 return (int64_t)(i + j);
             g[j] = (code_t)v;
             top = v > top ? v : top;
         }
+        tops[i / MARK_LANES % 4u] = top;
+        top = tops[0] > tops[1] ? tops[0] : tops[1];
+        top = tops[2] > top ? tops[2] : top;
+        top = tops[3] > top ? tops[3] : top;
         ranges = top / 32u + 1u;
     }
 #endif
@@ -4935,11 +4980,11 @@ static void *worker(void *argument)
         }
         /* 3. late: this block's own sources, heap by heap, and the mex. */
 #if defined(VECTOR_MARKS)
-        uint32_t top = 0;
+        uint32_t top = 0, v = g[-1];
         for (uint64_t b = 0, i = 0; i < count; b++, i += MARK_LANES) {
             mark_batch(g + i, words[b], &marked[b], ranges, near);  /* the sources before start + i */
             for (uint32_t j = 0; j < MARK_LANES && i + j < count; j++) {
-                uint32_t v = lane_value(g + i + j, words[b], j, ranges, near, marks, &stamp);
+                v = lane_value(g + i + j, words[b], j, ranges, v, marks, &stamp);
                 if (v >= MEX_SIZE) {
                     memcpy(w->out + start, g, (i + j) * sizeof(code_t));
                     stop_at(shared, start + i + j);
