@@ -5053,9 +5053,8 @@ static int fill_threads(code_t *buffer, uint64_t count, uint64_t first_heap, uin
     pthread_cond_init(&shared->wake, 0);
     code_t *out = buffer + WINDOW;
     uint64_t head = (64u - (uintptr_t)out % 64u) % 64u / sizeof(code_t);  /* codes up to a line boundary */
-    /* The calling thread is worker 0 and starts the others: a new thread then goes to an idle
-       core.  (Started all from a waiting caller, two of them sometimes shared one core for a whole
-       call, on 2 cores, taking turns at every block.) */
+    /* The calling thread is worker 0 and starts the others: one thread fewer to start at each call,
+       and no core left to a caller that only waits for them. */
     for (uint32_t j = 0; j < threads; j++)
         workers[j] = (worker_t){buffer, out, count, first_heap, head, block,
                                 ramp_start(head, block, threads, threads), threads, j, shared};
