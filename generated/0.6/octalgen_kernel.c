@@ -2233,6 +2233,15 @@ static uint8_t next_stamp(uint8_t stamp, uint8_t *marks)
     return stamp;
 }
 
+/* The mex of heap g = G(n) from all its terms, marked bytewise with the next stamp. */
+static inline uint32_t heap_mex(const code_t *g, uint8_t *marks, uint8_t *stamp, const uint64_t *common)
+{
+    *stamp = next_stamp(*stamp, marks);
+    mark_old_terms(g, marks, *stamp);
+    mark_recent_terms(g, marks, *stamp, 1);
+    return mex(marks, *stamp, common);
+}
+
 #if defined(VECTOR_MARKS)
 /* Heap g's code (g = G(n + j); previous = G(n + j - 1)): lane j of words holds the marks of its
    terms of offsets MARK_LANES and more in the first `ranges` ranges (the others clear); its terms
@@ -2288,14 +2297,8 @@ static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g
     const uint32_t second = rest ? 32u * r + (uint32_t)__builtin_ctz(rest) : 32u * next + (uint32_t)__builtin_ctz(~m[next]);
     v = (previous ^ 0u) == v ? second : v;
     (void)previous;
-    if (__builtin_expect(v >= 32u * ranges, 0)) {
-        if (ranges == 8u)
-            return MEX_SIZE;
-        *stamp = next_stamp(*stamp, marks);
-        mark_old_terms(g, marks, *stamp);
-        mark_recent_terms(g, marks, *stamp, 1);
-        v = mex(marks, *stamp, COMMON_ROW(0));
-    }
+    if (__builtin_expect(v >= 32u * ranges, 0))
+        v = ranges == 8u ? MEX_SIZE : heap_mex(g, marks, stamp, COMMON_ROW(0));
     return v;
 }
 #endif
@@ -2339,10 +2342,7 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
     }
 #endif
     for (; i < count; i++, g++) {
-        stamp = next_stamp(stamp, marks);
-        mark_old_terms(g, marks, stamp);
-        mark_recent_terms(g, marks, stamp, 1);
-        uint32_t v = mex(marks, stamp, COMMON_ROW(first_heap + i));
+        uint32_t v = heap_mex(g, marks, &stamp, COMMON_ROW(first_heap + i));
         if (v >= MEX_SIZE)
             return (int64_t)i;
         *g = (code_t)v;
@@ -5875,10 +5875,7 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
         } else
 #endif
         {
-            stamp = next_stamp(stamp, marks);
-            mark_old_terms(g, marks, stamp);
-            mark_recent_terms(g, marks, stamp, 1);
-            code = mex(marks, stamp, COMMON_ROW(n));
+            code = heap_mex(g, marks, &stamp, COMMON_ROW(n));
         }
         int failed = code != *g;
         if (code >= MEX_SIZE) {  /* every stored code is an option: the value does not fit */
