@@ -3,6 +3,7 @@
 import functools
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from octalgen.build import DEFAULT_CFLAGS, find_compiler
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
-from octalgen.cpu.generate import exact_unit, kernel_unit, kernel_variant_unit, naive_unit
+from octalgen.cpu.generate import exact_unit, kernel_unit, naive_unit
 from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel, StorageOverflow
 from octalgen.cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from octalgen.errors import InputError
@@ -454,10 +455,9 @@ def _units():
         "kernel .6 u8": kernel_unit(officers),
         "kernel .6 u16": kernel_unit(make_plan(shipped_table(".6"), storage="u16")),
         "kernel .16": kernel_unit(make_plan(shipped_table(".16"))),
-        # benchmarks/bench_kernel_threads.py builds these
-        "kernel .16, clocked": kernel_variant_unit(make_plan(shipped_table(".16")), baton_clock=True),
-        "kernel .16, blocks of 64, clocked": kernel_variant_unit(make_plan(shipped_table(".16")), block_heaps=64,
-                                                                 baton_clock=True),
+        "kernel .16, blocks of 64": kernel_unit(make_plan(shipped_table(".16")), block_heaps=64),
+        # benchmarks/bench_kernel_threads.py --clock builds it
+        "kernel .16, clocked": _benchmark_module("kernel_clock").clocked_unit(make_plan(shipped_table(".16"))),
         # positional rarity: rows per heap class; .106 has a one-heap option rare at every heap
         "kernel .104": kernel_unit(make_plan(shipped_table(".104"))),
         "kernel .106 u16": kernel_unit(make_plan(_table_106(), storage="u16")),
@@ -476,7 +476,7 @@ def test_generated_c_compiles_without_warnings(tmp_path, flags):
     compiler = find_compiler()
     for name, unit in _units().items():
         source = tmp_path / f"{unit.name}.c"
-        source.write_text(unit.source)
+        source.write_text(unit.standalone)  # as `octalgen emit c` writes it
         header = tmp_path / f"{unit.name}.h"
         header.write_text(unit.header)
         for path in (source, header):
@@ -511,16 +511,25 @@ def test_portable_builds_compute_the_same(flags):
                           exact[plan.start:])
 
 
-def test_benchmark_builds_differ_from_the_kernel_only_in_their_variant():
-    # c/bench/kernel.c.j2 with the production switches renders the production unit to the byte, so
-    # the benchmark's variants are measured against the kernel that computes values; the production
-    # unit carries none of the benchmark's code.
+def _benchmark_module(name: str):
+    """``benchmarks/<name>.py``, imported from the checkout."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_clocked_benchmark_build_is_the_kernel_with_a_clock():
+    # benchmarks/kernel_clock.py adds the clock to the production unit and nothing else, so the
+    # benchmark measures the kernel that computes values; the production unit carries none of it.
     plan = make_plan(shipped_table(".104"))
-    production = kernel_unit(plan)
-    assert kernel_variant_unit(plan) == production
-    assert kernel_variant_unit(plan, block_heaps=192) == kernel_unit(plan, block_heaps=192) != production
-    assert "baton_clock" not in production.source + production.declarations
-    variant = kernel_variant_unit(plan, baton_clock=True)
-    assert "void octalgen_baton_clock(uint64_t *counts);" in variant.declarations
-    assert " * benchmark variant: baton clock\n" in variant.source
-    assert variant.source.count("arrived = CLOCK_NOW();") == 1
+    production = kernel_unit(plan, block_heaps=192)
+    clocked = _benchmark_module("kernel_clock").clocked_unit(plan, block_heaps=192)
+    assert "baton_clock" not in production.standalone + production.declarations
+    assert "void octalgen_baton_clock(uint64_t *counts);" in clocked.declarations
+    assert clocked.declarations.startswith(production.declarations)
+    clock = (Path(__file__).resolve().parent.parent / "benchmarks" / "c" / "baton_clock.h").read_text()
+    assert clock in clocked.source and clocked.source.replace(clock + "\n", "", 1) == production.source
