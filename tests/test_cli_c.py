@@ -1,6 +1,7 @@
 """``octalgen emit c``, ``octalgen bench`` and ``values --backend c`` on the command line."""
 
 import logging
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,22 @@ def test_emit_writes_and_prints_paths(cli, tmp_path):
     kernel = written[2].read_text()
     assert f"rare table: {shipped_table('.6').digest}" in kernel and "timestamp" not in kernel
     assert "storage: u8" in kernel and "terms: 1584, window 20628, first heap 41256" in kernel
+
+
+def test_emitted_c_compiles_with_the_flags_its_header_names(cli, tmp_path):
+    """Each emitted file says how to compile it on its own (C11 or GNU C11); it does, without warnings."""
+    from octalgen.build import find_compiler
+
+    cli("emit", "c", ".16", "-o", tmp_path, "--threads", 2)
+    for path in sorted((tmp_path / "0.16").glob("*.c")):
+        line = next(line for line in path.read_text().splitlines() if line.startswith(" * compile: cc "))
+        flags = line.split(" cc ", 1)[1].split()
+        assert flags[-2:] == ["-c", path.name] and "-std=c11" in flags
+        for std in ("-std=c11", "-std=gnu11"):
+            command = [*find_compiler(), *[std if f == "-std=c11" else f for f in flags[:-2]], "-Wall", "-Wextra",
+                       "-Werror", "-c", str(path), "-o", str(tmp_path / "out.o")]
+            done = subprocess.run(command, capture_output=True, text=True)
+            assert done.returncode == 0, f"{' '.join(command)}:\n{done.stderr}"
 
 
 def test_emit_is_reproducible(cli, tmp_path):

@@ -435,14 +435,16 @@ def test_a_wrong_code_is_caught_in_every_lane_of_the_marks(scan):
 # -- the generated C itself -----------------------------------------------------------------
 
 FLAG_SETS = [
-    ("-O2", "-march=native"),
-    ("-O2", "-march=x86-64-v3"),  # AVX2 paths
-    ("-O2", "-march=x86-64"),     # portable C paths
-    ("-O2", "-march=native", "-DOCTALGEN_PORTABLE"),
-    ("-O2", "-march=native", "-DOCTALGEN_PLAIN_SCAN"),
+    ("-O2", "-march=native", "-std=gnu11"),
+    ("-O2", "-march=x86-64-v3", "-std=gnu11"),  # AVX2 paths
+    ("-O2", "-march=x86-64", "-std=gnu11"),     # portable C paths
+    ("-O2", "-march=native", "-std=gnu11", "-DOCTALGEN_PORTABLE"),
+    ("-O2", "-march=native", "-std=gnu11", "-DOCTALGEN_PLAIN_SCAN"),
 ]
-# AVX-512 paths, without and with the verifier's compress (VBMI2): this CPU may lack them
-COMPILE_ONLY_FLAG_SETS = [("-O2", "-march=x86-64-v4"), ("-O2", "-march=x86-64-v4", "-mavx512vbmi2")]
+# Strict C11 (POSIX names by the units' own feature-test macro), and the AVX-512 paths without and
+# with the verifier's compress (VBMI2), which this CPU may lack
+COMPILE_ONLY_FLAG_SETS = [("-O2", "-march=native", "-std=c11"), ("-O2", "-march=x86-64-v4", "-std=c11"),
+                          ("-O2", "-march=x86-64-v4", "-std=gnu11", "-mavx512vbmi2")]
 
 
 def _table_106():
@@ -480,7 +482,7 @@ def test_generated_c_compiles_without_warnings(tmp_path, flags):
         header = tmp_path / f"{unit.name}.h"
         header.write_text(unit.header)
         for path in (source, header):
-            done = subprocess.run([*compiler, "-std=gnu11", "-pthread", "-Wall", "-Wextra", "-Werror", *flags,
+            done = subprocess.run([*compiler, "-pthread", "-Wall", "-Wextra", "-Werror", *flags,
                                    "-c", "-x", "c", str(path), "-o", str(tmp_path / "out.o")],
                                   capture_output=True, text=True)
             assert done.returncode == 0, f"{name} ({path.name}):\n{done.stderr}"
@@ -499,7 +501,7 @@ def test_portable_builds_compute_the_same(flags):
     plan = make_plan(shipped_table(".16"))
     exact = exact_values_c(".16", 60_000, mask=plan.table.mask)
     results = []
-    for build_flags in (("-O3", "-march=native", "-std=gnu11", "-pthread"), (*flags, "-std=gnu11", "-pthread")):
+    for build_flags in (("-O3", "-march=native", "-std=gnu11", "-pthread"), (*flags, "-pthread")):
         codes = np.empty(60_000 - plan.start + plan.window, np.uint8)
         codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start])
         SpeculativeKernel(plan, flags=build_flags).fill(codes, plan.start)

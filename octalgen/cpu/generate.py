@@ -95,11 +95,19 @@ class CUnit:
 
 def _unit(name: str, template: str, api_templates: tuple[str, ...], provenance: list[str], what: str,
           **context) -> CUnit:
+    provenance = [*provenance, *compile_lines(name)]
     declarations = "\n".join(render(f"c/{api}", **context) for api in api_templates)
     source = render(f"c/{template}", provenance=provenance, declarations=declarations, **context)
     header = render("c/header.h.j2", provenance=provenance, declarations=declarations,
                     guard=name.upper() + "_H")
     return CUnit(name, source, declarations, header, what)
+
+
+def compile_lines(name: str) -> list[str]:
+    """The provenance lines that say how ``name.c`` compiles on its own: the flags octalgen builds it
+    with, in C11 or GNU C11."""
+    flags = " ".join(DEFAULT_CFLAGS).replace("-std=gnu11", "-std=c11")
+    return [f"compile: cc {flags} -c {name}.c", "    (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)"]
 
 
 def _moves(game: OctalGame) -> dict:
