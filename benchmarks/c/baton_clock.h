@@ -26,7 +26,7 @@ static int64_t cpu_nanoseconds(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    return (int64_t)now.tv_sec * 1000000000L + now.tv_nsec;
 }
 static pthread_mutex_t baton_clock_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -221,7 +221,7 @@ static uint64_t rare_value_step(const uint16_t *G, uint64_t n, uint64_t mask, ui
 #define MAX_BITS 15u
 /* Bytes between the mark arrays of a block's heaps: room for 2^MAX_BITS + 1 marks and vector
    overreads.  The extra 2 KiB shift each array by half the L1 sets: 16 arrays of 2 KiB (values
-   below 2^11) take 8 ways of each set, not 16 of some (4 % faster on .04 at 2^20). */
+   below 2^11) take 8 ways of each set, not 16 of some. */
 #define STRIDE ((1u << MAX_BITS) + 2048u)
 /* The proof scan compares options with the missing values once at most this many are left. */
 #define MISSING_VECTOR 16

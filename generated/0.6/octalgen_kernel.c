@@ -681,8 +681,8 @@ static inline uint32_t next_term_above(uint32_t t, uint64_t limit)
  * at once, where the scalar marks are a byte store per term and heap, at the store ports' limit.
  * The verifier then compares each lane's marks below and at its own code (marks_agree); the
  * kernel (one thread, and each thread's early pass) stores them as words (mark_words) to which the
- * heap's other terms are added before its least unmarked code is taken.  VECTOR_MARKS off (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2,
- * u16 codes): the scalar marks only.
+ * heap's other terms are added before its least unmarked code is taken.  VECTOR_MARKS off
+ * (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2, u16 codes): the scalar marks only.
  */
 #if STORAGE_U8 && !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX2__)
 #define VECTOR_MARKS 1
@@ -751,8 +751,7 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
         a[r] = acc[r];
     uint32_t t = first;
     /* Two terms a step: with AVX-512 one three-input OR (vpternlogd) adds both to a range, 2.5
-       instructions a term and range where one at a time took 3 (a loop of .6's 1,584 terms over 5
-       ranges: 98 against 128 ns a heap on a Zen 5 core). */
+       instructions a term and range where one at a time takes 3. */
     for (; t + 1 < last; t += 2) {
         const mvec_t x = term_lanes(g, t), y = term_lanes(g, t + 1);
         for (uint32_t r = 0; r < ranges; r++)
@@ -898,8 +897,8 @@ static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g
                                                                  uint8_t *marks, uint8_t *stamp)
 {
     /* Its marks as one vector, a range a lane; a term adds its code's bit to every lane by a shift
-       (32 or more, or below 0, in the other ranges: 0).  As words in memory, ORed at an index that
-       depends on the values, the step took 49 clock ticks a heap against 37. */
+       (32 or more, or below 0, in the other ranges: 0).  Words in memory, ORed at an index that
+       depends on the values, would put a store and a load on the chain from heap to heap. */
     const __m256i one = _mm256_set1_epi32(1), low = _mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224);
     __m256i marked = _mm256_setr_epi32((int)words[0][j], (int)words[1][j], (int)words[2][j], (int)words[3][j],
                                        (int)words[4][j], (int)words[5][j], (int)words[6][j], (int)words[7][j]);
@@ -954,8 +953,9 @@ static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g
  * (octalgen/marks.h's mark_words), in the ranges of 32 codes up to the one that holds the largest
  * value of the last four batches; then heap by heap the terms whose sources lie in the batch, and
  * the least unmarked code (lane_value).  A heap whose marks fill every range marked is marked again
- * heap-wise: some 1,600 byte stores for .6, where a range costs 16 heaps 1,600 vector instructions.
- * (The ranges of the last batch alone left 2% of .6's heaps to be marked again, 4% of the time.) */
+ * heap-wise: a byte store a term, where a range costs MARK_LANES heaps a vector instruction a term.
+ * (Four batches, not the last one alone: a heap whose value tops the last batch's ranges is marked
+ * again.) */
 
 static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_heap)
 {
@@ -1057,10 +1057,8 @@ static void mark_terms_above(const code_t *g, uint8_t *marks, uint8_t stamp, uin
 static void mark_own_block(const code_t *g, uint8_t *marks, uint8_t stamp, uint32_t i);
 
 /* Stage: for the heaps start ... start+count-1 (g points at start's value, rows one per heap),
-   marks every term whose source is in [from, to) (to <= start), term by term.  (Heap by heap, a run
-   of the term table per heap, was no faster: on the 2-core AMD EPYC it took 37 against 29 ns a heap
-   with 8 threads in blocks of 64, 184 against 139 with blocks of 256; on an H100's 16-core host, in
-   two calls, 8 threads in blocks of 128 gave 8.7 M values/s with it and 11.0 without.) */
+   marks every term whose source is in [from, to) (to <= start), term by term: a run of the output a
+   term, where heap by heap would walk the term table once a heap. */
 static void mark_sources(const code_t *g, uint8_t *rows, uint8_t stamp, uint64_t start, uint64_t count,
                          uint64_t from, uint64_t to)
 {
@@ -1124,6 +1122,7 @@ typedef struct {
    takes, so that two threads do not keep putting each other to sleep.  After YIELD_NANOSECONDS
    (several blocks' critical paths) it yields between looks: the thread it waits for may be ready
    to run on this very core (a busy machine), and spinning would keep it off. */
+#define NS_PER_SECOND 1000000000L
 #define SPIN_NANOSECONDS 200000
 #define YIELD_NANOSECONDS 20000
 /* Threads that sleep on more than one heap in BUSY_RATIO (after BUSY_MINIMUM sleeps) are losing
@@ -1135,7 +1134,7 @@ static int64_t nanoseconds(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    return (int64_t)now.tv_sec * NS_PER_SECOND + now.tv_nsec;
 }
 
 static void wake_all(shared_t *shared)
@@ -1181,8 +1180,7 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
         }
         /* The thread it waits for on this very core: the scheduler moved one of them there (other
            work took the other core for a moment) and left them so; spinning would keep that thread
-           from running, and a woken thread goes to an idle core.  (On 2 cores, one call in ten to
-           twenty ran so from then on, at half speed.) */
+           from running, and a woken thread goes to an idle core. */
         const int32_t core = atomic_load_explicit(&baton->core, memory_order_relaxed);
         const int crowded = core >= 0 && core == CURRENT_CORE();
         if (now < sleep_at && !crowded) {
@@ -1201,10 +1199,10 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
         while (atomic_load(&baton->end) < end && atomic_load(&shared->stop) >= end) {
             struct timespec until;  /* a timeout as well, so a lost wake-up costs a millisecond */
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 1000000;
-            if (until.tv_nsec >= 1000000000) {
+            until.tv_nsec += NS_PER_SECOND / 1000;
+            if (until.tv_nsec >= NS_PER_SECOND) {
                 until.tv_sec++;
-                until.tv_nsec -= 1000000000;
+                until.tv_nsec -= NS_PER_SECOND;
             }
             pthread_cond_timedwait(&shared->wake, &shared->lock, &until);
         }
@@ -1218,7 +1216,7 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
    holds (k + 1) / m of a block (in whole lines; block 0 the head too), so that the threads' first
    batons leave about a block's time / m apart, as later ones do.  Blocks of one length would send
    the first m batons out together behind block 0, and each thread would then find its baton late
-   by a little at most blocks (on 2 cores, 3% of the threads' time went in such waits). */
+   by a little at most blocks. */
 static uint64_t ramp_start(uint64_t head, uint64_t block, uint64_t m, uint64_t k)
 {
     uint64_t start = k == 0 ? 0 : head;
@@ -1481,9 +1479,6 @@ int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, ui
  * the last one costs more than the look-up.  Where the last missing value is taken the block is
  * gone through again pair by pair, so that every path counts the pairs up to that one, as the
  * plain path, which takes every pair in turn, does.
- *
- * .6 at G(2^23): 54 rare values missing at the start, 2,750 pairs scanned, about 17 blocks of 43
- * with a hit (benchmarks/bench_verifier.py measures it against the verifier of c62a57f).
  */
 #define NEED_BYTE(c) ((((c) >> 7) << 4) | ((c) & 15u))
 #define NEED_BIT(c) ((uint8_t)(1u << (((c) >> 4) & 7u)))
@@ -1616,9 +1611,8 @@ static inline uint64_t block_hits(const code_t *xs, const code_t *ys, const uint
 }
 
 /* With AVX-512 VBMI2 a block's hit options are listed by one compress (vpcompressb), without a
-   branch, and a group's codes taken in one loop, not a loop a block, whose ends mispredict often:
-   .6 at G(2^23) has 91 hits a heap in 9 groups with hits (groups of 4), and a Zen 5 core proves
-   1.28x the heaps a second with the compress, 1.42x with groups of 8 and the first block alone. */
+   branch, and a group's codes taken in one loop, not a loop a block, whose ends mispredict often;
+   groups are then longer, and only the first block goes alone. */
 #if VECTOR_BYTES == 64 && defined(__AVX512VBMI2__)
 #define COMPRESS_HITS 1
 #else
@@ -1630,9 +1624,7 @@ static inline uint64_t block_hits(const code_t *xs, const code_t *ys, const uint
    branch mispredicts often); a code found twice is taken twice, to no effect. */
 #define GROUP_BLOCKS (COMPRESS_HITS ? 8u : 4u)
 /* ... except the first blocks of a run: nearly every block there has hits, and those taken before
-   the next block is looked up are not found again (.6 at G(2^23): 102 hits in a first group of 4
-   blocks, 21 in the first block; 4% less time a heap with the first 2 blocks one by one, without
-   the compress; with it, the first block alone is best). */
+   the next block is looked up are not found again. */
 #define SINGLE_BLOCKS (COMPRESS_HITS ? 1u : 2u)
 
 /* A group that leaves nothing missing (need before it: now) is gone through again in order, taking
@@ -1695,8 +1687,7 @@ static inline int scan_group(scan_t *s, const code_t *xs, const code_t *ys, cons
     return take_group(s, xs, ys, hits, i, _mm256_or_si256(taken, other), need, low, high);
 }
 #else
-/* The codes of the hits, a loop a block; out of line (AVX-512 without VBMI2 on a Zen 5 core: 1.89
-   M heaps/s so, 1.55 inlined). */
+/* The codes of the hits, a loop a block; out of line, which keeps the scan's loop small. */
 static __attribute__((noinline)) int take_hits(scan_t *s, const code_t *xs, const code_t *ys, const uint64_t *hits,
                                                uint64_t i, uint32_t blocks, __m256i *need, vec_t *low, vec_t *high)
 {

@@ -37,19 +37,17 @@ from ..render import inline_headers, render
 #: Default for the largest thread count a kernel supports (terms with smaller offsets can be late).
 DEFAULT_MAX_THREADS = 64
 
-#: The thread count a kernel takes is capped at one more than this (u8 / u16): the cap of
-#: c62a57f's per-heap baton (a cache line of values), kept because terms with offsets below it
-#: stay out of the one-thread kernel's unrolled block (``recent``); blocks need no cap.
+#: The thread count a kernel takes is capped at one more than this (u8 / u16 storage: the codes of a
+#: cache line less eight bytes), the bound ``--threads`` names; the blocks the threads hand each
+#: other need no cap of their own.
 _BATON_VALUES = {"u8": 56, "u16": 28}
 
-#: Heaps per block of the threaded kernel (c/kernel.c.j2), by storage: a whole number of cache lines
-#: of codes.  Measured on .6 with 2 threads (``benchmarks/bench_kernel_threads.py --blocks ...
-#: --clock``, a 2-core AMD EPYC): the critical path is 16 / 16 / 18 ns per heap for blocks of
-#: 64 / 128 / 256 heaps, far below the ~115 ns of work per heap and thread, so the length decides
-#: only the overheads: per block (a baton, and a wait whenever the thread before lost its core,
-#: which on a busy machine costs 2-8x more with 64 heaps than with 256) against per heap (a row of
-#: marks, 256 bytes for u8, mex_size + 64 for u16; terms into blocks in flight marked from a table,
-#: up to (threads - 1) x block in offset).  256 for u8; u16 rows are larger (.6: 3264 bytes).
+#: Heaps per block of the threaded kernel, by storage: a whole number of cache lines of codes.  The
+#: critical path of a block (``benchmarks/bench_kernel_threads.py --clock`` measures it) is far below
+#: its work per thread, so the length decides only the overheads: per block (a baton, and a wait
+#: whenever the thread before lost its core, which costs more the shorter the blocks) against per
+#: heap (a row of marks, 256 bytes for u8, mex_size + 64 for u16; terms into blocks in flight marked
+#: from a table, up to (threads - 1) x block in offset).  u16 rows are larger, so its blocks shorter.
 DEFAULT_BLOCK_HEAPS = {"u8": 256, "u16": 64}
 
 #: The verifier's proof scan marks options blindly, this many at a time, while more than

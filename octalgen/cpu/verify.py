@@ -15,9 +15,9 @@ table, chosen by the heap's class), never per term.
 Step 1 is only right if the rare positions below n are exactly the table's.  The verifier
 checks that against the prefix it is given (the exact values G(0) ... G(P-1)) and requires the
 values after the prefix to be common but at the table's far rare positions (those past P, found
-far out): stored u8 codes always are common, and must start past them; u16 values are checked.  A read-only prefix (the memory
-map that worker processes share) is checked once per process, not once per call: a run hands
-every task the same one, and checking its 2^23 values took 44 ms a call.
+far out): stored u8 codes always are common, and must start past them; u16 values are checked.
+A read-only prefix (the memory map that worker processes share) is checked once per process, not
+once per call: a run hands every task the same one, of up to 2^23 values.
 
 Memory is bounded: ``values`` may hold only a recent stretch G(base) ... of a long run.  The
 scan then uses only pairs whose two heaps are both in the prefix or the stretch.  The result

@@ -26,8 +26,9 @@
  * (octalgen/marks.h's mark_words), in the ranges of 32 codes up to the one that holds the largest
  * value of the last four batches; then heap by heap the terms whose sources lie in the batch, and
  * the least unmarked code (lane_value).  A heap whose marks fill every range marked is marked again
- * heap-wise: some 1,600 byte stores for .6, where a range costs 16 heaps 1,600 vector instructions.
- * (The ranges of the last batch alone left 2% of .6's heaps to be marked again, 4% of the time.) */
+ * heap-wise: a byte store a term, where a range costs MARK_LANES heaps a vector instruction a term.
+ * (Four batches, not the last one alone: a heap whose value tops the last batch's ranges is marked
+ * again.) */
 
 static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_heap)
 {
@@ -129,10 +130,8 @@ static void mark_terms_above(const code_t *g, uint8_t *marks, uint8_t stamp, uin
 static void mark_own_block(const code_t *g, uint8_t *marks, uint8_t stamp, uint32_t i);
 
 /* Stage: for the heaps start ... start+count-1 (g points at start's value, rows one per heap),
-   marks every term whose source is in [from, to) (to <= start), term by term.  (Heap by heap, a run
-   of the term table per heap, was no faster: on the 2-core AMD EPYC it took 37 against 29 ns a heap
-   with 8 threads in blocks of 64, 184 against 139 with blocks of 256; on an H100's 16-core host, in
-   two calls, 8 threads in blocks of 128 gave 8.7 M values/s with it and 11.0 without.) */
+   marks every term whose source is in [from, to) (to <= start), term by term: a run of the output a
+   term, where heap by heap would walk the term table once a heap. */
 static void mark_sources(const code_t *g, uint8_t *rows, uint8_t stamp, uint64_t start, uint64_t count,
                          uint64_t from, uint64_t to)
 {
@@ -196,6 +195,7 @@ typedef struct {
    takes, so that two threads do not keep putting each other to sleep.  After YIELD_NANOSECONDS
    (several blocks' critical paths) it yields between looks: the thread it waits for may be ready
    to run on this very core (a busy machine), and spinning would keep it off. */
+#define NS_PER_SECOND 1000000000L
 #define SPIN_NANOSECONDS 200000
 #define YIELD_NANOSECONDS 20000
 /* Threads that sleep on more than one heap in BUSY_RATIO (after BUSY_MINIMUM sleeps) are losing
@@ -207,7 +207,7 @@ static int64_t nanoseconds(void)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+    return (int64_t)now.tv_sec * NS_PER_SECOND + now.tv_nsec;
 }
 
 static void wake_all(shared_t *shared)
@@ -253,8 +253,7 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
         }
         /* The thread it waits for on this very core: the scheduler moved one of them there (other
            work took the other core for a moment) and left them so; spinning would keep that thread
-           from running, and a woken thread goes to an idle core.  (On 2 cores, one call in ten to
-           twenty ran so from then on, at half speed.) */
+           from running, and a woken thread goes to an idle core. */
         const int32_t core = atomic_load_explicit(&baton->core, memory_order_relaxed);
         const int crowded = core >= 0 && core == CURRENT_CORE();
         if (now < sleep_at && !crowded) {
@@ -273,10 +272,10 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
         while (atomic_load(&baton->end) < end && atomic_load(&shared->stop) >= end) {
             struct timespec until;  /* a timeout as well, so a lost wake-up costs a millisecond */
             clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 1000000;
-            if (until.tv_nsec >= 1000000000) {
+            until.tv_nsec += NS_PER_SECOND / 1000;
+            if (until.tv_nsec >= NS_PER_SECOND) {
                 until.tv_sec++;
-                until.tv_nsec -= 1000000000;
+                until.tv_nsec -= NS_PER_SECOND;
             }
             pthread_cond_timedwait(&shared->wake, &shared->lock, &until);
         }
@@ -290,7 +289,7 @@ static int wait_for_baton(shared_t *shared, baton_t *baton, uint64_t end, uint64
    holds (k + 1) / m of a block (in whole lines; block 0 the head too), so that the threads' first
    batons leave about a block's time / m apart, as later ones do.  Blocks of one length would send
    the first m batons out together behind block 0, and each thread would then find its baton late
-   by a little at most blocks (on 2 cores, 3% of the threads' time went in such waits). */
+   by a little at most blocks. */
 static uint64_t ramp_start(uint64_t head, uint64_t block, uint64_t m, uint64_t k)
 {
     uint64_t start = k == 0 ? 0 : head;

@@ -64,8 +64,8 @@ static inline uint32_t next_term_above(uint32_t t, uint64_t limit)
  * at once, where the scalar marks are a byte store per term and heap, at the store ports' limit.
  * The verifier then compares each lane's marks below and at its own code (marks_agree); the
  * kernel (one thread, and each thread's early pass) stores them as words (mark_words) to which the
- * heap's other terms are added before its least unmarked code is taken.  VECTOR_MARKS off (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2,
- * u16 codes): the scalar marks only.
+ * heap's other terms are added before its least unmarked code is taken.  VECTOR_MARKS off
+ * (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2, u16 codes): the scalar marks only.
  */
 #if STORAGE_U8 && !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX2__)
 #define VECTOR_MARKS 1
@@ -134,8 +134,7 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
         a[r] = acc[r];
     uint32_t t = first;
     /* Two terms a step: with AVX-512 one three-input OR (vpternlogd) adds both to a range, 2.5
-       instructions a term and range where one at a time took 3 (a loop of .6's 1,584 terms over 5
-       ranges: 98 against 128 ns a heap on a Zen 5 core). */
+       instructions a term and range where one at a time takes 3. */
     for (; t + 1 < last; t += 2) {
         const mvec_t x = term_lanes(g, t), y = term_lanes(g, t + 1);
         for (uint32_t r = 0; r < ranges; r++)
@@ -281,8 +280,8 @@ static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g
                                                                  uint8_t *marks, uint8_t *stamp)
 {
     /* Its marks as one vector, a range a lane; a term adds its code's bit to every lane by a shift
-       (32 or more, or below 0, in the other ranges: 0).  As words in memory, ORed at an index that
-       depends on the values, the step took 49 clock ticks a heap against 37. */
+       (32 or more, or below 0, in the other ranges: 0).  Words in memory, ORed at an index that
+       depends on the values, would put a store and a load on the chain from heap to heap. */
     const __m256i one = _mm256_set1_epi32(1), low = _mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224);
     __m256i marked = _mm256_setr_epi32((int)words[0][j], (int)words[1][j], (int)words[2][j], (int)words[3][j],
                                        (int)words[4][j], (int)words[5][j], (int)words[6][j], (int)words[7][j]);

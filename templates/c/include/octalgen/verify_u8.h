@@ -25,9 +25,6 @@
  * the last one costs more than the look-up.  Where the last missing value is taken the block is
  * gone through again pair by pair, so that every path counts the pairs up to that one, as the
  * plain path, which takes every pair in turn, does.
- *
- * .6 at G(2^23): 54 rare values missing at the start, 2,750 pairs scanned, about 17 blocks of 43
- * with a hit (benchmarks/bench_verifier.py measures it against the verifier of c62a57f).
  */
 #define NEED_BYTE(c) ((((c) >> 7) << 4) | ((c) & 15u))
 #define NEED_BIT(c) ((uint8_t)(1u << (((c) >> 4) & 7u)))
@@ -160,9 +157,8 @@ static inline uint64_t block_hits(const code_t *xs, const code_t *ys, const uint
 }
 
 /* With AVX-512 VBMI2 a block's hit options are listed by one compress (vpcompressb), without a
-   branch, and a group's codes taken in one loop, not a loop a block, whose ends mispredict often:
-   .6 at G(2^23) has 91 hits a heap in 9 groups with hits (groups of 4), and a Zen 5 core proves
-   1.28x the heaps a second with the compress, 1.42x with groups of 8 and the first block alone. */
+   branch, and a group's codes taken in one loop, not a loop a block, whose ends mispredict often;
+   groups are then longer, and only the first block goes alone. */
 #if VECTOR_BYTES == 64 && defined(__AVX512VBMI2__)
 #define COMPRESS_HITS 1
 #else
@@ -174,9 +170,7 @@ static inline uint64_t block_hits(const code_t *xs, const code_t *ys, const uint
    branch mispredicts often); a code found twice is taken twice, to no effect. */
 #define GROUP_BLOCKS (COMPRESS_HITS ? 8u : 4u)
 /* ... except the first blocks of a run: nearly every block there has hits, and those taken before
-   the next block is looked up are not found again (.6 at G(2^23): 102 hits in a first group of 4
-   blocks, 21 in the first block; 4% less time a heap with the first 2 blocks one by one, without
-   the compress; with it, the first block alone is best). */
+   the next block is looked up are not found again. */
 #define SINGLE_BLOCKS (COMPRESS_HITS ? 1u : 2u)
 
 /* A group that leaves nothing missing (need before it: now) is gone through again in order, taking
@@ -239,8 +233,7 @@ static inline int scan_group(scan_t *s, const code_t *xs, const code_t *ys, cons
     return take_group(s, xs, ys, hits, i, _mm256_or_si256(taken, other), need, low, high);
 }
 #else
-/* The codes of the hits, a loop a block; out of line (AVX-512 without VBMI2 on a Zen 5 core: 1.89
-   M heaps/s so, 1.55 inlined). */
+/* The codes of the hits, a loop a block; out of line, which keeps the scan's loop small. */
 static __attribute__((noinline)) int take_hits(scan_t *s, const code_t *xs, const code_t *ys, const uint64_t *hits,
                                                uint64_t i, uint32_t blocks, __m256i *need, vec_t *low, vec_t *high)
 {
