@@ -1,7 +1,7 @@
 """The verifier against commit c62a57f's, per core, on the same codes of a game, in one command.
 
 Issue 27 asks for a verifier twice as fast per core as the one at c62a57f.  Both are built and
-timed by :func:`octalgen.cpu.baseline.compare_verifiers` (c62a57f's whole package unpacked from
+timed by :func:`baseline.compare_verifiers` (c62a57f's whole package unpacked from
 this checkout's history and imported in a child process, this checkout's by the same child
 code, alternating), on the exact values G(0) ... G(P + N - 1) (from ``octalgen.values``, cached
 beside the module cache): the first P as the prefix, heaps P ... P + N - 1 proven in calls of
@@ -26,7 +26,7 @@ import numpy as np
 # This checkout's package, not an installed copy: the baseline is unpacked from this checkout's history.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from octalgen.cpu.baseline import BASELINE_COMMIT, compare_verifiers  # noqa: E402
+from baseline import BASELINE_COMMIT, compare_verifiers  # noqa: E402
 from octalgen.engine.executors import VERIFY_HISTORY  # noqa: E402
 
 

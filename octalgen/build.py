@@ -278,7 +278,7 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
         Start of the module name (letters, digits, underscores).
     source : str
         Complete C source (the generated code).  The shipped headers it includes
-        (:func:`~octalgen.render.included_headers`) are compiled beside it and are part of the key.
+        (:func:`~octalgen.c_headers.included_headers`) are compiled beside it and are part of the key.
     cdef : str
         The declarations Python may call (cffi ``cdef`` syntax).
     flags : sequence of str
@@ -297,7 +297,7 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
     import cffi
     from cffi.recompiler import make_c_source  # emit_c_code would print to stdout
 
-    from .render import included_headers
+    from .c_headers import included_headers
 
     what = what or prefix
     compiler = find_compiler()

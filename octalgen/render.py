@@ -3,17 +3,13 @@
 Templates only place values: every decision is made in Python and passed in.
 Undefined names are errors, so a template cannot silently emit nothing.
 
-The fixed C that every game shares lives in plain headers, ``templates/c/include/octalgen/*.h``:
-a rendered unit includes them (``#include "octalgen/NAME.h"`` on a line of its own).  The
-build compiles the unit with them beside it (:func:`included_headers`, part of its cache key);
-``octalgen emit c`` writes the unit with them inlined (:func:`inline_headers`), one file that
-needs nothing else.
+The fixed C that every game shares is not rendered: it lives in plain headers that the rendered
+units include (:mod:`octalgen.c_headers`).
 """
 
 from __future__ import annotations
 
-import re
-from functools import cache, lru_cache
+from functools import lru_cache
 
 import jinja2
 
@@ -52,42 +48,3 @@ def render(template: str, **context) -> str:
     """Render ``template`` (a path under ``templates/``, e.g. ``c/kernel.c.j2``) with ``context``."""
     return environment().get_template(template).render(**context)
 
-
-#: A line that includes one of the shipped headers.
-_INCLUDE = re.compile(r'^#include "(octalgen/[A-Za-z0-9_]+\.h)"[ \t]*$', re.MULTILINE)
-
-
-@cache
-def shipped_header(name: str) -> str:
-    """The text of the shipped header ``name`` (``octalgen/NAME.h``, under ``templates/c/include/``)."""
-    return shipped_folder("octalgen.templates", "templates").joinpath("c", "include", *name.split("/")).read_text()
-
-
-def included_headers(source: str) -> dict[str, str]:
-    """The shipped headers ``source`` includes, and those they include, by name, in order of first use."""
-    found: dict[str, str] = {}
-
-    def visit(text: str) -> None:
-        for name in _INCLUDE.findall(text):
-            if name not in found:
-                found[name] = shipped_header(name)
-                visit(found[name])
-
-    visit(source)
-    return found
-
-
-def inline_headers(source: str) -> str:
-    """``source`` with each shipped header's text in place of the first line that includes it (later
-    ones are dropped, as its include guard would drop them): a unit that compiles on its own."""
-    done: set[str] = set()
-
-    def expand(match: re.Match) -> str:
-        name = match.group(1)
-        if name in done:
-            return f"/* {name}: inlined above */"
-        done.add(name)
-        body = _INCLUDE.sub(expand, shipped_header(name)).rstrip("\n")
-        return f"/* ---- {name}, inlined from octalgen's templates/c/include/ ---- */\n{body}\n/* ---- end of {name} ---- */"
-
-    return _INCLUDE.sub(expand, source)

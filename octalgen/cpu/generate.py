@@ -32,7 +32,8 @@ from ..build import DEFAULT_CFLAGS, CompiledModule, build_module
 from ..errors import InputError
 from ..game import OctalGame, parse_game
 from ..plan import KernelPlan
-from ..render import inline_headers, render
+from ..c_headers import inline_headers
+from ..render import render
 
 #: Default for the largest thread count a kernel supports (terms with smaller offsets can be late).
 DEFAULT_MAX_THREADS = 64

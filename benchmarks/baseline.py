@@ -13,8 +13,8 @@ generator and verifier (with whatever prefix check it had).  Both are given the 
   (:data:`~octalgen.engine.executors.VERIFY_HISTORY` heaps beyond the kernel's window).
 
 The figure is the CPU time of the verifying thread, as the engine counts a task.  Both must
-prove every heap.  ``octalgen bench`` and ``benchmarks/bench_verifier.py`` use it; it needs a
-git checkout of octalgen that holds the commit (an installed wheel has no history).
+prove every heap.  ``bench_verifier.py`` uses it; it needs a git checkout of octalgen that holds
+the commit (an installed wheel has no history).
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ComputationError, ToolMissingError
+from octalgen.errors import ComputationError, ToolMissingError
 
 #: The verifier issue 27 measured: 0.91 M values/s per core on a 2-core Intel machine.
 BASELINE_COMMIT = "c62a57f"
 
 #: This checkout's root (the folder holding ``octalgen/``).
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 #: The child: plans the game with whichever octalgen PYTHONPATH gives, times its verifier on the
 #: files, prints one JSON line.  Only what every version since c62a57f has: plan_game (or, at
@@ -119,8 +119,8 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
     before each call beyond the window; ``prefix_length``: the prefix given (default ``first``; a
     run's is at most 2^23 values, and c62a57f's verifier checked it at every call).  Returns
     (baseline, this checkout)."""
-    from ..engine.plans import plan_game
-    from ..game import parse_game
+    from octalgen.engine.plans import plan_game
+    from octalgen.game import parse_game
 
     plan, _ = plan_game(parse_game(code), required=True)
     if plan.encoding.kind != "u8":
