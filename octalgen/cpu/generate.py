@@ -29,10 +29,10 @@ import numpy as np
 
 from .. import __version__
 from ..build import DEFAULT_CFLAGS, CompiledModule, build_module
+from ..c_headers import inline_headers
 from ..errors import InputError
 from ..game import OctalGame, parse_game
 from ..plan import KernelPlan
-from ..c_headers import inline_headers
 from ..render import render
 
 #: Default for the largest thread count a kernel supports (terms with smaller offsets can be late).
