@@ -11,8 +11,8 @@
  * For n in [first, end) the speculation G(n) = values[n - base] is proven when
  *   (a) the kernel's marks, recomputed here, give exactly that code (every common option
  *       involves a rare position, and those are the terms), and
- *   (b) every rare value below it is an option: the scan over G(x) ^ G(rest - x), x = 1, 2, ...
- *       (and the one-heap options that are rare at n: RARE_OPTION below).
+ *   (b) every rare value below it is an option: the scan over G(x) ^ G(rest - x), x = 1 ... rest / 2
+ *       in the order below, and the one-heap options that are rare at n (RARE_OPTIONS).
  * The terms are only right if the rare positions below n are those of the table: the caller
  * checks the prefix against the table, and values past the prefix are codes of common values.
  * Pairs are scanned only where both heaps are available: prefix[0:prefix_length] and
@@ -27,9 +27,10 @@
  * the prefix's rare flags (rare[x] is 0xff where heap x < rare_length is a rare position, else
  * 0; every heap past rare_length is common), whose code would name a rare value that is no
  * option.
+ *
+ * The heaps go AGREE_HEAPS at a time (BATCH_MARKS: their marks in vector lanes; else one by one), a
+ * heap that the batch's check does not pass marked again by itself (heap_mex), which finds its value.
  */
-
-
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b)
 {
@@ -83,25 +84,104 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* Scan every pair option of heap n, in growing chunks of x across the moves (one chunk for one
-   move: the same pairs in the same order, in one run). */
-#define FIRST_CHUNK (TWO_HEAP_TAKES > 1 ? 256u : UINT64_C(1) << 62)
-static int scan_all(scan_t *s, uint64_t n)
+/* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).  The
+   values of heaps far apart differ in kind (the small heaps' are small), so the scan goes through the x
+   of REGIONS regions, from REGION_START[r] on (the unit places them), in turn, and finds the missing
+   values sooner than in the order of x alone; every x in the end.  Round 0, the dense round, takes the
+   first DENSE_PAIRS x of each region (and take) as a whole: every one of its pairs counts as looked at,
+   wherever the last missing value turns up (the vector path takes the round for 64 heaps at once, see
+   octalgen/verify_u8.h).  Then each region a chunk a round, FIRST_CHUNK pairs while the first region
+   lasts and twice as many each round after (a long scan, which more rounds would only slow). */
+
+/* The pairs of the dense round of heap n (the x in [1, rest / 2] of it). */
+static uint64_t dense_count(uint64_t n)
 {
-    for (uint64_t lo = 1, chunk = FIRST_CHUNK, more = 1; more; lo += chunk, chunk *= 2) {
+    uint64_t count = 0;
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        if (n < TAKES[t] + 2)
+            continue;
+        const uint64_t half = (n - TAKES[t]) / 2 + 1;
+        for (uint32_t r = 0; r < REGIONS; r++) {
+            uint64_t hi = REGION_START[r] + DENSE_PAIRS;
+            hi = hi < REGION_START[r + 1] ? hi : REGION_START[r + 1];
+            hi = hi < half ? hi : half;
+            count += hi > REGION_START[r] ? hi - REGION_START[r] : 0;
+        }
+    }
+    return count;
+}
+
+/* Scans the pair options of heap n in that order (from round 1 when its dense round is done): returns 1
+   once nothing is missing. */
+static int scan_all(scan_t *s, uint64_t n, int dense_done)
+{
+    uint64_t next[TWO_HEAP_TAKES + 1][REGIONS];
+    const uint64_t before = s->scanned;
+    int done = 0;
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        for (uint32_t r = 0; r < REGIONS; r++) {
+            const uint64_t rest = n - TAKES[t], dense_end = REGION_START[r] + DENSE_PAIRS;
+            next[t][r] = dense_end < REGION_START[r + 1] ? dense_end : REGION_START[r + 1];
+            if (dense_done || done || n < TAKES[t] + 2 || REGION_START[r] >= rest / 2 + 1)
+                continue;
+            done = scan_pairs(s, rest, REGION_START[r], next[t][r] < rest / 2 + 1 ? next[t][r] : rest / 2 + 1);
+        }
+    if (!dense_done)
+        s->scanned = before + dense_count(n);  /* the round as a whole */
+    if (done)
+        return 1;
+    for (uint64_t chunk = FIRST_CHUNK, more = 1; more; chunk = next[0][0] < REGION_START[1] ? chunk : 2 * chunk) {
         more = 0;
-        for (int t = 0; t < TWO_HEAP_TAKES; t++)
-            if (n >= TAKES[t] + 2) {
-                uint64_t rest = n - TAKES[t], hi = lo + chunk < rest / 2 + 1 ? lo + chunk : rest / 2 + 1;
-                if (lo < hi) {
-                    if (scan_pairs(s, rest, lo, hi))
-                        return 1;
-                    more |= hi < rest / 2 + 1;
-                }
+        for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+            if (n < TAKES[t] + 2)
+                continue;
+            const uint64_t rest = n - TAKES[t], half = rest / 2 + 1;  /* x < half */
+            for (uint32_t r = 0; r < REGIONS; r++) {
+                const uint64_t stop = REGION_START[r + 1] < half ? REGION_START[r + 1] : half, lo = next[t][r];
+                if (lo >= stop)
+                    continue;
+                const uint64_t hi = stop - lo > chunk ? lo + chunk : stop;
+                if (scan_pairs(s, rest, lo, hi))
+                    return 1;
+                next[t][r] = hi;
+                more |= hi < stop;
             }
+        }
     }
     return 0;
 }
+
+#if defined(DENSE_LANES)
+/* The dense round's pairs as terms (octalgen/verify_u8.h), from the prefix; 0 if the prefix lacks an x. */
+static int dense_terms(dense_terms_t *dense, const code_t *prefix, uint64_t prefix_length, const uint8_t *rare,
+                       uint64_t rare_length)
+{
+    dense->count = 0;
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        for (uint32_t r = 0; r < REGIONS; r++)
+            for (uint64_t x = REGION_START[r]; x < REGION_START[r] + DENSE_PAIRS && x < REGION_START[r + 1]; x++) {
+                if (x >= prefix_length)
+                    return 0;
+                if (x < rare_length && rare[x])
+                    continue;  /* a rare x: its pairs give common options */
+                dense->offset[dense->count] = (uint32_t)(TAKES[t] + x);
+                dense->code[dense->count++] = prefix[x];
+            }
+    return 1;
+}
+
+/* Whether the dense round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes: it is whole for
+   each (rest / 2 past it), and every y = rest - x of it lies in the values, past the rare positions. */
+static int dense_in_lanes(const scan_t *s, uint64_t n)
+{
+    const uint64_t reach = REGION_START[REGIONS - 1] + DENSE_PAIRS;  /* every x of the round is below it */
+    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        if (n < TAKES[t] + 2 * reach || n - TAKES[t] - reach + 1 < low || n + AGREE_HEAPS - TAKES[t] > s->base + s->length)
+            return 0;
+    return 1;
+}
+#endif
 
 void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t *rare, uint64_t rare_length,
                      const code_t *values, uint64_t base, uint64_t length,
@@ -117,20 +197,35 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
-#if defined(VECTOR_MARKS)
-    uint64_t batch = first, batch_end = first, agree = 0;  /* marks_agree of the heaps batch ... batch_end - 1 */
+#if defined(BATCH_MARKS)
+    uint64_t batch = first, batch_end = first, agree = 0, dense_done = 0;  /* (a) and the dense round of the batch */
+    uint32_t found[AGREE_HEAPS][8];
+#if defined(DENSE_LANES)
+    dense_terms_t round_terms;
+    const int dense_ready = dense_terms(&round_terms, prefix, prefix_length, rare, rare_length);
+#endif
 #endif
     for (uint64_t n = first; n < end; n++) {
         const code_t *g = values + (n - base);
         uint32_t code;
-#if defined(VECTOR_MARKS)
-        if (n >= batch_end && n + MARK_LANES <= end) {
+        int dense = 0;
+#if defined(BATCH_MARKS)
+        if (n >= batch_end && n + AGREE_HEAPS <= end) {
             batch = n;
-            batch_end = n + MARK_LANES;
-            agree = marks_agree(g);
+            batch_end = n + AGREE_HEAPS;
+            dense_done = 0;
+#if defined(DENSE_LANES)
+            if (dense_ready && dense_in_lanes(&s, n)) {
+                memset(found, 0, sizeof found);
+                dense_done = ~0ull;
+                agree = batch_marks(g, n, &round_terms, found);
+            } else
+#endif
+                agree = batch_marks(g, n, NULL, found);
         }
-        if (n < batch_end && (agree >> (n - batch) & 1u)) {
+        if (n < batch_end && (agree >> (n - batch) & 1u)) {  /* (a) for this heap */
             code = *g;
+            dense = (int)(dense_done >> (n - batch) & 1u);
         } else
 #endif
         {
@@ -143,7 +238,13 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             break;
         }
         need_below(&s, n, code, g);
-        int proven = s.missing == 0 || scan_all(&s, n);
+#if defined(DENSE_LANES)
+        if (dense && s.missing) {  /* the dense round's finds, and its pairs */
+            take_found(&s, found[n - batch]);
+            s.scanned += dense_count(n);
+        }
+#endif
+        int proven = s.missing == 0 || scan_all(&s, n, dense);
         if (proven && !failed)
             continue;
         result[1] = (int64_t)n;

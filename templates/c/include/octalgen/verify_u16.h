@@ -18,13 +18,16 @@
 
 /* ---- u16: the scan in values --------------------------------------------------------------
  * The proof scan of one heap takes the rare values below the candidate off a need list as the
-   pairs reach them.  While many are missing nearly every option is one of them: options are
-   marked blindly in seen, DENSE_CHUNK at a time, and folded into need.  Once at most SPARSE_FROM
-   are missing (most pairs of a scan come after that), each option is compared with the missing
-   values: the vector path compares LANES options at a time with every one of them and takes a
-   block with a match pair by pair, in order, as the plain path takes every pair.  Both paths
-   therefore scan the same pairs and report the same counts. */
+   pairs reach them.  A heap whose candidate is below TABLE_VALUES takes the table path where the
+   CPU has it (AVX-512 VBMI, below).  Else, while many are missing nearly every option is one of
+   them: options are marked blindly in seen, DENSE_CHUNK at a time, and folded into need.  Once at
+   most SPARSE_FROM are missing (most pairs of a scan come after that), each option is compared
+   with the missing values: the vector path compares LANES options at a time with every one of them
+   and takes a block with a match pair by pair, in order, as the plain path takes every pair.  Every
+   path therefore scans the same pairs and reports the same counts. */
 _Static_assert(SPARSE_FROM >= 1 && SPARSE_FROM <= 16, "the sparse phase compares with at most 16 values");
+#define GROUP_BLOCKS 8u        /* blocks of 64 options a group of the table path (as octalgen/verify_u8.h's) */
+#define FIRST_GROUP_BLOCKS 2u
 #define SEEN_SIZE (NEED_LIMIT + 64)
 #define SEEN_INDEX(v, limit) ((v) < (limit) ? (v) : (limit))
 
@@ -44,6 +47,10 @@ _Static_assert(SPARSE_FROM >= 1 && SPARSE_FROM <= 16, "the sparse phase compares
 #endif
 #endif
 #define LANES (SCAN_VECTOR_BYTES / 2)
+#if SCAN_VECTOR_BYTES == 64 && defined(__AVX512VBMI__) && NEED_LIMIT >= 512
+#define TABLE_SCAN 1
+#define TABLE_VALUES 512u  /* the table path takes the heaps whose candidate is at most this */
+#endif
 typedef uint16_t lanes_t __attribute__((vector_size(SCAN_VECTOR_BYTES)));
 typedef int16_t lane_mask_t __attribute__((vector_size(SCAN_VECTOR_BYTES)));
 #if LANES == 8
@@ -78,6 +85,7 @@ typedef struct {
     int incomplete;        /* some pair was skipped: a heap of it is in neither array */
     uint32_t limit;        /* the candidate (at most NEED_LIMIT): options at or above it are not needed */
     uint64_t need[NEED_WORDS];  /* bit v: the rare value v is not yet an option */
+    uint32_t group;    /* blocks in the next group (the table path) */
     uint8_t stamp;     /* seen[v] == stamp: v is an option of this heap (dense phase) */
     uint8_t seen[SEEN_SIZE] __attribute__((aligned(64)));
 #if VECTOR_SCAN
@@ -114,6 +122,7 @@ static void need_below(scan_t *s, uint64_t n, uint32_t candidate, const code_t *
         }
     s->limit = candidate < NEED_LIMIT ? candidate : NEED_LIMIT;
     s->incomplete = 0;
+    s->group = FIRST_GROUP_BLOCKS;
 #if VECTOR_SCAN
     s->listed = 0;
 #endif
@@ -287,6 +296,97 @@ static __attribute__((noinline)) void mark_seen(uint8_t *seen, uint8_t stamp, co
         seen[SEEN_INDEX((uint32_t)(xs[i] ^ ys[-(int64_t)i]), limit)] = stamp;
 }
 
+#if defined(TABLE_SCAN)
+/* ---- the table path: heaps whose candidate is below TABLE_VALUES (nearly all, in most games) ------
+ * need's first 512 bits are a 64-byte table, and 32 options a vector are looked up in it as the u8 scan
+ * looks its codes up (octalgen/verify_u8.h): a byte by the option's bits 3 to 8, a bit of it by its
+ * low three, by byte permutes; an option of TABLE_VALUES or more is no hit.  Blocks of 64 options go
+ * in groups with one branch asking for any hit, whose hits are then taken in order. */
+static const uint16_t REVERSED_WORDS[32] __attribute__((aligned(64))) = {
+    31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+};
+static const uint8_t BIT_OF_INDEX[64] __attribute__((aligned(64))) = {
+    1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128,
+    1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128,
+};
+#define LOW_BYTES 0x5555555555555555ull  /* the low byte of every 16-bit lane */
+
+/* Bit k: the option xs[k] ^ ys[-k] (k < 32) is in need (table: need's first 512 bits). */
+static inline __attribute__((always_inline)) uint32_t lookup32(const uint16_t *xs, const uint16_t *ys, __m512i table)
+{
+    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs),
+                                       _mm512_permutexvar_epi16(_mm512_load_si512((const void *)REVERSED_WORDS),
+                                                                _mm512_loadu_si512((const void *)(ys - 31))));
+    const __m512i byte = _mm512_maskz_permutexvar_epi8(LOW_BYTES, _mm512_srli_epi16(o, 3), table);
+    const __m512i bit = _mm512_maskz_permutexvar_epi8(LOW_BYTES, o, _mm512_load_si512((const void *)BIT_OF_INDEX));
+    return _mm512_mask_test_epi16_mask(_mm512_cmplt_epu16_mask(o, _mm512_set1_epi16((short)TABLE_VALUES)), byte, bit);
+}
+
+/* need's first 512 bits less v (below TABLE_VALUES). */
+static inline __m512i without(__m512i need, uint32_t v)
+{
+    return _mm512_andnot_si512(_mm512_maskz_set1_epi64((__mmask8)(1u << (v >> 6)), (long long)(1ull << (v & 63))),
+                               need);
+}
+
+/* Takes a group's hits (hits[b] bit k: pair i + 64 b + k) off *table (need's first 512 bits), in order:
+   returns 1 when the last missing value is taken (s->scanned counts the pairs up to its pair). */
+static __attribute__((noinline)) int take_hits(scan_t *s, const uint16_t *xs, const uint16_t *ys, const uint64_t *hits,
+                                               uint32_t blocks, uint64_t i, __m512i *table)
+{
+    __m512i need = *table;
+    for (uint32_t b = 0; b < blocks; b++)
+        for (uint64_t rest = hits[b]; rest; rest &= rest - 1) {
+            const uint64_t k = i + 64 * b + (uint64_t)__builtin_ctzll(rest);
+            need = without(need, (uint32_t)(xs[k] ^ ys[-(int64_t)k]));
+            if (!_mm512_test_epi64_mask(need, need)) {
+                s->missing = 0;
+                s->scanned += k + 1;
+                return 1;
+            }
+        }
+    *table = need;
+    return 0;
+}
+
+/* The pairs (xs[i], ys[-i]), i in [0, count), by the table: returns 1 once nothing is missing. */
+static int scan_table(scan_t *s, const uint16_t *xs, const uint16_t *ys, uint64_t count)
+{
+    __m512i table = _mm512_loadu_si512((const void *)s->need);
+    uint64_t i = 0;
+    while (i + 64 <= count) {
+        const uint32_t blocks = count - i >= 64 * s->group ? s->group : (uint32_t)((count - i) / 64);
+        s->group = GROUP_BLOCKS;
+        uint64_t hits[GROUP_BLOCKS], any = 0;
+        for (uint32_t b = 0; b < blocks; b++) {
+            const uint64_t j = i + 64 * b;
+            hits[b] = lookup32(xs + j, ys - j, table) | (uint64_t)lookup32(xs + j + 32, ys - j - 32, table) << 32;
+            any |= hits[b];
+        }
+        if (__builtin_expect(any != 0, 0) && take_hits(s, xs, ys, hits, blocks, i, &table))  /* most groups have none */
+            return 1;
+        i += 64 * blocks;
+    }
+    _mm512_storeu_si512((void *)s->need, table);
+    s->missing = 0;
+    for (uint32_t w = 0; w < TABLE_VALUES / 64; w++)
+        s->missing += (uint64_t)__builtin_popcountll(s->need[w]);
+    for (; i < count; i++) {  /* the last pairs, one by one */
+        const uint32_t v = (uint32_t)(xs[i] ^ ys[-(int64_t)i]);
+        const uint64_t bit = 1ull << (v & 63);
+        if (v < TABLE_VALUES && (s->need[v >> 6] & bit)) {
+            s->need[v >> 6] &= ~bit;
+            if (--s->missing == 0) {
+                s->scanned += i + 1;
+                return 1;
+            }
+        }
+    }
+    s->scanned += count;
+    return 0;
+}
+#endif
+
 /* Pairs (xs[i], ys[-i]) for i in [0, count): returns 1 once nothing is missing.  xf, yf (rare flags)
    are for u8 codes only. */
 static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t count, const uint8_t *xf,
@@ -294,6 +394,10 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
 {
     const uint32_t limit = s->limit;
     (void)xf, (void)yf;
+#if defined(TABLE_SCAN)
+    if (limit <= TABLE_VALUES)
+        return scan_table(s, xs, ys, count);
+#endif
     uint64_t i = 0;
     while (i < count && s->missing > SPARSE_FROM) {
         uint64_t stop = count - i < DENSE_CHUNK ? count : i + DENSE_CHUNK;
@@ -386,5 +490,125 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
     s->scanned += count;
     return 0;
 }
+
+/* ---- u16: (a), the kernel's marks, for 64 heaps at once ----------------------------------------
+ * As octalgen/verify_u8.h's batch_marks, in values: the 64 heaps sorted by their values' ranges of 32
+ * into four batches of 16 lanes (a word permute of a term's 64 sources), the marks ORed range by range
+ * up to the largest value of the batch, and each lane's value taken when every value below it that is
+ * common at its heap is marked and it is not (and it is common).  Heaps whose values reach 512 or more
+ * (more ranges than it keeps) are marked heap by heap.  A mark of a rare value (a term whose source is
+ * a far rare position) marks a rare value, which the check leaves out, as heap_mex does.
+ */
+#if !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX512BW__) && \
+    (!defined(SCAN_VECTOR_BYTES) || SCAN_VECTOR_BYTES >= 64)
+#define BATCH_MARKS 1
+#define AGREE_HEAPS 64u
+#define LANE_RANGES 16u  /* values below 512 */
+#define LOW_WORDS 0x55555555u  /* the low word of every 32-bit lane */
+
+/* Lane l: the value p[word 2 l of index] (below 64), 32 bits. */
+static inline __attribute__((always_inline)) __m512i sorted_values(const code_t *p, __m512i index)
+{
+    return _mm512_maskz_permutex2var_epi16(LOW_WORDS, _mm512_loadu_si512((const void *)p), index,
+                                           _mm512_loadu_si512((const void *)(p + 32)));
+}
+
+/* The value x's bit in the range of values [32 r, 32 r + 32), each lane: 0 where x is in another. */
+static inline __attribute__((always_inline)) __m512i value_bit(__m512i x, uint32_t r)
+{
+    return _mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_xor_si512(x, _mm512_set1_epi32((int)(32u * r))));
+}
+
+/* acc[r] |= the marks in the ranges first + r, r < ranges, of every term for the 16 heaps g + lane. */
+static inline __attribute__((always_inline)) void mark_values(const code_t *g, __m512i index, __m512i *acc,
+                                                                uint32_t first, const uint32_t ranges)
+{
+    __m512i a[8];
+    for (uint32_t r = 0; r < ranges; r++)
+        a[r] = acc[r];
+#define VALUE_LANES(t) _mm512_xor_si512(sorted_values(g - TERM_OFFSET[t], index), _mm512_set1_epi32((int)TERM_CODE[t]))
+    uint32_t t = 0;
+    for (; t + 1 < TERMS; t += 2) {
+        const __m512i x = VALUE_LANES(t), y = VALUE_LANES(t + 1);
+        for (uint32_t r = 0; r < ranges; r++)
+            a[r] = _mm512_ternarylogic_epi32(a[r], value_bit(x, first + r), value_bit(y, first + r), 0xfe);
+    }
+    for (; t < TERMS; t++) {
+        const __m512i x = VALUE_LANES(t);
+        for (uint32_t r = 0; r < ranges; r++)
+            a[r] = _mm512_or_si512(a[r], value_bit(x, first + r));
+    }
+#undef VALUE_LANES
+    for (uint32_t r = 0; r < ranges; r++)
+        acc[r] = a[r];
+}
+
+/* mark_values from cleared accumulators for the ranges first ... first + ranges - 1 (ranges 1 ... 8). */
+static void mark_value_ranges(const code_t *g, __m512i index, __m512i *acc, uint32_t first, uint32_t ranges)
+{
+    for (uint32_t r = 0; r < ranges; r++)
+        acc[r] = _mm512_setzero_si512();
+    switch (ranges) {
+    case 1u: mark_values(g, index, acc, first, 1u); break;
+    case 2u: mark_values(g, index, acc, first, 2u); break;
+    case 3u: mark_values(g, index, acc, first, 3u); break;
+    case 4u: mark_values(g, index, acc, first, 4u); break;
+    case 5u: mark_values(g, index, acc, first, 5u); break;
+    case 6u: mark_values(g, index, acc, first, 6u); break;
+    case 7u: mark_values(g, index, acc, first, 7u); break;
+    default: mark_values(g, index, acc, first, 8u); break;
+    }
+}
+
+/* (a) for the heaps n ... n + 63 (g = G(n)): bit j for heap n + j. */
+static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint32_t (*found)[8])
+{
+    (void)dense, (void)found;
+    uint8_t order[64];
+    uint16_t heaps[16 * 2] __attribute__((aligned(64)));
+    uint32_t start[LANE_RANGES + 1] = {0};
+    for (uint32_t j = 0; j < 64; j++) {
+        if (g[j] >= 32u * LANE_RANGES)
+            return 0;
+        start[(g[j] >> 5) + 1]++;
+    }
+    for (uint32_t r = 1; r <= LANE_RANGES; r++)
+        start[r] += start[r - 1];
+    for (uint32_t j = 0; j < 64; j++)
+        order[start[g[j] >> 5]++] = (uint8_t)j;
+    uint64_t agree = 0;
+    for (uint32_t b = 0; b < 4; b++) {
+        for (uint32_t l = 0; l < 16; l++) {
+            heaps[2 * l] = order[16 * b + l];
+            heaps[2 * l + 1] = 0;
+        }
+        const __m512i index = _mm512_load_si512((const void *)heaps);
+        const uint32_t ranges = (g[order[16 * b + 15]] >> 5) + 1u;
+        __m512i acc[LANE_RANGES];
+        for (uint32_t first = 0; first < ranges; first += 8)
+            mark_value_ranges(g, index, acc + first, first, ranges - first < 8 ? ranges - first : 8);
+        /* each lane's common values (the rows of its heap's class), range by range */
+        uint32_t odd = 0;
+        for (uint32_t l = 0; l < 16; l++)
+            odd |= (uint32_t)(COMMON_CLASSES == 2 && CLASS(n + order[16 * b + l]) == 1) << l;
+        const __m512i v = sorted_values(g, index), one = _mm512_set1_epi32(1);
+        uint32_t bad = 0;
+        for (uint32_t r = 0; r < ranges; r++) {
+            const uint32_t *row0 = (const uint32_t *)COMMON_BITS[0], *row1 = (const uint32_t *)COMMON_BITS[COMMON_CLASSES - 1];
+            const __m512i common = _mm512_mask_blend_epi32((__mmask16)odd, _mm512_set1_epi32((int)row0[r]),
+                                                           _mm512_set1_epi32((int)row1[r]));
+            const __m512i low = _mm512_set1_epi32((int)(32u * r));
+            const __m512i bit = _mm512_sllv_epi32(one, _mm512_sub_epi32(v, low));  /* 0 past this range */
+            const __m512i below = _mm512_and_si512(_mm512_sub_epi32(bit, one), common);  /* common values below */
+            bad |= (uint32_t)_mm512_cmpge_epu32_mask(v, low) &
+                   ((uint32_t)_mm512_cmpneq_epi32_mask(_mm512_and_si512(acc[r], below), below) |
+                    (uint32_t)_mm512_test_epi32_mask(acc[r], bit) | (uint32_t)_mm512_test_epi32_mask(_mm512_andnot_si512(common, bit), bit));
+        }
+        for (uint32_t good = ~bad & 0xffffu; good; good &= good - 1)
+            agree |= 1ull << order[16 * b + __builtin_ctz(good)];
+    }
+    return agree;
+}
+#endif
 
 #endif /* OCTALGEN_VERIFY_U16_H */
