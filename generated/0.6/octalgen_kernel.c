@@ -621,8 +621,28 @@ static const uint16_t RARE_VALUE[HEAP_CLASSES][256] = {
         480, 481, 486, 487, 490, 491, 492, 493, 496, 497, 502, 503, 506, 507, 508, 509,
     },
 };
-/* NEED_TOP[c][code]: one more than the largest code in NEED_BELOW[c][32 * code] (0: none; the vector
-   path's dense round reads it). */
+/* NEED_COUNT[c][code]: the codes in NEED_BELOW[c][32 * code]; NEED_TOP[c][code]: one more than the
+   largest of them (0: none; the vector path's dense round reads it). */
+static const uint16_t NEED_COUNT[HEAP_CLASSES][256] = {
+    {
+        2, 2, 2, 2, 4, 4, 8, 8, 10, 10, 10, 10, 12, 12, 16, 16,
+        16, 16, 20, 20, 22, 22, 22, 22, 24, 24, 28, 28, 30, 30, 30, 30,
+        32, 32, 36, 36, 38, 38, 38, 38, 40, 40, 44, 44, 46, 46, 46, 46,
+        50, 50, 50, 50, 52, 52, 56, 56, 58, 58, 58, 58, 60, 60, 64, 64,
+        64, 64, 68, 68, 70, 70, 70, 70, 72, 72, 76, 76, 78, 78, 78, 78,
+        82, 82, 82, 82, 84, 84, 88, 88, 90, 90, 90, 90, 92, 92, 96, 96,
+        98, 98, 98, 98, 100, 100, 104, 104, 106, 106, 106, 106, 108, 108, 112, 112,
+        112, 112, 116, 116, 118, 118, 118, 118, 120, 120, 124, 124, 126, 126, 126, 126,
+        128, 128, 132, 132, 134, 134, 134, 134, 136, 136, 140, 140, 142, 142, 142, 142,
+        146, 146, 146, 146, 148, 148, 152, 152, 154, 154, 154, 154, 156, 156, 160, 160,
+        162, 162, 162, 162, 164, 164, 168, 168, 170, 170, 170, 170, 172, 172, 176, 176,
+        176, 176, 180, 180, 182, 182, 182, 182, 184, 184, 188, 188, 190, 190, 190, 190,
+        194, 194, 194, 194, 196, 196, 200, 200, 202, 202, 202, 202, 204, 204, 208, 208,
+        208, 208, 212, 212, 214, 214, 214, 214, 216, 216, 220, 220, 222, 222, 222, 222,
+        224, 224, 228, 228, 230, 230, 230, 230, 232, 232, 236, 236, 238, 238, 238, 238,
+        242, 242, 242, 242, 244, 244, 248, 248, 250, 250, 250, 250, 252, 252, 256, 256,
+    },
+};
 static const uint16_t NEED_TOP[HEAP_CLASSES][256] __attribute__((unused)) = {
     {
         2, 2, 2, 2, 4, 4, 8, 8, 10, 10, 10, 10, 12, 12, 16, 16,
@@ -1487,7 +1507,8 @@ int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, ui
  *
  * The unit that includes it defines, before it, beside what octalgen/marks.h needs: DECODE[][]
  * (the value common at heaps of class c stored as each code), NEED_BELOW[][] (for each class and
- * candidate code, the codes of the rare values below the candidate, in need's layout below) and
+ * candidate code, the codes of the rare values below the candidate, in need's layout below), their
+ * number NEED_COUNT[][] and NEED_TOP[][] (one more than the largest of them), and
  * RARE_VALUE[][] (the value rare at heaps of class c stored as each code: among them codes keep the
  * order of values, so the least code missing is the least value), and the verifier's one-heap
  * moves: NONE_TAKES[] (NONE_TAKE_COUNT), the takes that leave no heap, and RARE_OPTIONS[]
@@ -1598,16 +1619,19 @@ static uint64_t count_missing(const scan_t *s)
 static void need_below(scan_t *s, uint64_t n, uint32_t code, const code_t *g)
 {
     memcpy(s->need, NEED_BELOW[CLASS(n)] + 32 * code, 32);
+    s->missing = NEED_COUNT[CLASS(n)][code];
     for (int t = 0; t < RARE_OPTION_COUNT; t++) {
         /* G(n - k), one heap left by taking k beans, is rare at n (no term marks it); the value rare
            at n stored as its code is that value */
         const code_t c = g[-(int64_t)RARE_OPTIONS[t]];
+        s->missing -= (s->need[NEED_BYTE(c)] & NEED_BIT(c)) != 0;
         s->need[NEED_BYTE(c)] &= (uint8_t)~NEED_BIT(c);
     }
     for (int t = 0; t < NONE_TAKE_COUNT; t++)
-        if (n == NONE_TAKES[t] && RARE_VALUE[CLASS(n)][0] == 0)  /* taking all k beans leaves 0, rare at n */
+        if (n == NONE_TAKES[t] && RARE_VALUE[CLASS(n)][0] == 0 && (s->need[0] & 1u)) {  /* taking all k beans leaves 0, rare at n */
             s->need[0] &= (uint8_t)~1u;
-    s->missing = count_missing(s);
+            s->missing--;
+        }
     s->incomplete = 0;
     s->group = FIRST_GROUP_BLOCKS;
 }
@@ -1714,6 +1738,15 @@ static inline __attribute__((always_inline)) uint64_t block_hits(const code_t *x
 
 #define BLOCK_VECTORS (64u / VECTOR_BYTES)
 
+/* The number of codes in need. */
+static inline uint64_t count_need(__m256i need)
+{
+    return (uint64_t)(__builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 0)) +
+                      __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 1)) +
+                      __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 2)) +
+                      __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 3)));
+}
+
 /* need less a group's hits (hits[b] bit k: pair i + 64 b + k), taken in order: returns 1 when the last
    missing value is taken (s->scanned counts the pairs up to its pair), else 0 with *need updated. */
 static inline int take_in_order(scan_t *s, const code_t *xs, const code_t *ys, const uint64_t *hits, uint32_t blocks,
@@ -1731,6 +1764,7 @@ static inline int take_in_order(scan_t *s, const code_t *xs, const code_t *ys, c
             }
         }
     *need = now;
+    s->missing = count_need(now);
     return 0;
 }
 
@@ -1740,6 +1774,11 @@ static inline int take_in_order(scan_t *s, const code_t *xs, const code_t *ys, c
 static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, const code_t *ys, const uint64_t *hits,
                                                 const __m512i *options, uint32_t blocks, uint64_t i, __m256i *need)
 {
+    uint32_t count = 0;
+    for (uint32_t b = 0; b < blocks; b++)
+        count += (uint32_t)__builtin_popcountll(hits[b]);
+    if (count >= s->missing)  /* this group may take the last: in order at once */
+        return take_in_order(s, xs, ys, hits, blocks, i, need);
     uint8_t list[64 * GROUP_BLOCKS + 64] __attribute__((aligned(64)));  /* and room for a store's spill */
     uint32_t listed = 0;
     for (uint32_t b = 0; b < blocks; b++) {
@@ -1752,10 +1791,8 @@ static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, con
         taken = _mm256_or_si256(taken, _mm256_load_si256((const __m256i *)CODE_BIT[list[j]]));
         other = _mm256_or_si256(other, _mm256_load_si256((const __m256i *)CODE_BIT[list[j + 1]]));
     }
-    const __m256i left = _mm256_andnot_si256(_mm256_or_si256(taken, other), *need);
-    if (_mm256_testz_si256(left, left))
-        return take_in_order(s, xs, ys, hits, blocks, i, need);
-    *need = left;
+    *need = _mm256_andnot_si256(_mm256_or_si256(taken, other), *need);  /* not empty: fewer hits than missing */
+    s->missing = count_need(*need);
     return 0;
 }
 #else
@@ -2073,11 +2110,15 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
 /* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).  The
    values of heaps far apart differ in kind (the small heaps' are small), so the scan goes through the x
    of REGIONS regions, from REGION_START[r] on (the unit places them), in turn, and finds the missing
-   values sooner than in the order of x alone; every x in the end.  Round 0, the dense round, takes the
-   first DENSE_PAIRS x of each region (and take) as a whole: every one of its pairs counts as looked at,
-   wherever the last missing value turns up (the vector path takes the round for 64 heaps at once, see
-   octalgen/verify_u8.h).  Then each region a chunk a round, FIRST_CHUNK pairs while the first region
-   lasts and twice as many each round after (a long scan, which more rounds would only slow). */
+   values sooner than in the order of x alone; every x in the end.  Where the scans are long (the
+   first DENSE_PROBE heaps of a call need half as many pairs as the round has, or more: its pairs cost
+   less, taken in lanes), round 0, the dense round,
+   takes the first DENSE_PAIRS x of each region (and take) as a whole: every one of its pairs counts
+   as looked at, wherever the last missing value turns up (the vector path takes the round for 64
+   heaps at once, see octalgen/verify_u8.h).  Then each region a chunk a round, FIRST_CHUNK pairs
+   while the first region lasts and twice as many each round after (a long scan, which more rounds
+   would only slow).  Every path decides alike, from the same counts. */
+#define DENSE_PROBE 64u
 
 /* The pairs of the dense round of heap n (the x in [1, rest / 2] of it). */
 static uint64_t dense_count(uint64_t n)
@@ -2097,22 +2138,22 @@ static uint64_t dense_count(uint64_t n)
     return count;
 }
 
-/* Scans the pair options of heap n in that order (from round 1 when its dense round is done): returns 1
-   once nothing is missing. */
-static int scan_all(scan_t *s, uint64_t n, int dense_done)
+/* Scans the pair options of heap n in that order, with the dense round or without (dense_round), the
+   round done already or not (dense_done): returns 1 once nothing is missing. */
+static int scan_all(scan_t *s, uint64_t n, int dense_round, int dense_done)
 {
     uint64_t next[TWO_HEAP_TAKES + 1][REGIONS];
     const uint64_t before = s->scanned;
     int done = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++)
         for (uint32_t r = 0; r < REGIONS; r++) {
-            const uint64_t rest = n - TAKES[t], dense_end = REGION_START[r] + DENSE_PAIRS;
+            const uint64_t rest = n - TAKES[t], dense_end = REGION_START[r] + (dense_round ? DENSE_PAIRS : 0u);
             next[t][r] = dense_end < REGION_START[r + 1] ? dense_end : REGION_START[r + 1];
-            if (dense_done || done || n < TAKES[t] + 2 || REGION_START[r] >= rest / 2 + 1)
+            if (!dense_round || dense_done || done || n < TAKES[t] + 2 || REGION_START[r] >= rest / 2 + 1)
                 continue;
             done = scan_pairs(s, rest, REGION_START[r], next[t][r] < rest / 2 + 1 ? next[t][r] : rest / 2 + 1);
         }
-    if (!dense_done)
+    if (dense_round && !dense_done)
         s->scanned = before + dense_count(n);  /* the round as a whole */
     if (done)
         return 1;
@@ -2183,6 +2224,7 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
+    int dense_round = 0;  /* decided after the first DENSE_PROBE heaps */
 #if defined(BATCH_MARKS)
     uint64_t batch = first, batch_end = first, agree = 0, dense_done = 0;  /* (a) and the dense round of the batch */
     uint32_t found[AGREE_HEAPS][8];
@@ -2192,6 +2234,8 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
 #endif
 #endif
     for (uint64_t n = first; n < end; n++) {
+        if (n == first + DENSE_PROBE)  /* the round where the scans are half as long as it, or longer */
+            dense_round = 2 * s.scanned >= DENSE_PROBE * dense_count(n);
         const code_t *g = values + (n - base);
         uint32_t code;
         int dense = 0;
@@ -2201,7 +2245,7 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             batch_end = n + AGREE_HEAPS;
             dense_done = 0;
 #if defined(DENSE_LANES)
-            if (dense_ready && dense_in_lanes(&s, n)) {
+            if (dense_round && dense_ready && dense_in_lanes(&s, n)) {
                 memset(found, 0, sizeof found);
                 dense_done = ~0ull;
                 agree = batch_marks(g, n, &round_terms, found);
@@ -2230,7 +2274,7 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             s.scanned += dense_count(n);
         }
 #endif
-        int proven = s.missing == 0 || scan_all(&s, n, dense);
+        int proven = s.missing == 0 || scan_all(&s, n, dense_round, dense);
         if (proven && !failed)
             continue;
         result[1] = (int64_t)n;

@@ -240,7 +240,8 @@ def _code_scan_tables(plan: KernelPlan) -> dict:
     """The u8 verifier's tables (octalgen/verify_u8.h, which scans in codes): ``rare_value``, the value rare
     at each heap class that has each code, and ``need_below``, for each class and candidate code the
     codes of the rare values below the candidate as a set of 256 bits (code c: bit c & 7 of byte
-    c >> 3), and ``need_top``, one more than the largest code in that set (0 when empty).
+    c >> 3), ``need_count``, the codes in that set, and ``need_top``, one more than the largest of them
+    (0 when empty).
 
     Raises
     ------
@@ -256,13 +257,15 @@ def _code_scan_tables(plan: KernelPlan) -> dict:
             if not rarity.is_rare(a ^ b, x + y + 4 + k):
                 raise InputError(f"{plan.game.code}: a two-heap option of common heaps can be common "
                                  f"({rarity.kind} rarity, mask {rarity.mask:#x}): no u8 proof scan")
-    need_below, need_top, rare_value = [], [], encoding.rare_rows
+    need_below, need_count, need_top, rare_value = [], [], [], encoding.rare_rows
     for common, rare in zip(encoding.decode_rows, rare_value):
         below = rare[None, :] < common[:, None]  # [candidate code, code]
         layout = np.packbits(below, axis=1, bitorder="little")  # code c: bit c & 7 of byte c >> 3
         need_below.append([f"{v:#04x}" for v in layout.ravel()])
-        need_top.append((256 - np.argmax(below[:, ::-1], axis=1)) * below.any(axis=1))
-    return {"need_below": need_below, "need_top": [row.tolist() for row in need_top], "rare_value": rare_value.tolist()}
+        need_count.append(below.sum(axis=1).tolist())
+        need_top.append(((256 - np.argmax(below[:, ::-1], axis=1)) * below.any(axis=1)).tolist())
+    return {"need_below": need_below, "need_count": need_count, "need_top": need_top,
+            "rare_value": rare_value.tolist()}
 
 
 def _common_rows(plan: KernelPlan) -> list[list[str]]:

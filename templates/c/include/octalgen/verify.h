@@ -87,11 +87,15 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
 /* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).  The
    values of heaps far apart differ in kind (the small heaps' are small), so the scan goes through the x
    of REGIONS regions, from REGION_START[r] on (the unit places them), in turn, and finds the missing
-   values sooner than in the order of x alone; every x in the end.  Round 0, the dense round, takes the
-   first DENSE_PAIRS x of each region (and take) as a whole: every one of its pairs counts as looked at,
-   wherever the last missing value turns up (the vector path takes the round for 64 heaps at once, see
-   octalgen/verify_u8.h).  Then each region a chunk a round, FIRST_CHUNK pairs while the first region
-   lasts and twice as many each round after (a long scan, which more rounds would only slow). */
+   values sooner than in the order of x alone; every x in the end.  Where the scans are long (the
+   first DENSE_PROBE heaps of a call need half as many pairs as the round has, or more: its pairs cost
+   less, taken in lanes), round 0, the dense round,
+   takes the first DENSE_PAIRS x of each region (and take) as a whole: every one of its pairs counts
+   as looked at, wherever the last missing value turns up (the vector path takes the round for 64
+   heaps at once, see octalgen/verify_u8.h).  Then each region a chunk a round, FIRST_CHUNK pairs
+   while the first region lasts and twice as many each round after (a long scan, which more rounds
+   would only slow).  Every path decides alike, from the same counts. */
+#define DENSE_PROBE 64u
 
 /* The pairs of the dense round of heap n (the x in [1, rest / 2] of it). */
 static uint64_t dense_count(uint64_t n)
@@ -111,22 +115,22 @@ static uint64_t dense_count(uint64_t n)
     return count;
 }
 
-/* Scans the pair options of heap n in that order (from round 1 when its dense round is done): returns 1
-   once nothing is missing. */
-static int scan_all(scan_t *s, uint64_t n, int dense_done)
+/* Scans the pair options of heap n in that order, with the dense round or without (dense_round), the
+   round done already or not (dense_done): returns 1 once nothing is missing. */
+static int scan_all(scan_t *s, uint64_t n, int dense_round, int dense_done)
 {
     uint64_t next[TWO_HEAP_TAKES + 1][REGIONS];
     const uint64_t before = s->scanned;
     int done = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++)
         for (uint32_t r = 0; r < REGIONS; r++) {
-            const uint64_t rest = n - TAKES[t], dense_end = REGION_START[r] + DENSE_PAIRS;
+            const uint64_t rest = n - TAKES[t], dense_end = REGION_START[r] + (dense_round ? DENSE_PAIRS : 0u);
             next[t][r] = dense_end < REGION_START[r + 1] ? dense_end : REGION_START[r + 1];
-            if (dense_done || done || n < TAKES[t] + 2 || REGION_START[r] >= rest / 2 + 1)
+            if (!dense_round || dense_done || done || n < TAKES[t] + 2 || REGION_START[r] >= rest / 2 + 1)
                 continue;
             done = scan_pairs(s, rest, REGION_START[r], next[t][r] < rest / 2 + 1 ? next[t][r] : rest / 2 + 1);
         }
-    if (!dense_done)
+    if (dense_round && !dense_done)
         s->scanned = before + dense_count(n);  /* the round as a whole */
     if (done)
         return 1;
@@ -197,6 +201,7 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
+    int dense_round = 0;  /* decided after the first DENSE_PROBE heaps */
 #if defined(BATCH_MARKS)
     uint64_t batch = first, batch_end = first, agree = 0, dense_done = 0;  /* (a) and the dense round of the batch */
     uint32_t found[AGREE_HEAPS][8];
@@ -206,6 +211,8 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
 #endif
 #endif
     for (uint64_t n = first; n < end; n++) {
+        if (n == first + DENSE_PROBE)  /* the round where the scans are half as long as it, or longer */
+            dense_round = 2 * s.scanned >= DENSE_PROBE * dense_count(n);
         const code_t *g = values + (n - base);
         uint32_t code;
         int dense = 0;
@@ -215,7 +222,7 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             batch_end = n + AGREE_HEAPS;
             dense_done = 0;
 #if defined(DENSE_LANES)
-            if (dense_ready && dense_in_lanes(&s, n)) {
+            if (dense_round && dense_ready && dense_in_lanes(&s, n)) {
                 memset(found, 0, sizeof found);
                 dense_done = ~0ull;
                 agree = batch_marks(g, n, &round_terms, found);
@@ -244,7 +251,7 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             s.scanned += dense_count(n);
         }
 #endif
-        int proven = s.missing == 0 || scan_all(&s, n, dense);
+        int proven = s.missing == 0 || scan_all(&s, n, dense_round, dense);
         if (proven && !failed)
             continue;
         result[1] = (int64_t)n;

@@ -3,7 +3,8 @@
  *
  * The unit that includes it defines, before it, beside what octalgen/marks.h needs: DECODE[][]
  * (the value common at heaps of class c stored as each code), NEED_BELOW[][] (for each class and
- * candidate code, the codes of the rare values below the candidate, in need's layout below) and
+ * candidate code, the codes of the rare values below the candidate, in need's layout below), their
+ * number NEED_COUNT[][] and NEED_TOP[][] (one more than the largest of them), and
  * RARE_VALUE[][] (the value rare at heaps of class c stored as each code: among them codes keep the
  * order of values, so the least code missing is the least value), and the verifier's one-heap
  * moves: NONE_TAKES[] (NONE_TAKE_COUNT), the takes that leave no heap, and RARE_OPTIONS[]
@@ -114,16 +115,19 @@ static uint64_t count_missing(const scan_t *s)
 static void need_below(scan_t *s, uint64_t n, uint32_t code, const code_t *g)
 {
     memcpy(s->need, NEED_BELOW[CLASS(n)] + 32 * code, 32);
+    s->missing = NEED_COUNT[CLASS(n)][code];
     for (int t = 0; t < RARE_OPTION_COUNT; t++) {
         /* G(n - k), one heap left by taking k beans, is rare at n (no term marks it); the value rare
            at n stored as its code is that value */
         const code_t c = g[-(int64_t)RARE_OPTIONS[t]];
+        s->missing -= (s->need[NEED_BYTE(c)] & NEED_BIT(c)) != 0;
         s->need[NEED_BYTE(c)] &= (uint8_t)~NEED_BIT(c);
     }
     for (int t = 0; t < NONE_TAKE_COUNT; t++)
-        if (n == NONE_TAKES[t] && RARE_VALUE[CLASS(n)][0] == 0)  /* taking all k beans leaves 0, rare at n */
+        if (n == NONE_TAKES[t] && RARE_VALUE[CLASS(n)][0] == 0 && (s->need[0] & 1u)) {  /* taking all k beans leaves 0, rare at n */
             s->need[0] &= (uint8_t)~1u;
-    s->missing = count_missing(s);
+            s->missing--;
+        }
     s->incomplete = 0;
     s->group = FIRST_GROUP_BLOCKS;
 }
@@ -230,6 +234,15 @@ static inline __attribute__((always_inline)) uint64_t block_hits(const code_t *x
 
 #define BLOCK_VECTORS (64u / VECTOR_BYTES)
 
+/* The number of codes in need. */
+static inline uint64_t count_need(__m256i need)
+{
+    return (uint64_t)(__builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 0)) +
+                      __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 1)) +
+                      __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 2)) +
+                      __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 3)));
+}
+
 /* need less a group's hits (hits[b] bit k: pair i + 64 b + k), taken in order: returns 1 when the last
    missing value is taken (s->scanned counts the pairs up to its pair), else 0 with *need updated. */
 static inline int take_in_order(scan_t *s, const code_t *xs, const code_t *ys, const uint64_t *hits, uint32_t blocks,
@@ -247,6 +260,7 @@ static inline int take_in_order(scan_t *s, const code_t *xs, const code_t *ys, c
             }
         }
     *need = now;
+    s->missing = count_need(now);
     return 0;
 }
 
@@ -256,6 +270,11 @@ static inline int take_in_order(scan_t *s, const code_t *xs, const code_t *ys, c
 static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, const code_t *ys, const uint64_t *hits,
                                                 const __m512i *options, uint32_t blocks, uint64_t i, __m256i *need)
 {
+    uint32_t count = 0;
+    for (uint32_t b = 0; b < blocks; b++)
+        count += (uint32_t)__builtin_popcountll(hits[b]);
+    if (count >= s->missing)  /* this group may take the last: in order at once */
+        return take_in_order(s, xs, ys, hits, blocks, i, need);
     uint8_t list[64 * GROUP_BLOCKS + 64] __attribute__((aligned(64)));  /* and room for a store's spill */
     uint32_t listed = 0;
     for (uint32_t b = 0; b < blocks; b++) {
@@ -268,10 +287,8 @@ static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, con
         taken = _mm256_or_si256(taken, _mm256_load_si256((const __m256i *)CODE_BIT[list[j]]));
         other = _mm256_or_si256(other, _mm256_load_si256((const __m256i *)CODE_BIT[list[j + 1]]));
     }
-    const __m256i left = _mm256_andnot_si256(_mm256_or_si256(taken, other), *need);
-    if (_mm256_testz_si256(left, left))
-        return take_in_order(s, xs, ys, hits, blocks, i, need);
-    *need = left;
+    *need = _mm256_andnot_si256(_mm256_or_si256(taken, other), *need);  /* not empty: fewer hits than missing */
+    s->missing = count_need(*need);
     return 0;
 }
 #else
