@@ -222,7 +222,7 @@ class KernelPlan:
         rare code marked is one the mex never looks at (:attr:`mex_order`), while the
         verifier's scan, which compares values, counts it as the option it is.  A rare value
         found at heap m thus moves this first heap to m plus the game's largest take, and the
-        u8 one past 2m (see :func:`octalgen.engine.plans.plan_for`).
+        u8 one past 2m (see :func:`octalgen.engine.planning.plan_for`).
         """
         if self.encoding.kind == "u16" and self.table.kind == "range":
             return max(self.window, self.table.last_position) + 1

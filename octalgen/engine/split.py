@@ -59,9 +59,6 @@ KERNEL_SAMPLE, VERIFY_SAMPLE, VERIFY_WARM_UP = 1 << 18, 1 << 15, 1 << 10
 #: --until 2e8`` on the 2-core development machine: 0.43 s per 10^8 values).
 COORDINATOR_SECONDS = 4.3e-9
 
-#: An achieved rate this far from the expected one (either way) is reported as the model's miss.
-MISS = 0.25
-
 
 @dataclass(frozen=True)
 class Split:

@@ -32,7 +32,7 @@ from multiprocessing.connection import wait
 import numpy as np
 
 from ..errors import ComputationError
-from .tape import Tape, TapeSlice
+
 
 @dataclass(frozen=True)
 class SharedArray:
@@ -182,7 +182,7 @@ class LocalProcesses:
     processes at once.
     """
 
-    maps_tapes = True
+    tape_access = "map"
 
     def __init__(self, workers: int):
         self.workers = workers
@@ -258,10 +258,6 @@ class LocalProcesses:
             return np.concatenate(arrays)
         self._staged[slot.path] = slot
         return StagedArray(slot.path, arrays[0].dtype.str, length)
-
-    def stage_tape(self, tape: Tape, start: int, stop: int) -> TapeSlice:
-        """A handle to pass heaps ``start`` ... ``stop - 1`` of a tape to one task: its worker maps them."""
-        return tape.slice(start, stop)
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` (by :meth:`stage`) is over: its file may be written again.
