@@ -39,7 +39,7 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from .errors import ComputationError, GameCodeError, InputError, TableError
+from .errors import ComputationError, GameCodeError, InputError, InternalError, TableError
 from .game import OctalGame, parse_game
 
 __all__ = ["values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
@@ -178,7 +178,7 @@ def values(game, n: int, start: int = 0, *, backend: str | None = None, table=No
         result[position: position + len(chunk)] = chunk
         position += len(chunk)
     if position != len(result):  # a backend that stopped short would leave garbage in the array
-        raise ComputationError(f"the backend gave {position} values, not {len(result)}: a bug, please report it")
+        raise InternalError(f"the backend gave {position} values, not {len(result)}")
     return result
 
 
@@ -452,7 +452,10 @@ def _limits() -> tuple[int, int]:
 
 
 def _bounded(name: str, number, low: int, high: int) -> int:
-    """``number`` as an int in [low, high] (:func:`_whole`, and at most ``high``, as on the command line)."""
+    """``number`` as an int in [low, high] (:func:`_whole`, and at most ``high``, as on the command line;
+    True and False are no numbers here)."""
+    if isinstance(number, bool):
+        raise InputError(f"{name} must be a whole number, not {number!r}")
     result = _whole(name, number, low)
     if result > high:
         raise InputError(f"{name} must be at most {high:.0e}".replace("e+", "e") if high >= 10**6

@@ -32,7 +32,7 @@ from ..engine.history import PREFIX_LIMIT
 from ..engine.options import CHUNK
 from ..engine.planning import plan_game
 from ..engine.values import ValueStream
-from ..errors import ComputationError, InputError
+from ..errors import InputError, InternalError
 from ..reference import exact_values as reference_values
 from .arguments import add_game, count_type
 
@@ -134,8 +134,8 @@ def _bench_cuda(args) -> int:
     known = figures.get("checksum_known")
     _say(f"fnv1a64 {figures['checksum']}" + (f" (agreed: {known})" if known else ""))
     if not figures["checksum_ok"]:
-        raise ComputationError(f"bench: the GPU values are wrong (checksum {figures['checksum']}, speculative "
-                               f"{figures['speculative_checksum']}); please report")
+        raise InternalError(f"bench: the GPU values are wrong (checksum {figures['checksum']}, speculative "
+                            f"{figures['speculative_checksum']})")
     return 0
 
 
@@ -175,7 +175,7 @@ def _bench_c(args) -> int:
     if not (np.array_equal(one, many) and np.array_equal(one, plain) and verdict.proven
             and all(v == verdict for v in verdicts)
             and np.array_equal(exact[start:], decoded) and np.array_equal(exact[: len(reference)], reference)):
-        raise ComputationError(f"bench: the kernels, verifier and reference disagree ({verdict}); please report")
+        raise InternalError(f"bench: the kernels, verifier and reference disagree ({verdict})")
     baseline, missing = None, None
     if args.baseline != "none":
         missing = unavailable(args.baseline) or (None if plan.encoding.kind == "u8" else "this game stores u16 values")
