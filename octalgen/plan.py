@@ -141,7 +141,7 @@ class Encoding:
             return np.asarray(codes, dtype=np.uint16)
         codes = np.asarray(codes, dtype=np.uint8)
         if self.parity is None:
-            return self.decode_rows[0].take(codes)  # take: 2.5x faster than indexing (1 ms per 2^21)
+            return self.decode_rows[0].take(codes)  # take: faster than fancy indexing
         if first is None:
             raise ValueError("positional rarity depends on the heap: give the first one")
         out = np.empty(len(codes), dtype=np.uint16)
@@ -152,7 +152,7 @@ class Encoding:
 
     def encode_array(self, values) -> np.ndarray:
         """:meth:`encode` on an array: in the values' own width where they are unsigned (a verifier
-        encodes a run's 2^23-value uint16 prefix: 15 ms, against 300 ms through int64), else as int64."""
+        encodes a run's whole uint16 prefix: far cheaper than through int64), else as int64."""
         values = np.asarray(values)
         if values.dtype.kind != "u":
             values = values.astype(np.int64)

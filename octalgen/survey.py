@@ -152,7 +152,8 @@ class Survey:
         self.base = self.path.with_suffix("") if self.path.suffix in (".tsv", ".json") else self.path
         self.games = games
         self.limit = limit
-        # Version 2: games are searched directly for periods too (version 1 left some provable ones open).
+        # Format 2: games searched directly for periods too (a format-1 record left some provable
+        # periods open: resume() refuses it).
         self.header = {"survey": 2, "limit": limit, "games": [g.code for g in games]}
         self.results: dict[str, dict] = {}
 

@@ -40,12 +40,12 @@ class ConsumerSet:
     def compute_to(self, position: int, pause_at: int | None = None) -> int:
         """Where computing stops for now, from ``position``: the goal, or before it at ``pause_at`` (the
         engine's own: a new plan there) or where a consumer expects to be finished."""
-        return min([self.until, *_ahead(position, [pause_at, *(c.finishes_at for c in self.members)])])
+        return min([self.until, *_still_to_come(position, [pause_at, *(c.finishes_at for c in self.members)])])
 
     def piece_end(self, position: int, pause_at: int | None = None) -> int:
         """Where the piece of values handed on from ``position`` ends: :meth:`compute_to`, or before it
         where a consumer looks at the values so far."""
-        return min([self.compute_to(position, pause_at), *_ahead(position, (c.looks_at for c in self.members))])
+        return min([self.compute_to(position, pause_at), *_still_to_come(position, (c.looks_at for c in self.members))])
 
     def hand_on(self, history: History, values: np.ndarray, encoding=None, codes: np.ndarray | None = None,
                 pause_at: int | None = None) -> None:
@@ -90,6 +90,6 @@ class ConsumerSet:
         return {name: state for name, state in states.items() if state is not None}
 
 
-def _ahead(position: int, positions) -> list[int]:
+def _still_to_come(position: int, positions) -> list[int]:
     """The ``positions`` still to come after ``position`` (None: none)."""
     return [n for n in positions if n is not None and n > position]

@@ -42,8 +42,8 @@ from .tape import FarTermTape
 
 log = logging.getLogger("octalgen")
 
-#: The prefix grows to the first this many values: .6's proof scans reach x = 144,607 near
-#: G(19,067,570) and the longest below 10^8 took 614,144 steps.
+#: The prefix grows to the first this many values: far more than the longest proof scans of .6 reach
+#: back, so that a scan stopping short of its answer is rare.
 PREFIX_LIMIT = 1 << 23
 
 #: Proven values kept in memory besides the prefix (for scans whose pairs lie further back

@@ -30,9 +30,9 @@ from .exact_steps import exact_solver
 
 log = logging.getLogger("octalgen")
 
-#: :func:`plan_game` plans no kernel whose first heap lies past this many values (seconds of
-#: the exact solver).  The kernel of ``.6`` starts at 41,256; ``.14``'s rare values still
-#: appear past 6 million.
+#: :func:`plan_game` plans no kernel whose first heap lies past this many values: the exact solver
+#: would take long to reach it, and a game whose rare values have not died out by then (``.14``'s
+#: still appear past 6 million) is one for an exact backend.
 PLAN_LIMIT = 1 << 21
 
 

@@ -9,9 +9,8 @@ them finish.
 Large read-only arrays reach them as files they map, not through the pipe: the prefix once per
 run, its new values appended as it grows (:class:`SharedArray`), a chunk's history once per task
 (:class:`StagedArray`), in ``/dev/shm`` where there is one.  A task's file is one of a few slots
-that are written again for later tasks once their tasks are over: a new file per task cost the
-coordinator a fresh page per 4 KiB and an ``unlink``, a third of its CPU time per value.  Files
-are named with the run's process id, so that a later run removes those of a run that died
+that are written again for later tasks once their tasks are over: a new file per task would cost
+the coordinator a fresh page for every 4 KiB written and an ``unlink``.  Files are named with the run's process id, so that a later run removes those of a run that died
 (:func:`sweep_staged_files`).
 """
 
