@@ -1,4 +1,4 @@
-"""The generated C as the engine's kernel plug-in: the default one (see :class:`~octalgen.engine.seams.KernelPlugin`)."""
+"""The generated C as the engine's kernel plug-in, its default (:class:`~octalgen.engine.seams.KernelPlugin`)."""
 
 from __future__ import annotations
 

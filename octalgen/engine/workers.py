@@ -10,8 +10,8 @@ Large read-only arrays reach them as files they map, not through the pipe: the p
 run, its new values appended as it grows (:class:`SharedArray`), a chunk's history once per task
 (:class:`StagedArray`), in ``/dev/shm`` where there is one.  A task's file is one of a few slots
 that are written again for later tasks once their tasks are over: a new file per task would cost
-the coordinator a fresh page for every 4 KiB written and an ``unlink``.  Files are named with the run's process id, so that a later run removes those of a run that died
-(:func:`sweep_staged_files`).
+the coordinator a fresh page for every 4 KiB written and an ``unlink``.  Files are named with the
+run's process id, so that a later run removes those of a run that died (:func:`sweep_staged_files`).
 """
 
 from __future__ import annotations
