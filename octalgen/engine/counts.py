@@ -95,6 +95,7 @@ class CountTables:
         return dict(sorted(tables.items()))
 
     def state(self) -> dict:
+        """The tables and :attr:`since`, for a checkpoint (each table packed once)."""
         for n, table in self.tables.items():
             if n not in self._packed:
                 self._packed[n] = pack_array(table)
@@ -143,7 +144,11 @@ def tables_directory(directory, code: str) -> Path:
         raise InputError(f"{directory}: no such directory")
     inner = directory / game_directory(code)
     where = inner if inner.is_dir() else directory
-    if not _table_files(where):
+    try:
+        found = _table_files(where)
+    except OSError as exc:
+        raise InputError(f"cannot read {where}: {exc.strerror}") from None
+    if not found:
         raise InputError(f"{directory} holds no count tables of {code} (files named n, in it or in "
                          f"{inner.name}/ in it)")
     return where
