@@ -21,7 +21,7 @@ kept them, or from the far term's tape; otherwise :meth:`History.values` answers
 :meth:`History.values_before` always answers: from :data:`~octalgen.mapped.SPILL_FROM` values on
 in a file on disk, written in pieces (a rare value decided far out does not hold every value in
 memory), and where the history no longer holds them, computed anew by a run of their own (the
-history's ``recompute``: :func:`~octalgen.engine.core.recompute_values`).  Memory: two bytes a
+history's ``recompute``: :meth:`~octalgen.engine.core.Engine.recompute`).  Memory: two bytes a
 value for ``prefix_limit + recent_limit`` values (32 MiB by default), whatever N.  While a far
 term is live the store keeps every value on disk, so that a resumed run writes its tape anew.
 """
@@ -52,7 +52,7 @@ RECENT_LIMIT = 1 << 23
 
 
 class Recompute(Protocol):
-    """Computes G(0) ... G(heap-1) anew, into ``out`` where it is given (:func:`~.core.recompute_values`)."""
+    """Computes G(0) ... G(heap-1) anew, into ``out`` where it is given (:meth:`~.core.Engine.recompute`)."""
 
     def __call__(self, heap: int, out: np.ndarray | None) -> np.ndarray:
         """G(0) ... G(heap-1): ``out`` itself where it is given."""
