@@ -5,6 +5,7 @@ The Python interface (:mod:`octalgen.api`) is available from the package itself:
     import octalgen
     octalgen.values("officers", 20)       # exact G(0) ... G(19), a uint16 NumPy array
     octalgen.period(".137")               # least period and preperiod, proven
+    octalgen.run(".6", 10**7, "runs/six")  # a resumable proven run: digest, counts, period search
     octalgen.rare_table(".6")             # the rare-value table
     octalgen.info("kayles")               # moves, rare mask, known period
 
@@ -15,7 +16,8 @@ no Amaranth).
 __version__ = "0.3.0"
 
 #: Names of :mod:`octalgen.api` offered here, loaded when first asked for.
-_API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "rare_table", "info", "GameInfo")
+_API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
+        "GameInfo")
 
 __all__ = ["__version__", *_API]
 

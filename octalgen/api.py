@@ -13,6 +13,9 @@ printing them::
   G(start+n-1) from the fastest exact backend, as ``octalgen values`` computes them;
 * :func:`period`: the least period and preperiod, proven by the Guy–Smith theorem, as
   ``octalgen period`` finds them;
+* :func:`run`: a long, resumable, proven run with its digests, counts and period search, as
+  ``octalgen run`` makes it (the same :class:`~octalgen.engine.run_summary.RunSummary` that
+  ``octalgen run --json`` prints);
 * :func:`rare_table`: the rare-value table, as ``octalgen rare`` gives it;
 * :func:`info`: what is known about a game without computing, as ``octalgen info`` prints it.
 
@@ -30,15 +33,17 @@ from __future__ import annotations
 
 import logging
 import numbers
+import os
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from .errors import ComputationError, GameCodeError, InputError, TableError
+from .errors import ComputationError, GameCodeError, InputError, InternalError, TableError
 from .game import OctalGame, parse_game
 
-__all__ = ["values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "rare_table", "info", "GameInfo"]
+__all__ = ["values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
+           "GameInfo"]
 
 log = logging.getLogger("octalgen")
 
@@ -173,7 +178,7 @@ def values(game, n: int, start: int = 0, *, backend: str | None = None, table=No
         result[position: position + len(chunk)] = chunk
         position += len(chunk)
     if position != len(result):  # a backend that stopped short would leave garbage in the array
-        raise ComputationError(f"the backend gave {position} values, not {len(result)}: a bug, please report it")
+        raise InternalError(f"the backend gave {position} values, not {len(result)}")
     return result
 
 
@@ -273,7 +278,7 @@ def period(game, max: int | None = None, *, claim: tuple[int, int] | None = None
     """Find and prove the least period and preperiod of a game, as ``octalgen period`` does.
 
     Values are proven by the engine and kept on disk (in ``checkpoint``, else in a temporary
-    directory removed at the end); the prover (:class:`~octalgen.engine.period.ExactProof`)
+    directory removed at the end); the prover (:class:`~octalgen.engine.period_proof.ExactProof`)
     finds candidates, checks them by comparing values, and once G(0) ... G(2i + 2p + t - 1)
     are proven the Guy–Smith theorem proves the period; the search ends there.  A checkpoint
     directory is shared with ``octalgen period`` of the same game.
@@ -315,9 +320,9 @@ def period(game, max: int | None = None, *, claim: tuple[int, int] | None = None
     Interrupted
         Ctrl-C or SIGTERM during the search (the checkpoint, if any, is written first).
     """
-    from .engine.core import Engine, EngineOptions
-    from .engine.period import ExactProof
-    from .engine.summary import summarize
+    from .engine.options import EngineOptions
+    from .engine.period_proof import ExactProof
+    from .engine.run_summary import summarized_run
     from .engine.tally import Tally
 
     game, claim = as_game(game), _claim(claim)
@@ -331,18 +336,131 @@ def period(game, max: int | None = None, *, claim: tuple[int, int] | None = None
             raise InputError(f"checkpoint_every must be a number of seconds, not {checkpoint_every!r}")
         options["checkpoint_every"] = float(checkpoint_every)
     tally = Tally(0, ExactProof(game.max_take, claim, until=limit))
-    engine = Engine(game, EngineOptions(until=limit, **options), [tally], table=_checked_table(table, game),
-                    directory=checkpoint, identity={"command": "period", "claim": list(claim) if claim else None},
-                    keep_all=True, progress=progress)
-    engine.run()
-    summary = summarize(engine, tally)
+    engine, summary = summarized_run(game, EngineOptions(until=limit, **options), tally,
+                                     table=_checked_table(table, game), directory=checkpoint,
+                                     identity={"command": "period", "claim": list(claim) if claim else None},
+                                     keep_all=True, progress=progress)
     found = summary.period
     candidates = tuple(PeriodCandidate(c["period"], c["preperiod"], c["proof_length"], c["checked_to"])
                        for c in summary.candidates)
     return PeriodResult(game=game.code, period=found["period"] if found else None,
                         preperiod=found["preperiod"] if found else None, proven=found is not None,
                         values=engine.position, limit=limit, proof_length=found["proof_length"] if found else None,
-                        refuted=summary.refuted, candidates=candidates, seconds=engine.elapsed)
+                        refuted=summary.refuted, candidates=candidates, seconds=summary.seconds)
+
+
+# -- runs --------------------------------------------------------------------------------------
+
+
+def run(game, until: int, checkpoint=None, *, backend: str = "c", table=None, keep_values: bool = False,
+        digest_from: int = 0, threads: int | None = None, workers: int | None = None, scheduler: str | None = None,
+        chunk: int | None = None, checkpoint_every: float | None = None, progress=None):
+    """Prove G(0) ... G(until-1) of a game and report on them, as ``octalgen run`` does.
+
+    The values are proven by the engine (the speculative kernel, verifying processes, exact
+    recovery); the run reports the FNV-1a-64 digest, the count and first heap of every value, the
+    zeros, the rare values found, and the period search (a period proven by the Guy–Smith
+    theorem ends the run).  With ``checkpoint`` the run is written to that directory every few
+    seconds and at exit, and the same call resumes it, also after the process was killed; a
+    larger ``until`` extends a finished run.  The directory is shared with ``octalgen run`` of
+    the same game and options.
+
+    Parameters
+    ----------
+    game : str or OctalGame
+    until : int
+        Prove G(0) ... G(until - 1) (at most 10**15, as on the command line).
+    checkpoint : path, optional
+        The checkpoint directory (made where missing); None keeps no checkpoint.
+    backend : {"c", "cuda"}
+        What proves the values: the generated C on this machine's cores, or the GPU.
+    table : RareTable, optional
+        A rare-value table to start from (a hint).
+    keep_values : bool
+        Keep every proven value in ``checkpoint``'s ``values/`` (for ``octalgen export``).
+    digest_from : int
+        Also the FNV-1a-64 digest of G(digest_from) ... G(until - 1).
+    threads, workers, scheduler, chunk, checkpoint_every : optional
+        How the engine computes, as the options of the same names on the command line.
+    progress : Progress, optional
+        Told the computation's phase and how far it has come (:class:`~octalgen.progress.Progress`).
+
+    Returns
+    -------
+    RunSummary
+        The run's figures (:class:`~octalgen.engine.run_summary.RunSummary`): ``to_json()`` is what
+        ``octalgen run --json`` prints, ``lines()`` what it prints without.
+
+    Raises
+    ------
+    InputError
+        Bad game, count, option or table; a checkpoint of another run.
+    ToolMissingError
+        The backend cannot run here (no C compiler, no GPU).
+    Interrupted
+        Ctrl-C or SIGTERM (the checkpoint, if any, is written first).
+    """
+    from .backends import kernel_plugin
+    from .engine.run_summary import summarized_run
+    from .engine.tally import RecurrenceProof, Tally
+
+    game = as_game(game)
+    options = _engine_options(until, threads=threads, workers=workers, scheduler=scheduler, chunk=chunk,
+                              checkpoint_every=checkpoint_every)
+    digest_from = _bounded("digest_from", digest_from, 0, _limits()[0])
+    if not isinstance(keep_values, bool):
+        raise InputError(f"keep_values must be True or False, not {keep_values!r}")
+    if keep_values and checkpoint is None:
+        raise InputError("keep_values needs a checkpoint directory (the values go to its values/)")
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise InputError(f"checkpoint must be a directory's path, not {type(checkpoint).__name__} {checkpoint!r}")
+    if not isinstance(backend, str):
+        raise InputError(f"backend must be a name as text (c or cuda), not {backend!r}")
+    kernels = kernel_plugin(backend)
+    tally = Tally(digest_from, RecurrenceProof(game.max_take))
+    _, summary = summarized_run(game, options, tally, table=_checked_table(table, game), directory=checkpoint,
+                                identity={"command": "run", "digest_from": digest_from}, keep_all=keep_values,
+                                progress=progress, kernels=kernels)
+    return summary
+
+
+def _engine_options(until: int, *, threads=None, workers=None, scheduler=None, chunk=None, checkpoint_every=None):
+    """The :class:`~octalgen.engine.options.EngineOptions` of a run to ``until``, each checked against
+    the command line's limits (one :class:`~octalgen.errors.InputError` line for the first that is off;
+    None: the default)."""
+    from .engine.options import CHECKPOINT_EVERY, CHUNK, MAX_CHUNK, MIN_CHUNK, EngineOptions
+
+    max_heap, max_workers = _limits()
+    if scheduler is not None and not isinstance(scheduler, str):
+        raise InputError(f"scheduler must be an address as text (tcp://host:8786), not {scheduler!r}")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(
+            checkpoint_every, numbers.Real) or not 0 <= checkpoint_every < float("inf")):
+        raise InputError(f"checkpoint_every must be a number of seconds (0 or more, finite), not {checkpoint_every!r}")
+    return EngineOptions(
+        until=_bounded("until", until, 1, max_heap),
+        threads=None if threads is None else _bounded("threads", threads, 1, max_workers),
+        workers=None if workers is None else _bounded("workers", workers, 0, max_workers), scheduler=scheduler,
+        chunk=CHUNK if chunk is None else _bounded("chunk", chunk, MIN_CHUNK, MAX_CHUNK),
+        checkpoint_every=CHECKPOINT_EVERY if checkpoint_every is None else float(checkpoint_every))
+
+
+def _limits() -> tuple[int, int]:
+    """The command line's largest count or heap, and largest thread or process count."""
+    from .cli.arguments import MAX_HEAP, MAX_WORKERS
+
+    return MAX_HEAP, MAX_WORKERS
+
+
+def _bounded(name: str, number, low: int, high: int) -> int:
+    """``number`` as an int in [low, high] (:func:`_whole`, and at most ``high``, as on the command line;
+    True and False are no numbers here)."""
+    if isinstance(number, bool):
+        raise InputError(f"{name} must be a whole number, not {number!r}")
+    result = _whole(name, number, low)
+    if result > high:
+        raise InputError(f"{name} must be at most {high:.0e}".replace("e+", "e") if high >= 10**6
+                         else f"{name} must be at most {high}, not {result}")
+    return result
 
 
 # -- rare values and what is known -------------------------------------------------------------

@@ -20,7 +20,7 @@ import pytest
 
 from octalgen.engine.checkpoint import read_checkpoint, write_checkpoint
 from octalgen.engine.counts import CountTables, compare_tables, format_table, read_tables
-from octalgen.engine.plans import exact_solver
+from octalgen.engine.exact_steps import exact_solver
 from octalgen.engine.tally import Tally
 from octalgen.errors import Interrupted
 from octalgen.game import parse_game

@@ -4,7 +4,10 @@ Each sub-command lives in its own module of this package, listed in
 :data:`COMMANDS`; a module provides ``register(subparsers)``, which adds its
 parser and sets ``run`` (a function of the parsed arguments returning an exit
 status).  Library code raises :class:`~octalgen.errors.OctalgenError`; this
-module prints its message as one line on stderr and exits with its code.
+module prints its message as one line on stderr and exits with its code.  A bug
+(:class:`~octalgen.errors.InternalError`, or any other exception) is printed with its
+traceback and a request to report it, exit status
+:data:`~octalgen.errors.INTERNAL_ERROR_EXIT`.
 
 Every sub-command's parser is a :class:`CommandParser`: it accepts ``-q`` and ``-v`` after the
 sub-command too, and lays out its help with :class:`HelpFormatter` (prose fitted to the terminal,
@@ -27,9 +30,10 @@ import shlex
 import shutil
 import sys
 import textwrap
+import traceback
 
 from .. import __version__
-from ..errors import Interrupted, OctalgenError
+from ..errors import INTERNAL_ERROR_EXIT, Interrupted, OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "survey",
@@ -183,7 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="octalgen",
         formatter_class=HelpFormatter,
         description="Sprague-Grundy values of octal games: exact reference, generated C, hardware.",
-        epilog="Every command has its own --help.  -q and -v may also follow the command.",
+        epilog="Every command has its own --help.  -q and -v may also follow the command.  Exit status: 0 "
+               "done, 1 a computation failed, 2 bad input, 70 an internal error (a bug in octalgen: its "
+               "traceback is printed; please report it), 130 and 143 stopped by Ctrl-C and SIGTERM.",
     )
     parser.add_argument("--version", action="version", version=f"octalgen {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help=_QUIET_HELP)
@@ -305,9 +311,8 @@ def main(argv=None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except Exception as exc:  # a bug: still one line, the traceback only on request
-        if os.environ.get("OCTALGEN_DEBUG"):
-            raise
-        print(f"octalgen: internal error: {type(exc).__name__}: {exc} (set OCTALGEN_DEBUG=1 for the traceback)",
-              file=sys.stderr)
-        return 1
+    except Exception:  # noqa: BLE001 - a bug (InternalError or any other): its traceback, and a request
+        traceback.print_exc()
+        print(f"octalgen: internal error: this is a bug in octalgen {__version__}; please report it with the "
+              "command and the traceback above", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT

@@ -114,7 +114,7 @@ def add_table(parser) -> None:
 def load_table(args) -> RareTable | None:
     """The table named by ``--table``, checked against the game; None without one.
 
-    Without one, the engine and :func:`~octalgen.engine.plans.plan_game` take the shipped table,
+    Without one, the engine and :func:`~octalgen.engine.planning.plan_game` take the shipped table,
     else find one from the first exact values.
     """
     if getattr(args, "table", None):

@@ -9,7 +9,7 @@ before the kernel's first heap, and the storage chosen from them.
 from __future__ import annotations
 
 from ..cpu.generate import DEFAULT_MAX_THREADS, exact_unit, kernel_unit
-from ..engine.plans import plan_game
+from ..engine.planning import plan_game
 from ..output import check_directory, write_output
 from ..rare import RareTable
 from .arguments import GENERATED_DIRECTORY, add_game, add_table, game_folder, load_table, threads_type

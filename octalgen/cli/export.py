@@ -113,7 +113,7 @@ def run(args) -> int:
 
 def _export_counts(args) -> int:
     """``--counts OUT``: the run's count tables, from its checkpoint, into OUT/0.<code>/."""
-    from ..engine.summary import summary_of_checkpoint
+    from ..engine.run_summary import summary_of_checkpoint
     from .run import write_counts
 
     given = [option for option, value in (("--start", args.start), ("-n", args.count), ("-o", args.output))

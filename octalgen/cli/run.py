@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..engine.core import CHECKPOINT_EVERY, CHUNK, Engine, EngineOptions
 from ..engine.counts import FIRST_TABLE, count_words, output_directory, write_tables
-from ..engine.summary import summarize
-from ..engine.tally import RecurrenceProof, Tally
+from ..engine.options import CHECKPOINT_EVERY, CHUNK, MAX_CHUNK, MIN_CHUNK
 from . import fit_to_terminal, progress_for
 from .arguments import (add_game, add_table, count_type, load_table, mask_type, positive_count_type, seconds_type,
                         threads_type, whole_number, workers_type)
@@ -81,46 +79,26 @@ def add_engine_options(parser) -> None:
                              "job; 0: verify in this process)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="send verification to a running Dask scheduler, e.g. tcp://host:8786")
-    parser.add_argument("--chunk", type=lambda text: whole_number(text, 1 << 10, 1 << 26), default=CHUNK,
+    parser.add_argument("--chunk", type=lambda text: whole_number(text, MIN_CHUNK, MAX_CHUNK), default=CHUNK,
                         metavar="HEAPS", help=f"heaps per kernel chunk and verification task (default {CHUNK})")
     parser.add_argument("--checkpoint-every", type=seconds_type, default=CHECKPOINT_EVERY, metavar="SECONDS",
                         help=f"seconds between checkpoints (default {CHECKPOINT_EVERY:g})")
 
 
-def engine_options(args, until: int) -> EngineOptions:
-    """The :class:`EngineOptions` of the options :func:`add_engine_options` added."""
-    return EngineOptions(until=until, threads=args.threads, workers=args.workers, scheduler=args.scheduler,
-                         chunk=args.chunk, checkpoint_every=args.checkpoint_every)
-
-
-def kernels_for(backend: str):
-    """The engine's kernel plug-in for ``--backend`` (None: the generated C)."""
-    if backend == "c":
-        return None
-    from ..backends import get_backend
-
-    get_backend(backend)  # one clear line when the GPU backend cannot run here
-    from ..cuda.plugin import CudaKernels
-
-    return CudaKernels()
-
-
 def run(args) -> int:
+    from .. import api
     from ..errors import InputError
 
     if args.keep_values and not args.checkpoint:
         raise InputError("--keep-values needs --checkpoint DIR (the values go to DIR/values/)")
     if args.counts is not None:
         output_directory(args.counts, args.game.code)  # before the run: a path it could never write fails now
-    kernels = kernels_for(args.backend)
     table = load_table(args) if args.table else None
-    tally = Tally(args.digest_from, RecurrenceProof(args.game.max_take))
     with progress_for(args, args.until, label=args.game.code) as progress:
-        engine = Engine(args.game, engine_options(args, args.until), [tally], table=table, directory=args.checkpoint,
-                        identity={"command": "run", "digest_from": args.digest_from}, keep_all=args.keep_values,
-                        progress=progress, kernels=kernels)
-        engine.run()
-    summary = summarize(engine, tally)
+        summary = api.run(args.game, args.until, args.checkpoint, backend=args.backend, table=table,
+                          keep_values=args.keep_values, digest_from=args.digest_from, threads=args.threads,
+                          workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
+                          checkpoint_every=args.checkpoint_every, progress=progress)
     if args.counts is not None and summary.count_tables:
         write_counts(args.counts, summary)
     print_summary(summary, args.json, args.mask, engineering=args.verbose > 0)
@@ -139,7 +117,7 @@ def write_counts(directory, summary) -> None:
 
 
 def print_summary(summary, as_json: bool, masks=(), engineering: bool = False) -> None:
-    """Print a :class:`~octalgen.engine.summary.RunSummary`: every figure as JSON, or the lines a
+    """Print a :class:`~octalgen.engine.run_summary.RunSummary`: every figure as JSON, or the lines a
     reader wants (``engineering``: also the cores and CPU seconds), fitted to the terminal."""
     if as_json:
         json.dump(summary.to_json(masks), sys.stdout, indent=1)

@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..engine.stats import plot_histogram
-from ..engine.summary import summary_of_checkpoint
+from ..engine.value_statistics import plot_histogram
+from ..engine.run_summary import summary_of_checkpoint
 from ..errors import InputError
 from ..output import check_output, write_output
 from .arguments import mask_type

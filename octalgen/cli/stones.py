@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import ComputationError, InputError
 from ..stones import BACKENDS, Asymmetric, Classic, NoRepeat, compute, default_backend, parse_moves
-from ..stones.period import eventual_periods_of_game
+from ..stones.eventual_period import eventual_periods_of_game
 from .arguments import count_type
 
 log = logging.getLogger("octalgen")

@@ -15,8 +15,8 @@ from ..survey import Survey, parse_wholes, run_survey, survey_games
 from . import fit_to_terminal, progress_for
 from .arguments import positive_count_type, whole_number, workers_type
 
-#: Values per game by default: the whole 3-digit survey took 1,513 s on the 2-core development machine
-#: (1,023 games: 698 periodic, 325 open); the dense games' time grows with the square of N.
+#: Values per game by default: enough to prove most periods of the 3-digit games, while the whole
+#: survey stays a matter of minutes (the dense games' time grows with the square of N).
 DEFAULT_MAX = 1 << 17
 
 DESCRIPTION = """\

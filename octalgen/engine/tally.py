@@ -15,7 +15,7 @@ Two provers decide whether a candidate is a period:
   G(n) holds for i0 <= n < 2 i0 + p + t, which proves period p from i0 by the Guy–Smith
   theorem.  p is the least period (an earlier recurrence would have matched first); the least
   preperiod is at most i0.
-* :class:`~.period.ExactProof` (``period``): the least preperiod found from the values on
+* :class:`~.period_proof.ExactProof` (``period``): the least preperiod found from the values on
   disk, every later value compared with the one p before it, the least period checked.
 """
 

@@ -37,7 +37,7 @@ import logging
 
 import numpy as np
 
-from ..errors import ComputationError
+from ..errors import InternalError
 from ..periodicity import last_mismatch, prime_factors, proof_length, search_periods
 
 log = logging.getLogger("octalgen")
@@ -100,7 +100,7 @@ class ExactProof:
     def attach(self, history) -> None:
         self.history = history
         if not self.history.keep_all:
-            raise ComputationError("the exact period proof needs a history that keeps every value")
+            raise InternalError("the exact period proof needs a history that keeps every value")
 
     def _candidate(self, period: int, preperiod: int, checked_to: int) -> dict:
         return {"period": period, "preperiod": preperiod, "checked_to": checked_to,
@@ -126,7 +126,7 @@ class ExactProof:
     def _values(self, start: int, stop: int) -> np.ndarray:
         values = self.history.values(start, stop)
         if values is None:
-            raise ComputationError(f"G({start}) ... G({stop - 1}) are no longer held: a bug, please report it")
+            raise InternalError(f"G({start}) ... G({stop - 1}) are no longer held")
         return values
 
     # -- search ---------------------------------------------------------------------------
