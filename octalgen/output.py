@@ -19,8 +19,9 @@ Every failure (a full disk, a missing directory, no permission, ``/proc``) is an
 :class:`~octalgen.errors.OutputError` reading ``cannot write PATH: reason``, PATH as the user
 wrote it; a path that names no place to write (its directory missing, a directory where a file
 belongs, a file where a directory belongs) is an :class:`~octalgen.errors.OutputPathError`, bad
-input.  Missing directories are never made on the way: a mistyped path is refused, not
-created.  :func:`check_output` (and :func:`check_directory` and :func:`check_new_directory`, for
+input.  A directory is made only where a command makes its own folder (a checkpoint directory,
+``emit``'s ``DIR/<game>``); a missing directory above what the user named is refused, so a
+mistyped path is not created.  :func:`check_output` (and :func:`check_directory` and :func:`check_new_directory`, for
 folders) makes the same decisions and leaves nothing behind, so that a command refuses a path it
 could never write *before* a long computation.
 """
@@ -174,18 +175,26 @@ def check_output(path) -> None:
 
 
 def check_directory(directory) -> None:
-    """Make ``directory`` (and its parents) where missing, and make sure files can be created in it.
+    """Make a per-game folder ``DIR/<game>`` and ``DIR`` where missing; make sure files can be created in it.
 
-    For commands that write files of their own naming into a folder (``emit c``, ``emit hdl``).
+    For commands that write files of their own naming into a folder of the directory the user
+    named (``emit c``, ``emit hdl``): ``DIR`` and the game's folder are made, as
+    :func:`check_new_directory` makes a checkpoint directory; a missing directory above ``DIR``
+    is refused.
 
     Raises
     ------
+    OutputPathError
+        When the directory above ``DIR`` does not exist, or a file stands where a folder belongs.
     OutputError
         Reading ``cannot write into DIRECTORY: reason``.
     """
     directory = Path(directory)
+    check_new_directory(directory.parent)
+    if directory.parent.is_dir():  # else it is made below, and nothing stands in the game folder's place
+        check_new_directory(directory)
     label = f"into {directory}"
-    _guarded(label, directory.mkdir, parents=True, exist_ok=True)
+    _guarded(label, directory.mkdir, parents=True, exist_ok=True)  # at most DIR and the game's folder
     temporary, handle = _create_temporary(directory / ".octalgen-check", label)
     _discard(handle, temporary)
 

@@ -340,6 +340,7 @@ def test_export_refuses_binary_on_a_terminal(tmp_path):
     ("survey", "--digits", 1, "--max", 1000, "--out", "{missing}/survey"),
     ("run", ".6", "--until", 1000, "--checkpoint", "{missing}/ck"),
     ("period", ".137", "--checkpoint", "{missing}/ck"),
+    ("emit", "c", ".16", "-o", "{missing}/generated"),
 ])
 def test_a_missing_parent_directory_is_refused_the_same_way_everywhere(cli, tmp_path, command):
     missing = tmp_path / "no" / "such"
@@ -360,9 +361,11 @@ def test_a_file_given_as_checkpoint_directory_is_called_a_file(cli, tmp_path, co
     assert path.read_text() == "mine\n"
 
 
-def test_a_checkpoint_directory_inside_an_existing_one_is_made(cli, tmp_path):
+def test_a_directory_inside_an_existing_one_is_made(cli, tmp_path):
     result = cli("run", ".137", "--until", 1000, "--checkpoint", tmp_path / "ck", "-q")
     assert result.code == 0 and (tmp_path / "ck" / "checkpoint.json").is_file()
+    result = cli("emit", "c", ".16", "-o", tmp_path / "generated")
+    assert result.code == 0 and (tmp_path / "generated" / "0.16" / "octalgen_kernel.c").is_file()
 
 
 def test_vv_adds_stamped_debugging_detail_to_v(cli, tmp_path):
