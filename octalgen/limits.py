@@ -14,7 +14,7 @@ import numbers
 
 from .errors import InputError
 
-__all__ = ["MAX_HEAP", "MAX_WORKERS", "CHUNK_RANGE", "whole", "seconds"]
+__all__ = ["MAX_HEAP", "MAX_WORKERS", "CHUNK_RANGE", "largest", "whole", "seconds"]
 
 #: The largest count or heap position accepted: far beyond any run so far (Grossman's reached
 #: 1.4 x 10^14 values of .6), and small enough that every such number is exact in a float.

@@ -1,5 +1,6 @@
 """The command line: output formats, files, exit codes and one-line errors."""
 
+import io
 import json
 import re
 import subprocess
@@ -414,3 +415,20 @@ def test_a_resumed_period_reports_this_sessions_values(cli, tmp_path):
     as_json = json.loads(cli("period", ".16", "--max", 600_000, "--checkpoint", tmp_path / "p", "--json").out)
     assert as_json["values"] == 509_622 and as_json["session"]["values"] == 0
     assert [(c["period"], c["outcome"]) for c in as_json["candidates"]] == [(149459, "proven")]
+
+
+def test_a_resume_command_stays_whole_on_a_line_of_its_own_on_a_terminal(monkeypatch):
+    from octalgen.cli import error_text
+
+    class Screen(io.StringIO):
+        def isatty(self):
+            return True
+
+    line = "octalgen: stopped by Ctrl-C: G(0) ... G(999) proven; checkpoint in runs/officers; resume with:"
+    command = "octalgen run .6 --until 1e9 --checkpoint runs/officers"
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert error_text(line, command) == f"{line} {command}\n"  # a file or a pipe: one line
+    monkeypatch.setattr(sys, "stderr", Screen())
+    monkeypatch.setenv("COLUMNS", "40")
+    shown = error_text(line, command).splitlines()
+    assert shown[-1] == command and len(shown) > 2 and all(len(row) <= 40 for row in shown[:-1])

@@ -297,14 +297,22 @@ def fit_to_terminal(lines, stream=None, indent: str = "    ") -> list[str]:
     return fitted
 
 
-def error_text(line: str) -> str:
-    """An error ``line`` as written to stderr: one line, wrapped to the terminal's width when stderr is one."""
-    return "\n".join(fit_to_terminal([line], sys.stderr)) + "\n"
+def error_text(line: str, command: str | None = None) -> str:
+    """An error ``line`` as written to stderr: one line, wrapped to the terminal's width when stderr is one.
+
+    ``command`` (one to run next, such as a resume) ends the line; on a terminal it goes whole on a
+    line of its own, so that it can be copied as one.
+    """
+    from ..progress import is_terminal
+
+    if command is not None and not is_terminal(sys.stderr):
+        return f"{line} {command}\n"
+    return "\n".join(fit_to_terminal([line], sys.stderr)) + "\n" + (f"{command}\n" if command else "")
 
 
-def report(line: str) -> None:
+def report(line: str, command: str | None = None) -> None:
     """Write ``line`` (an error, or what a stopped command kept) to stderr by :func:`error_text`."""
-    sys.stderr.write(error_text(line))
+    sys.stderr.write(error_text(line, command))
     sys.stderr.flush()
 
 
@@ -323,8 +331,10 @@ def main(argv=None) -> int:
     try:
         return args.run(args) or 0
     except Interrupted as exc:
-        resume = "; resume with: " + shlex.join(command) if exc.checkpoint is not None else ""
-        report(f"octalgen: {exc}{resume}")
+        if exc.checkpoint is not None:
+            report(f"octalgen: {exc}; resume with:", shlex.join(command))
+        else:
+            report(f"octalgen: {exc}")
         return exc.exit_code
     except OctalgenError as exc:
         if args.verbose >= 2:  # debugging detail: where the error was raised
