@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..engine.core import CHECKPOINT_EVERY, CHUNK, Engine, EngineOptions
+from ..engine.counts import FIRST_TABLE, count_words, output_directory, write_tables
 from ..engine.summary import summarize
 from ..engine.tally import RecurrenceProof, Tally
 from . import fit_to_terminal, progress_for
@@ -31,6 +32,8 @@ examples:
   octalgen run .6 --until 1e9 --checkpoint runs/officers   # goes on from 1e8
   octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values
       # keeps the values, for octalgen export
+  octalgen run .161 --until 1073741825 --checkpoint runs/161 --counts tables
+      # tables/0.161/2 ... /1073741824: the counts at every power of two
   octalgen run .16 --until 1e6          # stops once its period is proven
   octalgen run .6 --until 1e6 -v        # also the cores and CPU time used"""
 
@@ -48,6 +51,10 @@ def register(sub) -> None:
     parser.add_argument("--keep-values", action="store_true",
                         help="keep every proven value in DIR/values/ (one byte per value where the game allows); "
                              "octalgen export reads them back")
+    parser.add_argument("--counts", metavar="OUT",
+                        help="at the end, write the counts of each value among G(1) ... G(n), at every power of two "
+                             "n >= 2 passed and at N-1, as OUT/0.<code>/<n> (rogalski's layout: 'value count' lines, "
+                             "zero counts included); octalgen export --counts writes them from a checkpoint")
     parser.add_argument("--digest-from", type=count_type, default=0, metavar="S",
                         help="also print the FNV-1a-64 digest of G(S) ... G(N-1)")
     parser.add_argument("--backend", choices=("c", "cuda"), default="c",
@@ -103,6 +110,8 @@ def run(args) -> int:
 
     if args.keep_values and not args.checkpoint:
         raise InputError("--keep-values needs --checkpoint DIR (the values go to DIR/values/)")
+    if args.counts is not None:
+        output_directory(args.counts, args.game.code)  # before the run: a path it could never write fails now
     kernels = kernels_for(args.backend)
     table = load_table(args) if args.table else None
     tally = Tally(args.digest_from, RecurrenceProof(args.game.max_take))
@@ -112,8 +121,21 @@ def run(args) -> int:
                         progress=progress, kernels=kernels)
         engine.run()
     summary = summarize(engine, tally)
+    if args.counts is not None and summary.count_tables:
+        write_counts(args.counts, summary)
     print_summary(summary, args.json, args.mask, engineering=args.verbose > 0)
     return 0
+
+
+def write_counts(directory, summary) -> None:
+    """Write a run's count tables into ``directory/0.<code>/`` and say so on stderr (also where some are missing)."""
+    code = summary.statistics.game
+    where = write_tables(directory, code, summary.count_tables)
+    print(f"octalgen: wrote {count_words(summary.count_tables)} of {code} to {where}", file=sys.stderr)
+    since = summary.count_tables_since
+    if since > FIRST_TABLE:
+        print(f"octalgen: the run was resumed at G({since}) from a checkpoint that kept no count tables: the powers "
+              f"of two below {since} have none", file=sys.stderr)
 
 
 def print_summary(summary, as_json: bool, masks=(), engineering: bool = False) -> None:

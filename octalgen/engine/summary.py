@@ -8,6 +8,7 @@ from ..errors import CheckpointError
 from ..game import parse_game
 from ..rare import RareTable
 from .checkpoint import FILENAME, check_layout, read_checkpoint
+from .counts import CountTables
 from .producer import FIRST_CHUNK
 from .split import MISS
 from .stats import Statistics
@@ -46,6 +47,12 @@ class RunSummary:
     fallbacks : (int, int) or None
         Kernel calls of this session whose threads kept waiting for each other and went on with one
         thread, and the heap of the first (None: none did).
+    count_tables : dict of int to ndarray
+        The counts of each value among G(1) ... G(n) at every power of two n the run passed and at
+        its end (:mod:`.counts`).
+    count_tables_since : int
+        The heap from which every power of two has its table (0, unless the run was resumed from a
+        checkpoint of an octalgen that kept none).
     """
 
     statistics: Statistics
@@ -61,6 +68,8 @@ class RunSummary:
     split: object = None
     fallbacks: tuple | None = None
     expected: float | None = None
+    count_tables: dict = field(default_factory=dict)
+    count_tables_since: int = 0
 
     @property
     def values_per_second(self) -> float | None:
@@ -175,7 +184,8 @@ def summarize(engine, tally) -> RunSummary:
                       fallbacks=(engine.session.kernel_fallbacks, engine.session.first_fallback)
                       if engine.session.kernel_fallbacks else None,
                       expected=engine.split.expected(engine.session.values, engine.options.chunk, FIRST_CHUNK)
-                      if engine.split is not None and engine.session.values > 0 else None)
+                      if engine.split is not None and engine.session.values > 0 else None,
+                      count_tables=tally.tables(), count_tables_since=tally.count_tables.since)
 
 
 def summary_of_checkpoint(directory) -> RunSummary:
@@ -205,8 +215,11 @@ def summary_of_checkpoint(directory) -> RunSummary:
     statistics = _statistics(game, table, state, body["position"], body["parameters"].get("digest_from", 0),
                              [tuple(e) for e in body["rare_found"]],
                              [tuple(e) for e in body.get("mask_switches", ())])
+    position = state["scanner"]["position"]
+    tables = CountTables.restore(state.get("count_tables"), position)
     return RunSummary(statistics, table, *_period(state["prover"]), hash_matches=state["scanner"]["hash_matches"],
-                      seconds=body["elapsed"])
+                      seconds=body["elapsed"], count_tables=tables.with_end(counts_of(state)[0], position),
+                      count_tables_since=tables.since)
 
 
 def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found,
