@@ -411,7 +411,7 @@ def period(game, max: int | None = None, *, claim: tuple[int, int] | None = None
                         preperiod=found["preperiod"] if found else None, proven=found is not None,
                         values=engine.position, limit=limit, proof_length=found["proof_length"] if found else None,
                         refuted=summary.refuted, candidates=candidates, session_values=summary.session_values,
-                        seconds=engine.elapsed, session_seconds=summary.session_seconds)
+                        seconds=summary.seconds, session_seconds=summary.session_seconds)
 
 
 # -- runs --------------------------------------------------------------------------------------
