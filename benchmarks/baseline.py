@@ -47,9 +47,12 @@ import json, sys, time
 import numpy as np
 import octalgen
 from octalgen.cpu.verify import Verifier
-from octalgen.engine.plans import plan_game
 from octalgen.game import parse_game
 from octalgen.plan import make_plan
+try:
+    from octalgen.engine.planning import plan_game
+except ImportError:  # the baseline's: before the engine's planning had one module
+    from octalgen.engine.plans import plan_game
 
 folder, code, storage = sys.argv[1], sys.argv[2], sys.argv[3]
 first, base, count, chunk, history, rounds = (int(a) for a in sys.argv[4:10])
@@ -121,7 +124,7 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
     alternating, each in a child process of its own.  ``history``: heaps before each call beyond the
     window; ``prefix_length``: the prefix given (default ``first``); ``storage``: ``"u8"`` or
     ``"u16"`` (default: the game's plan's).  Returns (baseline, this checkout)."""
-    from octalgen.engine.plans import plan_game
+    from octalgen.engine.planning import plan_game
     from octalgen.game import parse_game
     from octalgen.plan import make_plan
 

@@ -2142,7 +2142,7 @@ static uint64_t dense_count(uint64_t n)
    round done already or not (dense_done): returns 1 once nothing is missing. */
 static int scan_all(scan_t *s, uint64_t n, int dense_round, int dense_done)
 {
-    uint64_t next[TWO_HEAP_TAKES + 1][REGIONS];
+    uint64_t next[TWO_HEAP_TAKES + 1][REGIONS] = {{0}};
     const uint64_t before = s->scanned;
     int done = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++)
