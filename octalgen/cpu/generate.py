@@ -35,7 +35,7 @@ from ..game import OctalGame, parse_game
 from ..plan import KernelPlan
 from ..render import render
 
-#: Default for the largest thread count a kernel supports (terms with smaller offsets can be late).
+#: Default for the largest thread count a kernel supports.
 DEFAULT_MAX_THREADS = 64
 
 #: The thread count a kernel takes is capped at one more than this (u8 / u16 storage: the codes of a
@@ -115,7 +115,8 @@ def compile_lines(name: str) -> list[str]:
     """The provenance lines that say how ``name.c`` compiles on its own: the flags octalgen builds it
     with, in C11 or GNU C11."""
     flags = " ".join(DEFAULT_CFLAGS).replace("-std=gnu11", "-std=c11")
-    return [f"compile: cc {flags} -c {name}.c", "    (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)"]
+    return [f"compile: cc {flags} -c {name}.c",
+            "    (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)"]
 
 
 def _moves(game: OctalGame) -> dict:
