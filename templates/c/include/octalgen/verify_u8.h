@@ -35,7 +35,11 @@
    any had a hit; a heap's first group is shorter: nearly every block there has hits, and those taken
    before the next block is looked up are not found again. */
 #define GROUP_BLOCKS 8u
-#define FIRST_GROUP_BLOCKS 2u
+#define FIRST_GROUP_BLOCKS 1u
+/* A group's hits are taken one by one, in order, at once where at most this many values are missing
+   (the group likely takes the last, which must be found in order); else all at once, and in order
+   again only in the group that takes the last. */
+#define IN_ORDER_FROM 8u
 
 /* The vector path: AVX2, or AVX-512BW (with VBMI and VBMI2 where the CPU has them: the build's -march
    decides, and the module cache is keyed by flags and CPU); SCAN_VECTOR_BYTES=32 asks for AVX2 on an
@@ -266,14 +270,12 @@ static inline int take_in_order(scan_t *s, const code_t *xs, const code_t *ys, c
 
 #if COMPRESS_HITS
 /* The codes of a group's hits listed by one compress a block (options[b]: block b's options), taken off
-   need at once by an OR of one-bit sets; in order (take_in_order) only where that leaves none. */
+   need at once by an OR of one-bit sets; in order (take_in_order) where that leaves none, or where
+   IN_ORDER_FROM or fewer are missing. */
 static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, const code_t *ys, const uint64_t *hits,
                                                 const __m512i *options, uint32_t blocks, uint64_t i, __m256i *need)
 {
-    uint32_t count = 0;
-    for (uint32_t b = 0; b < blocks; b++)
-        count += (uint32_t)__builtin_popcountll(hits[b]);
-    if (count >= s->missing)  /* this group may take the last: in order at once */
+    if (s->missing <= IN_ORDER_FROM)  /* a few left: this group may well take the last, so in order at once */
         return take_in_order(s, xs, ys, hits, blocks, i, need);
     uint8_t list[64 * GROUP_BLOCKS + 64] __attribute__((aligned(64)));  /* and room for a store's spill */
     uint32_t listed = 0;
@@ -287,8 +289,11 @@ static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, con
         taken = _mm256_or_si256(taken, _mm256_load_si256((const __m256i *)CODE_BIT[list[j]]));
         other = _mm256_or_si256(other, _mm256_load_si256((const __m256i *)CODE_BIT[list[j + 1]]));
     }
-    *need = _mm256_andnot_si256(_mm256_or_si256(taken, other), *need);  /* not empty: fewer hits than missing */
-    s->missing = count_need(*need);
+    const __m256i left = _mm256_andnot_si256(_mm256_or_si256(taken, other), *need);
+    if (_mm256_testz_si256(left, left))
+        return take_in_order(s, xs, ys, hits, blocks, i, need);
+    *need = left;
+    s->missing = count_need(left);
     return 0;
 }
 #else
@@ -392,7 +397,8 @@ static inline uint32_t lanes_agree(mvec_t v, const mvec_t *acc, uint32_t ranges)
     return ~bad & ((1u << MARK_LANES) - 1u);
 }
 
-#if MARK_LANES == 16 && defined(__AVX512VBMI__)
+/* Sorted lanes where terms are many (for a few, sorting costs more than the ranges it saves). */
+#if MARK_LANES == 16 && defined(__AVX512VBMI__) && TERMS >= 256
 #define AGREE_HEAPS 64u
 #define DENSE_LANES 1
 /* Byte 4 l of a batch's index: the heap in lane l; the permute keeps only those bytes. */
