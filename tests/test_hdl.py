@@ -214,7 +214,7 @@ def test_latency_property_and_one_value_every_fold_clocks(fold, references):
     assert clocks == [kernel.latency + i * fold for i in range(20)]
 
 
-def test_extraction_yields_the_lowest_clear_codes(references):
+def test_extraction_yields_the_lowest_clear_codes():
     """The extraction alone (.644 at fold 1: 50 candidates, 25 steps) on mark vectors whose groups of
     16 have 0, 1, 2, 3 or many clear bits, so that every step meets each case (a group filled by
     one or two candidates, both candidates in one group or in two): the candidates are the lowest
@@ -223,12 +223,11 @@ def test_extraction_yields_the_lowest_clear_codes(references):
     from amaranth.hdl import Elaboratable, Module, Signal
     from amaranth.sim import Simulator
 
-    from octalgen.hdl.kernel import _full_groups
+    from octalgen.hdl.mex import extract_candidates, full_groups
 
     plan = plan_of(".644")
-    kernel = SpeculativePipeline(plan, references(".644", plan.start), fold=1)
-    kernel._MustUse__silence = True  # only its extraction is built: no "never used" warning
-    assert kernel.layout.candidates == 50 and plan.mex_order == tuple(range(256))
+    layout = layout_pipeline(plan, 1)
+    assert layout.candidates == 50 and plan.mex_order == tuple(range(256))
     rng = np.random.default_rng(644)
     vectors = []
     for _ in range(40):
@@ -247,8 +246,8 @@ def test_extraction_yields_the_lowest_clear_codes(references):
         def elaborate(self, platform):
             m = Module()
             full = Signal(16)
-            m.d.comb += full.eq(_full_groups(self.marks))
-            found.extend(kernel._extract(m, self.marks, full, plan.mex_order))
+            m.d.comb += full.eq(full_groups(self.marks))
+            found.extend(extract_candidates(m, layout, self.marks, full, plan.mex_order))
             return m
 
     extraction = Extraction()
@@ -257,7 +256,7 @@ def test_extraction_yields_the_lowest_clear_codes(references):
     seen = []
 
     async def bench(ctx):
-        settle = kernel.layout.candidate_clock(49) - kernel.layout.chain_output + 2
+        settle = layout.candidate_clock(49) - layout.chain_output + 2
         for vector in vectors:
             ctx.set(extraction.marks, vector)
             await ctx.tick().repeat(settle)

@@ -77,6 +77,8 @@ MARK = 6
 EXTRACT = 3
 #: Bits per group of the mark vector in the extraction.
 GROUP = 16
+#: Codes per row of the mark grid: code c is bit c & 15 of row c >> 4 (:attr:`PipelineLayout.mark_rows`).
+ROW = 16
 
 #: How a stage hands its marks to the next (:attr:`PipelineLayout.mark_chain`).  ``vector``: the
 #: whole mark vector in one clock; every lane's two one-hot halves reach all its bits (16 sinks

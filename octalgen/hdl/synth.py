@@ -129,7 +129,7 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
 
     Counted from the structure: per stage, its mark vector (a flip-flop per
     bit and about (2 L + 2) / 3 LUTs per bit for L mark units: see
-    :meth:`~octalgen.hdl.kernel.SpeculativePipeline._mark`), or for the
+    :meth:`~octalgen.hdl.vector_chain.VectorChain.add_lane`), or for the
     ``rows`` mark chain its delay memory and stream register; per mark unit,
     its XOR, the registered one-hot halves of the code (``rows``: its two
     row memories per bank, about 6 LUT cells per 16 x 4 bits), address
