@@ -85,14 +85,10 @@ class CudaOptions:
         11.4 us per round): a round lasts as long as its busiest block, which still
         marks most terms, plus the cache's reads, writes and barriers.
     persistent : bool
-        Speculate with ``octal_persistent``: one launch for many rounds, one block per
-        multiprocessor, a barrier of per-block flags between rounds, windows starting at
-        the front rounded down to a group of 32 so that each block owns its positions, one
-        ring read chaotically, the front and the limit exchanged with the host through
-        mapped memory (:mod:`octalgen.cuda.persistent_twin` is its specification).  False
-        (the default) launches ``octal_round`` once per round.  **Unmeasured on a GPU**: off
-        until ``benchmarks/gpu_probe.py`` shows it faster (its barrier alone must take
-        <= 3 us a round to be worth it).
+        **Experimental** (:mod:`octalgen.cuda.persistent`, not measured on a GPU): speculate
+        with ``octal_persistent``, one launch for many rounds, one block per multiprocessor,
+        a barrier of per-block flags between rounds.  False (the default) launches
+        ``octal_round`` once per round, and the kernels do not contain the persistent one.
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int

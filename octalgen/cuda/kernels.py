@@ -75,6 +75,7 @@ def render_kernels(plan: CudaPlan) -> str:
         terms_by_offset=by_offset,
         spread_terms=[(offset, spread(code)) for offset, code in by_offset],
         cache_final=plan.options.cache_final,
+        persistent=plan.options.persistent,
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,
         scan_bound=plan.options.scan_bound,

@@ -191,11 +191,11 @@ def speculative_codes(plan: CudaPlan, x: np.ndarray, positions: np.ndarray, ring
     for lo in range(0, len(positions), batch):
         chunk = positions[lo : lo + batch]
         marks = x[(chunk[:, None] - plan.offsets[None, :]) & ring_mask] ^ plan.codes[None, :]
-        out[lo : lo + batch] = _mex(marks)
+        out[lo : lo + batch] = mex_rows(marks)
     return out
 
 
-def _mex(marks: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
+def mex_rows(marks: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
     """Least code per row not among ``marks`` (nor set in ``present``); 256 if all are."""
     rows = np.zeros((len(marks), CODES + 1), dtype=bool) if present is None else present.copy()
     rows[np.arange(len(marks))[:, None], marks] = True
@@ -372,7 +372,7 @@ class Speculator:
             mine = offsets[None, :young] <= (chunk - front)[:, None]
             marks = np.where(mine, read[inputs & mask] ^ codes[None, :young], CODES)
             made += int(mine.sum())
-            out[lo : lo + 512] = _mex(marks, self.cache[chunk & (self.cache_ring - 1)])
+            out[lo : lo + 512] = mex_rows(marks, self.cache[chunk & (self.cache_ring - 1)])
         return out, made
 
 
