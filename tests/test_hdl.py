@@ -405,7 +405,7 @@ def test_chosen_fold_is_the_smallest_that_the_estimate_fits():
     assert guess == estimate(layout_pipeline(plan, fold), target)
     assert guess.fraction(target) <= target.utilisation_limit
     assert estimate(layout_pipeline(plan, fold - 1), target).fraction(target) > target.utilisation_limit
-    assert fold == 8  # .6 on the ECP5-85k at fold 8: packed and placed (hdl/reports/README.md)
+    assert fold == 8  # .6 on the ECP5-85k at fold 8: the bitstream hdl/reports/0.6-ulx3s-85f.json
 
 
 def test_officers_does_not_fit_an_ice40(cli, monkeypatch):

@@ -27,7 +27,8 @@ def register(targets) -> None:
                         help="warps per block of the round kernel (default %(default)s)")
     parser.add_argument("--cached-marks", dest="cache_final", action="store_true",
                         help="cache the marks of final inputs instead of recomputing every term of every window "
-                             "position each round (slower on an H100: 0.72x)")
+                             "position each round (off by default: a round lasts as long as its busiest block, "
+                             "which still marks most terms)")
     parser.add_argument("--arch", default=CudaOptions.arch, help="nvcc target (default %(default)s)")
     parser.set_defaults(run=run)
 

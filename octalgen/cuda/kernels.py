@@ -17,9 +17,9 @@ from ..render import render
 from .cuda_plan import CudaPlan, spread
 
 #: nvcc flags, chosen deliberately (all part of the cache key):
-#: ``-cubin -arch=sm_XX``: machine code for exactly the target (H100/H200: sm_90), no PTX for
-#: the driver to JIT at load; ``-O3``: full device optimisation; ``-lineinfo``: source lines for
-#: Nsight Compute at no run-time cost; ``--Werror all-warnings``: generated code must compile
+#: ``-cubin -arch=sm_XX``: machine code for exactly the target (sm_90: compute capability 9.0), no
+#: PTX for the driver to JIT at load; ``-O3``: full device optimisation; ``-lineinfo``: source lines
+#: for Nsight Compute at no run-time cost; ``--Werror all-warnings``: generated code must compile
 #: cleanly; ``--resource-usage``: registers, shared memory, spills into resource-usage.txt.
 NVCC_FLAGS = ("-O3", "-lineinfo", "--Werror", "all-warnings", "--resource-usage")
 

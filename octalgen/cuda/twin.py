@@ -30,7 +30,7 @@ it) as it does: nothing unread is overwritten.
 
 Repeated work, and the cut
 --------------------------
-Measured with this twin (``benchmarks/fixedpoint_rounds.py``): each value is
+Counted with this twin (``benchmarks/fixedpoint_rounds.py``): each value is
 recomputed about ``window / advance`` times (9 to 13 for ``.6`` with a window
 of 4224), and a round changes only ~2 values per final value, mostly far from
 the front; but each change reaches hundreds of positions through the terms, so

@@ -58,8 +58,8 @@ from ..plan import KernelPlan
 #: stage's update of one bit (load, the bit itself, the previous stage's bit, two per unit) is
 #: (2 L + 3) inputs: ceil((2 L + 2) / 3) four-input LUTs, 0.75 per unit at L = 8, 0.8 at 5,
 #: 1 at 2 to 4; longer stages save little more and gather more wires into one place (congestion:
-#: the .6 builds on the ECP5-85k routed at fold 10 with 2 lanes and at 11 with 3, not with 5 or 8:
-#: hdl/reports/README.md).
+#: a kernel that nearly fills its chip routes more easily with 2 to 4 lanes a stage, as the
+#: ``.6`` builds for the ECP5-85k in ``hdl/reports/`` do).
 LANES_PER_STAGE = 8
 
 #: Clocks from a term's phase to its history read being sampled (ROM, address register).
