@@ -301,7 +301,22 @@ def test_kernel_rejects_a_start_inside_the_rare_region(references):
 # -- the command line -----------------------------------------------------------
 
 
-def test_emit_hdl_sim_checks_every_value(cli):
+@pytest.fixture
+def eager_progress(monkeypatch):
+    """``emit hdl``'s progress display, writing a plain line at every update (not every 10 s)."""
+    import octalgen.cli.emit_hdl as emit_hdl
+
+    made = emit_hdl.progress_for
+
+    def eager(*args, **kwargs):
+        progress = made(*args, **kwargs)
+        progress.every = 0
+        return progress
+
+    monkeypatch.setattr(emit_hdl, "progress_for", eager)
+
+
+def test_emit_hdl_sim_checks_every_value_and_shows_how_far_it_is(cli, eager_progress):
     result = cli("emit", "hdl", ".45", "--sim", "--cycles", "3000")
     assert result.code == 0, result.err
     plan = plan_of(".45")
@@ -311,6 +326,19 @@ def test_emit_hdl_sim_checks_every_value(cli):
     assert f"G({plan.start}) ... G({plan.start + values - 1})" in result.out
     assert "all values match the reference" in result.out
     assert "cycles/s" in result.out
+    # In a log (stderr is not a terminal): plain lines, through elaboration to every value simulated.
+    lines = result.err.splitlines()
+    assert all(line.startswith("octalgen: .45 fold 1 ") for line in lines)
+    assert any("elaborating the circuit for amaranth.sim" in line for line in lines)
+    counts = [int(line.split(" of ")[0].rsplit(" ", 1)[1].replace(",", "")) for line in lines if "values done" in line]
+    assert counts == sorted(counts) and counts[-1] == values and f"of {values:,} values done" in lines[-1]
+    assert "simulating 3,000 clocks with amaranth.sim" in lines[-1]
+
+
+def test_emit_hdl_sim_quiet_shows_no_progress(cli, eager_progress):
+    result = cli("-q", "emit", "hdl", ".356", "--sim", "--fold", "2", "--cycles", "400")
+    assert result.code == 0 and "all values match the reference" in result.out
+    assert result.err == ""
 
 
 def test_emit_hdl_sim_catches_a_planted_fault(cli, monkeypatch):

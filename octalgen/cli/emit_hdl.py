@@ -85,7 +85,7 @@ def run(args) -> int:
     expected = max(0, -(-(cycles - layout.latency) // layout.fold))
     if expected == 0:
         raise InputError(f"--cycles {cycles} ends before the first value (latency {layout.latency} clocks)")
-    with progress_for(args, None, label=f"{plan.game.code} fold {layout.fold}") as progress:
+    with progress_for(args, expected, label=f"{plan.game.code} fold {layout.fold}", items="values") as progress:
         progress.phase(f"computing {first + expected:,} reference values")
         reference = compute_values(plan.game, 0, first + expected, table=plan.table)
         progress.phase("building the circuit")
@@ -98,8 +98,7 @@ def run(args) -> int:
         if args.simulator == "verilator":
             progress.phase("verilator: compiling the model (minutes the first time; cached)")
             build_verilator(verilog, kernel.module_name)
-        progress.phase(f"simulating {cycles:,} clocks with {args.simulator}")
-        sim = simulate(kernel, cycles, args.simulator, verilog=verilog)
+        sim = simulate(kernel, cycles, args.simulator, verilog=verilog, progress=progress)
     result = compare(sim, reference, first)
     last = first + result.checked - 1
     span = f"G({first}) ... G({last})" if result.checked else "none"
