@@ -356,10 +356,11 @@ def test_emit_hdl_sim_catches_a_planted_fault(cli, monkeypatch):
 
 
 def test_emit_hdl_writes_verilog_with_provenance(cli, tmp_path):
-    result = cli("emit", "hdl", ".356", "--fold", "4", "-o", tmp_path)
+    path = tmp_path / "kernel.v"  # one file: -o names it
+    result = cli("emit", "hdl", ".356", "--fold", "4", "-o", path)
     assert result.code == 0, result.err
-    path = tmp_path / "0.356" / "octalgen_hdl_f4.v"
     assert result.out.startswith(f"wrote {path}: .356 at fold 4")
+    assert [p.name for p in tmp_path.iterdir()] == ["kernel.v"]
     text = path.read_text()
     table = shipped_table(".356")
     header = text.split("\n\n")[0]
@@ -380,6 +381,15 @@ def test_emit_hdl_bad_options_are_one_line(cli, args, message):
     result = cli("emit", "hdl", ".356", *args)
     assert result.code == 2
     assert message in result.err and result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("target", ["hdl", "cuda"])
+def test_a_single_file_emit_refuses_a_directory_as_its_output(cli, tmp_path, target):
+    """emit hdl and emit cuda write one file, so -o names a file (emit c's names a directory)."""
+    result = cli("emit", target, ".356", "-o", tmp_path)
+    assert result.code == 1 and result.err.count("\n") == 1
+    assert f"cannot write {tmp_path}: it is a directory" in result.err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_verilator_missing_is_one_clear_line(cli, monkeypatch):

@@ -1,4 +1,8 @@
-"""``octalgen emit cuda CODE``: write the generated CUDA (round kernel and verifier) for a game."""
+"""``octalgen emit cuda CODE``: write the generated CUDA (round kernel and verifier) for a game.
+
+One file, so ``-o`` names the file (default: stdout), as for ``emit hdl``; ``emit c`` writes
+several, and its ``-o`` names a directory.
+"""
 
 from __future__ import annotations
 
@@ -19,10 +23,11 @@ def register(targets) -> None:
                     "verifier that proves every value.  Needs no GPU (--backend cuda runs them).",
         epilog="examples:\n"
                "  octalgen emit cuda .6 -o officers.cu\n"
-               "  octalgen emit cuda .6 --unrolled --arch sm_90")
+               "  octalgen emit cuda .6 --term-groups 8 --arch sm_80")
     add_game(parser)
     add_table(parser)
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="the CUDA file to write (one file, so -o names it; default: stdout)")
     parser.add_argument("--term-groups", type=count_type, default=CudaOptions.term_groups, metavar="G",
                         help="warps per block of the round kernel (default %(default)s)")
     parser.add_argument("--cached-marks", dest="cache_final", action="store_true",
