@@ -40,6 +40,9 @@ from ..errors import InputError
 from ..plan import KernelPlan, make_plan
 from ..rare import RareTable
 
+__all__ = ["CODES", "CudaOptions", "CudaPlan", "cuda_plan_for", "make_cuda_plan", "spread", "storage_problem",
+           "unspread"]
+
 #: Codes per position in the mark arrays (u8 storage only).
 CODES = 256
 

@@ -16,6 +16,8 @@ from ..errors import ToolMissingError
 from ..render import render
 from .cuda_plan import CudaPlan, spread
 
+__all__ = ["NVCC_FLAGS", "CompiledKernels", "compile_kernels", "find_nvcc", "render_kernels"]
+
 #: nvcc flags, chosen deliberately (all part of the cache key):
 #: ``-cubin -arch=sm_XX``: machine code for exactly the target (sm_90: compute capability 9.0), no
 #: PTX for the driver to JIT at load; ``-O3``: full device optimisation; ``-lineinfo``: source lines

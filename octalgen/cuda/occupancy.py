@@ -28,6 +28,9 @@ from dataclasses import dataclass
 
 from ..errors import ComputationError
 
+__all__ = ["REGISTER_UNIT", "RESERVED_SHARED_PER_BLOCK", "KernelResources", "Multiprocessor",
+           "parse_resource_usage", "verify_grid_cap"]
+
 #: Registers are allocated to a warp in units of this many.
 REGISTER_UNIT = 256
 

@@ -94,8 +94,9 @@ from .runtime import (LOG_CAPACITY, RING_LEAST, RoundLog, load_module, multiproc
                       round_block_threads, urgent_stream)
 from .twin import NO_POSITION, TermIndex, mex_rows, ring_size
 
-__all__ = ["GROUP", "IDLE_ROUNDS", "RELATIVE_NONE", "ROUND_MASK", "GpuPersistentSpeculator", "PersistentSpeculator", "RoundOutcome",
-           "barrier_microbenchmark", "blocks_for", "combine", "flag_word", "owned_group", "read_flag", "stop_front"]
+__all__ = ["BARRIER_TARGET_US", "GROUP", "IDLE_ROUNDS", "RELATIVE_NONE", "ROUND_MASK", "GpuPersistentSpeculator",
+           "PersistentSpeculator", "RoundOutcome", "barrier_microbenchmark", "blocks_for", "combine", "flag_word",
+           "owned_group", "read_flag", "stop_front"]
 
 #: Positions per group: a warp's lanes, the unit a block owns.
 GROUP = 32
@@ -326,7 +327,8 @@ class PersistentSpeculator:
         outcome = combine(start, *(list(column) for column in zip(*seen)))
         self._rounds += 1
         if outcome.front < self._front:
-            raise ComputationError(f"the front went back from {self._front} to {outcome.front}: a bug, please report it")
+            raise ComputationError(f"the front went back from {self._front} to {outcome.front}: "
+                                   "a bug, please report it")
         self.log.append((self._front, hi_0, marks))
         self._idle = self._idle + 1 if outcome.front == self._front else 0
         self._front = outcome.front
@@ -584,7 +586,8 @@ def barrier_microbenchmark(plan: CudaPlan, rounds: int = 20_000, first: int = 1 
     sink = cupy.zeros(32 * count, dtype=cupy.uint8)
     cell = MappedCell(CELL_SIZE)
     stream = cupy.cuda.Stream(non_blocking=True)
-    figures = {"blocks": count, "threads_per_block": threads, "rounds": rounds, "target_us_per_round": BARRIER_TARGET_US}
+    figures = {"blocks": count, "threads_per_block": threads, "rounds": rounds,
+               "target_us_per_round": BARRIER_TARGET_US}
     try:
         for work, name in ((0, "barrier_alone"), (1, "barrier_and_one_group"), (2, "barrier_without_host")):
             for attempt in ("warm_up", "timed"):

@@ -46,6 +46,9 @@ from ..plan import KernelPlan
 from . import twin
 from .cuda_plan import CudaOptions, CudaPlan, storage_problem
 
+__all__ = ["AsynchronousHybridVerifier", "CudaKernels", "DeviceProof", "FixedPointProducer", "HybridVerifier",
+           "RoundFigures", "StreamingKernels", "TwinKernels", "VerifyFigures"]
+
 log = logging.getLogger("octalgen")
 
 

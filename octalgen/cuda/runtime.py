@@ -42,6 +42,10 @@ from .kernels import compile_kernels, find_nvcc
 from .cuda_plan import CudaPlan
 from .occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
 
+__all__ = ["LOG_CAPACITY", "RING_LEAST", "URGENT_PRIORITY", "GpuSpeculator", "GpuVerifier", "RoundLog",
+           "VerifyLaunch", "device_defaults", "load_module", "multiprocessors", "read_ring", "require_gpu",
+           "round_block_threads", "unavailable", "urgent_stream"]
+
 log = logging.getLogger("octalgen")
 
 #: Round-log entries kept on the device, a ring: the host copies the rounds out before it comes

@@ -27,6 +27,8 @@ from ..build import command_from_environment
 from ..errors import BuildError, ToolMissingError
 from .kernels import find_nvcc
 
+__all__ = ["Instruction", "TermLoop", "disassemble", "find_disassembler", "parse", "term_loops"]
+
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);")
 _LABEL = re.compile(r"^(\.L_x_\d+):", re.MULTILINE)  # nvdisasm names branch targets
 

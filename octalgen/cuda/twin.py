@@ -82,6 +82,11 @@ import numpy as np
 
 from .cuda_plan import CODES, CudaPlan, unspread
 
+__all__ = ["CHANGE", "FRONT", "HI", "LIMIT", "LIMIT_AT", "NO_POSITION", "OVERFLOW", "OVERFLOW_SEEN", "PHASES",
+           "ROUND", "STATE_SIZE", "DeviceVerifier", "Launched", "Speculator", "TermIndex", "Verdict",
+           "initial_state", "mex_rows", "next_front", "ring_size", "round_marks", "span", "speculative_codes",
+           "verify"]
+
 #: "No position": larger than any position.
 NO_POSITION = 1 << 62
 

@@ -18,6 +18,8 @@ from amaranth.lib.wiring import In, Out
 
 from .records import REQUEST
 
+__all__ = ["ValueCapture"]
+
 
 class ValueCapture(wiring.Component):
     """Decides each request, and captures the values it asks for.

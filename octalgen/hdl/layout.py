@@ -54,6 +54,10 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..plan import KernelPlan
 
+__all__ = ["DATA_VALID", "EXTRACT", "GROUP", "LANES_PER_STAGE", "MARK", "MARK_CHAINS", "READ_SAMPLE", "ROW", "Lane",
+           "LaneTerm", "PipelineLayout", "RecentTerm", "Source", "lane_first_write", "lane_skipped_writes",
+           "layout_pipeline", "primed"]
+
 #: Mark units per stage.  Each mark bit of a unit is the AND of two one-hot registers, so a
 #: stage's update of one bit (load, the bit itself, the previous stage's bit, two per unit) is
 #: (2 L + 3) inputs: ceil((2 L + 2) / 3) four-input LUTs, 0.75 per unit at L = 8, 0.8 at 5,

@@ -16,6 +16,8 @@ from amaranth.lib.wiring import In, Out
 from .linear import linear_map
 from .records import HISTOGRAM, SUMMARY, SUMMARY_BYTES, SYNC, VALUES
 
+__all__ = ["RecordSender", "crc16_step_columns"]
+
 
 def crc16_step_columns() -> tuple[list[int], list[int]]:
     """CRC-16/CCITT-FALSE after one byte, as linear maps of the old CRC and of the byte."""

@@ -25,8 +25,8 @@ from ..errors import BuildError, ToolMissingError
 from ..shipped import shipped_folder
 from .kernel import SpeculativePipeline
 
-__all__ = ["SIMULATORS", "BoardRun", "Comparison", "SimulationProgress", "SimulationRun", "build_verilator", "compare",
-           "find_verilator", "simulate", "simulate_amaranth", "simulate_board", "simulate_verilator",
+__all__ = ["SIMULATORS", "BoardRun", "Comparison", "SimulationProgress", "SimulationRun", "build_verilator",
+           "compare", "find_verilator", "simulate", "simulate_amaranth", "simulate_board", "simulate_verilator",
            "testbench_source", "uart_levels"]
 
 SIMULATORS = ("amaranth", "verilator")

@@ -39,6 +39,9 @@ from ..engine.scan import HASH_MATCH, Scanner, crc_tables
 from ..errors import InputError
 from .linear import carry_save_rows, linear_map
 
+__all__ = ["WINDOW_BANK", "Anchors", "Fnv1aDigest", "Histogram", "PrefixState", "RollingCrc", "WindowValues",
+           "fnv_rows", "histogram_bins", "prefix_state"]
+
 #: Values per bank of the window memory at fold >= 4: one ECP5 block RAM (DP16KD) of 16-bit words.
 WINDOW_BANK = 1024
 

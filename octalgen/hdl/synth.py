@@ -29,6 +29,10 @@ from ..errors import ComputationError, InputError, ToolMissingError
 from ..plan import KernelPlan
 from .layout import LANES_PER_STAGE, PipelineLayout, layout_pipeline
 
+__all__ = ["ROUTERS", "TARGETS", "TOOLS", "UTILISATION_LIMIT", "Estimate", "SynthesisReport", "Target",
+           "choose_fold", "estimate", "find_tool", "get_target", "nextpnr_options", "read_report", "synthesise",
+           "tool_version"]
+
 log = logging.getLogger("octalgen")
 
 #: Largest fraction of a device's LUTs, flip-flops or block RAMs a chosen fold may need, unless
