@@ -242,7 +242,7 @@ def test_term_counts_by_offset():
         assert terms.marks_upto(d) == sum(np.count_nonzero(offsets <= e) for e in range(d))
 
 
-# -- the persistent round kernel (octalgen.cuda.persistent) -------------------------------
+# -- the persistent round kernel (octalgen.cuda.persistent, experimental) -------------------
 
 
 def persistent_plan(game):

@@ -2,6 +2,8 @@
 
 Each target lives in its own module ``octalgen.cli.emit_<target>`` listed in
 :data:`EMIT_TARGETS`, providing ``register(subparsers)`` like a command module.
+One rule for ``-o``: it names a directory for a target that writes several files
+(``c``) and a file for a target that writes one (``cuda``, ``hdl``).
 """
 
 from __future__ import annotations

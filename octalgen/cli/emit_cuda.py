@@ -1,8 +1,4 @@
-"""``octalgen emit cuda CODE``: write the generated CUDA (round kernel and verifier) for a game.
-
-One file, so ``-o`` names the file (default: stdout), as for ``emit hdl``; ``emit c`` writes
-several, and its ``-o`` names a directory.
-"""
+"""``octalgen emit cuda CODE``: the generated CUDA (round kernel and verifier) of a game, to ``-o FILE`` or stdout."""
 
 from __future__ import annotations
 

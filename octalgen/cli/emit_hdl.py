@@ -2,11 +2,9 @@
 
 Without ``--sim`` the Verilog (with its provenance header) is written to
 ``-o FILE``, by default ``generated/<game>/octalgen_hdl_f<F>.v`` (next to what
-``emit c`` writes).  One file, so ``-o`` names the file, as for ``emit cuda``
-(``emit c`` writes several: its ``-o`` names a directory).  With ``--sim`` the
-circuit is simulated from configuration and every value it emits is compared
-with the exact values of the default exact backend (the Verilog is written
-only when ``-o`` is given);
+``emit c`` writes).  With ``--sim`` the circuit is simulated from
+configuration and every value it emits is compared with the exact values of
+the default exact backend (the Verilog is written only when ``-o`` is given);
 exit status 0 when all match, 1 on the first mismatch (reported with its
 heap size) or a raised error flag.
 """
