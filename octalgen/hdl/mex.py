@@ -38,7 +38,7 @@ def extract_candidates(m, layout: PipelineLayout, marks, full, order):
     count = groups(len(marks))
     width = len(marks)
     found = []
-    vector, full, previous = marks, full, None
+    vector, previous = marks, None
     for step in range(-(-layout.candidates // 2) + 1):
         name = f"step{step}"
         if previous is not None:

@@ -14,7 +14,9 @@ more.
 
 from __future__ import annotations
 
-from amaranth.hdl import Cat, Const, Mux, Signal
+from collections.abc import Callable
+
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib.memory import Memory
 
 from .layout import MARK, ROW, PipelineLayout
@@ -37,8 +39,8 @@ class RowsChain:
     def __init__(self, layout: PipelineLayout, order: tuple[int, ...]):
         self.layout = layout
         self.order = order
-        self._previous = None  # the last stage's (stream register, group it holds)
-        self._at_phase = None
+        self._previous: tuple[Signal, Signal] | None = None  # the last stage's stream register, its group
+        self._at_phase: Callable[[int], Value] = lambda clock: Const(0, 1)  # set by begin_stage
         self._lanes: list = []
 
     def begin_stage(self, m, s: int, at_phase) -> None:
@@ -94,7 +96,8 @@ class RowsChain:
             banks = Signal(per_clock, name=f"{lane_name}_banks", reset_less=True)  # one-hot, 0 when no mark
             low = Signal(ROW, name=f"{lane_name}_low", reset_less=True)
             m.d.sync += [banks.eq(Mux(hit, Const(1, 1) << bank_code, 0)[:per_clock]), low.eq(Const(1, 1) << low_code)]
-            reads, turns = [[], []], []
+            reads: list[list] = [[], []]
+            turns = []
             for memory_index in (0, 1):
                 # Each memory's own turn, a toggle (synthesis cannot merge the copies: a stage's
                 # single parity register reaching every memory's data and address is a long route),
