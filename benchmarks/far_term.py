@@ -35,8 +35,8 @@ CHILD = r"""
 import json, resource, sys, time
 import numpy as np
 from octalgen.engine.core import Engine, EngineOptions
-from octalgen.engine.plans import exact_solver
-from octalgen.engine.summary import summarize
+from octalgen.engine.exact_steps import exact_solver
+from octalgen.engine.run_summary import summarize
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.game import parse_game
 from octalgen.rare import RareTable
@@ -57,7 +57,7 @@ def main():
     end = time.monotonic()
     print(json.dumps({"values_per_second": until / (end - began),
                       "after_1e6": (until - passed[1]) / (end - passed[0]),
-                      "exact_cpu_s": engine.exact.cpu_seconds, "rare_found": engine.rare_found,
+                      "exact_cpu_s": engine.exact.cpu_seconds, "rare_found": engine.recovery.rare_found,
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       # every child's: the verifying processes', and the compiler's where the build cache
                       # lacked a module (a cold cache once showed 106 MB here, a warm one 58)

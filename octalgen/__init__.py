@@ -5,19 +5,28 @@ The Python interface (:mod:`octalgen.api`) is available from the package itself:
     import octalgen
     octalgen.values("officers", 20)       # exact G(0) ... G(19), a uint16 NumPy array
     octalgen.period(".137")               # least period and preperiod, proven
+    octalgen.run(".6", 10**7, "runs/six")  # a resumable proven run: digest, counts, period search
     octalgen.rare_table(".6")             # the rare-value table
     octalgen.info("kayles")               # moves, rare mask, known period
 
 Those names are loaded on first use, so ``import octalgen`` stays cheap (no NumPy, no compiler,
-no Amaranth).
+no Amaranth).  The errors they raise are in :mod:`octalgen.errors`, loaded with the package::
+
+    try:
+        octalgen.values(".6", n)
+    except octalgen.errors.InputError as exc:   # bad input: one line says what is wrong
+        print(exc)
 """
+
+from . import errors
 
 __version__ = "0.3.0"
 
 #: Names of :mod:`octalgen.api` offered here, loaded when first asked for.
-_API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "rare_table", "info", "GameInfo")
+_API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
+        "GameInfo")
 
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", "errors", *_API]
 
 
 def __getattr__(name: str):

@@ -1,8 +1,17 @@
-"""The one error family of octalgen.
+"""The errors of octalgen: the one family a user is told about, and the one that means a bug.
 
-Library code raises these; the command line catches :class:`OctalgenError`,
-prints its message as one line on stderr and exits with :attr:`exit_code`.
+Library code raises :class:`OctalgenError` and its subclasses for what a user can act on (bad
+input, a missing tool, a full disk, a stopped run); the command line prints its message as one
+line on stderr and exits with :attr:`~OctalgenError.exit_code`.
+
+:class:`InternalError` is apart from that family: an internal invariant that does not hold, that
+is a bug in octalgen.  It is not an :class:`OctalgenError`, so that no ``except OctalgenError``
+swallows it; the command line prints it with its traceback and a request to report it, and
+exits with :data:`INTERNAL_ERROR_EXIT` (``EX_SOFTWARE`` of BSD's ``sysexits.h``).
 """
+
+#: The exit status of the command line for an :class:`InternalError` (or any other bug).
+INTERNAL_ERROR_EXIT = 70
 
 
 class OctalgenError(Exception):
@@ -36,6 +45,13 @@ class OutputError(OctalgenError):
     """An output file that cannot be written: a full disk, a missing directory, no permission, a directory."""
 
 
+class OutputPathError(OutputError, InputError):
+    """An output path that names no place to write: its directory does not exist, or it names a file
+    where a directory is needed (or a directory where a file is).  Bad input: exit status 2."""
+
+    exit_code = 2
+
+
 class ToolMissingError(OctalgenError):
     """An external program (compiler, synthesis tool) is not installed."""
 
@@ -46,6 +62,15 @@ class BuildError(OctalgenError):
 
 class ComputationError(OctalgenError):
     """A computation could not finish correctly (e.g. a value outgrew its storage)."""
+
+
+class InternalError(RuntimeError):
+    """An internal invariant does not hold: a bug in octalgen, to be reported with its traceback.
+
+    Not an :class:`OctalgenError`: what a user can act on is one of those; this is not.
+    """
+
+    exit_code = INTERNAL_ERROR_EXIT
 
 
 class CheckpointError(InputError):

@@ -3,7 +3,7 @@
 A :class:`RareTable` lists the rare positions of a game under its sparse space (the rule of
 :class:`~octalgen.sparse.Rarity`: a mask, range or positional rarity; see :mod:`octalgen.sparse`)
 below ``exact_to``.  It is the immutable table every backend is generated from, and a hint the
-engine checks against the exact values (:func:`octalgen.engine.plans.reconcile`).
+engine checks against the exact values (:func:`octalgen.engine.planning.reconcile`).
 
 Table files are YAML, schema ``octalgen-rare-table/2`` (``/1`` files, which have neither
 ``kind`` nor ``parity``, load as range tables)::

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .engine.core import Engine, EngineOptions
-from .engine.period import ExactProof
+from .engine.options import EngineOptions
+from .engine.period_proof import ExactProof
+from .engine.run_summary import summarized_run
 from .engine.scan import Scanner
 from .engine.seams import KernelPlugin
-from .engine.summary import summarize
 from .engine.tally import Tally
 from .errors import CheckpointError, InputError
 from .game import OctalGame, parse_game
@@ -97,10 +97,8 @@ def survey_game(code: str, limit: int, *, table: RareTable | None = None, option
     options = replace(options, until=limit) if options is not None else EngineOptions(
         until=limit, threads=1, workers=0, checkpoint_every=1e9)
     with tempfile.TemporaryDirectory(prefix="octalgen-survey-") as directory:
-        engine = Engine(game, options, [tally], table=table, directory=directory, identity={"command": "survey"},
-                        keep_all=True, kernels=kernels)
-        engine.run()
-        summary = summarize(engine, tally)
+        engine, summary = summarized_run(game, options, tally, table=table, directory=directory,
+                                         identity={"command": "survey"}, keep_all=True, kernels=kernels)
         stats = summary.statistics
         proven = summary.period
         digest = stats.digest
@@ -154,7 +152,8 @@ class Survey:
         self.base = self.path.with_suffix("") if self.path.suffix in (".tsv", ".json") else self.path
         self.games = games
         self.limit = limit
-        # Version 2: games are searched directly for periods too (version 1 left some provable ones open).
+        # Format 2: games searched directly for periods too (a format-1 record left some provable
+        # periods open: resume() refuses it).
         self.header = {"survey": 2, "limit": limit, "games": [g.code for g in games]}
         self.results: dict[str, dict] = {}
 

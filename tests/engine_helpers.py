@@ -8,9 +8,9 @@ import sys
 
 from octalgen.backends import compute_values
 from octalgen.engine.checkpoint import read_checkpoint
-from octalgen.engine.core import Engine, EngineOptions
+from octalgen.engine.options import EngineOptions
+from octalgen.engine.run_summary import summarized_run
 from octalgen.engine.seams import Consumer
-from octalgen.engine.summary import summarize
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.game import parse_game
 
@@ -33,15 +33,16 @@ class StopAt(Consumer):
 
 
 def run_engine(code, until, directory=None, stop_at=None, table=None, keep_all=False, digest_from=0,
-               prover=RecurrenceProof, **options):
-    """A run as ``octalgen run`` makes it, in this process; returns its summary."""
+               prover=RecurrenceProof, kernels=None, **options):
+    """A run as ``octalgen run`` makes it (:func:`~octalgen.engine.run_summary.summarized_run`), in this
+    process, with any engine option (``prover``: the tally's; ``stop_at``: a Ctrl-C there); returns its
+    summary."""
     game = parse_game(code)
-    tally = Tally(digest_from, prover(game.max_take))
-    consumers = [tally] + ([StopAt(stop_at)] if stop_at is not None else [])
-    engine = Engine(game, EngineOptions(until=until, **options), consumers, table=table, directory=directory,
-                    identity={"command": "run", "digest_from": digest_from}, keep_all=keep_all)
-    engine.run()
-    return summarize(engine, tally)
+    tally = Tally(digest_from, prover(game.max_take) if prover else None)
+    stop = (StopAt(stop_at),) if stop_at is not None else ()
+    return summarized_run(game, EngineOptions(until=until, **options), tally, stop, table=table,
+                          directory=directory, identity={"command": "run", "digest_from": digest_from},
+                          keep_all=keep_all, kernels=kernels)[1]
 
 
 def c_values(code, count):

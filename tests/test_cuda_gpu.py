@@ -16,7 +16,7 @@ from octalgen.checksum import fnv1a64
 from octalgen.cuda import plugin, runtime, twin
 from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
 from octalgen.engine.core import Engine, EngineOptions
-from octalgen.engine.summary import summarize
+from octalgen.engine.run_summary import summarize
 from octalgen.engine.tally import Tally
 from octalgen.game import parse_game
 from octalgen.api import rare_table
@@ -83,7 +83,7 @@ def test_run_through_the_engine_with_the_gpu_plug_in(code):
     engine.run()
     assert summarize(engine, tally).statistics.digest == fnv1a64(compute_values(code, 0, 400_000, backend="c"))
     rounds, verification = kernels.figures()
-    assert rounds.rounds > 0 and verification.values == 400_000 - engine.plan.start
+    assert rounds.rounds > 0 and verification.values == 400_000 - engine.planning.plan.start
 
 
 @pytest.mark.parametrize("backend", ["cuda", "cuda-speculative"])

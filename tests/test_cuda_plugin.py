@@ -19,28 +19,22 @@ from octalgen.cpu.kernel import StorageOverflow, default_threads
 from octalgen.cuda import persistent, plugin, runtime, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions
 from octalgen.engine import accounting, split
-from octalgen.engine.core import Engine, EngineOptions
-from octalgen.engine.plans import plan_game
-from octalgen.engine.seams import Kernels
-from octalgen.engine.summary import summarize
-from octalgen.engine.tally import RecurrenceProof, Tally
+from octalgen.engine.planning import plan_game
+from octalgen.cpu.plugin import CKernels
+from octalgen.engine.tally import RecurrenceProof
 from octalgen.errors import ComputationError, Interrupted
 from octalgen.game import parse_game
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
-from engine_helpers import StopAt  # the consumer that stops a run as Ctrl-C does
+from engine_helpers import run_engine
 
 
 def run_twin(code, until, directory=None, stop_at=None, table=None, kernels=None, prover=None, **options):
     """``octalgen run`` in this process with the twin plug-in; returns (summary, kernels)."""
-    game = parse_game(code)
     kernels = kernels or plugin.TwinKernels(256)
-    tally = Tally(0, prover(game.max_take) if prover else None)
-    consumers = [tally] + ([StopAt(stop_at)] if stop_at is not None else [])
-    engine = Engine(game, EngineOptions(until=until, chunk=options.pop("chunk", 1 << 13), **options), consumers,
-                    table=table, directory=directory, identity={"command": "run", "digest_from": 0}, kernels=kernels)
-    engine.run()
-    return summarize(engine, tally), kernels
+    summary = run_engine(code, until, directory, stop_at, table, prover=prover, kernels=kernels,
+                         chunk=options.pop("chunk", 1 << 13), **options)
+    return summary, kernels
 
 
 @lru_cache(maxsize=None)
@@ -93,7 +87,7 @@ def test_the_persistent_kernel_stops_resumes_and_continues_a_c_run(sixteen_60k, 
                  kernels=plugin.TwinKernels(128, options, seed=7))
     resumed = run_twin(".16", 60_000, tmp_path / "a", chunk=1 << 12, kernels=plugin.TwinKernels(128, options, seed=8))
     assert resumed[0].statistics == sixteen_60k
-    run_twin(".16", 30_000, tmp_path / "b", kernels=Kernels())
+    run_twin(".16", 30_000, tmp_path / "b", kernels=CKernels())
     continued = run_twin(".16", 60_000, tmp_path / "b", kernels=plugin.TwinKernels(128, options, seed=9))
     assert continued[0].statistics.digest == sixteen_60k.digest
 
@@ -253,7 +247,7 @@ def test_a_c_run_extended_on_the_twin_ends_right_and_leaves_the_c_split_alone(tm
     seeded = {"kernel": {"1": 1.0}, "verify": 1.0}
     split._store(plan, cores, seeded, backend="c")
     checkpoint = tmp_path / "run"
-    run_twin(".16", 30_000, checkpoint, kernels=Kernels())
+    run_twin(".16", 30_000, checkpoint, kernels=CKernels())
     c_rates = split._cached(plan, cores, "c")
     assert c_rates != seeded and c_rates["kernel"]["1"] > 1.0  # the C session refined its own rates
     summary, twin_kernels = run_twin(".16", 45_000, checkpoint)

@@ -11,8 +11,9 @@ import pytest
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
 from octalgen.cpu.verify import Verifier
-from octalgen.engine import pipeline
-from octalgen.engine.seams import KernelPlugin, Kernels, ProofVerifier, ChunkFiller
+from octalgen.cpu.plugin import CKernels
+from octalgen.engine import recovery
+from octalgen.engine.seams import KernelPlugin, ProofVerifier, ChunkFiller
 from octalgen.plan import make_plan
 from octalgen.rare import shipped_table
 
@@ -23,8 +24,8 @@ def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
     """While the prefix still grows, chunks produced ahead carry the codes their proof scans need:
     none comes back undecided to be verified again in this process."""
     retried = []
-    again = pipeline.verify_again
-    monkeypatch.setattr(pipeline, "verify_again",
+    again = recovery.verify_again
+    monkeypatch.setattr(recovery, "verify_again",
                         lambda verifier, chunk, result, *more: retried.append(result.heap) or again(verifier, chunk,
                                                                                                    result, *more))
     until = 1_500_000
@@ -37,7 +38,7 @@ def test_both_kernel_plug_ins_implement_the_engines_seam():
     from octalgen.cuda.plugin import TwinKernels
 
     plan = make_plan(shipped_table(".6"))
-    for plugin in (Kernels(), TwinKernels(64)):
+    for plugin in (CKernels(), TwinKernels(64)):
         assert isinstance(plugin, KernelPlugin)
         producer, verifier = plugin(plan)
         assert isinstance(producer, ChunkFiller) and isinstance(verifier, ProofVerifier)
@@ -186,7 +187,7 @@ def test_a_staged_history_reaches_the_worker_whole_and_its_file_serves_the_next_
     from octalgen.engine.executors import LocalProcesses, StagedArray, verify_task
 
     plan = make_plan(shipped_table(".6"))
-    kernel, verifier = Kernels()(plan)
+    kernel, verifier = CKernels()(plan)
     until = plan.start + 50_000
     codes = plan.encoding.encode_array(c_values(".6", until)[plan.start - plan.window:]).astype(kernel.dtype)
     prefix = c_values(".6", plan.start)

@@ -410,7 +410,7 @@ def test_generated_officers_verilog_is_current():
 
     from octalgen.cli.emit_hdl import verilog_path
     from octalgen.hdl.synth import TARGETS, choose_fold
-    from octalgen.engine.plans import plan_game
+    from octalgen.engine.planning import plan_game
     from octalgen.game import parse_game
     from octalgen.hdl.verilog import emit_verilog, header_lines, toolchain
 

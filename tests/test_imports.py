@@ -1,4 +1,5 @@
-"""How octalgen's modules import each other: no circle, and the hardware side apart from the backends.
+"""How octalgen's modules import each other: no circle, the hardware side apart from the backends, no
+private name taken from another module, and the engine's seams free of concrete modules.
 
 The imports are read from the source with :mod:`ast` (module-level and function-level alike), so a
 circle hidden inside a function is found as surely as one at the top of a file.  That commands start
@@ -119,3 +120,81 @@ def test_the_hardware_package_does_not_import_the_backends():
     assert len(hdl) > 3
     for module in hdl:
         assert not {m for m in imports_of(module) if m.startswith("octalgen.backends")}, module
+
+
+#: Private names imported across modules, left to the work on the persistent GPU kernel (it reaches
+#: into the streaming kernel's runtime and twin) to make public.  Nothing may be added.
+PRIVATE_IMPORTS_KNOWN = {
+    ("octalgen.cuda.persistent_runtime", "octalgen.cuda.runtime", "_module"),
+    ("octalgen.cuda.persistent_runtime", "octalgen.cuda.runtime", "_multiprocessors"),
+    ("octalgen.cuda.persistent_runtime", "octalgen.cuda.runtime", "_round_block_threads"),
+    ("octalgen.cuda.persistent_runtime", "octalgen.cuda.runtime", "_urgent_stream"),
+    ("octalgen.cuda.persistent_twin", "octalgen.cuda.twin", "_mex"),
+}
+
+
+def private_imports(importer: str) -> set[tuple[str, str, str]]:
+    """``(importer, module, name)`` for every ``from module import _name`` in ``importer`` that names a
+    private (underscore, not dunder) name of another octalgen module, anywhere in its source."""
+    found = set()
+    for node in ast.walk(ast.parse(MODULES[importer].read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = _absolute(importer, node.level, node.module)
+        if base not in MODULES or base == importer:
+            continue
+        for alias in node.names:
+            if alias.name.startswith("_") and not alias.name.startswith("__"):
+                found.add((importer, base, alias.name))
+    return found
+
+
+def test_the_private_import_finder_finds_one(tmp_path, monkeypatch):
+    source = tmp_path / "octalgen" / "a.py"
+    source.parent.mkdir()
+    source.write_text("from .b import _hidden, shown\nfrom __future__ import annotations\n")
+    (tmp_path / "octalgen" / "b.py").write_text("")
+    monkeypatch.setitem(MODULES, "octalgen.a", source)
+    monkeypatch.setitem(MODULES, "octalgen.b", source.parent / "b.py")
+    assert private_imports("octalgen.a") == {("octalgen.a", "octalgen.b", "_hidden")}
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A name with a leading underscore is its module's own: another module that needs it gets it made public."""
+    found = set().union(*(private_imports(module) for module in MODULES))
+    assert found - PRIVATE_IMPORTS_KNOWN == set()
+
+
+def runtime_imports(importer: str) -> set[str]:
+    """The octalgen modules ``importer`` imports outside ``if TYPE_CHECKING:`` blocks (names for annotations only)."""
+    tree = ast.parse(MODULES[importer].read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = []
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _absolute(importer, node.level, node.module)
+            names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found.update(name for name in names if name in MODULES and name != "octalgen")
+    return found
+
+
+#: What the engine's seams may import when they run: the plan's values and the error family; every
+#: concrete kernel, verifier, history or executor is named for annotations only.
+SEAMS_MAY_IMPORT = {"octalgen.plan", "octalgen.errors"}
+
+
+def test_the_seams_import_no_concrete_module():
+    assert runtime_imports("octalgen.engine.seams") <= SEAMS_MAY_IMPORT
+    assert "octalgen.engine.history" in imports_of("octalgen.engine.seams")  # named, for its annotations
+
+
+def test_the_runtime_import_reader_sees_past_type_checking_blocks():
+    assert "octalgen.cpu.plugin" in runtime_imports("octalgen.engine.core")
+    assert "octalgen.engine.seams" not in runtime_imports("octalgen.backends")  # annotations only
+    assert "octalgen.engine.seams" in imports_of("octalgen.backends")

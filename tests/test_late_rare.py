@@ -16,9 +16,9 @@ import pytest
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.verify import FAILED, UNDECIDED, VerifyResult
 from octalgen.engine.core import Engine, EngineOptions
-from octalgen.engine.plans import exact_solver
-from octalgen.engine.seams import Kernels
-from octalgen.engine.summary import summarize, summary_of_checkpoint
+from octalgen.engine.exact_steps import exact_solver
+from octalgen.cpu.plugin import CKernels
+from octalgen.engine.run_summary import summarize, summary_of_checkpoint
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.errors import Interrupted
 from octalgen.game import parse_game
@@ -74,7 +74,7 @@ class _FailingVerifier:
         return self.verifier.verify(codes, base, prefix, a, b)
 
 
-class _FailingKernels(Kernels):
+class _FailingKernels(CKernels):
     def __init__(self, times, status):
         super().__init__()
         self.times, self.status = [times], status
@@ -104,9 +104,9 @@ def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, ca
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         engine, summary = _run(values, failures=failures, status=status)
     assert f"G({HEAP}) of .167 is rare under mask 0x7d" in caplog.text
-    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
-    assert engine.table.mask == 0x3d and engine.table.exact_to >= HEAP
-    assert engine.rare_found == []  # nothing recomputed, no term added
+    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.planning.table.mask == 0x3d and engine.planning.table.exact_to >= HEAP
+    assert engine.recovery.rare_found == []  # nothing recomputed, no term added
     assert "recomputing" not in caplog.text
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     assert any("mask switched at G(200000): 0x7d -> 0x3d" in line for line in summary.statistics.lines())
@@ -115,7 +115,7 @@ def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, ca
 def test_a_second_failure_at_the_switch_is_decided_exactly(values, caplog):
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         engine, summary = _run(values, failures=2)
-    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert f"verification corrected G({HEAP})" in caplog.text  # decided: a common value after all
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
 
@@ -123,7 +123,7 @@ def test_a_second_failure_at_the_switch_is_decided_exactly(values, caplog):
 def test_an_undecided_proof_past_the_switch_is_proven_with_every_value(values, caplog):
     with caplog.at_level(logging.INFO, logger="octalgen"):
         engine, summary = _run(values, failures=4, status=UNDECIDED)
-    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert f"G({HEAP}) needs values from further back" in caplog.text
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
 
@@ -133,7 +133,7 @@ def test_a_run_stopped_before_or_after_the_switch_goes_on_to_the_same_values(val
     with pytest.raises(Interrupted):
         _run(values, tmp_path, stop_after=stop_after)
     engine, summary = _run(values, tmp_path)  # resumed: the late values came from the checkpoint
-    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     assert summary_of_checkpoint(tmp_path).statistics.mask_switches == [(HEAP, 0x7d, 0x3d)]
 
@@ -184,8 +184,8 @@ def _stop_during(monkeypatch, target: str):
 
 
 @pytest.mark.parametrize("during, failures", [
-    ("octalgen.engine.core.announce_switch", 1),      # the plan switch
-    ("octalgen.engine.core.decide", 2),               # a recovery that recomputes every value below m
+    ("octalgen.engine.recovery.announce_switch", 1),  # the plan switch
+    ("octalgen.engine.recovery.decide", 2),           # a recovery that recomputes every value below m
     ("octalgen.engine.resume.write_checkpoint", 1),   # a checkpoint being written
 ], ids=["switch", "recovery", "checkpoint"])
 def test_a_sigterm_in_each_state_stops_the_run_and_the_resumed_run_ends_the_same(values, tmp_path, monkeypatch,
@@ -202,12 +202,12 @@ def test_a_sigterm_in_each_state_stops_the_run_and_the_resumed_run_ends_the_same
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     # The switch was made before the recovery's stop (the proof failed at m twice); the checkpoint's
     # stop came at the first one, long before m, and the resumed run's proofs do not fail.
-    assert engine.mask_switches == ([] if during.endswith("write_checkpoint") else [(HEAP, 0x7d, 0x3d)])
+    assert engine.recovery.mask_switches == ([] if during.endswith("write_checkpoint") else [(HEAP, 0x7d, 0x3d)])
 
 
 def test_the_period_search_of_period_goes_on_over_a_switch(values, tmp_path):
     """``period``'s consumer (every value kept on disk, the least preperiod read back) across a switch."""
-    from octalgen.engine.period import ExactProof
+    from octalgen.engine.period_proof import ExactProof
 
     table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
     tally = Tally(0, ExactProof(GAME.max_take, until=UNTIL))
@@ -216,7 +216,7 @@ def test_the_period_search_of_period_goes_on_over_a_switch(values, tmp_path):
                     identity={"command": "period"}, keep_all=True, kernels=_FailingKernels(1, FAILED))
     engine.run()
     summary = summarize(engine, tally)
-    assert engine.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     assert summary.period is None  # .167's period, if it has one, is far beyond 300,000
 
@@ -250,7 +250,7 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0):
     """.034 from its first 2^16 values under 0x1ff, a prefix of 2^16 and 2^14 recent values: the proof of
     G(71,722) fails, no mask helps, and G(71,722) = 116 becomes a term at offsets 71,723 ... (the exact
     steps recorded, and what the run held in memory: the longest run of recent values and prefix)."""
-    from octalgen.engine.exact import ExactSteps
+    from octalgen.engine.exact_steps import ExactSteps
 
     steps = []
     computed = ExactSteps.values
@@ -281,7 +281,7 @@ def test_a_far_rare_value_no_mask_helps_with_is_a_term_of_a_u16_kernel_from_the_
                             below=117) is None
     with caplog.at_level(logging.INFO, logger="octalgen"):
         engine, summary, steps = _run_034(values_034, monkeypatch)
-    assert engine.rare_found == [(FAR, 116)] and engine.mask_switches == []
+    assert engine.recovery.rare_found == [(FAR, 116)] and engine.recovery.mask_switches == []
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
     # The u16 kernel's first heap is past its window (the far term's offset, FAR + the largest take, 3):
     # the exact solver computes G(FAR) and three heaps more, not the 71,726 up to the u8 kernel's first heap ...
@@ -290,7 +290,7 @@ def test_a_far_rare_value_no_mask_helps_with_is_a_term_of_a_u16_kernel_from_the_
     assert plans[-2:] == ["kernel plan for .034: 1078 terms, window 71725, first heap 71726, storage u16",
                           "kernel plan for .034: 1078 terms, window 71725, first heap 143448, storage u8"]
     # ... and the u8 kernel takes over at its own first heap.
-    assert engine.plan.encoding.kind == "u8" and engine.storage is None
+    assert engine.planning.plan.encoding.kind == "u8" and engine.planning.storage is None
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["in-process", "processes"])
@@ -301,7 +301,7 @@ def test_a_far_terms_window_is_on_a_tape_not_in_memory(values_034, monkeypatch, 
     engine, summary, _ = _run_034(values_034, monkeypatch, workers=workers)
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
     tape = engine.producer.tape
-    assert tape is not None and tape.encoding == engine.plan.encoding and tape.first == 1 << 16
+    assert tape is not None and tape.encoding == engine.planning.plan.encoding and tape.first == 1 << 16
     assert np.array_equal(tape.values(tape.first, FAR_UNTIL), values_034[tape.first: FAR_UNTIL])
     recent, prefix = engine.held
     assert prefix == 1 << 16 and recent < (1 << 14) + 2 * (1 << 14)  # the limit, and the pieces past it
@@ -315,7 +315,7 @@ def test_a_run_stopped_on_the_u16_kernel_or_after_it_goes_on_to_the_same_values(
     engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
     assert not steps  # resumed on a kernel: no exact step, no value recomputed
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
-    assert engine.rare_found == [(FAR, 116)] and engine.plan.encoding.kind == "u8"
+    assert engine.recovery.rare_found == [(FAR, 116)] and engine.planning.plan.encoding.kind == "u8"
 
 
 def test_deciding_a_far_rare_value_holds_the_values_before_it_on_disk(values_034, monkeypatch, tmp_path):
@@ -326,12 +326,12 @@ def test_deciding_a_far_rare_value_holds_the_values_before_it_on_disk(values_034
     import mmap
 
     import octalgen.cpu.exact
-    import octalgen.engine.core
+    import octalgen.engine.history
     import octalgen.engine.recovery
     from octalgen import mapped
     from octalgen.cpu.exact import CExactSolver
 
-    for module in (octalgen.cpu.exact, octalgen.engine.core, octalgen.engine.recovery):
+    for module in (octalgen.cpu.exact, octalgen.engine.history, octalgen.engine.recovery):
         monkeypatch.setattr(module, "SPILL_FROM", 1 << 16)
     spilled, made, joined = [], mapped.mapped_array, []
 
@@ -339,7 +339,7 @@ def test_deciding_a_far_rare_value_holds_the_values_before_it_on_disk(values_034
         spilled.append((count, what, directory))
         return made(count, dtype, directory, what)
 
-    for module in (octalgen.cpu.exact, octalgen.engine.core):
+    for module in (octalgen.cpu.exact, octalgen.engine.history):
         monkeypatch.setattr(module, "mapped_array", recorded)
     continued = CExactSolver.__init__
 
@@ -355,7 +355,7 @@ def test_deciding_a_far_rare_value_holds_the_values_before_it_on_disk(values_034
 
     monkeypatch.setattr(CExactSolver, "__init__", solver)
     engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
-    assert engine.rare_found == [(FAR, 116)]
+    assert engine.recovery.rare_found == [(FAR, 116)]
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
     assert [(a, b) for a, b in steps if a >= FAR] == [(FAR, FAR + 4)]
     assert (FAR, f"values before G({FAR})", tmp_path) in spilled
@@ -367,12 +367,11 @@ def test_a_recomputation_writes_the_values_into_the_array_it_is_given(values_034
     # Recovery's last resort, where the run no longer holds the values: a run of their own, which
     # keeps them on disk and writes them into the (mapped) array in pieces, not joined in memory.
     from octalgen import mapped
-    from octalgen.engine.core import recompute_values
 
     game = parse_game(".034")
     out = mapped.mapped_array(FAR, np.uint16)
     table = RareTable.from_values(game, values_034[: 1 << 16], mask=0x1ff)
-    got = recompute_values(game, FAR, table, EngineOptions(until=FAR, workers=0, chunk=1 << 14), out=out)
+    got = Engine(game, EngineOptions(until=FAR, workers=0, chunk=1 << 14), table=table).recompute(FAR, out=out)
     assert got is out and np.array_equal(out, values_034[:FAR])
 
 

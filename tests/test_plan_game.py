@@ -1,4 +1,4 @@
-"""One way to a plan: :func:`~octalgen.engine.plans.plan_game`, and the table reconciled quietly where nothing is wrong.
+"""One way to a plan: :func:`~octalgen.engine.planning.plan_game`, and the table reconciled quietly where nothing is wrong.
 
 Truth is the pure-Python reference: the prefix must be its values, the reconciled table its rare values
 below the kernel's first heap, and the plan the one a run of the engine starts its kernel with.
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from octalgen.engine.core import Engine, EngineOptions
-from octalgen.engine.plans import plan_game
+from octalgen.engine.planning import plan_game
 from octalgen.errors import InputError
 from octalgen.game import parse_game
 from octalgen.rare import DEFAULT_TABLE_UPTO, RareTable, shipped_table
@@ -56,7 +56,7 @@ def test_the_plan_is_the_one_the_engine_starts_its_kernel_with():
     plan, _prefix = plan_game(game)
     engine = Engine(game, EngineOptions(until=plan.start + 5000, workers=0))
     engine.run()
-    assert engine.plan == plan
+    assert engine.planning.plan == plan
 
 
 def test_a_wrong_table_is_corrected_with_one_warning_naming_the_game(caplog):

@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from octalgen.checksum import fnv1a64
-from octalgen.engine.summary import summary_of_checkpoint
+from octalgen.engine.run_summary import summary_of_checkpoint
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
 

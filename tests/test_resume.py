@@ -17,10 +17,10 @@ import pytest
 from octalgen.checksum import fnv1a64
 from octalgen.engine.checkpoint import read_checkpoint
 from octalgen.engine.core import Engine, EngineOptions
-from octalgen.engine.exact import EXACT_STEP
-from octalgen.engine.producer import FIRST_CHUNK
+from octalgen.engine.exact_steps import EXACT_STEP
+from octalgen.engine.options import FIRST_CHUNK
 from octalgen.engine.store import read_kept_values
-from octalgen.engine.summary import summarize
+from octalgen.engine.run_summary import summarize, summarized_run
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.errors import Interrupted
 from octalgen.game import parse_game
@@ -61,10 +61,8 @@ def test_sigterms_in_the_exact_phase_keep_its_steps_and_the_run_ends_as_one_run(
 
     def run(directory, until, *stop):
         tally = Tally(0, RecurrenceProof(game.max_take))
-        engine = Engine(game, EngineOptions(until=until, workers=0), [tally, *stop], directory=directory,
-                        identity={"command": "run", "digest_from": 0})
-        engine.run()
-        return summarize(engine, tally)
+        return summarized_run(game, EngineOptions(until=until, workers=0), tally, stop, directory=directory,
+                              identity={"command": "run", "digest_from": 0})[1]
 
     whole = run(None, 100_000)
     starts = [0]

@@ -25,10 +25,8 @@ from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel
 from octalgen.cpu.verify import Verifier
 from octalgen.cuda import plugin, twin
 from octalgen.cuda.cuda_plan import CODES, CudaPlan
-from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.store import read_kept_values
-from octalgen.engine.summary import summarize, summary_of_checkpoint
-from octalgen.engine.tally import RecurrenceProof, Tally
+from octalgen.engine.run_summary import summary_of_checkpoint
 from octalgen.errors import InputError, Interrupted, TableError
 from octalgen.game import parse_game
 from octalgen.hdl.kernel import SpeculativePipeline
@@ -39,7 +37,7 @@ from octalgen.reference import ExactSolver, exact_values, naive_values
 from octalgen.sparse import Rarity
 from octalgen.survey import survey_game
 
-from engine_helpers import StopAt
+from engine_helpers import run_engine
 
 FLAMMENKAMP_051 = (0, 3, 7, 13, 17, 27, 37)
 
@@ -50,16 +48,6 @@ def reference(code: str, count: int) -> np.ndarray:
     values = exact_values(code, count)
     values.setflags(write=False)
     return values
-
-
-def run_engine(code, until, directory=None, stop_at=None, table=None, keep_all=False, kernels=None, **options):
-    game = parse_game(code)
-    tally = Tally(0, RecurrenceProof(game.max_take))
-    consumers = [tally] + ([StopAt(stop_at)] if stop_at is not None else [])
-    engine = Engine(game, EngineOptions(until=until, **options), consumers, table=table, directory=directory,
-                    identity={"command": "run", "digest_from": 0}, keep_all=keep_all, kernels=kernels)
-    engine.run()
-    return summarize(engine, tally)
 
 
 # -- rarity and its detection --------------------------------------------------------------

@@ -144,7 +144,7 @@ def test_a_read_only_prefix_is_checked_once(monkeypatch):
 def test_u8_codes_past_the_prefix_must_start_past_its_far_rare_positions():
     """G(71,722) = 116 of .034 is rare under 0x1ff, past a prefix of 2^16: a far rare position, whose u8
     code would stand for a common value.  Codes from past it are taken; codes from before it are refused."""
-    from octalgen.engine.plans import exact_solver
+    from octalgen.engine.exact_steps import exact_solver
     from octalgen.game import parse_game
     from octalgen.rare import RareTable
 

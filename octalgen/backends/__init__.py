@@ -3,17 +3,25 @@
 A backend is registered by a module listed in :data:`BACKEND_MODULES`; the
 default is the fastest *exact* backend that is available on this machine.
 Speculative backends (values not yet proven) are never the default.
+
+The registry is also the one place that hands out the engine's kernel plug-ins
+(:class:`~octalgen.engine.seams.KernelPlugin`): a backend that runs through the engine
+makes its plug-in with :attr:`Backend.plugin`, and ``octalgen run --backend`` and
+:func:`octalgen.run` take theirs from :func:`kernel_plugin`.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
 from ..errors import InputError, ToolMissingError
+
+if TYPE_CHECKING:
+    from ..engine.seams import KernelPlugin
 
 #: Modules that register backends when imported, in no particular order.
 BACKEND_MODULES = ("octalgen.backends.reference", "octalgen.backends.c", "octalgen.backends.cuda")
@@ -40,6 +48,9 @@ class Backend:
         :class:`~octalgen.progress.Progress`) its phase and how far it has come.
     unavailable : callable
         Returns None when the backend can run here, else the reason (one line).
+    plugin : callable or None
+        For a backend that runs through the engine: makes the engine's kernel plug-in (a fresh
+        one per run); None for one that does not (the pure-Python reference).
     """
 
     name: str
@@ -48,6 +59,7 @@ class Backend:
     summary: str
     compute: Callable[..., Iterator[np.ndarray]]
     unavailable: Callable[[], str | None] = lambda: None
+    plugin: Callable[[], "KernelPlugin"] | None = None
 
 
 _REGISTRY: dict[str, Backend] = {}
@@ -87,6 +99,23 @@ def get_backend(name: str | None = None) -> Backend:
     if reason is not None:
         raise ToolMissingError(f"backend {name!r} cannot run here: {reason}")
     return backend
+
+
+def kernel_plugin(name: str) -> "KernelPlugin":
+    """The engine's kernel plug-in of the exact backend ``name`` (``c``, ``cuda``), made for one run.
+
+    Raises
+    ------
+    InputError
+        For an unknown name, or a backend that does not prove values through the engine.
+    ToolMissingError
+        When the backend cannot run here (the reason says why).
+    """
+    backend = get_backend(name)
+    if backend.plugin is None or not backend.exact:
+        choices = sorted(b.name for b in backends().values() if b.plugin is not None and b.exact)
+        raise InputError(f"backend {name!r} does not prove values through the engine; choose from {', '.join(choices)}")
+    return backend.plugin()
 
 
 def compute_values(game, start: int, count: int, backend: str | None = None, **options) -> np.ndarray:

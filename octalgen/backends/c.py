@@ -4,6 +4,8 @@
   verification finds a new rare value: every value returned is proven.  The default exact
   backend wherever a C compiler is found.
 * ``c-speculative``: the same kernel without verification: fast, and NOT proven.
+
+Both run the engine with the generated C's kernel plug-in (:class:`~octalgen.cpu.plugin.CKernels`).
 """
 
 from __future__ import annotations
@@ -21,11 +23,18 @@ def _compiler_missing() -> str | None:
     return None
 
 
+def _plugin():
+    from ..cpu.plugin import CKernels
+
+    return CKernels()
+
+
 def _computer(verify: bool):
     def compute(game, start, count, table=None, threads=None, **options):
         from ..engine.values import stream_values
 
-        yield from stream_values(game, start, count, table, threads=threads, verify=verify, **options)
+        yield from stream_values(game, start, count, table, threads=threads, kernels=_plugin(), verify=verify,
+                                 **options)
 
     return compute
 
@@ -37,6 +46,7 @@ register(Backend(
     summary="generated C: speculative kernel + exact verifier (exact, millions of values/s)",
     compute=_computer(verify=True),
     unavailable=_compiler_missing,
+    plugin=_plugin,
 ))
 
 register(Backend(
@@ -46,4 +56,5 @@ register(Backend(
     summary="generated C kernel without verification (fast, NOT proven)",
     compute=_computer(verify=False),
     unavailable=_compiler_missing,
+    plugin=_plugin,
 ))

@@ -19,18 +19,23 @@ def _unavailable() -> str | None:
     return unavailable()
 
 
+def _plugin():
+    from ..cuda.plugin import CudaKernels
+
+    return CudaKernels()
+
+
 def _computer(verify: bool):
     def compute(game, start, count, table=None, threads=None, **options):
-        from ..cuda.plugin import CudaKernels
         from ..engine.values import stream_values
 
-        yield from stream_values(game, start, count, table, kernels=CudaKernels(), verify=verify, **options)
+        yield from stream_values(game, start, count, table, kernels=_plugin(), verify=verify, **options)
 
     return compute
 
 
-# A low speed rank keeps the CPU backends the default: a GPU run pays for an nvcc compile
-# (seconds) and only wins on long runs; ask for it with --backend cuda.
+# A low speed rank keeps the CPU backends the default: a GPU run pays for an nvcc compile and
+# only wins on long runs; ask for it with --backend cuda.
 register(
     Backend(
         name="cuda",
@@ -39,6 +44,7 @@ register(
         summary="generated CUDA: speculative fixed point and exact verifier on an NVIDIA GPU (exact)",
         compute=_computer(verify=True),
         unavailable=_unavailable,
+        plugin=_plugin,
     )
 )
 register(
@@ -49,5 +55,6 @@ register(
         summary="generated CUDA speculative fixed point only (NOT proven)",
         compute=_computer(verify=False),
         unavailable=_unavailable,
+        plugin=_plugin,
     )
 )

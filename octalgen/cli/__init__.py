@@ -4,15 +4,21 @@ Each sub-command lives in its own module of this package, listed in
 :data:`COMMANDS`; a module provides ``register(subparsers)``, which adds its
 parser and sets ``run`` (a function of the parsed arguments returning an exit
 status).  Library code raises :class:`~octalgen.errors.OctalgenError`; this
-module prints its message as one line on stderr and exits with its code.
+module prints its message as one line on stderr and exits with its code.  A bug
+(:class:`~octalgen.errors.InternalError`, or any other exception) is printed with its
+traceback and a request to report it, exit status
+:data:`~octalgen.errors.INTERNAL_ERROR_EXIT`.
 
 Every sub-command's parser is a :class:`CommandParser`: it accepts ``-q`` and ``-v`` after the
 sub-command too, and lays out its help with :class:`HelpFormatter` (prose fitted to the terminal,
 examples as written).  A mistyped option is named, with the option meant, before any other usage
-error.  Results written to a terminal fit its width (:func:`fit_to_terminal`).  Output is quiet by
-default: warnings and errors, and the progress display of long computations; ``-v`` adds what
-octalgen is doing (builds, plans, cache), ``-vv`` debugging detail, ``-q`` drops the progress
-display.  Commands make their display with :func:`progress_for`.
+error.  Results and error lines written to a terminal fit its width (:func:`fit_to_terminal`);
+written to a file or a pipe, an error stays one line.  Output is quiet by default: warnings and
+errors, and the progress display of long computations; ``-v`` adds what octalgen is doing
+(builds, plans, cache); ``-vv`` adds debugging detail: every log line stamped with the seconds
+since the start, the ``debug`` lines (each phase of a computation, each file written, the
+backend chosen), and the traceback of an error; ``-q`` drops the progress display.  Commands
+make their display with :func:`progress_for`.
 """
 
 from __future__ import annotations
@@ -27,16 +33,19 @@ import shlex
 import shutil
 import sys
 import textwrap
+import time
+import traceback
 
 from .. import __version__
-from ..errors import Interrupted, OctalgenError
+from ..errors import INTERNAL_ERROR_EXIT, Interrupted, OctalgenError
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "survey",
             "synth", "fpga")
 
 _QUIET_HELP = "no progress display: only warnings, errors and the results"
-_VERBOSE_HELP = "also say what octalgen is doing (builds, plans, cache); -vv for debugging detail"
+_VERBOSE_HELP = ("also say what octalgen is doing (builds, plans, cache); -vv also debugging detail: "
+                 "timestamps, each phase and file written, an error's traceback")
 
 
 #: Help pages are as wide as the terminal, but no wider than this: longer lines are hard to read.
@@ -66,7 +75,7 @@ class OneLineParser(argparse.ArgumentParser):
             message = self._unknown_message(unknown)
         else:
             message = _suggest_choice(message)
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, error_text(f"{self.prog}: error: {message} (see {self.prog} --help)"))
 
     def _unknown_option(self, tokens) -> str | None:
         """The first of ``tokens`` that looks like an option and is none of this parser's (nor a prefix of one)."""
@@ -183,7 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="octalgen",
         formatter_class=HelpFormatter,
         description="Sprague-Grundy values of octal games: exact reference, generated C, hardware.",
-        epilog="Every command has its own --help.  -q and -v may also follow the command.",
+        epilog="Every command has its own --help.  -q and -v may also follow the command.  Exit status: 0 "
+               "done, 1 a computation failed, 2 bad input, 70 an internal error (a bug in octalgen: its "
+               "traceback is printed; please report it), 130 and 143 stopped by Ctrl-C and SIGTERM.",
     )
     parser.add_argument("--version", action="version", version=f"octalgen {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help=_QUIET_HELP)
@@ -215,23 +226,37 @@ class _CurrentStderr(logging.StreamHandler):
 
 
 class _FittingFormatter(logging.Formatter):
-    """``octalgen: message``, wrapped to the terminal's width when stderr is one."""
+    """``octalgen: message``, wrapped to the terminal's width when stderr is one.
+
+    With ``stamped`` (``-vv``) each record also says when it was made, in seconds since the
+    command started, so that a slow step shows where it is.
+    """
+
+    stamped = False
 
     def format(self, record):
-        return "\n".join(fit_to_terminal(super().format(record).splitlines(), sys.stderr))
+        text = super().format(record)
+        if self.stamped:
+            seconds = (record.created - _STARTED) if record.created >= _STARTED else 0.0
+            text = text.replace("octalgen: ", f"octalgen: [{seconds:8.3f} s] ", 1)
+        return "\n".join(fit_to_terminal(text.splitlines(), sys.stderr))
 
+
+#: When the command line started (time.time(), as logging stamps its records).
+_STARTED = time.time()
 
 _HANDLER = _CurrentStderr()
 _HANDLER.setFormatter(_FittingFormatter("octalgen: %(message)s"))
 
 
 def set_verbosity(verbose: int) -> None:
-    """Show the ``octalgen`` logger's warnings (0), also its info lines (1), or everything (2)."""
+    """Show the ``octalgen`` logger's warnings (0), also its info lines (1), or also debug lines, stamped (2)."""
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logger = logging.getLogger("octalgen")
     if _HANDLER not in logger.handlers:
         logger.addHandler(_HANDLER)
     _HANDLER.setLevel(level)
+    _HANDLER.formatter.stamped = verbose >= 2
     if logger.level == logging.NOTSET or logger.level > level:  # never hide what a caller asked to see
         logger.setLevel(level)
 
@@ -277,6 +302,25 @@ def fit_to_terminal(lines, stream=None, indent: str = "    ") -> list[str]:
     return fitted
 
 
+def error_text(line: str, command: str | None = None) -> str:
+    """An error ``line`` as written to stderr: one line, wrapped to the terminal's width when stderr is one.
+
+    ``command`` (one to run next, such as a resume) ends the line; on a terminal it goes whole on a
+    line of its own, so that it can be copied as one.
+    """
+    from ..progress import is_terminal
+
+    if command is not None and not is_terminal(sys.stderr):
+        return f"{line} {command}\n"
+    return "\n".join(fit_to_terminal([line], sys.stderr)) + "\n" + (f"{command}\n" if command else "")
+
+
+def report(line: str, command: str | None = None) -> None:
+    """Write ``line`` (an error, or what a stopped command kept) to stderr by :func:`error_text`."""
+    sys.stderr.write(error_text(line, command))
+    sys.stderr.flush()
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
@@ -286,28 +330,32 @@ def main(argv=None) -> int:
     if args.quiet and args.verbose:
         parser.error("-q and -v contradict each other: give one")
     set_verbosity(args.verbose)
+    command = ["octalgen", *(sys.argv[1:] if argv is None else argv)]
+    logging.getLogger("octalgen").debug("octalgen %s, Python %s, %s: %s", __version__, sys.version.split()[0],
+                                        sys.executable, shlex.join(command))
     try:
         return args.run(args) or 0
     except Interrupted as exc:
-        resume = ""
         if exc.checkpoint is not None:
-            resume = "; resume with: " + shlex.join(["octalgen", *(sys.argv[1:] if argv is None else argv)])
-        print(f"octalgen: {exc}{resume}", file=sys.stderr)
+            report(f"octalgen: {exc}; resume with:", shlex.join(command))
+        else:
+            report(f"octalgen: {exc}")
         return exc.exit_code
     except OctalgenError as exc:
-        print(f"octalgen: error: {exc}", file=sys.stderr)
+        if args.verbose >= 2:  # debugging detail: where the error was raised
+            traceback.print_exc()
+        report(f"octalgen: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("octalgen: interrupted", file=sys.stderr)
+        report("octalgen: interrupted")
         return 130
     except BrokenPipeError:
         # The reader (e.g. `head`) went away: not an error of ours.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except Exception as exc:  # a bug: still one line, the traceback only on request
-        if os.environ.get("OCTALGEN_DEBUG"):
-            raise
-        print(f"octalgen: internal error: {type(exc).__name__}: {exc} (set OCTALGEN_DEBUG=1 for the traceback)",
-              file=sys.stderr)
-        return 1
+    except Exception:  # noqa: BLE001 - a bug (InternalError or any other): its traceback, and a request
+        traceback.print_exc()
+        print(f"octalgen: internal error: this is a bug in octalgen {__version__}; please report it with the "
+              "command and the traceback above", file=sys.stderr)
+        return INTERNAL_ERROR_EXIT

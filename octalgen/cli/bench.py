@@ -27,13 +27,12 @@ import numpy as np
 from ..cpu.baseline import BASELINE_COMMIT, compare_verifiers, unavailable
 from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
 from ..cpu.verify import PLAIN_SCAN_FLAGS, Verifier
-from ..engine.core import Engine, EngineOptions
 from ..engine.executors import VERIFY_HISTORY
 from ..engine.history import PREFIX_LIMIT
 from ..engine.options import CHUNK
-from ..engine.plans import plan_game
-from ..engine.values import ValueSink
-from ..errors import ComputationError, InputError
+from ..engine.planning import plan_game
+from ..engine.values import ValueStream
+from ..errors import InputError, InternalError
 from ..reference import exact_values as reference_values
 from .arguments import add_game, count_type
 
@@ -135,8 +134,8 @@ def _bench_cuda(args) -> int:
     known = figures.get("checksum_known")
     _say(f"fnv1a64 {figures['checksum']}" + (f" (agreed: {known})" if known else ""))
     if not figures["checksum_ok"]:
-        raise ComputationError(f"bench: the GPU values are wrong (checksum {figures['checksum']}, speculative "
-                               f"{figures['speculative_checksum']}); please report")
+        raise InternalError(f"bench: the GPU values are wrong (checksum {figures['checksum']}, speculative "
+                            f"{figures['speculative_checksum']})")
     return 0
 
 
@@ -168,18 +167,15 @@ def _bench_c(args) -> int:
     verdicts, (verify_s, plain_s) = _verify_cpu((verifier, plain_verifier), one, start - window, prefix,
                                                 start + count - sample, start + count)
     verdict = verdicts[0]
-    sink = ValueSink(0, start + count)
-    engine = Engine(game, EngineOptions(until=start + count, threads=threads, workers=threads), [sink])
-    _, exact_s = _timed(engine.run)
-    chunks = list(sink.ready)
+    stream = ValueStream(game, 0, start + count, threads=threads, workers=threads)
+    exact, exact_s = _timed(lambda: np.concatenate(list(stream)))
     reference, reference_s = _timed(reference_values, game, min(REFERENCE_COUNT, start + count))
 
-    exact = np.concatenate(chunks)
     decoded = plan.encoding.decode_array(one[window:], start)
     if not (np.array_equal(one, many) and np.array_equal(one, plain) and verdict.proven
             and all(v == verdict for v in verdicts)
             and np.array_equal(exact[start:], decoded) and np.array_equal(exact[: len(reference)], reference)):
-        raise ComputationError(f"bench: the kernels, verifier and reference disagree ({verdict}); please report")
+        raise InternalError(f"bench: the kernels, verifier and reference disagree ({verdict})")
     baseline, missing = None, None
     if args.baseline != "none":
         missing = unavailable(args.baseline) or (None if plan.encoding.kind == "u8" else "this game stores u16 values")
@@ -215,7 +211,7 @@ def _bench_c(args) -> int:
          f"process{'es' if threads > 1 else ''}")
     _row(f"Python reference, first {len(reference)}", reference_rate,
          f"kernel {rate['one'] / reference_rate:.0f}x faster", f"exact C {exact_rate / reference_rate:.0f}x faster")
-    roles = engine.session.roles()
+    roles = stream.engine.session.roles()
     _say("  exact backend, CPU seconds per 10^8 values: " + ", ".join(
         f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in roles.items() if figures["cpu_seconds"]))
     _say(f"all agree (kernel 1 and {many}, naive, verifier and its plain scan, exact backend, "

@@ -6,7 +6,7 @@ import sys
 
 from ..cuda.cuda_plan import CudaOptions, cuda_plan_for
 from ..cuda.kernels import render_kernels
-from ..engine.plans import plan_game
+from ..engine.planning import plan_game
 from ..output import check_output, write_output
 from .arguments import add_game, add_table, count_type, load_table
 

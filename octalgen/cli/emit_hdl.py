@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..backends import compute_values
 from ..errors import InputError
-from ..engine.plans import plan_game
+from ..engine.planning import plan_game
 from ..output import check_directory, check_output, write_output
 from . import progress_for
 from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder, load_table

@@ -1,4 +1,5 @@
-"""``octalgen export DIR``: the values a run kept (``run --keep-values``), read back and checked.
+"""``octalgen export DIR``: the values a run kept (``run --keep-values``), read back and checked;
+``octalgen export DIR --counts OUT``: the run's count tables in rogalski's layout (:mod:`~octalgen.engine.counts`).
 
 **Chunk format.**  ``octalgen run --keep-values --checkpoint DIR`` writes the proven values
 G(0) ... G(N-1) to files ``DIR/values/G<first heap, 15 digits>.<kind>``, one per proven
@@ -33,7 +34,7 @@ import numpy as np
 from ..errors import CheckpointError, InputError, OctalgenError
 from ..output import check_output
 from . import progress_for
-from .arguments import count_type, output_stream
+from .arguments import count_type, output_stream, refuse_binary_on_terminal
 from .values import bfile_lines, decimal_lines
 
 FORMATS = ("text", "bfile", "u16", "npy")
@@ -56,7 +57,8 @@ def register(sub) -> None:
                "  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values\n"
                "  octalgen export runs/kept --start 20620 -n 10    # G(20620) ... G(20629)\n"
                "  octalgen export runs/kept --format bfile -o b046695.txt    # OEIS b-file\n"
-               "  octalgen export runs/kept --format npy -o officers.npy     # for numpy.load")
+               "  octalgen export runs/kept --format npy -o officers.npy     # for numpy.load\n"
+               "  octalgen export runs/161 --counts tables    # tables/0.161/2, /4, ... /1073741824")
     parser.add_argument("directory", metavar="DIR", help="the run's --checkpoint directory")
     parser.add_argument("--start", type=count_type, default=0, metavar="S", help="first heap (default 0)")
     parser.add_argument("-n", "--count", type=count_type, metavar="N",
@@ -67,14 +69,23 @@ def register(sub) -> None:
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write here instead of stdout: a regular file is replaced only once the whole output "
                              "is written; a device or FIFO is written in place")
+    parser.add_argument("--counts", metavar="OUT",
+                        help="instead of values: write the counts of each value among G(1) ... G(n), at every power "
+                             "of two n >= 2 the run passed and at its end, as OUT/0.<code>/<n> with one 'value count' "
+                             "line per value from 0 to the largest, zero counts included (the layout of "
+                             "rogalski-wmii-uni-lodz-pl/octal's results/); needs no kept values")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
     from ..engine.store import KeptValues
 
+    if args.format in ("u16", "npy"):
+        refuse_binary_on_terminal(args.format, args.output)
     if not Path(args.directory).is_dir():
         raise InputError(f"{args.directory}: no such directory")
+    if args.counts is not None:
+        return _export_counts(args)
     kept = KeptValues(args.directory)
     start = args.start
     count = kept.stop - start if args.count is None else args.count
@@ -99,6 +110,22 @@ def run(args) -> int:
                 np.lib.format.write_array_header_1_0(out, {"descr": "<u2", "fortran_order": False,
                                                            "shape": (count,)})
             _copy(kept, start, start + count, args.format, out)
+    return 0
+
+
+def _export_counts(args) -> int:
+    """``--counts OUT``: the run's count tables, from its checkpoint, into OUT/0.<code>/."""
+    from ..engine.run_summary import summary_of_checkpoint
+    from .run import write_counts
+
+    given = [option for option, value in (("--start", args.start), ("-n", args.count), ("-o", args.output))
+             if value] + (["--format"] if args.format != "text" else [])
+    if given:
+        raise InputError(f"--counts writes the count tables, not values: {', '.join(given)} does not go with it")
+    summary = summary_of_checkpoint(args.directory)
+    if not summary.count_tables:
+        raise InputError(f"the run in {args.directory} has proven fewer than two values: no table to write")
+    write_counts(args.counts, summary)
     return 0
 
 

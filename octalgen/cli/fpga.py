@@ -6,7 +6,7 @@ import argparse
 import logging
 import time
 
-from ..engine.plans import plan_game
+from ..engine.planning import plan_game
 from ..errors import ComputationError, InputError, ToolMissingError
 from . import progress_for
 from .arguments import add_game, add_table, count_type, load_table

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-from ..engine.core import CHECKPOINT_EVERY, CHUNK, Engine, EngineOptions
-from ..engine.summary import summarize
-from ..engine.tally import RecurrenceProof, Tally
+from ..engine.counts import FIRST_TABLE, count_words, output_directory, write_tables
+from ..engine.options import CHECKPOINT_EVERY, CHUNK
 from . import fit_to_terminal, progress_for
-from .arguments import (add_game, add_table, count_type, load_table, mask_type, positive_count_type, seconds_type,
-                        threads_type, whole_number, workers_type)
+from .arguments import (add_game, add_table, chunk_type, count_type, load_table, mask_type, positive_count_type,
+                        seconds_type, threads_type, workers_type)
 
 DESCRIPTION = """\
 Prove G(0) ... G(N-1) of a game and report what a long search needs: the FNV-1a-64 digest
@@ -31,6 +30,8 @@ examples:
   octalgen run .6 --until 1e9 --checkpoint runs/officers   # goes on from 1e8
   octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values
       # keeps the values, for octalgen export
+  octalgen run .161 --until 1073741825 --checkpoint runs/161 --counts tables
+      # tables/0.161/2 ... /1073741824: the counts at every power of two
   octalgen run .16 --until 1e6          # stops once its period is proven
   octalgen run .6 --until 1e6 -v        # also the cores and CPU time used"""
 
@@ -48,6 +49,10 @@ def register(sub) -> None:
     parser.add_argument("--keep-values", action="store_true",
                         help="keep every proven value in DIR/values/ (one byte per value where the game allows); "
                              "octalgen export reads them back")
+    parser.add_argument("--counts", metavar="OUT",
+                        help="at the end, write the counts of each value among G(1) ... G(n), at every power of two "
+                             "n >= 2 passed and at N-1, as OUT/0.<code>/<n> (rogalski's layout: 'value count' lines, "
+                             "zero counts included); octalgen export --counts writes them from a checkpoint")
     parser.add_argument("--digest-from", type=count_type, default=0, metavar="S",
                         help="also print the FNV-1a-64 digest of G(S) ... G(N-1)")
     parser.add_argument("--backend", choices=("c", "cuda"), default="c",
@@ -74,50 +79,45 @@ def add_engine_options(parser) -> None:
                              "job; 0: verify in this process)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="send verification to a running Dask scheduler, e.g. tcp://host:8786")
-    parser.add_argument("--chunk", type=lambda text: whole_number(text, 1 << 10, 1 << 26), default=CHUNK,
+    parser.add_argument("--chunk", type=chunk_type, default=CHUNK,
                         metavar="HEAPS", help=f"heaps per kernel chunk and verification task (default {CHUNK})")
     parser.add_argument("--checkpoint-every", type=seconds_type, default=CHECKPOINT_EVERY, metavar="SECONDS",
                         help=f"seconds between checkpoints (default {CHECKPOINT_EVERY:g})")
 
 
-def engine_options(args, until: int) -> EngineOptions:
-    """The :class:`EngineOptions` of the options :func:`add_engine_options` added."""
-    return EngineOptions(until=until, threads=args.threads, workers=args.workers, scheduler=args.scheduler,
-                         chunk=args.chunk, checkpoint_every=args.checkpoint_every)
-
-
-def kernels_for(backend: str):
-    """The engine's kernel plug-in for ``--backend`` (None: the generated C)."""
-    if backend == "c":
-        return None
-    from ..backends import get_backend
-
-    get_backend(backend)  # one clear line when the GPU backend cannot run here
-    from ..cuda.plugin import CudaKernels
-
-    return CudaKernels()
-
-
 def run(args) -> int:
+    from .. import api
     from ..errors import InputError
 
     if args.keep_values and not args.checkpoint:
         raise InputError("--keep-values needs --checkpoint DIR (the values go to DIR/values/)")
-    kernels = kernels_for(args.backend)
+    if args.counts is not None:
+        output_directory(args.counts, args.game.code)  # before the run: a path it could never write fails now
     table = load_table(args) if args.table else None
-    tally = Tally(args.digest_from, RecurrenceProof(args.game.max_take))
     with progress_for(args, args.until, label=args.game.code) as progress:
-        engine = Engine(args.game, engine_options(args, args.until), [tally], table=table, directory=args.checkpoint,
-                        identity={"command": "run", "digest_from": args.digest_from}, keep_all=args.keep_values,
-                        progress=progress, kernels=kernels)
-        engine.run()
-    summary = summarize(engine, tally)
+        summary = api.run(args.game, args.until, args.checkpoint, backend=args.backend, table=table,
+                          keep_values=args.keep_values, digest_from=args.digest_from, threads=args.threads,
+                          workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
+                          checkpoint_every=args.checkpoint_every, progress=progress)
+    if args.counts is not None and summary.count_tables:
+        write_counts(args.counts, summary)
     print_summary(summary, args.json, args.mask, engineering=args.verbose > 0)
     return 0
 
 
+def write_counts(directory, summary) -> None:
+    """Write a run's count tables into ``directory/0.<code>/`` and say so on stderr (also where some are missing)."""
+    code = summary.statistics.game
+    where = write_tables(directory, code, summary.count_tables)
+    print(f"octalgen: wrote {count_words(summary.count_tables)} of {code} to {where}", file=sys.stderr)
+    since = summary.count_tables_since
+    if since > FIRST_TABLE:
+        print(f"octalgen: the run was resumed at G({since}) from a checkpoint that kept no count tables: the powers "
+              f"of two below {since} have none", file=sys.stderr)
+
+
 def print_summary(summary, as_json: bool, masks=(), engineering: bool = False) -> None:
-    """Print a :class:`~octalgen.engine.summary.RunSummary`: every figure as JSON, or the lines a
+    """Print a :class:`~octalgen.engine.run_summary.RunSummary`: every figure as JSON, or the lines a
     reader wants (``engineering``: also the cores and CPU seconds), fitted to the terminal."""
     if as_json:
         json.dump(summary.to_json(masks), sys.stdout, indent=1)

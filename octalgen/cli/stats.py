@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
-from ..engine.stats import plot_histogram
-from ..engine.summary import summary_of_checkpoint
+from ..engine.value_statistics import plot_histogram
+from ..engine.run_summary import summary_of_checkpoint
 from ..errors import InputError
 from ..output import check_output, write_output
 from .arguments import mask_type
@@ -21,7 +22,11 @@ verification, the period or period candidate, and how many values of each size (
 --mask counts the values that are rare under another mask, as published statistics do, and says
 where the last one is; --plot draws the histogram of the common
 values (Grossman's Figure 10; needs matplotlib) and writes the counts of every value beside it as
-CSV (value,count,first_heap; --csv alone writes only those)."""
+CSV (value,count,first_heap; --csv alone writes only those).  --compare RDIR compares the run's
+count tables (the counts of each value among G(1) ... G(n) at every power of two n it passed and
+at its end) byte for byte with the files RDIR/0.<code>/<n> (or RDIR/<n>) of rogalski's layout,
+over the n both have: it prints "equal" with how many tables and up to which n (exit status 0),
+or the first n and value where they differ, with both counts (exit status 1)."""
 
 EXAMPLES = """\
 examples:
@@ -29,7 +34,8 @@ examples:
   octalgen stats runs/officers --json
   octalgen stats runs/officers --mask 0x1ee --mask 0x1fe
   octalgen stats runs/officers --plot officers.png   (also officers.csv)
-  octalgen stats runs/officers --csv counts.csv"""
+  octalgen stats runs/officers --csv counts.csv
+  octalgen stats runs/161 --compare octal/results   (a clone of rogalski-wmii-uni-lodz-pl/octal)"""
 
 
 def register(sub) -> None:
@@ -47,10 +53,34 @@ def register(sub) -> None:
     parser.add_argument("--csv", metavar="FILE.csv",
                         help="write the counts as CSV: value,count,first_heap for every value (with --plot: "
                              "instead of beside the plot)")
+    parser.add_argument("--compare", metavar="RDIR",
+                        help="instead of the figures: compare the run's count tables with those in RDIR/0.<code>/ "
+                             "(or RDIR itself), files named n of 'value count' lines; exit status 0 when equal, 1 "
+                             "at the first difference")
     parser.set_defaults(run=run)
 
 
+def compare(args) -> int:
+    """``--compare RDIR``: one line (or JSON) saying equal or where the tables first differ; 0 or 1."""
+    from ..engine.counts import compare_tables, read_tables, tables_directory
+
+    summary = summary_of_checkpoint(args.directory)
+    code = summary.statistics.game
+    theirs = tables_directory(args.compare, code)
+    comparison = compare_tables(summary.count_tables, read_tables(theirs))
+    if args.json:
+        json.dump(dict(comparison.to_json(), directory=str(theirs)), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print(comparison.describe(str(theirs)))
+    return 0 if comparison.equal else 1
+
+
 def run(args) -> int:
+    if args.compare is not None:
+        if args.plot or args.csv or args.mask or args.histogram:
+            raise InputError("--compare prints the comparison alone: leave out --plot, --csv, --mask and --histogram")
+        return compare(args)
     counts_path = args.csv or (str(Path(args.plot).with_suffix(".csv")) if args.plot else None)
     if args.plot and Path(counts_path) == Path(args.plot):
         raise InputError(f"--plot {args.plot} would be overwritten by the counts (CSV): name an image (.png, .svg, "

@@ -16,7 +16,7 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
-from ..engine.plans import plan_game
+from ..engine.planning import plan_game
 from ..errors import InputError
 from . import progress_for
 from .arguments import add_game, add_table, count_type, load_table, positive_count_type

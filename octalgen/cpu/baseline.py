@@ -48,7 +48,7 @@ import octalgen
 from octalgen.cpu.verify import Verifier
 from octalgen.game import parse_game
 try:
-    from octalgen.engine.plans import plan_game
+    from octalgen.engine.planning import plan_game
 except ImportError:  # c62a57f: the engine's kernel_start
     from octalgen.engine.core import kernel_start as plan_game
 
@@ -119,7 +119,7 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
     before each call beyond the window; ``prefix_length``: the prefix given (default ``first``; a
     run's is at most 2^23 values, and c62a57f's verifier checked it at every call).  Returns
     (baseline, this checkout)."""
-    from ..engine.plans import plan_game
+    from ..engine.planning import plan_game
     from ..game import parse_game
 
     plan, _ = plan_game(parse_game(code), required=True)

@@ -17,10 +17,10 @@ import time
 
 import numpy as np
 
-from ..engine.core import Engine, EngineOptions
-from ..engine.plans import plan_game
+from ..engine.options import EngineOptions
+from ..engine.planning import plan_game
+from ..engine.run_summary import summarized_run
 from ..engine.seams import Consumer
-from ..engine.summary import summarize
 from ..engine.tally import Tally
 from ..game import parse_game
 
@@ -101,10 +101,9 @@ def run_through_engine(game, count: int, kernels, verify: bool) -> tuple[float, 
     """G(0) ... G(count-1) through the engine with ``kernels``: (wall seconds, FNV-1a-64 digest,
     steady-state values/s over the second half)."""
     tally, stopwatch = Tally(), Stopwatch(count // 2)
-    engine = Engine(game, EngineOptions(until=count, verify=verify), [tally, stopwatch], kernels=kernels)
     began = time.perf_counter()
-    engine.run()
-    return time.perf_counter() - began, summarize(engine, tally).statistics.digest, stopwatch.rate()
+    _, summary = summarized_run(game, EngineOptions(until=count, verify=verify), tally, (stopwatch,), kernels=kernels)
+    return time.perf_counter() - began, summary.statistics.digest, stopwatch.rate()
 
 
 def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = None, options=None,

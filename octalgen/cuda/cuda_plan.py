@@ -240,7 +240,7 @@ def storage_problem(kernel: KernelPlan) -> str | None:
 
 
 def cuda_plan_for(kernel: KernelPlan, options: CudaOptions | None = None) -> CudaPlan:
-    """The CUDA kernels of a kernel plan (as :func:`~octalgen.engine.plans.plan_game` makes it).
+    """The CUDA kernels of a kernel plan (as :func:`~octalgen.engine.planning.plan_game` makes it).
 
     Raises
     ------

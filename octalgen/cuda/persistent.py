@@ -88,7 +88,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import ComputationError
+from ..errors import ComputationError, InternalError
 from .cuda_plan import CODES, CudaPlan
 from .runtime import (LOG_CAPACITY, RING_LEAST, RoundLog, load_module, multiprocessors, read_ring,
                       round_block_threads, urgent_stream)
@@ -310,7 +310,7 @@ class PersistentSpeculator:
         marks, hi_0 = 0, start
         for block in order:
             if read_flag(int(flags[block]), self._rounds) is not None:
-                raise ComputationError(f"block {block}'s flag shows round {self._rounds} before it ran: a bug")
+                raise InternalError(f"block {block}'s flag shows round {self._rounds} before it ran")
             hi = min(start + self.window, int(self._views[block]))
             # The limit for the next round: read before or after the host's last release.
             if self.seed is None or self._random.random() < 0.5:
@@ -323,12 +323,11 @@ class PersistentSpeculator:
         # The barrier: one warp of every block reads every flag of the round.
         seen = [read_flag(int(word), self._rounds) for word in flags]
         if any(flag is None for flag in seen):
-            raise ComputationError(f"a block's flag for round {self._rounds} is missing: a bug")
+            raise InternalError(f"a block's flag for round {self._rounds} is missing")
         outcome = combine(start, *(list(column) for column in zip(*seen)))
         self._rounds += 1
         if outcome.front < self._front:
-            raise ComputationError(f"the front went back from {self._front} to {outcome.front}: "
-                                   "a bug, please report it")
+            raise InternalError(f"the front went back from {self._front} to {outcome.front}")
         self.log.append((self._front, hi_0, marks))
         self._idle = self._idle + 1 if outcome.front == self._front else 0
         self._front = outcome.front

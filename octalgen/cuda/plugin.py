@@ -41,7 +41,7 @@ import numpy as np
 from ..cpu.kernel import StorageOverflow
 from ..cpu.verify import PROVEN, Verifier, VerifyResult
 from ..engine.executors import recent_start, verify_interval
-from ..errors import ComputationError, InputError
+from ..errors import ComputationError, InputError, InternalError
 from ..plan import KernelPlan
 from . import twin
 from .cuda_plan import CudaOptions, CudaPlan, storage_problem
@@ -198,8 +198,7 @@ class FixedPointProducer:
             if final < target:
                 overflow = speculator.overflow
                 if overflow is None:
-                    raise ComputationError(f"the speculator stopped at G({self._origin + final}): a bug, "
-                                           "please report it")
+                    raise InternalError(f"the speculator stopped at G({self._origin + final})")
                 self._harvest()
                 raise StorageOverflow(self._origin + overflow, self.plan)
         self._next_heap = first_heap + count

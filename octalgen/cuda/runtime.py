@@ -36,7 +36,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import ComputationError, ToolMissingError
+from ..errors import InternalError, ToolMissingError
 from . import twin
 from .kernels import compile_kernels, find_nvcc
 from .cuda_plan import CudaPlan
@@ -202,7 +202,7 @@ class RoundLog:
         """Copy out the rounds below ``rounds`` (the count the device published) not copied yet."""
         first = self.taken
         if rounds - first > LOG_CAPACITY:
-            raise ComputationError(f"the round log lost {rounds - first - LOG_CAPACITY} rounds: a bug, please report it")
+            raise InternalError(f"the round log lost {rounds - first - LOG_CAPACITY} rounds")
         while first < rounds:
             start = first & (LOG_CAPACITY - 1)
             part = min(rounds - first, LOG_CAPACITY - start)

@@ -1,15 +1,20 @@
-"""Where a run's CPU time goes: the kernel, the verifiers, the exact solver, the consumers.
+"""Where a run's time goes: its sessions' wall seconds, and the CPU seconds of the kernel, the
+verifiers, the exact solver, the consumers.
 
-The engine adds each role's CPU seconds as it spends them (thread time for work done in the
-coordinating process, the tasks' own time for verification elsewhere); the coordinator's share
-is what remains of the process's CPU time.  ``run --json`` prints :meth:`Accounting.roles`, and
-the rates measured feed the split of the cores (:func:`~.split.refine`).
+Each room counts its own CPU seconds as it spends them (thread time for work done in the
+coordinating process, the tasks' own time for verification elsewhere); at the end of a session
+:class:`Accounting` takes them (:meth:`~Accounting.close`), and the coordinator's share is what
+remains of the process's CPU time.  ``run --json`` prints :meth:`Accounting.roles`, and the rates
+measured feed the split of the cores (:meth:`~Accounting.refine_split`).
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from ..plan import KernelPlan
+from . import split
 from .split import REFINE_AFTER
 
 #: Values a session must have handed on before its coordinator's CPU per value replaces the cached
@@ -19,7 +24,11 @@ COORDINATOR_AFTER = 1 << 26
 
 @dataclass
 class Accounting:
-    """CPU seconds of each role, and the values each role handled, this session."""
+    """CPU seconds of each role, and the values each role handled, this session; the run's wall seconds.
+
+    ``elapsed`` is the wall seconds of the run's earlier sessions (a checkpoint keeps it), and of
+    this one once it is closed; ``wall`` and ``process`` this session's wall and CPU seconds.
+    """
 
     kernel: float = 0.0
     verifiers: float = 0.0
@@ -34,6 +43,43 @@ class Accounting:
     values: int = 0
     kernel_fallbacks: int = 0  # kernel calls whose threads fell back to one (the cores were busy)
     first_fallback: int | None = None
+    elapsed: float = 0.0
+    began: float | None = None  # the monotonic clock and the process's CPU time when the session began
+    cpu_began: float = 0.0
+
+    def begin(self) -> None:
+        """A session begins now."""
+        self.began, self.cpu_began = time.monotonic(), time.process_time()
+
+    def run_seconds(self) -> float:
+        """Wall seconds of the run so far: its earlier sessions', and this one's up to now."""
+        return self.elapsed + (time.monotonic() - self.began if self.began is not None else 0.0)
+
+    def close(self, pipeline, producer, exact, recovery, values: int) -> None:
+        """Settle the session: the figures of the :class:`~.pipeline.Pipeline` about to close (its
+        proofs and the split's measurements; None: it had none), the producer's kernel figures, the
+        exact solver's and the recovery's CPU seconds (proofs tried again in this process; taken, so
+        counted once), the ``values`` it proved, and its wall and CPU seconds."""
+        if pipeline is not None:
+            self.verifiers += pipeline.cpu_seconds
+            self.verifiers_here += pipeline.cpu_seconds_here
+            self.measuring += pipeline.measuring_seconds
+            self.verified_values += pipeline.values
+        self.verifiers += recovery.cpu_seconds
+        self.verifiers_here += recovery.cpu_seconds
+        recovery.cpu_seconds = 0.0
+        self.kernel, self.kernel_values = producer.cpu_seconds, producer.values
+        self.kernel_fallbacks, self.first_fallback = producer.fallbacks, producer.first_fallback
+        self.exact = exact.cpu_seconds
+        self.values = values
+        self.wall, self.process = time.monotonic() - self.began, time.process_time() - self.cpu_began
+        self.elapsed += self.wall
+        self.began = None
+
+    def refine_split(self, plan: KernelPlan, threads: int, backend: str) -> None:
+        """Give the split of the cores the rates this session measured (:func:`~.split.refine`)."""
+        kernel, verify, coordinator = self.measured_rates()
+        split.refine(plan, None, threads, kernel, verify, backend, coordinator)
 
     @property
     def coordinator(self) -> float:

@@ -29,7 +29,7 @@ import numpy as np
 from ..cpu.verify import PROVEN, UNDECIDED, VerifyResult
 from ..errors import InputError, ToolMissingError
 from .signals import StopRequested
-from .tape import Tape, TapeSlice
+from .tape import TapeSlice
 from .workers import LocalProcesses, SharedArray, StagedArray
 
 #: Seconds to wait for a Dask scheduler to answer.
@@ -112,12 +112,14 @@ class Executor(Protocol):
     ----------
     workers : int
         Tasks it runs at once.
-    maps_tapes : bool
-        Its tasks map a tape's file (:mod:`.tape`): they are given every code on it at no cost.
+    tape_access : str
+        How its tasks read a stretch of the far term's tape (:meth:`~.tape.Tape.stage`): ``"view"``
+        (in this process) and ``"map"`` (a worker maps the file) give every code on it at no cost;
+        ``"copy"`` sends the codes with the task.
     """
 
     workers: int
-    maps_tapes: bool
+    tape_access: str
 
     def submit(self, fn, *args) -> VerifyFuture:
         """Run ``fn(*args)`` (a :func:`verify_task`)."""
@@ -127,9 +129,6 @@ class Executor(Protocol):
 
     def stage(self, *arrays: np.ndarray):
         """A handle that passes the concatenation of ``arrays`` (read-only, large) to one task."""
-
-    def stage_tape(self, tape: Tape, start: int, stop: int):
-        """A handle that passes heaps ``start`` ... ``stop - 1`` of a tape (:mod:`.tape`) to one task."""
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` by :meth:`stage` is over (``finished`` False: it was cancelled and
@@ -168,7 +167,7 @@ class InProcess:
     """
 
     workers = 1
-    maps_tapes = True
+    tape_access = "view"
 
     def __init__(self, should_stop=lambda: False, piece: int = IN_PROCESS_PIECE):
         self.should_stop = should_stop
@@ -200,10 +199,6 @@ class InProcess:
     def stage(self, *arrays: np.ndarray):
         """A handle to pass the concatenation of ``arrays`` to one task (here: that array)."""
         return _joined(arrays)
-
-    def stage_tape(self, tape: Tape, start: int, stop: int):
-        """A handle to pass a stretch of a tape to one task (here: a view of it)."""
-        return tape.view(start, stop)
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do here)."""
@@ -250,7 +245,7 @@ class DaskCluster:
     cache).  Results come back through the futures.
     """
 
-    maps_tapes = False  # its workers may be other machines: they are sent the codes
+    tape_access = "copy"  # its workers may be other machines: they are sent the codes
 
     def __init__(self, address: str, timeout: float | None = None):
         try:
@@ -276,10 +271,6 @@ class DaskCluster:
     def stage(self, *arrays: np.ndarray):
         """A handle to pass the concatenation of ``arrays`` to one task: that array (sent with the task)."""
         return _joined(arrays)
-
-    def stage_tape(self, tape: Tape, start: int, stop: int):
-        """A handle to pass a stretch of a tape to one task: a copy (the cluster's workers cannot map it)."""
-        return tape.view(start, stop).copy()
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do)."""

@@ -17,31 +17,45 @@ every value below m.  :class:`History` holds
   construction, not by luck.  With ``keep_all`` every value stays on disk.
 
 Whatever falls between the prefix and the recent values is read back from the store when it
-kept them, or from the tape; otherwise :meth:`History.values_before` answers None and the engine
-recomputes them (see :meth:`octalgen.engine.core.Engine.values_before`).  Memory: two bytes a
+kept them, or from the far term's tape; otherwise :meth:`History.values` answers None.
+:meth:`History.values_before` always answers: from :data:`~octalgen.mapped.SPILL_FROM` values on
+in a file on disk, written in pieces (a rare value decided far out does not hold every value in
+memory), and where the history no longer holds them, computed anew by a run of their own (the
+history's ``recompute``: :meth:`~octalgen.engine.core.Engine.recompute`).  Memory: two bytes a
 value for ``prefix_limit + recent_limit`` values (32 MiB by default), whatever N.  While a far
 term is live the store keeps every value on disk, so that a resumed run writes its tape anew.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from typing import Callable
+from typing import Protocol
 
 import numpy as np
 
-from ..plan import Encoding
+from ..mapped import SPILL_FROM, SPILL_PIECE, mapped_array
+from ..plan import Encoding, KernelPlan
 from .scan import mark_present
 from .store import ValueStore
-from .tape import Tape
+from .tape import FarTermTape
 
-#: The prefix grows to the first this many values: .6's proof scans reach x = 144,607 near
-#: G(19,067,570) and the longest below 10^8 took 614,144 steps.
+log = logging.getLogger("octalgen")
+
+#: The prefix grows to the first this many values: far more than the longest proof scans of .6 reach
+#: back, so that a scan stopping short of its answer is rare.
 PREFIX_LIMIT = 1 << 23
 
 #: Proven values kept in memory besides the prefix (for scans whose pairs lie further back
 #: than a verification task's own history, and for recovery).
 RECENT_LIMIT = 1 << 23
+
+
+class Recompute(Protocol):
+    """Computes G(0) ... G(heap-1) anew, into ``out`` where it is given (:meth:`~.core.Engine.recompute`)."""
+
+    def __call__(self, heap: int, out: np.ndarray | None) -> np.ndarray:
+        """G(0) ... G(heap-1): ``out`` itself where it is given."""
 
 
 class History:
@@ -54,20 +68,29 @@ class History:
     keep_all : bool
         Keep every value in the store (otherwise only what the prefix and recent values cover).
     prefix_limit, recent_limit : int
+    far_tape : FarTermTape, optional
+        The run's far-term tape, read where neither memory nor the store holds a value.
+    spill_dir : path, optional
+        Where :meth:`values_before` writes many values (default: the temporary directory).
+    recompute : Recompute, optional
+        What :meth:`values_before` falls back on where the history no longer holds the values.
     """
 
     def __init__(self, store: ValueStore | None = None, keep_all: bool = False,
-                 prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT):
+                 prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT,
+                 far_tape: FarTermTape | None = None, spill_dir=None, recompute: Recompute | None = None):
         self.store = store
         self.keep_all = keep_all
         self.prefix_limit = prefix_limit
         self.recent_limit = recent_limit
+        self.far_tape = far_tape
+        self.spill_dir = spill_dir
+        self.recompute = recompute
         self._prefix = np.zeros(1 << 16, dtype=np.uint16)
         self._prefix_length = 0
         self.recent: deque[tuple[int, np.ndarray]] = deque()
         self.position = 0
         self.window = 0  # the kernel's window: recent values always cover it, or the tape does
-        self.tape_of: Callable[[], Tape | None] = lambda: None  # the producer's tape, where it has one
         # Values seen at heaps past the prefix (None: unknown, a checkpoint of octalgen 0.3.0).  A prefix
         # moved on later (ensure_prefix) leaves its values here: a superset errs on the safe side.
         self._late: np.ndarray | None = np.zeros(1 << 16, dtype=np.uint8)
@@ -100,6 +123,13 @@ class History:
         while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= \
                 self.recent_length + len(values):
             self.recent.popleft()
+
+    def follow(self, plan: KernelPlan | None) -> None:
+        """Keep what the run's (new) ``plan`` needs: its window; without a kernel, every value on disk
+        (the exact solver computes them all, and a recovery or a resume reads them back)."""
+        self.window = plan.window if plan is not None else 0
+        if plan is None:
+            self.keep_all = self.keep_all or self.store is not None
 
     def cover(self, tail: np.ndarray) -> None:
         """Hold the last ``len(tail)`` values (``tail``: G(position - len) ... G(position - 1), zeros before
@@ -164,13 +194,13 @@ class History:
             position = min(stop, self._prefix_length)
         first = self.recent_first
         if position < stop and position < first:
-            tape = self.tape_of()
             if self.store is not None and self.store.covers(position, min(stop, first)):
                 parts.append(self.store.read(position, min(stop, first)))
-            elif tape is not None and tape.first <= position:  # proven codes, below the position
-                parts.append(tape.values(position, min(stop, first)))
-            else:
-                return None
+            else:  # proven codes on the tape, below the position
+                taped = self.far_tape.values(position, min(stop, first)) if self.far_tape is not None else None
+                if taped is None:
+                    return None
+                parts.append(taped)
             position = min(stop, first)
         if position < stop:
             parts.extend(self._recent_parts(position, stop))
@@ -188,9 +218,33 @@ class History:
                 break
         return parts[::-1]
 
-    def values_before(self, heap: int) -> np.ndarray | None:
-        """G(0) ... G(heap-1) if this history has them, else None."""
-        return self.values(0, heap)
+    def values_before(self, heap: int) -> np.ndarray:
+        """G(0) ... G(heap-1), always: read back, or recomputed where this history no longer holds them.
+
+        From :data:`~octalgen.mapped.SPILL_FROM` values on they are written, in pieces, to a file on
+        disk in ``spill_dir`` (:mod:`octalgen.mapped`).
+        """
+        out = None
+        if heap >= SPILL_FROM:
+            out = mapped_array(heap, np.uint16, self.spill_dir, f"values before G({heap})")
+            if self.copy_values(out):
+                return out
+        else:
+            values = self.values(0, heap)
+            if values is not None:
+                return values
+        log.warning("G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
+                    "(keep every value with --keep-values to avoid this)", heap - 1)
+        return self.recompute(heap, out)
+
+    def copy_values(self, out: np.ndarray) -> bool:
+        """Copy G(0) ... G(len(out) - 1) into ``out`` in pieces; False where this history lacks some."""
+        for lo in range(0, len(out), SPILL_PIECE):
+            piece = self.values(lo, min(len(out), lo + SPILL_PIECE))
+            if piece is None:
+                return False
+            out[lo: lo + len(piece)] = piece
+        return True
 
     def tail(self, count: int) -> np.ndarray:
         """The last ``count`` values (zeros before heap 0)."""
@@ -210,10 +264,12 @@ class History:
 
     @classmethod
     def restore(cls, store: ValueStore, position: int, prefix_length: int, window: int, keep_all: bool,
-                late_values, prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT) -> "History":
+                late_values, prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT,
+                **connections) -> "History":
         """The history of a checkpoint: the prefix and the recent values read back from ``store``
-        (``late_values``: :meth:`late_values` when it was written)."""
-        history = cls(store, keep_all, prefix_limit, recent_limit)
+        (``late_values``: :meth:`late_values` when it was written; ``connections``: ``far_tape``,
+        ``spill_dir`` and ``recompute``, as for a new history)."""
+        history = cls(store, keep_all, prefix_limit, recent_limit, **connections)
         history.window = window
         if late_values is None:
             history._late = None

@@ -9,11 +9,15 @@ from .history import PREFIX_LIMIT, RECENT_LIMIT
 #: Heaps per kernel chunk (one verification task each).
 CHUNK = 1 << 21
 
+#: Heaps of the first chunk after the producer is reset (each next chunk is twice as large, up to
+#: the chunk size): the first kernel values are proven soon after the kernel starts.
+FIRST_CHUNK = 1 << 16
+
 #: Seconds between checkpoints.
 CHECKPOINT_EVERY = 5.0
 
 #: With no --workers given, a run with at most this many heaps left for the kernel verifies in
-#: this process (spawning workers costs about a second of CPU; this is about two of verifying).
+#: this process: starting worker processes would cost more than they save.
 SMALL_JOB = 1 << 21
 
 
@@ -33,7 +37,7 @@ class EngineOptions:
         Address of a Dask scheduler to send verification to instead.
     chunk : int
         Heaps per kernel chunk and verification task (the first chunks after a start are smaller:
-        see :mod:`.producer`).
+        :data:`FIRST_CHUNK`).
     backlog : int or None
         Unverified chunks the producer may run ahead (None: twice the workers, plus two).
     verify : bool

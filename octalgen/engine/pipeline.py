@@ -8,7 +8,7 @@ their results in the order they were produced; what to do with a result (hand th
 or recover) is the engine's.
 
 Where proofs run in other processes, the producer runs in a thread of its own
-(:class:`~.producer.ProducerThread`): the coordinating thread then only hands out chunks as they
+(:class:`~.producer_thread.ProducerThread`): the coordinating thread then only hands out chunks as they
 come, takes results, and waits on both at once, so a verifying process that finishes is given
 the next chunk at once rather than when the kernel's current chunk is done, and the kernel never
 waits for the coordinator.  The last chunk before the goal is split among the processes, so that
@@ -26,14 +26,14 @@ import numpy as np
 
 from ..cpu.kernel import default_threads
 from ..cpu.verify import PROVEN, VerifyResult
-from ..errors import ComputationError
+from ..errors import ComputationError, InternalError
 from ..plan import KernelPlan
 from . import split
 from .executors import VERIFY_HISTORY, Executor, InProcess, make_executor, verify_task
 from .history import History
 from .options import SMALL_JOB, EngineOptions
-from .producer import Chunk, Producer, ProducerThread
-from .recovery import verify_again
+from .producer import Chunk, Producer
+from .producer_thread import ProducerThread
 from .seams import KernelPlugin
 from .signals import StopRequest
 
@@ -52,7 +52,7 @@ class Pipeline:
     Parameters
     ----------
     producer : Producer or ProducerThread
-        A :class:`~.producer.ProducerThread` produces ahead in its own thread.
+        A :class:`~.producer_thread.ProducerThread` produces ahead in its own thread.
     kernels : KernelPlugin
         Gives each chunk's verifier.
     executor : Executor
@@ -93,18 +93,18 @@ class Pipeline:
         self._pending: deque[tuple[Chunk, object, object]] = deque()  # chunk, future, staged history
         self._shared = (None, None)  # the prefix last shared with the executor, and its handle
 
-    def step(self, until: int, size: int, threads: int, reach: int | None,
+    def step(self, until: int, size: int, threads: int, proof_history: int | None,
              prefix) -> Iterator[tuple[Chunk, VerifyResult | None]]:
         """Produce a chunk if the backlog allows, else wait for the oldest; yield what came back, in order.
 
-        ``until``, ``size``, ``threads``, ``reach``: see :meth:`~.producer.Producer.produce`;
+        ``until``, ``size``, ``threads``, ``proof_history``: see :meth:`~.producer.Producer.produce`;
         ``prefix``: the exact values the proofs need.  Yields ``(chunk, result)``, ``result`` None
         for an unverified chunk; the caller may stop taking at any point.
         """
         if self.threaded:
-            yield from self._step_threaded(until, size, threads, reach, prefix)
-        elif self.producer.produced_to < until and len(self._pending) < self.backlog:
-            chunk = self.producer.produce(until, size, threads, reach)
+            yield from self._step_threaded(until, size, threads, proof_history, prefix)
+        elif not self.producer.exhausted(until) and len(self._pending) < self.backlog:
+            chunk = self.producer.produce(until, size, threads, proof_history)
             if chunk.first < chunk.stop and self.verify:
                 self._submit(chunk, prefix, until)
             elif chunk.first < chunk.stop:
@@ -115,10 +115,10 @@ class Pipeline:
         else:
             self._stalled()
 
-    def _step_threaded(self, until, size, threads, reach, prefix):
+    def _step_threaded(self, until, size, threads, proof_history, prefix):
         # Hand out every chunk ready (up to the backlog) and take every result back; where neither
         # happened, wait for either (a result, a chunk, or WAIT_SLICE for a look at the stop request).
-        self.producer.run(until, size, threads, reach, ahead=1)  # one chunk ready beyond the backlog
+        self.producer.run(until, size, threads, proof_history, ahead=1)  # one chunk ready beyond the backlog
         for attempt in (0, 1):
             moved = False
             while len(self._pending) < self.backlog:
@@ -142,8 +142,7 @@ class Pipeline:
             self.executor.wait(WAIT_SLICE, self.producer.wake if len(self._pending) < self.backlog else None)
 
     def _stalled(self):
-        raise ComputationError(f"the run stalled: nothing in flight, produced to G({self.producer.produced_to}); "
-                               "a bug, please report it")
+        raise InternalError(f"the run stalled: nothing in flight, produced to G({self.producer.produced_to})")
 
     def _submit(self, chunk: Chunk, prefix, until: int) -> None:
         if self._shared[0] is None or len(self._shared[0]) != len(prefix):  # the prefix grew: share it anew
@@ -154,10 +153,10 @@ class Pipeline:
             pieces = max(1, min(self.executor.workers, (chunk.stop - chunk.first) // LAST_PIECE))
         bounds = [chunk.first + (chunk.stop - chunk.first) * i // pieces for i in range(pieces + 1)]
         base = chunk.base
-        if chunk.tape is not None:  # mapped by the task, not copied (a cluster is sent the window and a reach)
-            if not self.executor.maps_tapes:
+        if chunk.tape is not None:  # mapped by the task, not copied (a cluster is sent the window and more)
+            if self.executor.tape_access == "copy":
                 base = max(base, chunk.first - chunk.plan.window - VERIFY_HISTORY)
-            staged = self.executor.stage_tape(chunk.tape, base, chunk.stop)
+            staged = chunk.tape.stage(base, chunk.stop, self.executor.tape_access)
         else:
             staged = self.executor.stage(chunk.before, chunk.codes)  # written once, read by every piece
         futures = []
@@ -189,14 +188,6 @@ class Pipeline:
             self.cpu_seconds_here += seconds if self.here else 0.0
             self.values += chunk.stop - chunk.first
             yield chunk, result
-
-    def verify_again(self, chunk: Chunk, undecided: VerifyResult, history: History,
-                     values_before=None) -> VerifyResult:
-        """An undecided chunk proven here with more values (:func:`~.recovery.verify_again`)."""
-        result, seconds = verify_again(self.kernels(chunk.plan)[1], chunk, undecided, history, values_before)
-        self.cpu_seconds += seconds
-        self.cpu_seconds_here += seconds
-        return result
 
     def cancel(self) -> None:
         """Forget every chunk in flight, and stop a producer's thread (it starts again from the proven position)."""

@@ -4,27 +4,26 @@ The producer's whole state is its plan, the heap it has produced up to, and the 
 codes it produced, at least the plan's window (each fill starts from the W codes before it), and
 as many more as the chunks' proof scans may need (a far term's window, too long for memory, is on
 a tape instead, :mod:`.tape`: the kernel fills its chunks there, and they are views of it).  It
-knows nothing of verification, consumers or checkpoints: it is reset at the proven position (after
-a start, a resume or a recovery) and asked for the next chunk, which comes with the codes before
-it that its proofs may read (its *history*).  One object with a narrow interface (:meth:`Producer.reset`,
-:meth:`Producer.prepare`, :meth:`Producer.produce`) so that it can run in a thread of its own:
-:class:`ProducerThread` calls :meth:`Producer.produce` there, up to a number of chunks ahead,
-while the coordinating thread hands out tasks and takes results (the kernel's cffi calls release
-the GIL, so the kernel no longer waits while the coordinator decodes, tallies and pickles).
+knows nothing of verification, consumers or checkpoints, and decides nothing about its plan: it
+is reset at the proven position (after a start, a resume or a recovery) with the engine's plan
+and asked for the next chunk, which comes with the codes before it that its proofs may read (its
+*history*).  A value its storage cannot hold ends the chunk before it: the producer then
+produces nothing more and reports the overflow (:attr:`Producer.overflow`), and the engine
+re-plans (:meth:`~.planning.Planning.widen_storage`) once every heap before it is proven.
 
-The first chunks after a reset are small (:data:`FIRST_CHUNK` heaps, doubling up to the chunk
-size): the first kernel values are then proven within about a second of the kernel's start,
-not once a whole chunk of two million heaps is produced and verified (ten seconds and more on
-a busy two-core machine), so a run stopped early keeps them.
+One object with a narrow interface (:meth:`Producer.reset`, :meth:`Producer.prepare`,
+:meth:`Producer.produce`) so that it can run in a thread of its own
+(:class:`~.producer_thread.ProducerThread`).
+
+The first chunks after a reset are small (:data:`~.options.FIRST_CHUNK` heaps, doubling up to
+the chunk size): the first kernel values are then proven soon after the kernel's start, not
+once a whole chunk is produced and verified, so a run stopped early keeps them.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import threading
 import time
-from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
@@ -32,17 +31,14 @@ from typing import Callable
 import numpy as np
 
 from ..cpu.kernel import StorageOverflow, code_dtype
-from ..plan import KernelPlan, make_plan
+from ..errors import InternalError
+from ..plan import KernelPlan
+from .options import FIRST_CHUNK
 from .seams import KernelPlugin
 from .tape import Tape
 
-log = logging.getLogger("octalgen")
-
 #: Heaps per call into the kernel: a stop request is noticed between calls.
 FILL_STEP = 1 << 18
-
-#: Heaps of the first chunk after a reset (each next chunk is twice as large, up to the chunk size).
-FIRST_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -82,9 +78,12 @@ class Producer:
     Attributes
     ----------
     plan : KernelPlan or None
-        The plan it produces with (it moves to 16-bit storage by itself where a value needs it).
+        The plan it produces with (the engine's, given at each reset).
     produced_to : int
         Heaps below it are produced (or were proven when it was reset).
+    overflow : StorageOverflow or None
+        A value the plan's storage cannot hold, at ``overflow.heap`` = ``produced_to``: nothing more
+        is produced until the next reset.
     cpu_seconds, values : float, int
         The kernel's CPU time and the heaps it produced, since the producer was made.
     fallbacks, first_fallback : int, int or None
@@ -102,6 +101,7 @@ class Producer:
         self.ring = np.zeros(0, dtype=np.uint8)
         self.ring_base = 0
         self.tape: Tape | None = None  # the codes on disk instead of the ring, for a far term's window
+        self.overflow: StorageOverflow | None = None
         self.cpu_seconds = 0.0
         self.values = 0
         self.fallbacks, self.first_fallback = 0, None
@@ -116,6 +116,7 @@ class Producer:
         """
         self.plan = plan
         self.produced_to = position
+        self.overflow = None
         self._next_size = FIRST_CHUNK
         self.tape = tape
         if tape is not None:
@@ -128,13 +129,20 @@ class Producer:
         """Make the plan's kernel now (building it, or loading it from the cache)."""
         self.kernels(self.plan)
 
-    def produce(self, until: int, size: int, threads: int, reach: int | None) -> Chunk:
+    def exhausted(self, until: int) -> bool:
+        """Nothing more to produce before ``until``: produced to it, or stopped at an :attr:`overflow`."""
+        return self.produced_to >= until or self.overflow is not None
+
+    def produce(self, until: int, size: int, threads: int, proof_history: int | None) -> Chunk:
         """The next chunk: up to ``size`` heaps, none at ``until`` or beyond.
 
-        ``threads``: kernel threads.  ``reach``: heaps before the chunk (beyond the window) that its
-        history covers and the ring keeps; None keeps every code produced since the last reset.
-        A value too large for the storage ends the chunk before it; the producer goes on in 16 bits.
+        ``threads``: kernel threads.  ``proof_history``: heaps before the chunk (beyond the window)
+        that its history covers and the ring keeps; None keeps every code produced since the last
+        reset.  A value too large for the storage ends the chunk before it (:attr:`overflow`).
         """
+        if self.overflow is not None:
+            raise InternalError(f"asked to produce past G({self.overflow.heap}), which its storage cannot hold, "
+                                "before a reset")
         plan = self.plan
         kernel, _ = self.kernels(plan)
         w, a = plan.window, self.produced_to
@@ -147,7 +155,6 @@ class Producer:
         else:
             buffer = np.empty(w + b - a, dtype=kernel.dtype)
             buffer[:w] = self.ring[len(self.ring) - w:]
-        overflow = None
         kernel_threads = min(threads, kernel.max_threads)
         began = self._cpu(kernel_threads)
         try:
@@ -159,7 +166,7 @@ class Producer:
                     self.fallbacks += 1
                     self.first_fallback = fell_back if self.first_fallback is None else self.first_fallback
         except StorageOverflow as exc:
-            overflow, b = exc, exc.heap
+            self.overflow, b = exc, exc.heap
         finally:
             self.cpu_seconds += self._cpu(kernel_threads) - began
         codes = buffer[w: w + b - a]
@@ -170,21 +177,13 @@ class Producer:
             # What the next fill reads stays mapped; the rest of the pages go back (the file keeps them).
             tape.release(term_reads(plan, b, b + min(size, self._next_size)) + [(b, tape.stop)])
         else:
-            start = self.ring_base if reach is None else max(self.ring_base, a - w - reach)
+            start = self.ring_base if proof_history is None else max(self.ring_base, a - w - proof_history)
             before = self.ring[start - self.ring_base:]
-            # The ring keeps every code since the reset (reach None), or the last w + reach: drop the rest.
-            drop = 0 if reach is None else max(0, len(before) + len(codes) - (w + reach))
+            # The ring keeps every code since the reset (None), or the last w + proof_history: drop the rest.
+            drop = 0 if proof_history is None else max(0, len(before) + len(codes) - (w + proof_history))
             self.ring = np.concatenate([before[drop:], codes[max(0, drop - len(before)):]])
             self.ring_base = b - len(self.ring)
             chunk = Chunk(a, b, plan, codes, start, before)
-        if overflow is not None:
-            log.warning("%s; continuing with 16-bit storage", overflow)
-            self.plan = make_plan(plan.table, storage="u16")
-            log_plan(self.plan)
-            if tape is not None:
-                self.tape = recoded(tape, self.plan.encoding, b, self.check_stop)
-            else:
-                self.ring = plan.encoding.decode_array(self.ring, self.ring_base).astype(np.uint16)
         return chunk
 
     def _cpu(self, threads: int) -> float:
@@ -206,19 +205,6 @@ def term_reads(plan: KernelPlan, a: int, b: int) -> list[tuple[int, int]]:
     firsts = np.concatenate([[0], gaps + 1])
     lasts = np.concatenate([gaps, [len(starts) - 1]])
     return [(int(starts[i]), int(starts[j]) + b - a) for i, j in zip(firsts, lasts)]
-
-
-def recoded(tape: Tape, encoding, stop: int, check_stop: Callable[[], None]) -> Tape:
-    """A new tape under ``encoding`` holding the values of ``tape`` up to heap ``stop``."""
-    new = Tape(encoding, tape.first, tape.capacity, tape.directory, tape.rare.items())
-
-    def read(lo: int, hi: int) -> np.ndarray:  # the old tape's pages go back as they are read
-        values = tape.values(lo, hi)
-        tape.release([(hi, tape.stop)])
-        return values
-
-    new.fill(tape.first, stop, read, check_stop)
-    return new
 
 
 class SerialKernels:
@@ -243,175 +229,3 @@ class SerialKernels:
 
     def __getattr__(self, name):
         return getattr(self.plugin, name)
-
-
-class _Halted(Exception):
-    """Raised in the producer's thread where it was told to stop producing (a reset, the run's end)."""
-
-
-class ProducerThread:
-    """A :class:`Producer` run in a thread of its own, up to ``ahead`` chunks ahead of the coordinator.
-
-    The coordinator calls :meth:`run` with the production's parameters (again whenever they change),
-    :meth:`take` for the next produced chunk, and waits on :attr:`wake` (a file descriptor readable
-    while a chunk is ready or the thread ended).  :meth:`reset` stops the thread and resets the
-    producer, so that every chunk taken comes in order from the proven position, as the unthreaded
-    producer gives them.  A stop request ends the thread at the producer's next look at it (it is
-    the coordinator that raises :class:`~.signals.StopRequested`), and any error ends the thread and
-    is raised by :meth:`take`.
-    """
-
-    def __init__(self, producer: Producer):
-        self.producer = producer
-        self.kernels = producer.kernels
-        self._check_stop = producer.check_stop
-        self._cond = threading.Condition()
-        self._ready: deque[Chunk] = deque()
-        self._params = None  # (until, size, threads, reach) of the next chunk
-        self.ahead = 1
-        self._thread: threading.Thread | None = None
-        self._halt = False
-        self._producing = False  # in produce(): it may have moved produced_to on before its chunk is ready
-        self._error: BaseException | None = None
-        self.wake, self._wake_w = os.pipe()
-        os.set_blocking(self.wake, False)
-        self._coordinator_clock = time.pthread_getcpuclockid(threading.get_ident())  # made by the coordinator
-
-    @property
-    def plan(self) -> KernelPlan | None:
-        return self.producer.plan
-
-    @property
-    def produced_to(self) -> int:
-        return self.producer.produced_to
-
-    @property
-    def cpu_seconds(self) -> float:
-        return self.producer.cpu_seconds
-
-    @property
-    def values(self) -> int:
-        return self.producer.values
-
-    def prepare(self) -> None:
-        """Make the plan's kernel now (see :meth:`Producer.prepare`)."""
-        self.producer.prepare()
-
-    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None, tape: Tape | None = None) -> None:
-        """Stop producing, forget the chunks produced ahead, produce again from ``position``."""
-        self.halt()
-        self.producer.reset(plan, position, window, tape)
-
-    @property
-    def tape(self) -> Tape | None:
-        return self.producer.tape
-
-    def run(self, until: int, size: int, threads: int, reach: int | None, ahead: int) -> None:
-        """Produce with these parameters (see :meth:`Producer.produce`), at most ``ahead`` chunks ready."""
-        with self._cond:
-            self._params, self.ahead = (until, size, threads, reach), max(1, ahead)
-            self._cond.notify_all()
-        if self._thread is None and self._error is None:
-            self._halt = False
-            self._thread = threading.Thread(target=self._main, daemon=True, name="octalgen-producer")
-            self._thread.start()
-
-    def take(self) -> Chunk | None:
-        """The next chunk produced, or None where none is ready; raises the error that ended the thread."""
-        with self._cond:
-            chunk = self._ready.popleft() if self._ready else None
-            if not self._ready:
-                self._drain()
-            if chunk is None and self._error is not None:
-                error, self._error = self._error, None
-                raise error
-            self._cond.notify_all()
-            return chunk
-
-    def idle(self) -> bool:
-        """True where nothing is ready and nothing will be: the thread ended, or produced to ``until``."""
-        with self._cond:
-            return not self._ready and self._error is None and not self._producing and (
-                self._thread is None or self._params is None or self.producer.produced_to >= self._params[0])
-
-    def halt(self) -> None:
-        """Stop the thread (at its next look between kernel calls) and forget the chunks ready."""
-        thread = self._thread
-        if thread is not None:
-            with self._cond:
-                self._halt = True
-                self._cond.notify_all()
-            thread.join()
-        with self._cond:
-            self._thread, self._halt, self._error = None, False, None
-            self._ready.clear()
-            self._drain()
-
-    def close(self) -> None:
-        """Stop the thread and close the wake-up pipe."""
-        self.halt()
-        for fd in (self.wake, self._wake_w):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-    def _drain(self) -> None:
-        try:
-            while os.read(self.wake, 4096):
-                pass
-        except (BlockingIOError, OSError):
-            pass
-
-    def _signal(self) -> None:
-        try:
-            os.write(self._wake_w, b"x")
-        except OSError:
-            pass
-
-    def _check(self) -> None:
-        if self._halt:
-            raise _Halted
-        self._check_stop()
-
-    def _main(self) -> None:
-        producer = self.producer
-        producer.own_thread, producer.check_stop = True, self._check
-        producer.coordinator_clock = self._coordinator_clock
-        try:
-            while True:
-                with self._cond:
-                    while not self._halt and (len(self._ready) >= self.ahead
-                                              or producer.produced_to >= self._params[0]):
-                        self._cond.wait()
-                    if self._halt:
-                        return
-                    params, self._producing = self._params, True
-                try:
-                    chunk = producer.produce(*params)
-                except BaseException:
-                    with self._cond:
-                        self._producing = False
-                    raise
-                with self._cond:  # the chunk ready as produced_to tells of it, at once for idle()
-                    self._producing = False
-                    if self._halt:
-                        return
-                    self._ready.append(chunk)
-                    self._signal()
-        except _Halted:
-            return
-        except BaseException as exc:  # noqa: BLE001 - a stop request, or an error: the coordinator raises it
-            with self._cond:
-                self._error = exc
-                self._signal()
-        finally:
-            producer.own_thread, producer.check_stop = False, self._check_stop
-
-
-def log_plan(plan: KernelPlan, previous: KernelPlan | None = None) -> None:
-    """Say (at -v) which kernel a run now produces with, unless it is the ``previous`` one (its table
-    exact to further on, say)."""
-    said = len(plan.terms), plan.window, plan.start, plan.encoding.kind
-    if previous is None or said != (len(previous.terms), previous.window, previous.start, previous.encoding.kind):
-        log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", plan.game.code, *said)

@@ -1,18 +1,21 @@
-"""What follows a proof that did not go through: a second try with more values, or G(m) decided.
+"""What follows a proof that did not go through, in the order it is tried.
 
-* :func:`verify_again`: a chunk came back *undecided* (its proof scans needed values from
-  further back than its task held): it is proven here, with the recent values, then (unless
-  another mask helps, below) with every value (read back, or recomputed).
-* :func:`late_switch`: a proof *failed* (or stayed undecided with the recent values) at heap m
-  far past the prefix, where a new rare value would be a term at offset m (a window of m
-  values): another mask under which every value since the prefix is common, if there is one
-  (:func:`switch_for_late_value`; the engine then goes on under it, and its verifier proves G(m));
-* :func:`decide`: a proof *failed* at heap m: G(m) is computed exactly
-  (:func:`~.plans.decide_failure`, or the verifier's own value where it is a common one) and
-  the :class:`Recovery` says what follows — a new rare value (a new table, a new kernel, exact
-  steps from m), or a correction of the kernel's value (16-bit storage where it does not fit).
+A chunk's proof comes back *undecided* (its scans needed values from further back than its
+task held) or *failed* at heap m.  :meth:`Recovery.try_again` tries, in this order:
 
-The engine applies the decision; nothing here changes the run's state.
+1. an undecided proof again here, with the recent values (:func:`verify_again`);
+2. where it still does not go through far past the prefix, where a new rare value would be a
+   term at offset m (a window of m values): another mask under which every value since the
+   prefix is common, if there is one (:func:`late_switch`; the engine then goes on under it,
+   and its verifier proves G(m));
+3. where it is still undecided, again with every value (read back, or recomputed), and where
+   that fails, another mask as in 2.
+
+What does not go through after that is decided (:meth:`Recovery.go_on`): G(m) computed exactly
+(:func:`decide_failure`, or the verifier's own value where it is a common one), and the
+:class:`Decision` says what follows — a new rare value (a new table, a new kernel, exact steps
+from m), or a correction of the kernel's value (16-bit storage where it does not fit).  A
+second failure at the heap where this session switched its mask is decided, not switched again.
 """
 
 from __future__ import annotations
@@ -20,60 +23,143 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..cpu.exact import CExactSolver
-from ..cpu.verify import UNDECIDED, VerifyResult
+from ..cpu.verify import FAILED, PROVEN, UNDECIDED, VerifyResult
+from ..errors import InternalError
 from ..mapped import SPILL_FROM
 from ..plan import Encoding
 from ..rare import RareTable
 from ..sparse import find_late_switch
+from .exact_steps import ExactSteps, exact_solver
 from .history import History
-from .plans import decide_failure, plan_for
+from .planning import Planning
 from .producer import Chunk
-from .seams import ProofVerifier
+from .seams import KernelPlugin, ProofVerifier
 
 log = logging.getLogger("octalgen")
 
 
-def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History,
-                 values_before: Callable[[int], np.ndarray] | None = None) -> tuple[VerifyResult, float]:
-    """Prove ``chunk`` from the undecided heap on: with the recent values, or (given ``values_before``)
-    with every value.
+class Recovery:
+    """The tries after a proof that did not go through, G(m) decided, and what the run found so.
 
-    ``values_before(n)`` gives G(0) ... G(n-1) (from the history, or recomputed).  Returns the
-    result and the CPU seconds it took in this thread.
+    It applies what it decides to the plan state (:class:`~.planning.Planning`: a table under
+    another mask, a new rare value, 16-bit storage) and to the exact steps (the solver that decided
+    a new rare value goes on); the engine then re-plans and restarts its consumers.
+
+    Parameters
+    ----------
+    kernels : KernelPlugin
+        Gives each chunk's verifier.
+    planning : Planning
+    exact : ExactSteps
+    spill_dir : path, optional
+        Where deciding far out holds every value below m (the run's directory, else the temporary one).
+
+    Attributes
+    ----------
+    rare_found : list of (int, int)
+        ``(heap, value)`` of the rare values found by verification (the run's, resumed included).
+    mask_switches : list of (int, int, int)
+        ``(heap, old mask, new mask)`` where the run went on under another mask.
+    cpu_seconds : float
+        The CPU time of the proofs tried again here, since :class:`~.accounting.Accounting` last took it.
+    switched_at : int or None
+        The heap of this session's last mask switch.
+    """
+
+    def __init__(self, kernels: KernelPlugin, planning: Planning, exact: ExactSteps, spill_dir=None):
+        self.kernels = kernels
+        self.planning = planning
+        self.exact = exact
+        self.spill_dir = spill_dir
+        self.rare_found: list[tuple[int, int]] = []
+        self.mask_switches: list[tuple[int, int, int]] = []
+        self.cpu_seconds = 0.0
+        self.switched_at: int | None = None
+
+    def try_again(self, chunk: Chunk, result: VerifyResult, history: History) -> tuple[VerifyResult,
+                                                                                       RareTable | None]:
+        """The chunk's result after the tries of the module docstring, and the table under another mask
+        to go on under where one helps (None: decide where the result is not proven)."""
+        verifier = self.kernels(chunk.plan)[1]
+        if result.status == UNDECIDED:
+            result = self._verify_again(verifier, chunk, result, history, every_value=False)
+        switch = self._late_switch(chunk, result, history) if result.status != PROVEN else None
+        if switch is None and result.status == UNDECIDED:
+            result = self._verify_again(verifier, chunk, result, history, every_value=True)
+            switch = self._late_switch(chunk, result, history) if result.status == FAILED else None
+        return result, switch
+
+    def go_on(self, chunk: Chunk, failure: VerifyResult, switch: RareTable | None,
+              history: History) -> "Decision | None":
+        """Go on past the heap m where the proof of ``chunk`` did not go through: under ``switch`` (then
+        None is returned), or with G(m) decided (its :class:`Decision`); each said as it is found."""
+        m, table = failure.heap, self.planning.table
+        if switch is not None:
+            self.mask_switches.append((m, table.mask, switch.mask))
+            announce_switch(m, table, switch, len(history.prefix), table.game.code)
+            self.switched_at = m  # a second failure there is decided
+            self.planning.adopt(switch)
+            return None
+        found = decide(table, chunk.plan.encoding, history, failure, self.spill_dir)
+        announce(found, table.game.code)
+        if found.new_rare:
+            self.rare_found.append((m, found.value))
+            self.planning.adopt(found.table)
+            self.exact.adopt(found.table.rarity, found.solver)
+        elif found.needs_u16:
+            self.planning.widen_storage()
+        return found
+
+    def _verify_again(self, verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History,
+                      every_value: bool) -> VerifyResult:
+        result, seconds = verify_again(verifier, chunk, undecided, history, every_value)
+        self.cpu_seconds += seconds
+        return result
+
+    def _late_switch(self, chunk: Chunk, failure: VerifyResult, history: History) -> RareTable | None:
+        if failure.heap == self.switched_at:
+            return None
+        return late_switch(self.planning, history, chunk, failure)
+
+
+def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History,
+                 every_value: bool = False) -> tuple[VerifyResult, float]:
+    """Prove ``chunk`` from the undecided heap on: with the recent values, or with every value
+    (``every_value``: read back from the history, or recomputed).
+
+    Returns the result and the CPU seconds it took in this thread.
     """
     plan = chunk.plan
     earliest = plan.start - plan.window  # every value from here on is common: codes hold it
-    if values_before is None and chunk.tape is not None:  # the tape holds the window and more: mapped, not copied
+    if not every_value and chunk.tape is not None:  # the tape holds the window and more: mapped, not copied
         start = max(chunk.tape.first, earliest)
         codes = chunk.tape.view(start, chunk.stop)
     else:
-        if values_before is None:
+        if not every_value:
             start, held = history.recent_values()
             held = held[max(0, earliest - start):]
             start = max(start, earliest)
         else:
             log.info("G(%d) needs values from further back than this run holds in memory", undecided.heap)
-            start, held = earliest, values_before(chunk.first)[earliest:]
+            start, held = earliest, history.values_before(chunk.first)[earliest:]
         codes = np.concatenate([plan.encoding.encode_array(held).astype(chunk.codes.dtype), chunk.codes])
     began = time.thread_time()
     result = verifier.verify(codes, start, history.prefix, undecided.heap, chunk.stop)
     return result, time.thread_time() - began
 
 
-def late_switch(table: RareTable, history: History, chunk: Chunk, failure: VerifyResult,
-                storage: str | None) -> RareTable | None:
+def late_switch(planning: Planning, history: History, chunk: Chunk, failure: VerifyResult) -> RareTable | None:
     """The table under another mask, for a proof of ``chunk`` that failed (or stayed undecided) at m
-    past the prefix, where its kernel (under ``storage``) starts by m; None where none helps
+    past the prefix, where its kernel (under the run's storage) starts by m; None where none helps
     (:func:`switch_for_late_value`)."""
     m = failure.heap
     pending = chunk.plan.encoding.decode_array(chunk.codes[: m - chunk.first + 1], chunk.first)
-    switched = switch_for_late_value(table, history, failure, int(pending[-1]), pending[:-1])
-    plan = plan_for(switched, history.prefix, storage) if switched is not None else None
+    switched = switch_for_late_value(planning.table, history, failure, int(pending[-1]), pending[:-1])
+    plan = planning.plan_with(switched, history.prefix) if switched is not None else None
     return switched if plan is not None and plan.start <= m else None
 
 
@@ -111,7 +197,7 @@ def switch_for_late_value(table: RareTable, history: History, failure: VerifyRes
 
 
 @dataclass(frozen=True)
-class Recovery:
+class Decision:
     """G(m) where a proof failed, and what follows.
 
     Attributes
@@ -138,22 +224,47 @@ class Recovery:
 
 
 def decide(table: RareTable, encoding: Encoding, history: History, failure: VerifyResult,
-           values_before: Callable[[int], np.ndarray], spill_dir=None) -> Recovery:
+           spill_dir=None) -> Decision:
     """Decide G(m) at ``failure.heap`` (m = the proven position) under ``table`` and the kernel's ``encoding``.
 
-    ``values_before(m)`` gives G(0) ... G(m-1) (past :data:`~octalgen.mapped.SPILL_FROM` values in a
-    file on disk), and the solver that decides G(m) holds them in files in ``spill_dir`` from there on.
+    G(0) ... G(m-1) come from the history (past :data:`~octalgen.mapped.SPILL_FROM` values in a
+    file on disk, or recomputed), and the solver that decides G(m) holds them in files in
+    ``spill_dir`` from there on.
     """
     m = failure.heap
-    known = history.values_before(m) if m < SPILL_FROM else None  # far out: read in pieces, not joined here
+    known = history.values(0, m) if m < SPILL_FROM else None  # far out: read in pieces, not joined here
     if known is None and failure.true_value is not None and not table.is_rare(failure.true_value, m):
         # The verifier decided a common value: recomputing every value below m would only confirm it.
         value = failure.true_value
-        return Recovery(m, value, table, False, not encoding.fits(value), None)
+        return Decision(m, value, table, False, not encoding.fits(value), None)
     if known is None:
-        known = values_before(m)
+        known = history.values_before(m)
     value, decided, needs_u16, solver = decide_failure(table, encoding, known, failure, spill_dir)
-    return Recovery(m, value, decided, decided is not table, needs_u16, solver)
+    return Decision(m, value, decided, decided is not table, needs_u16, solver)
+
+
+def decide_failure(table: RareTable, encoding: Encoding, values, failure: VerifyResult,
+                   spill_dir=None) -> tuple[int, RareTable, bool, CExactSolver]:
+    """The exact G(m) where a proof failed (m = ``len(values)``), and what follows from it.
+
+    ``values`` are the proven G(0) ... G(m-1).  Returns ``(value, table, needs_u16, solver)``: a
+    rare value is added to the table (a new kernel is needed); a common one is a correction of the
+    kernel's value (``needs_u16`` when it does not fit the storage).  ``solver``: the exact solver,
+    holding G(0) ... G(m), for the exact steps that follow (one copy of the values, not two).
+
+    Raises
+    ------
+    InternalError
+        Where the verifier's value of G(m) is not the exact solver's.
+    """
+    m = failure.heap
+    solver = exact_solver(table.game, table.rarity, values, spill_dir)
+    value = int(solver.extend(m + 1)[m])
+    if failure.true_value is not None and failure.true_value != value:
+        raise InternalError(f"the verifier says G({m}) = {failure.true_value}, the exact solver {value}")
+    if table.is_rare(value, m):
+        return value, table.with_entry(m, value), False, solver
+    return value, table, not encoding.fits(value), solver
 
 
 def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: int, game_code: str) -> None:
@@ -165,12 +276,12 @@ def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: in
                 prefix_length, prefix_length, new.mask, new.count, prefix_length, banner)
 
 
-def announce(recovery: Recovery, game_code: str) -> None:
-    """Tell what a recovery found: a banner for a new rare value, a warning for a corrected one."""
-    if recovery.new_rare:
+def announce(decision: Decision, game_code: str) -> None:
+    """Tell what a decision found: a banner for a new rare value, a warning for a corrected one."""
+    if decision.new_rare:
         banner = "!" * 72
         log.warning("%s\nNEW RARE VALUE: G(%d) = %d of %s, found by verification; added to the rare table, "
-                    "kernel regenerated\n%s", banner, recovery.heap, recovery.value, game_code, banner)
+                    "kernel regenerated\n%s", banner, decision.heap, decision.value, game_code, banner)
     else:
-        log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", recovery.heap,
-                    recovery.value)
+        log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", decision.heap,
+                    decision.value)

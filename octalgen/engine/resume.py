@@ -13,7 +13,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..rare import RareTable
 from .checkpoint import RunState, check_writable, ints_or_none, malformed, read_checkpoint, write_checkpoint
 from .history import History
 from .store import ValueStore
@@ -52,14 +51,17 @@ class Checkpoints:
         state.check_resumable(self.identity, until, self.directory)
         return state
 
-    def history(self, state: RunState | None, keep_all: bool, prefix_limit: int, recent_limit: int) -> History:
-        """The history a run starts with: empty, or ``state``'s read back from the directory."""
+    def history(self, state: RunState | None, keep_all: bool, prefix_limit: int, recent_limit: int,
+                far_tape=None, recompute=None) -> History:
+        """The history a run starts with: empty, or ``state``'s read back from the directory
+        (``far_tape``, ``recompute``: see :class:`~.history.History`; it spills into the directory)."""
+        connections = {"far_tape": far_tape, "spill_dir": self.directory, "recompute": recompute}
         if state is not None:
             try:
                 store = ValueStore(self.directory, state.files, state.sealed)
                 store.prune_unlisted()
                 return History.restore(store, state.position, state.prefix_length, state.window, state.keep_all,
-                                       state.late_values, prefix_limit, recent_limit)
+                                       state.late_values, prefix_limit, recent_limit, **connections)
             except (KeyError, TypeError, ValueError) as exc:
                 raise malformed(self.directory, exc) from None
         store = None
@@ -69,7 +71,7 @@ class Checkpoints:
         elif keep_all:
             self._temporary = tempfile.TemporaryDirectory(prefix="octalgen-values-")
             store = ValueStore(self._temporary.name)
-        return History(store, keep_all, prefix_limit, recent_limit)
+        return History(store, keep_all, prefix_limit, recent_limit, **connections)
 
     def restore_consumers(self, state: RunState, consumers) -> None:
         """Give each consumer its state in ``state`` (None where it kept none)."""
@@ -84,13 +86,15 @@ class Checkpoints:
         """Whether the next checkpoint is due (never without a directory)."""
         return self.directory is not None and time.monotonic() - self._last >= self.every
 
-    def write(self, history: History, until: int, table: RareTable | None, storage: str | None, consumers: dict,
-              rare_found, mask_switches, elapsed: float) -> None:
-        """Write a checkpoint of a run at ``history.position`` (see :class:`~.checkpoint.RunState`).
+    def write(self, history: History, until: int, planning, consumers: dict, recovery, elapsed: float) -> None:
+        """Write a checkpoint of a run at ``history.position`` (see :class:`~.checkpoint.RunState`): its
+        plan state (:class:`~.planning.Planning`), its consumers' states, what its recoveries found
+        (:class:`~.recovery.Recovery`) and its wall seconds.
 
         The history's files are made durable first; files it no longer needs are deleted only
         once the checkpoint that no longer lists them is written.
         """
+        table, storage = planning.table, planning.storage
         store = history.store
         dropped = []
         if store is not None:
@@ -104,7 +108,8 @@ class Checkpoints:
                          files=store.inline if store is not None else [],
                          sealed=list(store.sealed) if store is not None else [], prefix_length=len(history.prefix),
                          window=history.window, keep_all=history.keep_all,
-                         late_values=ints_or_none(history.late_values()), consumers=consumers, rare_found=tuple(rare_found), mask_switches=tuple(mask_switches),
+                         late_values=ints_or_none(history.late_values()), consumers=consumers,
+                         rare_found=tuple(recovery.rare_found), mask_switches=tuple(recovery.mask_switches),
                          elapsed=elapsed)
         write_checkpoint(self.directory, state.to_body())
         if store is not None:

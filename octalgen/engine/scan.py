@@ -26,7 +26,7 @@ import numpy as np
 from .. import __version__
 from ..build import build_module
 from ..checksum import FNV_OFFSET
-from ..errors import ComputationError
+from ..errors import InternalError
 from ..plan import Encoding
 from ..render import render
 
@@ -223,8 +223,8 @@ class Scanner:
         """G(start) ... G(stop-1) from the source, zeros before heap 0."""
         held = self.source.values(max(start, 0), max(stop, 0))
         if held is None:
-            raise ComputationError(f"the values G({max(start, 0)}) ... G({stop - 1}) the period search reads back are "
-                                   "no longer held: a bug, please report it")
+            raise InternalError(f"the values G({max(start, 0)}) ... G({stop - 1}) the period search reads back are "
+                                "no longer held")
         return np.concatenate([np.zeros(min(stop, 0) - start, np.uint16), held]) if start < 0 else held
 
     def read_from(self, source: ValueSource) -> None:
@@ -268,8 +268,7 @@ class Scanner:
             piece = history[lo: lo + _STEP]  # term's window is m values)
             event, folded = fresh._fold_raw(zeros[: len(piece)], piece)
             if event != FOLDED or folded != len(piece):
-                raise ComputationError("the period search's hash stopped at an event while a window was "
-                                       "folded: a bug, please report it")
+                raise InternalError("the period search's hash stopped at an event while a window was folded")
         s = self.state
         s.window, s.crc, s.anchor, s.anchor_crc = window, fresh.state.crc, 0, 0
         s.next_anchor = first_anchor(max(anchor_from, self.position, window - 1))

@@ -1,9 +1,10 @@
 """What the engine asks of what plugs into it: the kernel plug-in and the consumers.
 
 * The **kernel plug-in** (:class:`KernelPlugin`) makes, for a plan, the producer's kernel
-  (:class:`ChunkFiller`) and the verifier (:class:`ProofVerifier`).  :class:`Kernels`, the
-  generated C, is the default; :class:`octalgen.cuda.plugin.StreamingKernels` (the GPU, or
-  its numpy twin) is the other.
+  (:class:`ChunkFiller`) and the verifier (:class:`ProofVerifier`).  The ``backends`` registry
+  hands them out (:attr:`~octalgen.backends.Backend.plugin`): :class:`octalgen.cpu.plugin.CKernels`,
+  the generated C, is the engine's default; :class:`octalgen.cuda.plugin.CudaKernels` (the GPU)
+  and its numpy twin are the others.
 * A **consumer** (:class:`Consumer`) is handed the proven values in order: the
   :class:`~.tally.Tally` of ``run``, ``period`` and ``stats``, the value sink of ``values``.
   It sees the run's :class:`~.history.History` (to read proven values back), never the engine.
@@ -11,16 +12,15 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..cpu.kernel import SpeculativeKernel
-from ..cpu.verify import Verifier, VerifyResult
 from ..plan import KernelPlan
-from .executors import IN_PROCESS_PIECE
-from .history import History
-from .split import DEFAULT_BACKEND
+
+if TYPE_CHECKING:  # names in annotations only: the seams depend on no concrete module
+    from ..cpu.verify import VerifyResult
+    from .history import History
 
 
 @runtime_checkable
@@ -77,7 +77,7 @@ class KernelPlugin(Protocol):
         Heaps per verification call in this process (a stop request is noticed between calls).
     storages : tuple of str
         The value storages its kernels have (``"u8"``, ``"u16"``): the engine takes a u16 plan
-        that starts sooner (:func:`~.plans.plan_for`) only where the plug-in has one.
+        that starts sooner (:func:`~.planning.plan_for`) only where the plug-in has one.
     """
 
     backend: str
@@ -87,25 +87,6 @@ class KernelPlugin(Protocol):
 
     def __call__(self, plan: KernelPlan) -> tuple[ChunkFiller, ProofVerifier]:
         """The kernel and the verifier of ``plan``, ready to run (built now, or loaded from the cache)."""
-
-
-class Kernels:
-    """The default plug-in: the generated C kernel and verifier (see :class:`KernelPlugin`)."""
-
-    backend = DEFAULT_BACKEND
-    verify_here = False
-    verify_piece = IN_PROCESS_PIECE
-    storages = ("u8", "u16")
-
-    def __init__(self):
-        self._made: dict[KernelPlan, tuple[SpeculativeKernel, Verifier]] = {}
-
-    def __call__(self, plan: KernelPlan) -> tuple[SpeculativeKernel, Verifier]:
-        if plan not in self._made:
-            kernel = SpeculativeKernel(plan)
-            kernel.module  # built (or loaded) now, while the engine shows "building kernel"
-            self._made = {plan: (kernel, Verifier(plan))}  # only the current one
-        return self._made[plan]
 
 
 class Consumer(Protocol):

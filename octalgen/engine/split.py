@@ -1,4 +1,4 @@
-"""How to share the cores between kernel threads and verifying processes (issue: every core at work).
+"""How to share the cores between kernel threads and verifying processes, so that every core works.
 
 With neither ``--threads`` nor ``--workers``, the engine measures, once per machine and kernel
 (cached under the build cache, with the name of the compiled code measured: other code, after an
@@ -25,13 +25,13 @@ measurement on a busy machine is not a slow one; and a long enough run with one 
 replaces the cached start-up rates with the rates its own accounting measured (:func:`refine`),
 which are the better figures: the start-up sample is short and starts at the kernel's first heap.
 
-The block length matters with many threads: on a 16-core Xeon (an H100's host) 8 threads gave 8.5 M
-values/s with blocks of 256 heaps and 11.0 with 128, and 16 threads 8.6 and 14.9; on the 2-core
-development machine 2 threads gave the same with 64, 128 or 256.
+The block length matters with many threads (the threads hand blocks to each other: short
+blocks keep more of them busy, long ones cost fewer hand-overs), so each thread count is measured
+with every block length the kernel takes.
 
 Each backend's rates are its own: the cache is keyed by the kernel plug-in's ``backend`` name too,
-so a GPU run's measured rates never become the generated C's (a GPU run to 10^8 once left
-``--backend c`` choosing 1 kernel thread and 16 verifying processes on 16 cores, and 0.57 M values/s).
+so a GPU run's measured rates never become the generated C's (which would choose a split for a
+kernel that is not running).
 """
 
 from __future__ import annotations
@@ -49,18 +49,15 @@ from ..plan import KernelPlan
 
 log = logging.getLogger("octalgen")
 
-#: The backend of the default kernel plug-in (:class:`~.seams.Kernels`, the generated C).
+#: The backend of the default kernel plug-in (:class:`~octalgen.cpu.plugin.CKernels`, the generated C).
 DEFAULT_BACKEND = "c"
 
 #: Heaps the kernel computes per measurement, and the verifier proves (after an untimed call on the first few).
 KERNEL_SAMPLE, VERIFY_SAMPLE, VERIFY_WARM_UP = 1 << 18, 1 << 15, 1 << 10
 
-#: CPU seconds of the coordinating process per value, until a run has measured its own (``run .6
-#: --until 2e8`` on the 2-core development machine: 0.43 s per 10^8 values).
+#: CPU seconds of the coordinating process per value, until a run has measured its own (what a long
+#: run of ``.6`` measures: see docs/performance.md).
 COORDINATOR_SECONDS = 4.3e-9
-
-#: An achieved rate this far from the expected one (either way) is reported as the model's miss.
-MISS = 0.25
 
 
 @dataclass(frozen=True)
@@ -114,8 +111,8 @@ def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.nd
     """
     cores = cores or default_threads()
     rates, code = _cached(plan, cores, backend), kernel.code
-    # Measured again: an entry for other code (octalgen upgraded, the templates or flags changed; an
-    # entry from before block lengths were measured names no code either).
+    # Measured again: an entry for other code (octalgen upgraded, the templates or flags changed), or
+    # one that names no code.
     if rates is None or rates.get("code") != code:
         rates = {**_measure(plan, kernel, verifier, window, prefix, start, cores), "code": code}
         _store(plan, cores, rates, backend)
@@ -173,9 +170,8 @@ def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
                 if block is not None:
                     blocks[threads] = block
     codes = buffer[: plan.window + VERIFY_SAMPLE]
-    # An untimed first call: it checks the prefix and brings the tables into the caches, which cost a
-    # timed sample this short nearly half its time (a fresh install predicted 1.30 M values/s for .6 on
-    # two cores, and ran at 2.03).
+    # An untimed first call: it checks the prefix and brings the tables into the caches, which would
+    # take a large part of a timed sample this short and make the verifier look slower than it is.
     verifier.verify(codes, start - plan.window, prefix, start, start + VERIFY_WARM_UP)
     began = time.thread_time()
     verifier.verify(codes, start - plan.window, prefix, start, start + VERIFY_SAMPLE)

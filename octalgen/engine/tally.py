@@ -2,7 +2,8 @@
 
 :class:`Tally` is the consumer behind ``run``, ``period`` and ``stats``.  It folds proven
 values into the :class:`~.scan.Scanner` (FNV-1a-64 digests, the count, first and last heap of
-every value, the rolling CRC-64 with power-of-two anchors), keeps the positions of zeros, and turns
+every value, the rolling CRC-64 with power-of-two anchors), takes the table of counts at every
+power of two it passes (:class:`~.counts.CountTables`), keeps the positions of zeros, and turns
 hash matches into period *candidates*: when the W values ending at an anchor a recur ending at
 a + p (the hash matched, then the values are compared), p is handed to a prover.
 
@@ -14,7 +15,7 @@ Two provers decide whether a candidate is a period:
   G(n) holds for i0 <= n < 2 i0 + p + t, which proves period p from i0 by the Guy–Smith
   theorem.  p is the least period (an earlier recurrence would have matched first); the least
   preperiod is at most i0.
-* :class:`~.period.ExactProof` (``period``): the least preperiod found from the values on
+* :class:`~.period_proof.ExactProof` (``period``): the least preperiod found from the values on
   disk, every later value compared with the one p before it, the least period checked.
 """
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from ..periodicity import proof_length
 from .arrays import pack_array, unpack_array
+from .counts import CountTables
 from .history import History
 from .scan import ANCHORED, HASH_MATCH, Scanner
 from .seams import Consumer
@@ -114,6 +116,7 @@ class Tally(Consumer):
         self.anchor_window = None
         self._packed_anchor = None  # the anchor window as a checkpoint stores it: packed once per anchor
         self.zeros: list[int] = []
+        self.count_tables = CountTables()
         self._history: History | None = None
 
     def attach(self, history: History) -> None:
@@ -145,6 +148,18 @@ class Tally(Consumer):
         if len(self.zeros) < ZERO_POSITIONS:
             found = np.flatnonzero(values == 0)[: ZERO_POSITIONS - len(self.zeros)]
             self.zeros.extend(int(first + z) for z in found)
+        tables = self.count_tables
+        start = 0
+        while start < len(values):  # in pieces that end where a table is due
+            stop = min(len(values), tables.due - first)
+            self._fold(values[start: stop])
+            if self.position == tables.due:
+                tables.take(self.scanner.counts)
+            start = stop
+        if self.prover is not None:
+            self.prover.accept(self.position)
+
+    def _fold(self, values: np.ndarray) -> None:
         for event in self.scanner.fold(values):
             if event.kind == ANCHORED:
                 self.anchor_window, self._packed_anchor = self._copied_window(), None
@@ -152,8 +167,6 @@ class Tally(Consumer):
                     np.array_equal(self.scanner.window_values(), self._anchor_values()):
                 anchor = self.scanner.anchor
                 self.prover.propose(event.heap - anchor, anchor, self.scanner.window, event.heap)
-        if self.prover is not None:
-            self.prover.accept(self.position)
 
     def _reads_back(self) -> bool:
         """Whether the window is a far term's (longer than the history's recent values): then it is not
@@ -180,6 +193,10 @@ class Tally(Consumer):
         if self.prover is not None:
             self.prover.reset()
 
+    def tables(self) -> dict[int, np.ndarray]:
+        """The count tables at every power of two passed and at the end (:meth:`~.counts.CountTables.with_end`)."""
+        return self.count_tables.with_end(self.scanner.counts, self.position)
+
     # -- checkpoint -----------------------------------------------------------------------
 
     def state(self) -> dict:
@@ -193,6 +210,7 @@ class Tally(Consumer):
             "last_seen": pack_array(s.last_seen[present]),
             "anchor_window": self._anchor_state(),
             "zeros": self.zeros,
+            "count_tables": self.count_tables.state(),
             "prover": self.prover.state() if self.prover is not None else None,
         }
 
@@ -207,6 +225,7 @@ class Tally(Consumer):
         self._packed_anchor = state["anchor_window"]
         self.anchor_window = unpack_array(state["anchor_window"]) if state["anchor_window"] else None
         self.zeros = list(state["zeros"])
+        self.count_tables = CountTables.restore(state.get("count_tables"), self.position)
         if self.prover is not None:
             self.prover.restore(state["prover"])
 

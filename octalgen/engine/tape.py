@@ -3,15 +3,21 @@
 A rare value found at heap m far out is a term at offset m + k (a far term): the kernel at heap
 n reads G(n - m - k), and its window is m values.  Held in memory (the producer's ring, the
 history's recent values, each verification task's copy) that is bytes per heap of m, without
-bound.  Where the window exceeds the history's recent values (:attr:`.history.History.recent_limit`,
-2^23 by default), the engine writes the codes to a tape instead:
+bound.  Where the window exceeds the history's recent values (:attr:`.history.History.recent_limit`),
+the engine writes the codes to a tape instead:
 
 * one file of ``first`` ... (the kernel's stored codes: a byte or two per heap), mapped;
 * the kernel fills its chunk in place, reading its window from the mapping: the far term's
   values are read back sequentially, one stream moving forward a value per heap;
-* a verification task maps the stretch it reads (:class:`TapeSlice`), so that nothing is
-  copied per task; the pages behind it are let go (:meth:`Tape.release`), so that the memory
-  the run holds is what it reads now, not what it wrote.
+* a verification task is handed the stretch it reads (:meth:`Tape.stage`): a view in this
+  process, a :class:`TapeSlice` a worker process maps, a copy for a cluster's worker; the pages
+  behind it are let go (:meth:`Tape.release`), so that the memory the run holds is what it
+  reads now, not what it wrote.
+
+:class:`FarTermTape` is the run's one keeper of it: it makes the tape for a plan, fills it with
+the values proven since its last chunk, recodes it where the storage widens, and reads proven
+values back for the history.  The producer fills chunks on the keeper's tape, the executors and
+the workers read them through :meth:`Tape.stage`.
 
 The file is unlinked as soon as it is made: a run that dies leaves nothing, and worker
 processes open it through ``/proc/<pid>/fd/<fd>``.  It lives in the run's checkpoint directory,
@@ -29,9 +35,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ComputationError
+from ..errors import ComputationError, InternalError
 from ..mapped import unlinked_mapping
-from ..plan import Encoding
+from ..plan import Encoding, KernelPlan
 
 #: The memory page: what the tape lets go of (:meth:`Tape.release`) comes in whole pages.
 PAGE = mmap.PAGESIZE
@@ -75,8 +81,7 @@ class Tape:
     def view(self, start: int, stop: int) -> np.ndarray:
         """The codes of heaps ``start`` ... ``stop - 1`` (a view of the mapping: writes go to the file)."""
         if not self.first <= start <= stop <= self.stop:
-            raise ComputationError(f"the tape holds heaps {self.first} to {self.stop - 1}, not {start} to {stop - 1}: "
-                                   "a bug, please report it")
+            raise InternalError(f"the tape holds heaps {self.first} to {self.stop - 1}, not {start} to {stop - 1}")
         return self.codes[start - self.first: stop - self.first]
 
     def values(self, start: int, stop: int) -> np.ndarray:
@@ -116,6 +121,17 @@ class Tape:
         """A handle by which a worker process maps heaps ``start`` ... ``stop - 1``."""
         self.view(start, stop)  # checked
         return TapeSlice(os.getpid(), self.fd, self.dtype.str, self.first, start, stop)
+
+    def stage(self, start: int, stop: int, access: str):
+        """Heaps ``start`` ... ``stop - 1`` for one verification task, as its executor reads them
+        (:attr:`~.executors.Executor.tape_access`): ``"view"`` (a task in this process), ``"map"``
+        (a :class:`TapeSlice` its worker process maps) or ``"copy"`` (a cluster's worker, which
+        cannot map the file)."""
+        if access == "map":
+            return self.slice(start, stop)
+        if access == "copy":
+            return self.view(start, stop).copy()
+        return self.view(start, stop)
 
     def release(self, keep: list[tuple[int, int]]) -> None:
         """Let go of the pages of every heap before the last range in ``keep`` that no range covers
@@ -166,3 +182,100 @@ class TapeSlice:
                              shape=(self.stop - self.start,))
         except (OSError, ValueError) as exc:  # the tape was let go: a task cancelled before it began
             raise ComputationError(f"the far term's tape is gone ({exc})") from None
+
+
+class FarTermTape:
+    """The run's one keeper of the far-term tape (see the module docstring).
+
+    Parameters
+    ----------
+    directory : path, optional
+        Where the tape's file is made (the run's checkpoint directory; default: the temporary one).
+    check_stop : callable
+        Called between pieces of a long fill; raises to stop.
+
+    Attributes
+    ----------
+    tape : Tape or None
+        The tape the producer works on (None while the kernel's window is held in memory).
+    proven_to : int
+        The tape holds the proven codes of the heaps below it.
+    """
+
+    def __init__(self, directory=None, check_stop: Callable[[], None] = lambda: None):
+        self.directory = directory
+        self.check_stop = check_stop
+        self.tape: Tape | None = None
+        self.proven_to = 0
+
+    def producer_start(self, plan: KernelPlan | None, position: int, until: int, history,
+                       known: np.ndarray | None = None) -> tuple[np.ndarray | None, Tape | None]:
+        """What the producer starts from at ``position`` under ``plan``: ``(window, tape)``.
+
+        Before the kernel's first heap, neither (exact steps come first).  Where the plan's window
+        fits in the history's recent values, the last ``plan.window`` proven values, and no tape.
+        A far term's longer window is on the tape instead (:meth:`ready`).
+        """
+        if plan is None or position < plan.start or plan.window <= history.recent_limit:
+            self.tape = None  # a later tape is made anew
+            return (history.tail(plan.window) if plan is not None and position >= plan.start else None), None
+        return None, self.ready(plan, position, until, history, known)
+
+    def ready(self, plan: KernelPlan, position: int, until: int, history, known: np.ndarray | None = None) -> Tape:
+        """The tape for ``plan`` from ``position`` on, holding the proven codes from the end of the
+        prefix (or the plan's window, where it starts later) to ``position``.
+
+        The one it has, with the values proven since its last chunk written (recoded where the
+        plan's storage differs), or a new one.  With the prefix it holds every value, so that a
+        recovery reads them back rather than computing them again.  The values it lacks come from
+        ``known`` (G(0) ... G(position - 1), where the exact solver holds them), else from the run's
+        :class:`~.history.History`.
+        """
+        first = min(position - plan.window, history.prefix_limit)
+        tape = self.tape
+        if tape is None or tape.first > first or tape.stop < until:
+            tape = Tape(plan.encoding, first, until - first, self.directory, plan.table.entries)
+            self.proven_to = first
+        elif tape.encoding != plan.encoding:
+            tape = self._recoded(tape, plan.encoding, first, until)
+            self.proven_to = max(self.proven_to, first)
+        tape.rare.update((p, v) for p, v in plan.table.entries if p >= tape.first)  # a new one since, too
+        everything = None  # G(0) ... G(position - 1), got at most once for the whole fill
+
+        def read(lo: int, hi: int) -> np.ndarray:  # the solver's values, the history's (memory, store, old tape)
+            nonlocal everything
+            values = known[lo: hi] if known is not None else history.values(lo, hi)
+            if values is None:  # not at hand: every value up to the position once, not up to hi per piece
+                if everything is None:
+                    everything = history.values_before(position)
+                values = everything[lo: hi]
+            return values
+
+        tape.fill(self.proven_to, position, read, self.check_stop)
+        self.tape, self.proven_to = tape, position
+        return tape
+
+    def proven(self, position: int) -> None:
+        """The codes the producer wrote on the tape below ``position`` are proven."""
+        if self.tape is not None:
+            self.proven_to = position
+
+    def values(self, start: int, stop: int) -> np.ndarray | None:
+        """Proven G(start) ... G(stop-1) decoded from the tape, or None where it does not hold them."""
+        tape = self.tape
+        if tape is None or tape.first > start:
+            return None
+        return tape.values(start, stop)
+
+    def _recoded(self, tape: Tape, encoding: Encoding, first: int, until: int) -> Tape:
+        """A new tape of heaps ``first`` ... ``until - 1`` under ``encoding``, with the proven values of
+        ``tape`` from ``first`` on (``tape.first <= first``; its pages go back as they are read)."""
+        new = Tape(encoding, first, until - first, tape.directory, tape.rare.items())
+
+        def read(lo: int, hi: int) -> np.ndarray:
+            values = tape.values(lo, hi)
+            tape.release([(hi, tape.stop)])
+            return values
+
+        new.fill(first, self.proven_to, read, self.check_stop)
+        return new

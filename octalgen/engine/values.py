@@ -1,8 +1,9 @@
-"""Values as a stream: the engine behind ``octalgen values`` and the ``c`` backends."""
+"""Values as a stream: the engine behind ``octalgen values`` and the engine's backends."""
 
 from __future__ import annotations
 
 from collections import deque
+from typing import Iterator
 
 import numpy as np
 
@@ -25,8 +26,11 @@ class ValueSink(Consumer):
             self.ready.append(values[lo - first: hi - first].astype(np.int64))
 
 
-def stream_values(game, start: int, count: int, table=None, *, progress=None, kernels=None, **options):
-    """Yield G(start) ... G(start+count-1) in int64 chunks, computed by the engine.
+class ValueStream:
+    """G(start) ... G(start+count-1) in int64 chunks, as the engine proves them: the one way a value
+    stream runs the engine (``octalgen values``, the ``c`` and ``cuda`` backends, ``bench``).
+
+    Iterating runs the engine (:attr:`engine`, whose figures stay readable after it).
 
     Parameters
     ----------
@@ -36,17 +40,28 @@ def stream_values(game, start: int, count: int, table=None, *, progress=None, ke
         A hint (see :class:`~octalgen.engine.core.Engine`).
     progress : object, optional
         Progress display (see :class:`~octalgen.engine.core.Engine`).
-    kernels : callable, optional
+    kernels : KernelPlugin, optional
         The kernel plug-in (default: the generated C; see :class:`~octalgen.engine.seams.KernelPlugin`).
     **options
         :class:`~octalgen.engine.options.EngineOptions` fields: ``threads``, ``workers``, ``chunk``,
         ``verify`` (False: the kernel's values unproven), ``storage`` ...
     """
-    sink = ValueSink(start, start + count)
-    engine = Engine(game, EngineOptions(until=start + count, **options), [sink], table=table, progress=progress,
-                    kernels=kernels)
-    for _ in engine.steps():
-        while sink.ready:
-            yield sink.ready.popleft()
-    while sink.ready:
-        yield sink.ready.popleft()
+
+    def __init__(self, game, start: int, count: int, table=None, *, progress=None, kernels=None, **options):
+        self.sink = ValueSink(start, start + count)
+        self.engine = Engine(game, EngineOptions(until=start + count, **options), [self.sink], table=table,
+                             progress=progress, kernels=kernels)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        ready = self.sink.ready
+        for _ in self.engine.steps():
+            while ready:
+                yield ready.popleft()
+        while ready:
+            yield ready.popleft()
+
+
+def stream_values(game, start: int, count: int, table=None, *, progress=None, kernels=None,
+                  **options) -> Iterator[np.ndarray]:
+    """Yield G(start) ... G(start+count-1) in int64 chunks, computed by the engine (:class:`ValueStream`)."""
+    yield from ValueStream(game, start, count, table, progress=progress, kernels=kernels, **options)

@@ -9,10 +9,9 @@ them finish.
 Large read-only arrays reach them as files they map, not through the pipe: the prefix once per
 run, its new values appended as it grows (:class:`SharedArray`), a chunk's history once per task
 (:class:`StagedArray`), in ``/dev/shm`` where there is one.  A task's file is one of a few slots
-that are written again for later tasks once their tasks are over: a new file per task cost the
-coordinator a fresh page per 4 KiB and an ``unlink``, a third of its CPU time per value.  Files
-are named with the run's process id, so that a later run removes those of a run that died
-(:func:`sweep_staged_files`).
+that are written again for later tasks once their tasks are over: a new file per task would cost
+the coordinator a fresh page for every 4 KiB written and an ``unlink``.  Files are named with the
+run's process id, so that a later run removes those of a run that died (:func:`sweep_staged_files`).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from multiprocessing.connection import wait
 import numpy as np
 
 from ..errors import ComputationError
-from .tape import Tape, TapeSlice
+
 
 @dataclass(frozen=True)
 class SharedArray:
@@ -182,7 +181,7 @@ class LocalProcesses:
     processes at once.
     """
 
-    maps_tapes = True
+    tape_access = "map"
 
     def __init__(self, workers: int):
         self.workers = workers
@@ -258,10 +257,6 @@ class LocalProcesses:
             return np.concatenate(arrays)
         self._staged[slot.path] = slot
         return StagedArray(slot.path, arrays[0].dtype.str, length)
-
-    def stage_tape(self, tape: Tape, start: int, stop: int) -> TapeSlice:
-        """A handle to pass heaps ``start`` ... ``stop - 1`` of a tape to one task: its worker maps them."""
-        return tape.slice(start, stop)
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` (by :meth:`stage`) is over: its file may be written again.

@@ -35,7 +35,7 @@ def exact_chunks(game, start: int, count: int, table=None):
 
 def checkpoint_digest(directory) -> tuple[int, str]:
     """(N, digest of G(0) ... G(N - 1)) of an ``octalgen run`` checkpoint."""
-    from ..engine import summary_of_checkpoint
+    from ..engine.run_summary import summary_of_checkpoint
 
     statistics = summary_of_checkpoint(directory).statistics
     return int(statistics.values), str(statistics.digest)

@@ -6,7 +6,7 @@
 
 :mod:`~octalgen.stones.rules` defines the games, :mod:`~octalgen.stones.reference`
 decides them in plain Python, :mod:`~octalgen.stones.ccode` generates, compiles
-and runs C for them, :mod:`~octalgen.stones.period` proves eventual periods.
+and runs C for them, :mod:`~octalgen.stones.eventual_period` proves eventual periods.
 """
 
 from __future__ import annotations

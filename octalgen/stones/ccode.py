@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..build import CompiledModule, build_module
-from ..errors import ComputationError
+from ..errors import ComputationError, InternalError
 from ..render import render
 from .outcomes import Outcomes
 from .stones_plan import HistoryPlan, RegisterPlan, make_stones_plan, provenance
@@ -76,7 +76,7 @@ class StonesKernel:
         history_bits = _unpack(trace, len(self.game.histories))  # one row per pile size
         outcomes = Outcomes.from_states(self.game, history_bits)
         if not np.array_equal(outcomes.second_wins["safe"], bits[0]):
-            raise ComputationError(f"{self.game.describe()}: the kernel's safe bits disagree with its own states")
+            raise InternalError(f"{self.game.describe()}: the kernel's safe bits disagree with its own states")
         return outcomes
 
     def _run(self, count: int, trace: bool):

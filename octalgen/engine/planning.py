@@ -1,10 +1,17 @@
-"""What the engine decides from exact values: the rare table, the kernel plan, a failed proof.
+"""Planning: the one owner of a run's plan and of every decision about it.
+
+The plan of a run is its rare table, the value storage of its kernel (u8 or u16), the
+:class:`~octalgen.plan.KernelPlan` made from them, and the heap where a u16 plan chosen because
+it starts sooner gives way to the u8 one.  :class:`Planning` holds that state and is the only
+code that changes it; the engine tells it what happened (exact values computed, a recovery's
+decision, a value the producer's storage cannot hold) and takes the plan it answers with.  The
+producer decides nothing: where a value does not fit its storage it stops and reports the
+:class:`~octalgen.cpu.kernel.StorageOverflow`, and the engine asks :meth:`Planning.widen_storage`.
 
 The rare table is a hint, never trusted: :func:`reconcile` replaces its entries by the rare
 values the exact solver found; :func:`plan_for` plans a kernel only where one can work;
-:func:`plan_game` is the one way to the plan a run starts with (what ``emit``, ``bench``,
-``synth`` and ``fpga`` build from); :func:`decide_failure` computes G(m) exactly where a proof
-failed and says what follows.
+:func:`plan_game` is the one way to the plan a run starts with outside the engine (what
+``emit``, ``bench``, ``synth`` and ``fpga`` build from).
 """
 
 from __future__ import annotations
@@ -13,20 +20,133 @@ import logging
 
 import numpy as np
 
-from ..cpu.exact import CExactSolver
-from ..errors import ComputationError, InputError
+from ..errors import InputError
 from ..game import OctalGame
 from ..mapped import SPILL_PIECE
 from ..plan import KernelPlan, make_plan, no_kernel_reason
 from ..rare import DEFAULT_TABLE_UPTO, RareTable, shipped_table
 from ..sparse import Rarity
+from .exact_steps import exact_solver
 
 log = logging.getLogger("octalgen")
 
-#: :func:`plan_game` plans no kernel whose first heap lies past this many values (seconds of
-#: the exact solver).  The kernel of ``.6`` starts at 41,256; ``.14``'s rare values still
-#: appear past 6 million.
+#: :func:`plan_game` plans no kernel whose first heap lies past this many values: the exact solver
+#: would take long to reach it, and a game whose rare values have not died out by then (``.14``'s
+#: still appear past 6 million) is one for an exact backend.
 PLAN_LIMIT = 1 << 21
+
+
+class Planning:
+    """The plan state of one run, and every decision about it (see the module docstring).
+
+    Parameters
+    ----------
+    game : OctalGame
+    storage : {"u8", "u16"} or None
+        A forced storage (None: the plan's choice, until a value needs 16 bits).
+    storages : tuple of str
+        The storages the kernel plug-in has: a u16 plan that starts sooner is taken only where it
+        has one (:attr:`~.seams.KernelPlugin.storages`).
+
+    Attributes
+    ----------
+    table : RareTable or None
+        The run's rare table (None until the first values decide it).
+    storage : str or None
+        The forced storage: given, or ``"u16"`` once a value needed it.
+    plan : KernelPlan or None
+        The kernel plan (None before there is a table, or for a game without a kernel).
+    u8_start : int or None
+        Where the u16 plan chosen because it starts sooner gives way to the u8 one (None: it does not).
+    """
+
+    def __init__(self, game: OctalGame, storage: str | None = None, storages: tuple[str, ...] = ("u8", "u16")):
+        self.game = game
+        self.table: RareTable | None = None
+        self.storage = storage
+        self.plan: KernelPlan | None = None
+        self.u8_start: int | None = None
+        self.sooner_u16 = "u16" in storages
+
+    def restore(self, table: RareTable | None, storage: str | None, history, position: int) -> None:
+        """The plan of a run resumed at ``position`` from its checkpoint's table and storage."""
+        self.table, self.storage = table, storage
+        if table is not None:
+            known = self.known_values(history)
+            self.plan = self._plan_at(known, history, position)
+            self.u8_start = self._u8_start(known)
+
+    def replan(self, history, position: int) -> bool:
+        """Plan the kernel for the current table and storage at ``position`` (the run's
+        :class:`~.history.History` tells what storage must hold); True when the plan changed."""
+        known = self.known_values(history)
+        plan = self._plan_at(known, history, position)
+        if plan is None:
+            log.info("%s has no sparse space or no move leaving a heap: the exact solver computes every value",
+                     self.game.code)
+        else:
+            log_plan(plan, self.plan)
+        changed = plan != self.plan
+        self.plan = plan
+        self.u8_start = self._u8_start(known)
+        return changed
+
+    def change_due(self, position: int, overflow=None) -> bool:
+        """Whether the plan changes at ``position`` (then :meth:`replan`): the producer reported a value
+        its storage cannot hold (``overflow``, a :class:`~octalgen.cpu.kernel.StorageOverflow`) and
+        every heap before it is proven, so storage widens to 16 bits; or the u8 plan takes over from
+        the u16 one that started sooner."""
+        if overflow is not None and position >= overflow.heap:
+            self.widen_storage(overflow)
+            return True
+        return self.u8_start is not None and position >= self.u8_start
+
+    def first_table(self, table: RareTable | None) -> None:
+        """The table a fresh run starts from: ``table``, else the shipped one (None: the first values decide)."""
+        self.table = table if table is not None else shipped_table(self.game)
+
+    def table_from(self, values: np.ndarray) -> None:
+        """The table the first exact ``values`` decide (a game without a shipped table)."""
+        self.table = RareTable.from_values(self.game, values)
+        log.info("rare table of %s from its first %d values: sparse space %s, %d rare positions", self.game.code,
+                 len(values), self.table.describe(), self.table.count)
+
+    def reconcile(self, values) -> None:
+        """The table reconciled with the exact ``values`` G(0) ... (:func:`reconcile`)."""
+        self.table = reconcile(self.table, values)
+
+    def adopt(self, table: RareTable) -> None:
+        """Go on under ``table``: a new rare value added, or a table under another mask."""
+        self.table = table
+
+    def widen_storage(self, overflow: Exception | None = None) -> None:
+        """Store values in 16 bits from now on: a common value does not fit 8 (``overflow``: the
+        producer's report, said as a warning)."""
+        if overflow is not None:
+            log.warning("%s; continuing with 16-bit storage", overflow)
+        self.storage = "u16"
+
+    def plan_with(self, table: RareTable, values) -> KernelPlan | None:
+        """The plan of ``table`` under the current storage, from the exact ``values`` (a table the
+        run may switch to)."""
+        return plan_for(table, values, self.storage)
+
+    def known_values(self, history) -> np.ndarray:
+        """The prefix, and under a mask the values that appeared past it: what u8 storage must hold."""
+        late = history.late_values() if self.table.kind == "range" else None
+        return history.prefix if late is None else np.concatenate([history.prefix, late])
+
+    def _plan_at(self, known: np.ndarray, history, position: int) -> KernelPlan | None:
+        """The plan from ``position`` on (:func:`plan_for`: u16 where the u8 kernel could not start
+        until far on, past the values the history holds from G(0))."""
+        far_from = history.prefix_limit if self.sooner_u16 else None
+        return plan_for(self.table, known, self.storage, position=position, far_from=far_from)
+
+    def _u8_start(self, known: np.ndarray) -> int | None:
+        if self.plan is None or self.plan.encoding.kind != "u16" or self.storage is not None:
+            return None
+        narrower = plan_for(self.table, known, self.storage)
+        return narrower.start if narrower.encoding.kind == "u8" else None
 
 
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
@@ -36,16 +156,6 @@ def rare_entries(values, rarity: Rarity) -> dict[int, int]:
         piece = np.asarray(values[lo: lo + SPILL_PIECE])
         found.update((lo + int(p), int(piece[p])) for p in np.flatnonzero(rarity.rare_flags(piece, lo)))
     return found
-
-
-def exact_solver(game, rarity: Rarity | None, values=(), spill_dir=None) -> CExactSolver:
-    """The exact solver, continuing from ``values``, under a table's rarity (None: it picks its own
-    mask as it goes); past :data:`~octalgen.mapped.SPILL_FROM` values it holds them in files in
-    ``spill_dir`` (default: the temporary directory)."""
-    if rarity is None:
-        return CExactSolver(game, values=values, spill=True, spill_dir=spill_dir)
-    return CExactSolver(game, mask=rarity.mask, values=values, position_parity=rarity.parity is not None,
-                        spill=True, spill_dir=spill_dir)
 
 
 def reconcile(table: RareTable, values) -> RareTable:
@@ -180,21 +290,9 @@ def plan_game(game: OctalGame, table: RareTable | None = None, *, required: bool
     return plan, values[: plan.start]
 
 
-def decide_failure(table: RareTable, encoding, values, failure, spill_dir=None) -> tuple[int, RareTable, bool,
-                                                                                      CExactSolver]:
-    """The exact G(m) where a proof failed (m = ``len(values)``), and what follows from it.
-
-    ``values`` are the proven G(0) ... G(m-1).  Returns ``(value, table, needs_u16, solver)``: a
-    rare value is added to the table (a new kernel is needed); a common one is a correction of the
-    kernel's value (``needs_u16`` when it does not fit the storage).  ``solver``: the exact solver,
-    holding G(0) ... G(m), for the exact steps that follow (one copy of the values, not two).
-    """
-    m = failure.heap
-    solver = exact_solver(table.game, table.rarity, values, spill_dir)
-    value = int(solver.extend(m + 1)[m])
-    if failure.true_value is not None and failure.true_value != value:
-        raise ComputationError(f"the verifier says G({m}) = {failure.true_value}, the exact solver "
-                               f"{value}: a bug, please report it")
-    if table.is_rare(value, m):
-        return value, table.with_entry(m, value), False, solver
-    return value, table, not encoding.fits(value), solver
+def log_plan(plan: KernelPlan, previous: KernelPlan | None = None) -> None:
+    """Say (at -v) which kernel a run now produces with, unless it is the ``previous`` one (its table
+    exact to further on, say)."""
+    said = len(plan.terms), plan.window, plan.start, plan.encoding.kind
+    if previous is None or said != (len(previous.terms), previous.window, previous.start, previous.encoding.kind):
+        log.info("kernel plan for %s: %d terms, window %d, first heap %d, storage %s", plan.game.code, *said)

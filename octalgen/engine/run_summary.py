@@ -1,17 +1,27 @@
-"""What a run reports, at its end or read back from its checkpoint (``octalgen stats``)."""
+"""What a run reports, at its end or read back from its checkpoint (``octalgen stats``).
+
+:func:`summarized_run` is the one way a front-end runs the engine for a report: ``octalgen.run``
+(and through it ``octalgen run``), ``period``, ``survey`` and the benchmarks build their runs there.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ..errors import CheckpointError
-from ..game import parse_game
+from ..game import OctalGame, parse_game
 from ..rare import RareTable
 from .checkpoint import FILENAME, check_layout, read_checkpoint
-from .producer import FIRST_CHUNK
-from .split import MISS
-from .stats import Statistics
-from .tally import counts_of
+from .core import Engine
+from .counts import CountTables
+from .options import FIRST_CHUNK, EngineOptions
+from .seams import Consumer
+from .tally import Tally, counts_of
+from .value_statistics import Statistics
+
+#: An achieved rate this far from the one the split of the cores expected (either way) is reported
+#: as the model's miss.
+MISS = 0.25
 
 
 @dataclass
@@ -37,7 +47,7 @@ class RunSummary:
     session_values, session_seconds : int, float
         Values proven and wall seconds of this session (0 when read from a checkpoint).
     roles : dict or None
-        CPU seconds per role of this session (:meth:`~octalgen.engine.core.Engine.accounting`).
+        CPU seconds per role of this session (:meth:`~.accounting.Accounting.roles`).
     split : Split or None
         The automatic split of the cores, with its predicted rate (:mod:`.split`).
     expected : float or None
@@ -46,6 +56,12 @@ class RunSummary:
     fallbacks : (int, int) or None
         Kernel calls of this session whose threads kept waiting for each other and went on with one
         thread, and the heap of the first (None: none did).
+    count_tables : dict of int to ndarray
+        The counts of each value among G(1) ... G(n) at every power of two n the run passed and at
+        its end (:mod:`.counts`).
+    count_tables_since : int
+        The heap from which every power of two has its table (0, unless the run was resumed from a
+        checkpoint of an octalgen that kept none).
     """
 
     statistics: Statistics
@@ -61,6 +77,8 @@ class RunSummary:
     split: object = None
     fallbacks: tuple | None = None
     expected: float | None = None
+    count_tables: dict = field(default_factory=dict)
+    count_tables_since: int = 0
 
     @property
     def values_per_second(self) -> float | None:
@@ -112,7 +130,7 @@ class RunSummary:
         return lines
 
     def missed_expectation(self) -> str | None:
-        """A line where this session's rate is more than :data:`~.split.MISS` off the split's expectation."""
+        """A line where this session's rate is more than :data:`MISS` off the split's expectation."""
         rate = self.values_per_second
         if not rate or not self.expected or abs(rate / self.expected - 1) <= MISS:
             return None
@@ -163,19 +181,38 @@ class RunSummary:
         return result
 
 
-def summarize(engine, tally) -> RunSummary:
+def summarized_run(game: OctalGame, options: EngineOptions, tally: Tally, consumers: tuple[Consumer, ...] = (),
+                   **settings) -> tuple[Engine, RunSummary]:
+    """Run the engine to its end with ``tally`` (then ``consumers``) and summarize it.
+
+    ``settings``: the :class:`~.core.Engine`'s keyword arguments (``table``, ``directory``,
+    ``identity``, ``keep_all``, ``progress``, ``kernels``).  Returns the engine, for what a
+    front-end reads back from its history, and the :class:`RunSummary`.
+
+    Raises
+    ------
+    Interrupted
+        Ctrl-C or SIGTERM (the checkpoint, if any, written first).
+    """
+    engine = Engine(game, options, (tally, *consumers), **settings).run()
+    return engine, summarize(engine, tally)
+
+
+def summarize(engine: Engine, tally: Tally) -> RunSummary:
     """The summary of a finished (or stopped) engine run with a :class:`~.tally.Tally`."""
-    statistics = _statistics(engine.game, engine.table, tally.state(), engine.position, tally.digest_from,
-                             engine.rare_found, engine.mask_switches)
+    table, recovery = engine.planning.table, engine.recovery
+    statistics = _statistics(engine.game, table, tally.state(), engine.position, tally.digest_from,
+                             recovery.rare_found, recovery.mask_switches)
     prover = tally.prover
-    return RunSummary(statistics, engine.table, *_period(prover.state() if prover is not None else None),
-                      hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.elapsed,
+    return RunSummary(statistics, table, *_period(prover.state() if prover is not None else None),
+                      hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.session.elapsed,
                       session_values=engine.session.values, session_seconds=engine.session.wall,
                       roles=engine.session.roles(), split=engine.split,
                       fallbacks=(engine.session.kernel_fallbacks, engine.session.first_fallback)
                       if engine.session.kernel_fallbacks else None,
                       expected=engine.split.expected(engine.session.values, engine.options.chunk, FIRST_CHUNK)
-                      if engine.split is not None and engine.session.values > 0 else None)
+                      if engine.split is not None and engine.session.values > 0 else None,
+                      count_tables=tally.tables(), count_tables_since=tally.count_tables.since)
 
 
 def summary_of_checkpoint(directory) -> RunSummary:
@@ -205,8 +242,11 @@ def summary_of_checkpoint(directory) -> RunSummary:
     statistics = _statistics(game, table, state, body["position"], body["parameters"].get("digest_from", 0),
                              [tuple(e) for e in body["rare_found"]],
                              [tuple(e) for e in body.get("mask_switches", ())])
+    position = state["scanner"]["position"]
+    tables = CountTables.restore(state.get("count_tables"), position)
     return RunSummary(statistics, table, *_period(state["prover"]), hash_matches=state["scanner"]["hash_matches"],
-                      seconds=body["elapsed"])
+                      seconds=body["elapsed"], count_tables=tables.with_end(counts_of(state)[0], position),
+                      count_tables_since=tables.since)
 
 
 def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found,

@@ -20,10 +20,19 @@ from ..game import OctalGame
 from ..plan import KernelPlan
 from ..rare import DEFAULT_TABLE_UPTO, RareTable
 from ..sparse import Rarity
-from .plans import exact_solver
 
 #: Heaps per exact step.
 EXACT_STEP = 1 << 15
+
+
+def exact_solver(game, rarity: Rarity | None, values=(), spill_dir=None) -> CExactSolver:
+    """The exact solver, continuing from ``values``, under a table's rarity (None: it picks its own
+    mask as it goes); past :data:`~octalgen.mapped.SPILL_FROM` values it holds them in files in
+    ``spill_dir`` (default: the temporary directory)."""
+    if rarity is None:
+        return CExactSolver(game, values=values, spill=True, spill_dir=spill_dir)
+    return CExactSolver(game, mask=rarity.mask, values=values, position_parity=rarity.parity is not None,
+                        spill=True, spill_dir=spill_dir)
 
 
 def exact_target(table: RareTable | None, plan: KernelPlan | None, position: int,
