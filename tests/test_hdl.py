@@ -387,7 +387,7 @@ def test_emit_hdl_bad_options_are_one_line(cli, args, message):
 def test_a_single_file_emit_refuses_a_directory_as_its_output(cli, tmp_path, target):
     """emit hdl and emit cuda write one file, so -o names a file (emit c's names a directory)."""
     result = cli("emit", target, ".356", "-o", tmp_path)
-    assert result.code == 1 and result.err.count("\n") == 1
+    assert result.code == 2 and result.err.count("\n") == 1  # a path that names no file: bad input
     assert f"cannot write {tmp_path}: it is a directory" in result.err
     assert list(tmp_path.iterdir()) == []
 
