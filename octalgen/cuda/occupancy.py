@@ -14,9 +14,9 @@ therefore loops over its heaps with a capped grid
   rest of the registers, threads, shared memory and block slots all allow (at least one).
 
 For ``.6`` on a GPU of compute capability 9.0 (65,536 registers, 2,048 threads, 228 KiB of
-shared memory and 32 blocks per multiprocessor; 132 multiprocessors), a round block of 512 threads at 32
-registers takes 16,384 registers and 9,344 bytes; a verifier block of 128 threads at 80
-registers takes 10,240 registers and 33,792 bytes, so 4 verifier blocks fit beside it
+shared memory and 32 blocks per multiprocessor; 132 multiprocessors), a round block of 512
+threads at 32 registers takes 16,384 registers and 9,344 bytes; a verifier block of 128 threads
+at 80 registers takes 10,240 registers and 33,792 bytes, so 4 verifier blocks fit beside it
 (registers: 49,152 / 10,240 = 4.8) and the grid is capped at 528 blocks; at 64 registers
 (8,192 each) 6 fit (shared memory: 223,232 / 33,792 = 6.6), 792 blocks.
 """
