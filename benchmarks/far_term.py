@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from octalgen.cpu.baseline import unpack  # noqa: E402
+from baseline import unpack  # noqa: E402
 
 #: The main this work started from: exact steps to 2m, the window held in memory.
 BASELINE = "27d1e82"

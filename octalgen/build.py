@@ -3,9 +3,10 @@
 The flow is plan -> render -> build -> wrap; this module is *build*.
 
 * Every artefact is keyed by a content hash of everything that could change
-  it: the source, the interface, the compiler's identity and flags, the
-  versions of cffi, Python and octalgen, and the machine (flags like
-  ``-march=native`` make code that only runs on this kind of CPU).
+  it: the source and the shipped headers it includes, the interface, the
+  compiler's identity and flags, the versions of cffi, Python and octalgen,
+  and the machine (flags like ``-march=native`` make code that only runs on
+  this kind of CPU).
 * Artefacts live under :func:`cache_dir` (``$OCTALGEN_CACHE_DIR``, else the
   user cache directory), one directory per key.  A build happens in a staging
   directory that is renamed into place when complete, under a lock per key, so
@@ -276,7 +277,8 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
     prefix : str
         Start of the module name (letters, digits, underscores).
     source : str
-        Complete C source (the generated code).
+        Complete C source (the generated code).  The shipped headers it includes
+        (:func:`~octalgen.c_headers.included_headers`) are compiled beside it and are part of the key.
     cdef : str
         The declarations Python may call (cffi ``cdef`` syntax).
     flags : sequence of str
@@ -295,11 +297,15 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
     import cffi
     from cffi.recompiler import make_c_source  # emit_c_code would print to stdout
 
+    from .c_headers import included_headers
+
     what = what or prefix
     compiler = find_compiler()
+    headers = included_headers(source)
     material = {
         "kind": "cffi-module",
         "source": source,
+        "headers": headers,
         "cdef": cdef,
         "compiler": tool_identity(tuple(compiler)),
         "flags": list(flags),
@@ -316,9 +322,12 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
         # #line makes compiler messages point into generated.c, the file users read.
         make_c_source(ffi, name, f'#line 1 "generated.c"\n{source}', str(wrapper), verbose=False)
         (staging / "generated.c").write_text(source)
+        for header, text in headers.items():  # under the staging folder, which -I. names
+            (staging / header).parent.mkdir(parents=True, exist_ok=True)
+            (staging / header).write_text(text)
         target = staging / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
         link = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
-        command = [*compiler, *flags, "-fPIC", *link, f"-I{sysconfig.get_paths()['include']}",
+        command = [*compiler, *flags, "-fPIC", *link, "-I.", f"-I{sysconfig.get_paths()['include']}",
                    wrapper.name, "-o", target.name]
         run_compiler(command, staging, name, wrapper)
 

@@ -54,6 +54,26 @@ def test_changed_source_or_flags_is_a_new_artefact(cache):
     assert len(artefacts(cache)) == 3
 
 
+def test_a_shipped_header_is_compiled_beside_the_source_and_keys_it(cache, monkeypatch):
+    """A source that includes a shipped header (templates/c/include/octalgen/) is built with it, and a
+    change of the header alone is a new artefact; inlined, the source needs no header."""
+    from octalgen import c_headers
+
+    source = '#include "octalgen/prelude.h"\n#include "octalgen/answer.h"\n'
+    texts = {"octalgen/answer.h": "#include \"octalgen/prelude.h\"\nint answer(int x) { return x * 6 + 4; }\n"}
+    shipped = c_headers.shipped_header
+    monkeypatch.setattr(c_headers, "shipped_header", lambda name: texts.get(name) or shipped(name))
+    first = build.build_module("octalgen_t", source, CDEF)
+    assert first.lib.answer(7) == 46 and (first.artefact.path / "octalgen" / "answer.h").is_file()
+    assert list(c_headers.included_headers(source)) == ["octalgen/prelude.h", "octalgen/answer.h"]
+    texts["octalgen/answer.h"] = texts["octalgen/answer.h"].replace("+ 4", "+ 5")
+    second = build.build_module("octalgen_t", source, CDEF)
+    assert second.artefact.name != first.artefact.name and second.lib.answer(7) == 47
+    standalone = c_headers.inline_headers(source)
+    assert "#include \"octalgen/" not in standalone and standalone.count("#define OCTALGEN_PRELUDE_H") == 1
+    assert build.build_module("octalgen_t", standalone, CDEF).lib.answer(7) == 47
+
+
 def build_in_new_process(cache: Path) -> dict:
     """Build (or load) the test module in a fresh interpreter, as a second run of octalgen would."""
     script = textwrap.dedent(
