@@ -66,6 +66,24 @@ class InternalError(RuntimeError):
     exit_code = INTERNAL_ERROR_EXIT
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Python raises :class:`KeyboardInterrupt` for Ctrl-C.
+
+    The command line makes SIGTERM raise it wherever no run is under way (a run notices both at
+    its next safe point instead, and raises :class:`Interrupted`), and a build raises it (or
+    KeyboardInterrupt) when its compiler was stopped by SIGTERM (or Ctrl-C).  A KeyboardInterrupt,
+    so that what cleans up after Ctrl-C (a compile's staging directory, a temporary directory)
+    cleans up after it too.
+    """
+
+
+def stop_signal(stop: KeyboardInterrupt) -> int:
+    """The signal behind a KeyboardInterrupt: SIGTERM for :class:`Terminated`, else SIGINT (Ctrl-C)."""
+    import signal
+
+    return signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+
+
 class CheckpointError(InputError):
     """A checkpoint that is corrupt, unreadable or belongs to another run."""
 

@@ -3,7 +3,9 @@
 A run is never cut in the middle of a step: the signal handler only records the request, and
 the engine asks :meth:`StopRequest.check` between steps (long C calls are split so that there
 is a step boundary every fraction of a second).  The first signal puts the previous handler
-back, so a second Ctrl-C acts at once.
+back, so a second Ctrl-C acts at once.  A signal that is ignored when the run starts stays
+ignored, as the shell means it (a job started in the background) and as a local worker process
+means it (:mod:`.workers`: its run stops it).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ class StopRequest:
         """Make Ctrl-C and SIGTERM requests; returns the call that puts the previous handlers back.
 
         Only the main thread can set handlers: elsewhere nothing is caught and the call returned
-        does nothing.
+        does nothing.  Neither is a signal that is ignored (``SIG_IGN``).
         """
         if threading.current_thread() is not threading.main_thread():
             return lambda: None
@@ -55,6 +57,7 @@ class StopRequest:
             signal.signal(signum, previous[signum])  # a second one acts at once
 
         previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: old for s, old in previous.items() if old is not signal.SIG_IGN}
         for s in previous:
             signal.signal(s, handler)
 
