@@ -241,8 +241,11 @@ def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> str:
 
     A compiler killed by a signal did not fail on the source: nothing is kept.  Stopped by Ctrl-C
     or SIGTERM, the build is cancelled (KeyboardInterrupt, :class:`~octalgen.errors.Terminated`).
+    Its temporary files go to ``cwd`` (a staging directory), so that one killed outright (its
+    build cancelled in a worker process, which ignores Ctrl-C and so does its compiler) leaves
+    none elsewhere.
     """
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(cwd)})
     if result.returncode < 0:
         number = -result.returncode
         if number == signal.SIGINT:

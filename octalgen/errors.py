@@ -91,6 +91,13 @@ def stop_signal(stop: KeyboardInterrupt) -> int:
     return signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
 
 
+def stopped_by(signal_number: int) -> str:
+    """``stopped by Ctrl-C`` or ``stopped by SIGTERM``: how a stopped command begins its line."""
+    import signal
+
+    return "stopped by " + ("Ctrl-C" if signal_number == signal.SIGINT else "SIGTERM")
+
+
 class CheckpointError(InputError):
     """A checkpoint that is corrupt, unreadable or belongs to another run."""
 
@@ -117,14 +124,11 @@ class Interrupted(OctalgenError):
 
     def __init__(self, signal_number: int, proven: int | None, checkpoint=None, what: str | None = None,
                  checkpoints: bool = True):
-        import signal
-
         self.signal_number, self.proven, self.checkpoint = signal_number, proven, checkpoint
         self.exit_code = 128 + signal_number
-        by = "Ctrl-C" if signal_number == signal.SIGINT else "SIGTERM"
         done = what or (f"G(0) ... G({proven - 1}) proven" if proven else "nothing proven yet")
         if checkpoint is not None:
             where = f"; checkpoint in {checkpoint}"
         else:
             where = " (no checkpoint was asked for)" if checkpoints else ""
-        super().__init__(f"stopped by {by}: {done}{where}")
+        super().__init__(f"{stopped_by(signal_number)}: {done}{where}")

@@ -185,7 +185,12 @@ class _Worker:
         self.connection = ours
         self.tasks = 0
         self._startup = startup_read
-        ours.send(list(sys.path))  # the run's path: what its tasks import is found where the run found it
+        try:
+            ours.send(list(sys.path))  # the run's path: what its tasks import is found where the run found it
+        except (BrokenPipeError, ConnectionResetError):  # it is gone already
+            failure = self.failure()
+            self.wait(None)
+            raise failure from None
 
     def failure(self) -> ComputationError:
         """Why its pipe closed: what stopped it from starting, or how it died."""
@@ -247,9 +252,10 @@ def serve(connection_fd: int, stderr_fd: int, parent: int) -> None:
     """A local worker process (``python -m octalgen.engine.workers``): run the tasks it is sent until it
     is sent None, then end.
 
-    Ctrl-C and SIGTERM are ignored (they are the run's: :data:`LEFT_TO_THE_RUN`; an engine that runs
-    in a task catches no signal that is ignored, see :mod:`.signals`), and so is it by the programs a
-    task starts.  :data:`STOP_SIGNAL` stops the task as it stands (:class:`WorkerStopped`).  It dies
+    Ctrl-C and SIGTERM are ignored (they are the run's: :data:`LEFT_TO_THE_RUN`), also by an engine
+    that runs in a task (it catches no signal that is ignored: see :mod:`.signals`) and by the
+    programs a task starts, which inherit that.  :data:`STOP_SIGNAL` stops the task as it stands
+    (:class:`WorkerStopped`).  It dies
     with the run: the kernel is asked to kill it when its parent dies (Linux ``PR_SET_PDEATHSIG``),
     and a thread also watches for that.
     """
