@@ -48,7 +48,6 @@ class Watched:
     checkpoint: Path
     cache: Path
     survey: Path
-    started: float
 
     def maps(self) -> str:
         try:
@@ -72,16 +71,14 @@ def _loaded(name: str, *not_yet: str) -> Callable[[Watched], bool]:
     return trigger
 
 
-def _after(seconds: float) -> Callable[[Watched], bool]:
-    return lambda watched: time.monotonic() - watched.started >= seconds
-
-
-def _compiling(watched: Watched) -> bool:
-    """A compile is under way: its staging directory is in the (cold) cache."""
-    try:
-        return any(entry.startswith(".staging-") for entry in os.listdir(watched.cache))
-    except OSError:
-        return False
+def _compiling(what: str = "") -> Callable[[Watched], bool]:
+    """A compile (of an artefact named ``what...``) is under way: its staging directory is in the cache."""
+    def trigger(watched: Watched) -> bool:
+        try:
+            return any(entry.startswith(".staging-" + what) for entry in os.listdir(watched.cache))
+        except OSError:
+            return False
+    return trigger
 
 
 def _worker_starting(watched: Watched) -> bool:
@@ -118,13 +115,14 @@ class Moment:
 MOMENTS = [
     Moment("imports", "run", _loaded("_multiarray_umath", "octalgen_scan_")),  # NumPy being imported
     Moment("plan", "run", _loaded("octalgen_scan_", "octalgen_exact_")),
-    Moment("compile, cold cache", "run", _compiling, cold=True),
+    Moment("first compile, cold cache", "run", _compiling(), cold=True),
     Moment("exact steps", "run", _loaded("octalgen_exact_", "octalgen_kernel_")),
+    Moment("kernel compile, cold cache", "run", _compiling("octalgen_kernel_"), cold=True),
     Moment("worker start", "run", _worker_starting),
     Moment("pipeline", "run", _proven(300_000)),
     Moment("checkpoint write", "run", _writing_checkpoint),
     Moment("survey between games", "survey", _games_done(2)),
-    Moment("survey compile, cold cache", "survey", _compiling, cold=True),
+    Moment("survey compile, cold cache", "survey", _compiling(), cold=True),
 ]
 
 
@@ -178,7 +176,7 @@ class Stop:
     signal_name: str
     status: int
     lines: list[str]
-    kept: bool  # a checkpoint (or a survey record) was there to resume from
+    kept: str  # what was there to resume from: the checkpoint's position, the survey's games done
     resumed: str  # the digest the resumed run printed (survey: its table, compared to an uninterrupted one)
 
 
@@ -195,23 +193,22 @@ def stop_and_resume(moment: Moment, signal_number: int, until: int, tmp_path: Pa
     command, resume = _commands(moment, until, checkpoint, survey)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
                                start_new_session=True)  # a process group of its own, as a terminal's job
-    watched = Watched(process, checkpoint, cache, survey, time.monotonic())
+    watched = Watched(process, checkpoint, cache, survey)
     deadline = time.monotonic() + PATIENCE
     while not moment.trigger(watched):
         assert process.poll() is None, f"{moment.name}: the command ended before the moment"
         assert time.monotonic() < deadline, f"{moment.name}: the moment did not come"
         time.sleep(0.001)
     os.killpg(process.pid, signal_number)
-    out, err = process.communicate(timeout=PATIENCE)
+    err = process.communicate(timeout=PATIENCE)[1]
     lines = [line for line in err.splitlines() if line.strip()]
     name = signal.Signals(signal_number).name
     where = f"{moment.name}, {name}: {err!r}"
     assert process.returncode == 128 + signal_number, where
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, where
     assert len(lines) == 1 and lines[0].startswith("octalgen: stopped by "), where
-    kept = (checkpoint / "checkpoint.json").exists() if moment.command == "run" else \
-        survey.with_name(survey.name + ".done.jsonl").exists()
-    assert ("resume with:" in lines[0]) == kept, where
+    kept = _kept(moment, checkpoint, survey)
+    assert ("resume with:" in lines[0]) == bool(kept), where
     # Nothing left behind: processes, the cache's failed builds and staging directories, temporary files.
     gone = time.monotonic() + 10
     while _group(process.pid) and time.monotonic() < gone:
@@ -232,6 +229,15 @@ def stop_and_resume(moment: Moment, signal_number: int, until: int, tmp_path: Pa
         table = json.loads(survey.with_suffix(".json").read_text())["games"]
         resumed = "same table" if _comparable(table) == survey_reference() else "another table"
     return Stop(moment.name, name, process.returncode, lines, kept, resumed)
+
+
+def _kept(moment: Moment, checkpoint: Path, survey: Path) -> str:
+    """What a stopped command kept to resume from ("" for nothing)."""
+    if moment.command == "run":
+        body = read_checkpoint(checkpoint)
+        return f"G(0) ... G({body['position'] - 1})" if body else ""
+    record = survey.with_name(survey.name + ".done.jsonl")
+    return f"{len(record.read_text().splitlines()) - 1} games" if record.exists() else ""
 
 
 def _comparable(games: list) -> list:
@@ -277,8 +283,8 @@ def test_the_signal_sweep_to_ten_million(tmp_path, isolated_build_cache, survey_
             assert stop.resumed == (DIGEST_1E7 if moment.command == "run" else "same table")
             rows.append(stop)
     with capsys.disabled():
-        print("\n| moment | signal | exit status | lines on stderr | resume line | resumed to |")
+        print("\n| moment | signal | exit status | lines on stderr | kept (resume line) | resumed to |")
         print("| --- | --- | --- | --- | --- | --- |")
         for stop in rows:
             print(f"| {stop.moment} | {stop.signal_name} | {stop.status} | {len(stop.lines)} | "
-                  f"{'yes' if 'resume with:' in stop.lines[0] else 'no'} | {stop.resumed} |")
+                  f"{stop.kept + ' (yes)' if stop.kept else 'nothing (no)'} | {stop.resumed} |")
