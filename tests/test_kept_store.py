@@ -59,7 +59,7 @@ def test_a_damaged_kept_store_is_repaired_when_the_run_resumes(kept, tmp_path):
 
     resumed = _octalgen("-q", "run", ".6", "--until", UNTIL, "--checkpoint", directory, "--keep-values", "--json")
     warning = [line for line in resumed.stderr.splitlines() if line.strip()]
-    assert len(warning) == 1 and files[0].name in warning[0] and "2 more stored files" in warning[0], resumed.stderr
+    assert len(warning) == 1 and files[0].name in warning[0] and "2 more are damaged" in warning[0], resumed.stderr
     assert "computing G(0) ... " in warning[0]
     assert json.loads(resumed.stdout)["fnv1a64"] == fnv1a64(reference)
     assert {path.name: path.read_bytes() for path in sorted((directory / "values").glob("G*"))} == before

@@ -95,13 +95,14 @@ class Checkpoints:
         """Write the store's ``damaged`` files (:meth:`~.store.ValueStore.damaged`) again from G(0) ...
         proven anew by ``recompute`` (see the module docstring), up to the end of the last of them."""
         entry, what = damaged[0]
-        first_file = store.root / entry["file"]
+        said = f"stored file {store.root / entry['file']} {what}"
         if recompute is None:
-            raise CheckpointError(f"stored values {first_file} {what}; this run cannot compute them anew")
+            raise CheckpointError(f"{said}; this run cannot compute its values anew")
+        if len(damaged) > 1:
+            said += f", and {len(damaged) - 1} more {'is' if len(damaged) == 2 else 'are'} damaged"
         stop = max(entry["first"] + entry["count"] for entry, _ in damaged)
-        more = f" and {len(damaged) - 1} more stored file{'s' if len(damaged) > 2 else ''}" if len(damaged) > 1 else ""
-        log.warning("stored values %s %s%s: computing G(0) ... G(%d) anew to write them again", first_file, what, more,
-                    stop - 1)
+        log.warning("%s: computing G(0) ... G(%d) anew to write %s again", said, stop - 1,
+                    "it" if len(damaged) == 1 else "them")
         with tempfile.TemporaryDirectory(prefix="octalgen-repair-", dir=self.directory) as folder:
             values = np.memmap(Path(folder) / "values.u16", dtype=np.uint16, mode="w+", shape=(stop,))
             recompute(stop, values)

@@ -1,9 +1,9 @@
 """Local worker processes, and the files through which they get large arrays.
 
 :class:`LocalProcesses` runs verification tasks in worker processes of this machine
-(``--workers``).  Each is a fresh interpreter running this module (``python -m
-octalgen.engine.workers``), whatever the caller is: a script without a ``__main__`` guard,
-``python -c``, standard input, a notebook.  The workers never outlive the run: each asks the
+(``--workers``).  Each is a fresh interpreter that imports this module and serves (:func:`serve`),
+whatever the caller is: a script without a ``__main__`` guard, ``python -c``, standard input, a
+notebook.  The workers never outlive the run: each asks the
 kernel to kill it when its parent dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent
 itself, and ignores Ctrl-C and SIGTERM (the parent stops them).  ``close(kill=True)`` ends them
 at once instead of letting them finish.
@@ -19,6 +19,7 @@ run's process id, so that a later run removes those of a run that died (:func:`s
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import os
 import pickle
@@ -131,25 +132,23 @@ class WorkerStopped(BaseException):
     """
 
 
+#: What a worker process runs (``python -c``): the run's ``sys.path`` first, so that octalgen and
+#: whatever its tasks import are found where the run found them, then :func:`serve`.
+_BOOTSTRAP = ("import json, os, sys; sys.path[:] = json.loads(os.environ.pop('OCTALGEN_WORKER_PATH')); "
+              "from octalgen.engine.workers import serve; serve(*map(int, sys.argv[1:4]))")
+
+
 def _worker_command() -> tuple[list[str], dict]:
-    """The command line and environment of a worker process: this Python, running this module.
+    """The command line and environment of a worker process: this Python, running :func:`serve`.
 
     A fresh interpreter imports octalgen and nothing of the caller's: not its ``__main__`` (an
-    unguarded script, ``python -c``, a here-document on stdin, a notebook are all the same to
-    it).  ``PYTHONPATH`` starts with the directory this octalgen was imported from, so that the
-    worker imports the same one; ``-P`` (where there is one) keeps the current directory off
-    its path until the run's own path is sent.
+    unguarded script, ``python -c``, a here-document on stdin, a notebook are all the same to it).
     """
-    import octalgen
-
     if not sys.executable:
         raise ComputationError("cannot start verifying processes: this Python does not know its own executable "
                                "(sys.executable is empty); run with --workers 0 (workers=0) to verify in this process")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(octalgen.__file__)))
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(p for p in (root, environment.get("PYTHONPATH")) if p)
-    safe_path = ["-P"] if sys.version_info >= (3, 11) else []
-    return [sys.executable, *safe_path, "-m", __name__], environment
+    path = [os.fspath(entry) for entry in sys.path if isinstance(entry, (str, os.PathLike))]
+    return [sys.executable, "-c", _BOOTSTRAP], {**os.environ, "OCTALGEN_WORKER_PATH": json.dumps(path)}
 
 
 class _Worker:
@@ -185,12 +184,6 @@ class _Worker:
         self.connection = ours
         self.tasks = 0
         self._startup = startup_read
-        try:
-            ours.send(list(sys.path))  # the run's path: what its tasks import is found where the run found it
-        except (BrokenPipeError, ConnectionResetError):  # it is gone already
-            failure = self.failure()
-            self.wait(None)
-            raise failure from None
 
     def failure(self) -> ComputationError:
         """Why its pipe closed: what stopped it from starting, or how it died."""
@@ -201,7 +194,7 @@ class _Worker:
             status = self.process.wait()
         said = self._startup_output()
         if said:
-            return ComputationError(f"a verifying process could not start: {said} ({' '.join(self.command)})")
+            return ComputationError(f"a verifying process could not start: {said} ({self.command[0]} -c ...)")
         if status < 0:
             name = signal.Signals(-status).name
             why = " (out of memory, or killed)" if -status == signal.SIGKILL else ""
@@ -249,8 +242,8 @@ def _duplicate_stderr() -> int:
 
 
 def serve(connection_fd: int, stderr_fd: int, parent: int) -> None:
-    """A local worker process (``python -m octalgen.engine.workers``): run the tasks it is sent until it
-    is sent None, then end.
+    """A local worker process: run the tasks it is sent through ``connection_fd`` until it is sent None,
+    then end.
 
     Ctrl-C and SIGTERM are ignored (they are the run's: :data:`LEFT_TO_THE_RUN`), also by an engine
     that runs in a task (it catches no signal that is ignored: see :mod:`.signals`) and by the
@@ -268,14 +261,12 @@ def serve(connection_fd: int, stderr_fd: int, parent: int) -> None:
         raise WorkerStopped
 
     signal.signal(STOP_SIGNAL, stop)
-    _die_with(parent)
-    connection = Connection(connection_fd)
     try:
-        sys.path[:] = connection.recv()
+        _die_with(parent)
         for target in (1, 2):  # started: from now on, what it writes goes to the run's stderr
             os.dup2(stderr_fd, target)
         os.close(stderr_fd)
-        _serve(connection)
+        _serve(Connection(connection_fd))
     except (WorkerStopped, EOFError, OSError):
         pass
     sys.stdout.flush()
@@ -360,8 +351,8 @@ class _WorkerFuture:
 class LocalProcesses:
     """``workers`` local processes, one task each at a time.
 
-    Each is a fresh interpreter (``python -m octalgen.engine.workers``: see :class:`_Worker`), so
-    that nothing of the caller is run again or inherited (no threads, no locks, no ``__main__``).
+    Each is a fresh interpreter (see :class:`_Worker`), so that nothing of the caller is run again or
+    inherited (no threads, no locks, no ``__main__``).
     No thread of its own: results are collected (and queued tasks handed out) whenever a future
     is asked whether it is done, so nothing can hang at exit, and ``close(kill=True)`` ends the
     processes at once, or after ``grace`` seconds in which their tasks clean up after themselves
@@ -560,10 +551,3 @@ def _unlink(path: str) -> None:
     except OSError:
         pass
 
-
-if __name__ == "__main__":
-    # Run as ``python -m octalgen.engine.workers FD STDERR PARENT`` by a :class:`_Worker`: serve under the
-    # module's own name, which is the one the tasks' pickles name.
-    from octalgen.engine.workers import serve as _serve_tasks
-
-    _serve_tasks(*(int(argument) for argument in sys.argv[1:4]))
