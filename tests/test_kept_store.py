@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from octalgen.checksum import fnv1a64
-from octalgen.engine.checkpoint import read_checkpoint
+from octalgen.engine.checkpoint import read_checkpoint, write_checkpoint
 from octalgen.engine.store import ValueStore
 from octalgen.errors import CheckpointError
 
@@ -77,6 +77,18 @@ def test_a_damaged_file_of_a_run_that_keeps_few_values_is_repaired_too(cli, tmp_
     result = cli("run", ".6", "--until", 200_000, "--checkpoint", tmp_path, "--workers", 0, "-q")
     assert result.code == 0 and result.err.count("\n") == 1 and "fails its checksum" in result.err, result.err
     assert f"fnv1a64 {fnv1a64(c_values('.6', 200_000))}" in result.out
+
+
+def test_an_index_entry_without_a_checksum_is_refused_in_one_line(cli, tmp_path):
+    """Every entry has carried its sha256 since the first kept store: one without is not a store this
+    version can check, and is refused rather than trusted."""
+    run_engine(".6", 100_000, tmp_path, workers=0, keep_all=True)
+    body = read_checkpoint(tmp_path)
+    del body["history"]["files"][-1]["sha256"]
+    write_checkpoint(tmp_path, body)
+    result = cli("run", ".6", "--until", 200_000, "--checkpoint", tmp_path, "--keep-values", "--workers", 0)
+    assert result.code == 2 and result.err.count("\n") == 1, result.err
+    assert "is malformed (KeyError: 'sha256')" in result.err and "left untouched" in result.err
 
 
 def test_values_proven_anew_that_do_not_hash_to_the_index_are_refused(kept, tmp_path):

@@ -6,7 +6,7 @@ whatever the caller is: a script without a ``__main__`` guard, ``python -c``, st
 notebook.  The workers never outlive the run: each asks the
 kernel to kill it when its parent dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent
 itself, and ignores Ctrl-C and SIGTERM (the parent stops them).  ``close(kill=True)`` ends them
-at once instead of letting them finish.
+at once instead of letting them finish (or after a grace in which their tasks clean up).
 
 Large read-only arrays reach them as files they map, not through the pipe: the prefix once per
 run, its new values appended as it grows (:class:`SharedArray`), a chunk's history once per task
@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -89,22 +90,28 @@ def _file_prefix(kind: str) -> str:
 
 
 def sweep_staged_files() -> None:
-    """Remove the shared files of runs that died without removing them (``kill -9``)."""
-    folder = _staging_dir() or tempfile.gettempdir()
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for name in names:
-        parts = name.split("-")
-        if len(parts) < 4 or parts[0] != "octalgen" or parts[1] not in ("codes", "prefix") or not parts[2].isdigit():
-            continue
+    """Remove the shared files, and the workers' temporary directories, of runs that died without
+    removing them (``kill -9``)."""
+    places = [(_staging_dir() or tempfile.gettempdir(), ("codes", "prefix")), (tempfile.gettempdir(), ("workers",))]
+    for folder, kinds in places:
         try:
-            os.kill(int(parts[2]), 0)
-        except ProcessLookupError:  # its run is gone
-            _unlink(os.path.join(folder, name))
-        except OSError:  # alive (another user's)
-            pass
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) < 4 or parts[0] != "octalgen" or parts[1] not in kinds or not parts[2].isdigit():
+                continue
+            try:
+                os.kill(int(parts[2]), 0)
+            except ProcessLookupError:  # its run is gone
+                path = os.path.join(folder, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    _unlink(path)
+            except OSError:  # alive (another user's)
+                pass
 
 
 _PR_SET_PDEATHSIG = 1
@@ -152,7 +159,8 @@ def _worker_command() -> tuple[list[str], dict]:
 
 
 class _Worker:
-    """One local worker process: its pipe, and what it wrote while it started (to say why it could not).
+    """One local worker process: its pipe, and what it wrote while it started (to say why it could not);
+    its temporary files go to ``scratch``.
 
     It is started with Ctrl-C and SIGTERM blocked, which it inherits: a signal sent to the process
     group while the new interpreter starts waits until :func:`serve` has set them aside, and is
@@ -160,8 +168,9 @@ class _Worker:
     started, its stdout and stderr are the run's stderr (never the run's stdout, where values may go).
     """
 
-    def __init__(self):
+    def __init__(self, scratch: str):
         command, environment = _worker_command()
+        environment["TMPDIR"] = scratch
         ours, theirs = Pipe()
         startup_read, startup_write = os.pipe()
         stderr = _duplicate_stderr()
@@ -227,6 +236,7 @@ class _Worker:
         try:
             self.process.wait(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            log.debug("worker process %d did not end in time: killed", self.process.pid)
             self.process.kill()
             self.process.wait()
         self.connection.close()
@@ -378,10 +388,13 @@ class LocalProcesses:
         self._shared: tuple[str, str, int] | None = None  # the prefix's file: path, dtype, length
         self._free: list[_Slot] = []  # files for tasks' arrays, not in use
         self._staged: dict[str, _Slot] = {}  # by path: those in use
+        # The workers' temporary directory (their TMPDIR), removed once they have ended: a task
+        # killed where it stood leaves nothing behind.
+        self._scratch = tempfile.mkdtemp(prefix=_file_prefix("workers"))
         self._all: list[_Worker] = []
         try:
             for _ in range(workers):
-                self._all.append(_Worker())
+                self._all.append(_Worker(self._scratch))
         except BaseException:
             self.close(kill=True)
             raise
@@ -507,6 +520,7 @@ class LocalProcesses:
         if self._shared is not None:
             _unlink(self._shared[0])
         self._shared, self._free, self._staged = None, [], {}
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 class _Slot:
