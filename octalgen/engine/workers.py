@@ -258,9 +258,8 @@ def serve(connection_fd: int, stderr_fd: int, parent: int) -> None:
     Ctrl-C and SIGTERM are ignored (they are the run's: :data:`LEFT_TO_THE_RUN`), also by an engine
     that runs in a task (it catches no signal that is ignored: see :mod:`.signals`) and by the
     programs a task starts, which inherit that.  :data:`STOP_SIGNAL` stops the task as it stands
-    (:class:`WorkerStopped`).  It dies
-    with the run: the kernel is asked to kill it when its parent dies (Linux ``PR_SET_PDEATHSIG``),
-    and a thread also watches for that.
+    (:class:`WorkerStopped`).  It dies with the run: the kernel is asked to kill it when its parent
+    dies (Linux ``PR_SET_PDEATHSIG``), and a thread also watches for that.
     """
     for number in LEFT_TO_THE_RUN:
         signal.signal(number, signal.SIG_IGN)
