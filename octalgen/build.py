@@ -14,12 +14,17 @@ The flow is plan -> render -> build -> wrap; this module is *build*.
 * An artefact that cannot be loaded is a cache miss: it is removed and built
   again, once.
 * A failed compilation raises :class:`~octalgen.errors.BuildError` with the
-  compiler's messages and the path of the kept source.
+  compiler's messages and the path of the kept source.  A compiler stopped by Ctrl-C or
+  SIGTERM (sent to the process group, as a terminal sends it) is a cancellation, not a
+  failure: nothing is kept, and KeyboardInterrupt (:class:`~octalgen.errors.Terminated`) is
+  raised.  A staging directory left by a builder that was killed goes at the next build of
+  the same artefact.
 """
 
 from __future__ import annotations
 
 import fcntl
+import glob
 import hashlib
 import importlib.util
 import json
@@ -28,6 +33,7 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -40,7 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .errors import BuildError, ToolMissingError
+from .errors import BuildError, Terminated, ToolMissingError
 
 log = logging.getLogger("octalgen")
 
@@ -200,6 +206,8 @@ def cached_build(prefix: str, material: dict, builder: Callable[[Path, str], Non
             return Artefact(name, final, True, 0.0)
         if final.exists():  # a partial or broken artefact: a miss
             shutil.rmtree(final, ignore_errors=True)
+        for left in glob.glob(glob.escape(str(root / f".staging-{name}-")) + "*"):  # by a builder killed under the lock
+            shutil.rmtree(left, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=root))
         began = time.perf_counter()
         try:
@@ -230,8 +238,24 @@ def keep_failed(staging: Path, name: str) -> Path:
 
 
 def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> str:
-    """Run a compiler and return its messages; on failure keep the directory and raise :class:`BuildError`."""
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    """Run a compiler and return its messages; on failure keep the directory and raise :class:`BuildError`.
+
+    A compiler killed by a signal did not fail on the source: nothing is kept.  Stopped by Ctrl-C
+    or SIGTERM, the build is cancelled (KeyboardInterrupt, :class:`~octalgen.errors.Terminated`).
+    Its temporary files go to ``cwd`` (a staging directory), so that one killed outright (its
+    build cancelled in a worker process, which ignores Ctrl-C and so does its compiler) leaves
+    none elsewhere.
+    """
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(cwd)})
+    if result.returncode < 0:
+        number = -result.returncode
+        if number == signal.SIGINT:
+            raise KeyboardInterrupt
+        if number == signal.SIGTERM:
+            raise Terminated
+        why = " (out of memory?)" if number == signal.SIGKILL else ""
+        raise BuildError(f"compiling {source.name}: the compiler {command[0]} was killed by "
+                         f"{signal.Signals(number).name}{why}")
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip()
         (cwd / "compile.log").write_text(" ".join(map(shlex.quote, command)) + "\n" + output + "\n")

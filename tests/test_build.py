@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from octalgen import build
-from octalgen.errors import BuildError, ToolMissingError
+from octalgen.errors import BuildError, Terminated, ToolMissingError
 
 SOURCE = "int answer(int x) { return x * 6 + 4; }\n"
 CDEF = "int answer(int x);"
@@ -121,6 +121,25 @@ def test_failed_compile_keeps_the_source_and_caches_nothing(cache):
     kept = caught.value.kept
     assert (kept / "generated.c").is_file() and (kept / "compile.log").is_file()
     assert artefacts(cache) == []
+
+
+@pytest.mark.parametrize("signal_name, raised", [("INT", KeyboardInterrupt), ("TERM", Terminated),
+                                                  ("KILL", BuildError)])
+def test_a_compiler_killed_by_a_signal_keeps_nothing(cache, tmp_path, monkeypatch, signal_name, raised):
+    """Ctrl-C or SIGTERM to the process group reaches the compiler: the build is cancelled, as the
+    command is; killed otherwise (out of memory), it failed, but not on the source.  Either way no
+    failed/ entry, no staging directory, and the compiler's temporary files stay in the staging
+    directory (gone with it)."""
+    compiler = tmp_path / "cc"
+    compiler.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo 'a stand-in' && exit 0\n"
+                        f"touch \"$TMPDIR/ccTEMP.s\"\nkill -{signal_name} $$\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CC", str(compiler))
+    with pytest.raises(raised) as stopped:
+        build.build_module("octalgen_t", SOURCE, CDEF)
+    if raised is BuildError:
+        assert "was killed by SIGKILL (out of memory?)" in str(stopped.value) and "\n" not in str(stopped.value)
+    assert sorted(entry.name for entry in cache.iterdir()) == [next(cache.glob("*.lock")).name]
 
 
 def test_missing_compiler_is_one_clear_error(cache, monkeypatch):
