@@ -37,7 +37,7 @@ class Fnv1a64:
     def __init__(self, state: int = FNV_OFFSET):
         self.state = state
 
-    def update(self, values) -> "Fnv1a64":
+    def update(self, values) -> Fnv1a64:
         """Fold ``values`` (any iterable or array of non-negative ints) into the digest."""
         h = self.state
         if isinstance(values, np.ndarray):

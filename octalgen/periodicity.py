@@ -30,7 +30,7 @@ def proof_length(period: int, preperiod: int, max_take: int) -> int:
 def least_preperiod(values, period: int) -> int:
     """The least i with values[n + p] == values[n] for every n >= i inside ``values``."""
     values = np.asarray(values)
-    mismatch = np.flatnonzero(values[period:] != values[:-period]) if period < len(values) else []
+    mismatch = np.flatnonzero(values[period:] != values[:-period]) if period < len(values) else np.zeros(0, np.intp)
     return int(mismatch[-1]) + 1 if len(mismatch) else 0
 
 

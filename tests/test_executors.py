@@ -7,17 +7,16 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from engine_helpers import c_values, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
-from octalgen.cpu.verify import Verifier
 from octalgen.cpu.plugin import CKernels
+from octalgen.cpu.verify import Verifier
 from octalgen.engine import recovery
-from octalgen.engine.seams import KernelPlugin, ProofVerifier, ChunkFiller
+from octalgen.engine.seams import ChunkFiller, KernelPlugin, ProofVerifier
 from octalgen.plan import make_plan
 from octalgen.rare import shipped_table
-
-from engine_helpers import c_values, run_engine
 
 
 def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
