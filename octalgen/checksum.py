@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["FNV_OFFSET", "FNV_PRIME", "Fnv1a64", "fnv1a64"]
+
 #: The standard FNV-1a-64 offset basis, 0xcbf29ce484222325.
 FNV_OFFSET = 14695981039346656037
 #: The FNV-1a-64 prime, 2^40 + 2^8 + 0xb3.

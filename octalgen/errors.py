@@ -17,6 +17,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
+__all__ = ["INTERNAL_ERROR_EXIT", "BuildError", "CheckpointError", "ComputationError", "GameCodeError", "InputError",
+           "InternalError", "Interrupted", "OctalgenError", "OutputError", "OutputPathError", "TableError",
+           "Terminated", "ToolMissingError", "stop_signal", "stopped_by"]
+
 #: The exit status of the command line for an :class:`InternalError` (or any other bug).
 INTERNAL_ERROR_EXIT = 70
 

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 from .errors import GameCodeError
 
+__all__ = ["ACCEPTED_FORMS", "LEAVE_NONE", "LEAVE_ONE", "LEAVE_TWO", "NAMED_GAMES", "OctalGame", "parse_game",
+           "subtraction_game"]
+
 #: Names accepted wherever a code is, with their octal codes.
 NAMED_GAMES = {
     "officers": ".6",

@@ -44,6 +44,9 @@ from .output import write_output
 from .reference import exact_values
 from .sparse import Rarity, find_rare_space
 
+__all__ = ["DEFAULT_TABLE_UPTO", "KINDS", "SCHEMA", "SCHEMA_1", "RareTable", "compute_table", "shipped_table",
+           "table_filename"]
+
 SCHEMA = "octalgen-rare-table/2"
 
 #: The first schema (range tables only): still loaded, and its digest text is kept for range
