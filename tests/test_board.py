@@ -49,9 +49,8 @@ def expected_summary(values, window: int) -> dict:
     state = scanner.to_dict()
     values = np.asarray(values)
     return {"heap": len(values), "digest": int(fnv1a64(values), 16), "largest": int(values.max()),
-                "largest_at": int(np.argmax(values)), "crc": crc_of_window(values, window), "anchor": state["anchor"],
-                "anchor_crc": state["anchor_crc"], "matches": state["hash_matches"], "last_match": last_match,
-                "flags": 0}
+            "largest_at": int(np.argmax(values)), "crc": crc_of_window(values, window), "anchor": state["anchor"],
+            "anchor_crc": state["anchor_crc"], "matches": state["hash_matches"], "last_match": last_match, "flags": 0}
 
 
 def board_session(code, fold, cycles, requests, settings=SIM_SETTINGS, window_bank=WINDOW_BANK, **options):

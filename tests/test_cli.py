@@ -43,8 +43,8 @@ def test_default_backend_is_exact(cli):
 
 @pytest.mark.parametrize(
     "args",
-    [("values", ".6", "-n", "ten"), ("values", ".6", "-n", -1), ("values", ".6"), ("values", ".6", "-n", 5,
-                                                                                   "--backend", "abacus"),
+    [("values", ".6", "-n", "ten"), ("values", ".6", "-n", -1), ("values", ".6"),
+     ("values", ".6", "-n", 5, "--backend", "abacus"),
      ("values", ".6", "-n", 5, "--format", "u8"), ("rare", ".9"), ("nonsense",)],
 )
 def test_usage_errors_are_one_line_exit_2(cli, args):

@@ -158,8 +158,8 @@ class RunSummary:
             rates = [(role, figures["values_per_cpu_second"]) for role, figures in shown
                      if figures["values_per_cpu_second"] and role in ("kernel", "verifiers")]
             if rates:
-                lines.append("values per CPU-second: " + ", ".join(f"{role} {rate / 1e6:.2f} M" for role,
-                                                                   rate in rates))
+                lines.append("values per CPU-second: "
+                             + ", ".join(f"{role} {rate / 1e6:.2f} M" for role, rate in rates))
         return lines
 
     def to_json(self, masks=()) -> dict:

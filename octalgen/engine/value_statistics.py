@@ -147,8 +147,8 @@ class Statistics:
             "zero_positions": self.zero_positions,
             "distinct_values": len(self.counts),
             "rare_found": [{"heap": p, "value": v} for p, v in self.rare_found],
-            "mask_switches": [{"heap": p, "from": f"{old:#x}", "to": f"{new:#x}"} for p, old,
-                              new in self.mask_switches],
+            "mask_switches": [{"heap": p, "from": f"{old:#x}", "to": f"{new:#x}"}
+                              for p, old, new in self.mask_switches],
             "counts": {str(v): c for v, c in sorted(self.counts.items())},
             "first_heap": {str(v): p for v, p in sorted(self.first.items())},
         }
