@@ -145,14 +145,14 @@ def test_the_split_measures_every_block_length_and_the_kernel_keeps_the_fastest(
     assert split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5) == chosen
     assert tried == []
     split._store(plan, 5, {**split._cached(plan, 5), "code": "octalgen_kernel_of_another_version"})
-    split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5)
+    again = split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5)
     assert len(tried) == 10 and split._cached(plan, 5)["code"] == kernel.code
     # --threads by hand: the block this machine's split measured for that count, without measuring ...
     monkeypatch.setattr(split, "default_threads", lambda: 5)
     hand = SpeculativeKernel(plan)
     monkeypatch.setattr(hand, "fill", lambda *a, **k: pytest.fail("measured again"))
     split.tune_blocks(plan, hand, window, plan.start, 3)
-    assert hand.tuned_blocks == {3: chosen.blocks[3]}
+    assert hand.tuned_blocks == {3: again.blocks[3]}  # the cached measurement: the latest
     # ... or, where none did, the fastest of a measurement of that count now.
     monkeypatch.setattr(split, "default_threads", lambda: 7)
     fresh = SpeculativeKernel(plan)
