@@ -12,11 +12,11 @@ not counted.
 
 import sys
 
+from octalgen.api import rare_table
 from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.simulate import compare, simulate_amaranth, simulate_verilator
 from octalgen.hdl.verilog import emit_verilog
 from octalgen.plan import make_plan
-from octalgen.api import rare_table
 from octalgen.reference import exact_values
 
 

@@ -58,7 +58,8 @@ from octalgen.plan import make_plan
 from octalgen.rare import shipped_table
 
 code, heaps, threads, rounds, block, piece, limit = sys.argv[1:]
-heaps, threads, rounds, block, piece, limit = int(heaps), int(threads), int(rounds), int(block), int(piece), float(limit)
+heaps, threads, rounds, block, piece = int(heaps), int(threads), int(rounds), int(block), int(piece)
+limit = float(limit)
 plan = make_plan(shipped_table(code))
 kernel = SpeculativeKernel(plan, block_heaps=block) if block else SpeculativeKernel(plan)
 prefix = exact_values_c(code, plan.start, mask=plan.table.mask)
@@ -104,7 +105,7 @@ def row(args, threads: int, block: int, tree: Path | None) -> dict:
         env["PYTHONPATH"] = str(tree)
     command = [sys.executable, "-c", ROW, args.game, str(args.heaps), str(threads), str(args.rounds), str(block),
                str(PIECE), str(ROUND_SECONDS)]
-    done = subprocess.run(command, env=env, cwd=str(tree or ROOT), capture_output=True, text=True)
+    done = subprocess.run(command, check=False, env=env, cwd=str(tree or ROOT), capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"row failed ({'c62a57f' if tree else 'this tree'}, {threads} threads):\n{done.stderr}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -178,10 +179,9 @@ def main() -> None:
             kernels = [(f"this tree, B={b or 'default'}", b, None) for b in blocks]
             if tree is not None:
                 kernels.append((f"{BASELINE} (per-heap baton)", 0, tree))
-            for name, block, where in kernels:
+            for label, block, where in kernels:
                 result = row(args, t, block, where)
-                if where is None and block == 0:
-                    name = f"this tree, B={result['block']}"
+                name = f"this tree, B={result['block']}" if where is None and block == 0 else label
                 digests.update(map(tuple, result["digests"]))
                 if t == 1:
                     ones[name] = result["rate"]

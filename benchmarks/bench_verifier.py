@@ -27,9 +27,9 @@ import numpy as np
 # This checkout's package, not an installed copy: the baseline is unpacked from this checkout's history.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from baseline import BASELINE_COMMIT, compare_verifiers  # noqa: E402
+from baseline import BASELINE_COMMIT, compare_verifiers
 
-from octalgen.engine.executors import VERIFY_HISTORY  # noqa: E402
+from octalgen.engine.executors import VERIFY_HISTORY
 
 
 def _exact(code: str, count: int) -> np.ndarray:

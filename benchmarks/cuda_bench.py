@@ -63,7 +63,7 @@ def main() -> int:
         rpw = run["rounds_per_window"]
         verified = run.get("verified_values_per_s")
         print(f"{run['game']:>5} {run['count']:>11} {run['window']:>7} {run['term_groups']:>5} "
-              f"{str(run['cache_final']):>5} {run['speculative_values_per_s'] / 1e6:9.2f} "
+              f"{run['cache_final']!s:>5} {run['speculative_values_per_s'] / 1e6:9.2f} "
               f"{(verified / 1e6 if verified else float('nan')):12.2f} {(run['kernel_values_per_s'] or 0) / 1e6:10.2f} "
               f"{run['rounds']:>8} {run['microseconds_per_round']:8.2f} {run['advance_per_round']['mean']:9.1f} "
               f"{rpw.get('p50', 0):>9.0f} {rpw.get('p90', 0):>5.0f} {rpw.get('p100', 0):>5.0f} "

@@ -23,6 +23,7 @@ Timings are wall clock: on a shared machine repeat the command and compare ratio
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 
@@ -83,8 +84,8 @@ def bench(game: str, n: int, n_classic: int, quick: bool, threads: int) -> None:
     print(f"      window   heaps [{n - WINDOW:,}, {n:,}): {name} {new_heap * 1e6:,.1f} us/heap, "
           f"classic {costs[n] * 1e6:,.1f} us/heap: {costs[n] / new_heap:.1f}x at equal N")
     # Piecewise-linear per-heap cost from 0 through the measured points, integrated to N.
-    points = [(0, 0.0)] + sorted(costs.items())
-    estimate = sum((b - a) * (ca + cb) / 2 for (a, ca), (b, cb) in zip(points, points[1:]))
+    points = [(0, 0.0), *sorted(costs.items())]
+    estimate = sum((b - a) * (ca + cb) / 2 for (a, ca), (b, cb) in itertools.pairwise(points))
     print(f"      estimate classic to N={n:,}: {estimate:,.0f} s (not timed), "
           f"{name} {large:.1f} s: {estimate / large:.1f}x\n", flush=True)
 

@@ -43,7 +43,7 @@ def shell(command: str, limit: float) -> dict:
     """Run ``command`` in the checkout: exit status, seconds, and the ends of its output."""
     began = time.perf_counter()
     try:
-        done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=limit)
+        done = subprocess.run(command, check=False, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired as stopped:
         return {"command": command, "failed": f"no result in {limit} s", "seconds": time.perf_counter() - began,
                 "stdout": (stopped.stdout or b"")[-4000:].decode(errors="replace") if stopped.stdout else ""}

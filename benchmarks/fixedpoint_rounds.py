@@ -25,11 +25,11 @@ import time
 
 import numpy as np
 
+from octalgen.api import rare_table
 from octalgen.backends import compute_values
 from octalgen.cuda import twin
 from octalgen.cuda.bench import distribution, rounds_per_window
 from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
-from octalgen.api import rare_table
 
 
 def run(plan, codes, first, span, window, cache_final):

@@ -69,7 +69,7 @@ def run_command(checkout: Path, until: int, directory: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]))
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".6", "--until", str(until), "--backend",
-                           "cuda", "--checkpoint", str(directory), "--json"], cwd=checkout, env=env,
+                           "cuda", "--checkpoint", str(directory), "--json"], check=False, cwd=checkout, env=env,
                           capture_output=True, text=True)
     seconds = time.perf_counter() - began
     if done.returncode:
@@ -98,7 +98,7 @@ def old_bench(checkout: Path, until: int, scratch: Path) -> dict:
     out = scratch / "old-bench.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, "benchmarks/cuda_bench.py", "--count", str(until), "--json", str(out)],
-                          cwd=checkout, env=env, capture_output=True, text=True)
+                          check=False, cwd=checkout, env=env, capture_output=True, text=True)
     if done.returncode or not out.exists():
         return {"failed": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
     return {"runs": json.loads(out.read_text()), "stdout": done.stdout}
@@ -124,7 +124,7 @@ def child_step(step: str, until: int, scratch: Path) -> dict:
     out = scratch / f"{step}.json"
     try:
         done = subprocess.run([sys.executable, __file__, "--step", step, "--count", str(until), "--out", str(out)],
-                              capture_output=True, text=True, timeout=STEP_LIMIT[step])
+                              check=False, capture_output=True, text=True, timeout=STEP_LIMIT[step])
     except subprocess.TimeoutExpired:
         return {"failed": [f"no result in {STEP_LIMIT[step]} s"]}
     if done.returncode or not out.exists():
@@ -155,7 +155,8 @@ def print_barrier(barrier: dict) -> None:
     if "failed" in barrier:
         print(f"barrier microbenchmark failed: {barrier['failed']}")
         return
-    print(f"barrier ({barrier['blocks']} blocks of {barrier['threads_per_block']} threads, {barrier['rounds']} rounds): "
+    print(f"barrier ({barrier['blocks']} blocks of {barrier['threads_per_block']} threads, "
+          f"{barrier['rounds']} rounds): "
           f"alone {barrier['barrier_alone_us_per_round']:.2f} us/round (without mapped memory "
           f"{barrier['barrier_without_host_us_per_round']:.2f}), with one group's marks "
           f"{barrier['barrier_and_one_group_us_per_round']:.2f} us/round (target <= "
@@ -196,8 +197,8 @@ def main() -> int:
     def save() -> None:  # after every step: a step that fails or hangs loses only itself
         args.out.write_text(json.dumps(figures, indent=1, default=str))
 
-    with tempfile.TemporaryDirectory() as scratch:
-        scratch = Path(scratch)
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
         figures["barrier"] = child_step("barrier", args.count, scratch)
         save()
         print_barrier(figures["barrier"])
@@ -208,7 +209,7 @@ def main() -> int:
         save()
         figures["run"] = {"new": run_command(ROOT, args.count, scratch / "new")}
         save()
-        figures["bench"] = {"new": run_benchmark(".6", args.count, make_kernels=lambda: CudaKernels())}
+        figures["bench"] = {"new": run_benchmark(".6", args.count, make_kernels=CudaKernels)}
         save()
         figures["bench"]["old_options"] = run_benchmark(".6", args.count, make_kernels=lambda: CudaKernels(
             options=old_options, asynchronous=False))

@@ -50,12 +50,13 @@ def run_once(path: Path, game: str, until: str, extra: list[str], timeout: float
         began = time.monotonic()
         try:
             done = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", game, "--until", until, "--json",
-                                   *extra], cwd=scratch, env=env, capture_output=True, text=True, timeout=timeout)
+                                   *extra], check=False, cwd=scratch, env=env, capture_output=True, text=True,
+                                   timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"error": f"over {timeout:.0f} s"}
         wall = time.monotonic() - began
     if done.returncode != 0:
-        return {"error": (done.stderr.strip().splitlines() or ["exit status %d" % done.returncode])[-1]}
+        return {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]}
     summary = json.loads(done.stdout)
     coordinator = summary.get("cpu_roles", {}).get("coordinator", {}).get("per_1e8_values")
     return {"rate": summary["session"]["values_per_second"], "wall": wall, "coordinator": coordinator,

@@ -49,7 +49,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="octalgen-scaling-") as scratch:
             done = subprocess.run(["taskset", "-c", cpus, sys.executable, "-m", "octalgen", "-q", "run", args.game,
                                    "--until", str(count), "--checkpoint", scratch, "--json"],
-                                  capture_output=True, text=True)
+                                  check=False, capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"{cores} cores: {done.stderr.strip()}")
         figures = json.loads(done.stdout)

@@ -18,15 +18,20 @@ no Amaranth).  The errors they raise are in :mod:`octalgen.errors`, loaded with 
         print(exc)
 """
 
+from typing import TYPE_CHECKING
+
 from . import errors
+
+if TYPE_CHECKING:  # what a type checker sees of the names loaded on first use
+    from .api import GameInfo, PeriodCandidate, PeriodResult, info, iter_values, period, rare_table, run, values
 
 __version__ = "0.3.0"
 
-#: Names of :mod:`octalgen.api` offered here, loaded when first asked for.
-_API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
-        "GameInfo")
+__all__ = ["GameInfo", "PeriodCandidate", "PeriodResult", "__version__", "errors", "info", "iter_values", "period",
+           "rare_table", "run", "values"]
 
-__all__ = ["__version__", "errors", *_API]
+#: Names of :mod:`octalgen.api` offered here, loaded when first asked for.
+_API = tuple(name for name in __all__ if name not in ("__version__", "errors"))
 
 
 def __getattr__(name: str):

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -42,8 +43,17 @@ from .errors import ComputationError, GameCodeError, InputError, InternalError, 
 from .game import OctalGame, parse_game
 from .limits import CHUNK_RANGE, MAX_HEAP, MAX_WORKERS, largest, seconds, whole
 
-__all__ = ["values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
-           "GameInfo"]
+__all__ = [
+    "GameInfo",
+    "PeriodCandidate",
+    "PeriodResult",
+    "info",
+    "iter_values",
+    "period",
+    "rare_table",
+    "run",
+    "values",
+]
 
 log = logging.getLogger("octalgen")
 
@@ -539,7 +549,7 @@ def rare_table(game, upto: int | None = None, *, backend: str | None = None):
     if shipped is not None and upto is None:
         log.info("shipped table for %s (exact below %d)", game.code, shipped.exact_to)
         return shipped
-    if shipped is not None and upto <= shipped.exact_to:
+    if shipped is not None and upto is not None and upto <= shipped.exact_to:
         # The shipped table is exact further: its entries below upto are the table to upto.
         log.info("shipped table for %s (exact below %d), cut to %d", game.code, shipped.exact_to, upto)
         return shipped.with_entries([(p, v) for p, v in shipped.entries if p < upto], upto)
@@ -603,7 +613,9 @@ class GameInfo:
         """For a solved game, the values its Guy–Smith proof needs: G(0) ... G(proof_length - 1)."""
         from .periodicity import proof_length
 
-        return proof_length(self.period, self.preperiod, self.game.max_take) if self.solved else None
+        if self.period is None or self.preperiod is None:  # not solved
+            return None
+        return proof_length(self.period, self.preperiod, self.game.max_take)
 
 
 def info(game) -> GameInfo:

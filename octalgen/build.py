@@ -39,11 +39,12 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from . import __version__
 from .errors import BuildError, Terminated, ToolMissingError
@@ -104,18 +105,18 @@ def find_compiler(variable: str = "CC", candidates=("cc", "gcc", "clang")) -> li
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def tool_identity(command: tuple[str, ...]) -> str:
     """First line of ``command --version`` plus the resolved path: what built an artefact."""
     try:
-        out = subprocess.run([*command, "--version"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([*command, "--version"], check=False, capture_output=True, text=True, timeout=60)
         first = (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
     except (OSError, subprocess.SubprocessError):
         first = "unknown"
     return f"{shutil.which(command[0])}: {first}"
 
 
-@lru_cache(maxsize=None)
+@cache
 def machine_identity() -> str:
     """The OS, architecture and CPU (model and feature flags), for keys of native code."""
     cpu = platform.processor()
@@ -175,7 +176,8 @@ def _lock(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def cached_build(prefix: str, material: dict, builder: Callable[[Path, str], None], what: str | None = None) -> Artefact:
+def cached_build(prefix: str, material: dict, builder: Callable[[Path, str], None],
+                 what: str | None = None) -> Artefact:
     """Return the artefact for ``material``, building it with ``builder(staging_dir, name)`` on a miss.
 
     Parameters
@@ -246,7 +248,8 @@ def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> str:
     build cancelled in a worker process, which ignores Ctrl-C and so does its compiler) leaves
     none elsewhere.
     """
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(cwd)})
+    result = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True,
+                            env={**os.environ, "TMPDIR": str(cwd)})
     if result.returncode < 0:
         number = -result.returncode
         if number == signal.SIGINT:
@@ -285,8 +288,9 @@ class CompiledModule:
         Where it lives in the cache and whether it was built now.
     """
 
-    ffi: object
-    lib: object
+    # Both are made at run time from the module's cdef, which no type checker sees.
+    ffi: Any
+    lib: Any
     artefact: Artefact
 
 
@@ -381,6 +385,8 @@ def _load_extension(artefact: Artefact):
     if not path.is_file():
         raise ImportError(f"{path.name} is missing")
     spec = importlib.util.spec_from_file_location(artefact.name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{path.name} is not a loadable extension module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

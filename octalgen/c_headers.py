@@ -21,7 +21,10 @@ _INCLUDE = re.compile(r'^#include "(octalgen/[A-Za-z0-9_]+\.h)"[ \t]*$', re.MULT
 @cache
 def shipped_header(name: str) -> str:
     """The text of the shipped header ``name`` (``octalgen/NAME.h``, under ``templates/c/include/``)."""
-    return shipped_folder("octalgen.templates", "templates").joinpath("c", "include", *name.split("/")).read_text()
+    path = shipped_folder("octalgen.templates", "templates").joinpath("c").joinpath("include")
+    for part in name.split("/"):  # one name a call: Python 3.10's Traversable.joinpath takes no more
+        path = path.joinpath(part)
+    return path.read_text()
 
 
 def included_headers(source: str) -> dict[str, str]:
@@ -49,6 +52,7 @@ def inline_headers(source: str) -> str:
             return f"/* {name}: inlined above */"
         done.add(name)
         body = _INCLUDE.sub(expand, shipped_header(name)).rstrip("\n")
-        return f"/* ---- {name}, inlined from octalgen's templates/c/include/ ---- */\n{body}\n/* ---- end of {name} ---- */"
+        return (f"/* ---- {name}, inlined from octalgen's templates/c/include/ ---- */\n{body}\n"
+                f"/* ---- end of {name} ---- */")
 
     return _INCLUDE.sub(expand, source)

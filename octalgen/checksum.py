@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["FNV_OFFSET", "FNV_PRIME", "Fnv1a64", "fnv1a64"]
+
 #: The standard FNV-1a-64 offset basis, 0xcbf29ce484222325.
 FNV_OFFSET = 14695981039346656037
 #: The FNV-1a-64 prime, 2^40 + 2^8 + 0xb3.
@@ -37,7 +39,7 @@ class Fnv1a64:
     def __init__(self, state: int = FNV_OFFSET):
         self.state = state
 
-    def update(self, values) -> "Fnv1a64":
+    def update(self, values) -> Fnv1a64:
         """Fold ``values`` (any iterable or array of non-negative ints) into the digest."""
         h = self.state
         if isinstance(values, np.ndarray):

@@ -10,6 +10,17 @@ swallows it; the command line prints it with its traceback and a request to repo
 exits with :data:`INTERNAL_ERROR_EXIT` (``EX_SOFTWARE`` of BSD's ``sysexits.h``).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = ["INTERNAL_ERROR_EXIT", "BuildError", "CheckpointError", "ComputationError", "GameCodeError", "InputError",
+           "InternalError", "Interrupted", "OctalgenError", "OutputError", "OutputPathError", "TableError",
+           "Terminated", "ToolMissingError", "stop_signal", "stopped_by"]
+
 #: The exit status of the command line for an :class:`InternalError` (or any other bug).
 INTERNAL_ERROR_EXIT = 70
 
@@ -57,7 +68,18 @@ class ToolMissingError(OctalgenError):
 
 
 class BuildError(OctalgenError):
-    """Generated code failed to compile; the message carries the compiler output."""
+    """Generated code failed to compile; the message carries the compiler output.
+
+    Attributes
+    ----------
+    compiler_output : str
+        All the compiler printed (empty where it did not run).
+    kept : pathlib.Path or None
+        Where the failed build's source and log were kept.
+    """
+
+    compiler_output: str = ""
+    kept: Path | None = None
 
 
 class ComputationError(OctalgenError):

@@ -20,6 +20,9 @@ from dataclasses import dataclass
 
 from .errors import GameCodeError
 
+__all__ = ["ACCEPTED_FORMS", "LEAVE_NONE", "LEAVE_ONE", "LEAVE_TWO", "NAMED_GAMES", "OctalGame", "parse_game",
+           "subtraction_game"]
+
 #: Names accepted wherever a code is, with their octal codes.
 NAMED_GAMES = {
     "officers": ".6",
@@ -121,7 +124,7 @@ class OctalGame:
             beans = "1 bean" if k == 1 else f"{k} beans"
             leaves = []
             if none:
-                leaves.append("nothing (a heap of exactly %d)" % k)
+                leaves.append(f"nothing (a heap of exactly {k})")
             if one:
                 leaves.append("one heap")
             if two:
@@ -188,7 +191,7 @@ def parse_game(text: str) -> OctalGame:
                 f"bad game code {raw!r}: {char!r} at position {position} is not an octal digit; "
                 f"{ACCEPTED_FORMS}"
             )
-    return OctalGame((4 if whole == "4" else 0,) + tuple(int(c) for c in fraction))
+    return OctalGame((4 if whole == "4" else 0, *tuple(int(c) for c in fraction)))
 
 
 def _parse_subtraction(raw: str, inner: str) -> OctalGame:

@@ -14,7 +14,7 @@ import numbers
 
 from .errors import InputError
 
-__all__ = ["MAX_HEAP", "MAX_WORKERS", "CHUNK_RANGE", "largest", "whole", "seconds"]
+__all__ = ["CHUNK_RANGE", "MAX_HEAP", "MAX_WORKERS", "largest", "seconds", "whole"]
 
 #: The largest count or heap position accepted: far beyond any run so far (Grossman's reached
 #: 1.4 x 10^14 values of .6), and small enough that every such number is exact in a float.
@@ -60,7 +60,7 @@ def whole(name: str, number, low: int, high: int) -> int:
     if isinstance(number, numbers.Integral):
         value = int(number)
     elif isinstance(number, numbers.Real) and math.isfinite(number) and float(number).is_integer():
-        value = int(number)
+        value = int(math.trunc(number))  # noqa: RUF046 - a Real's __trunc__ is typed to return any Integral
     else:
         raise InputError(f"{name} must be a whole number, not {number!r}")
     if value < low:
@@ -72,6 +72,6 @@ def whole(name: str, number, low: int, high: int) -> int:
 
 def seconds(name: str, number) -> float:
     """``number`` as a finite, non-negative number of seconds, or one :class:`~octalgen.errors.InputError`."""
-    if isinstance(number, bool) or not isinstance(number, numbers.Real) or not 0 <= number < math.inf:
+    if isinstance(number, bool) or not isinstance(number, numbers.Real) or number < 0 or not number < math.inf:
         raise InputError(f"{name} must be a number of seconds (0 or more, finite), not {number!r}")
     return float(number)

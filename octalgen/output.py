@@ -32,9 +32,9 @@ import logging
 import os
 import secrets
 import stat
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Iterator
 
 from .errors import OutputError, OutputPathError
 
@@ -129,7 +129,7 @@ def output_file(path) -> Iterator[OutputWriter]:
             _guarded(path, os.replace, temporary, target)
             _sync_directory(target.parent)
         log.debug("wrote %s: %d bytes, %s", path, writer.written,
-                  "in place" if in_place else f"renamed into place from {temporary.name}")
+                  "in place" if temporary is None else f"renamed into place from {temporary.name}")
     except BaseException:
         _discard(handle, temporary)
         raise
@@ -300,15 +300,11 @@ def _finish(path: Path, handle, synced: bool) -> None:
 
 def _discard(handle, temporary: Path | None) -> None:
     """Close ``handle`` ignoring errors (it failed already) and remove ``temporary`` if there is one."""
-    try:
+    with suppress(OSError):
         handle.close()
-    except OSError:
-        pass
     if temporary is not None:
-        try:
+        with suppress(OSError):
             temporary.unlink(missing_ok=True)
-        except OSError:
-            pass
 
 
 def _sync_directory(directory: Path) -> None:

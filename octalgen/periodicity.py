@@ -21,6 +21,9 @@ import numpy as np
 
 from .game import OctalGame, parse_game
 
+__all__ = ["SEARCH_BLOCK", "SEARCH_WINDOW", "PeriodSearch", "Repetition", "SolvedGame", "is_proven_period",
+           "last_mismatch", "least_preperiod", "prime_factors", "proof_length", "search_periods", "solved_games"]
+
 
 def proof_length(period: int, preperiod: int, max_take: int) -> int:
     """How many values (G(0) ... G(L-1)) the Guy–Smith theorem needs: L = 2i + 2p + t."""
@@ -30,7 +33,7 @@ def proof_length(period: int, preperiod: int, max_take: int) -> int:
 def least_preperiod(values, period: int) -> int:
     """The least i with values[n + p] == values[n] for every n >= i inside ``values``."""
     values = np.asarray(values)
-    mismatch = np.flatnonzero(values[period:] != values[:-period]) if period < len(values) else []
+    mismatch = np.flatnonzero(values[period:] != values[:-period]) if period < len(values) else np.zeros(0, np.intp)
     return int(mismatch[-1]) + 1 if len(mismatch) else 0
 
 

@@ -28,6 +28,10 @@ import logging
 import sys
 import time
 from collections import deque
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 log = logging.getLogger("octalgen")
 
@@ -117,16 +121,16 @@ class Progress:
         self._phase_leads_to_goal = True
         self._began = _clock()
         self._last_line = self._began
-        self._proven = None
-        self._produced = None
-        self._updated = None  # when update() was last called
+        self._proven: int | None = None
+        self._produced: int | None = None
+        self._updated: float | None = None  # when update() was last called
         # The current phase's rate: (time, proven) samples of the last RATE_WINDOW seconds, where
         # the phase's first sample was taken, and how many updates moved the proven position.
         self._samples: deque[tuple[float, int]] = deque()
-        self._phase_first_sample = None
+        self._phase_first_sample: tuple[float, int] | None = None
         self._phase_steps = 0
-        self._rate = None
-        self._live = None
+        self._rate: float | None = None
+        self._live: Live | None = None
         if enabled and self.interactive:
             self._start_live()
 
@@ -179,7 +183,7 @@ class Progress:
             live, self._live = self._live, None
             live.stop()
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -189,7 +193,8 @@ class Progress:
 
     def _eta_established(self) -> bool:
         """True once the current phase's rate predicts the end (see the module's docstring)."""
-        if not (self._rate and self._phase_leads_to_goal and self._phase_first_sample is not None):
+        if not (self._rate and self._phase_leads_to_goal and self._phase_first_sample is not None
+                and self._updated is not None and self._proven is not None):
             return False
         began, first = self._phase_first_sample
         return (self._updated - began >= ETA_SETTLE and self._proven > first
@@ -197,9 +202,11 @@ class Progress:
 
     def _eta(self) -> str | None:
         """The ETA field: None while it cannot be estimated."""
-        if self.goal is None or self._proven is None or self._proven >= self.goal or not self._eta_established():
+        rate = self._rate
+        if (self.goal is None or self._proven is None or self._proven >= self.goal or not rate
+                or not self._eta_established()):
             return None
-        remaining = (self.goal - self._proven) / self._rate
+        remaining = (self.goal - self._proven) / rate
         return "ETA > 10 years" if remaining > HORIZON else f"ETA {duration(remaining)}"
 
     def _fields(self, full: bool) -> list[tuple[str, str]]:
@@ -276,6 +283,7 @@ class Progress:
 
         width = self._live.console.width - 1 if self._live is not None else 79
         spinner = self._spinner.render(_clock())
+        assert isinstance(spinner, Text)  # a spinner without text renders as its frame's Text
         fields = self._fields(full=False)
         chosen = _fit(fields, width - len(spinner.plain) - 1)
         line = Text.assemble(spinner, " ", no_wrap=True, overflow="ellipsis")

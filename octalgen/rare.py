@@ -29,6 +29,7 @@ with a one-line reason when anything is off.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
@@ -37,11 +38,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from .errors import TableError
+from .errors import GameCodeError, TableError
 from .game import OctalGame, parse_game
 from .output import write_output
 from .reference import exact_values
 from .sparse import Rarity, find_rare_space
+
+__all__ = ["DEFAULT_TABLE_UPTO", "KINDS", "SCHEMA", "SCHEMA_1", "RareTable", "compute_table", "shipped_table",
+           "table_filename"]
 
 SCHEMA = "octalgen-rare-table/2"
 
@@ -101,7 +105,7 @@ class RareTable:
         rarity = self.rarity
         if rarity.is_rare(0, 0) and (not entries or entries[0] != (0, 0)):
             raise TableError(f"{where}: the first entry must be [0, 0] (G(0) = 0 is rare at 0)")
-        for (p0, _), (p1, _) in zip(entries, entries[1:]):
+        for (p0, _), (p1, _) in itertools.pairwise(entries):
             if p1 <= p0:
                 raise TableError(f"{where}: positions must ascend, but {p1} follows {p0}")
         for p, v in entries:
@@ -168,20 +172,20 @@ class RareTable:
         takes = [k for k, _none, _one, two in self.game.moves() if two]
         return f"{self.kind} ({self.rarity.describe(min(takes) if self.parity is not None else None)})"
 
-    def with_entry(self, position: int, value: int, exact_to: int | None = None) -> "RareTable":
+    def with_entry(self, position: int, value: int, exact_to: int | None = None) -> RareTable:
         """A new table with one more rare value (as found by a verifier)."""
         entries = sorted((dict(self.entries) | {position: value}).items())
         return RareTable(self.game, self.mask, tuple(entries), max(exact_to or 0, self.exact_to, position + 1),
                          self.parity)
 
-    def with_entries(self, entries, exact_to: int) -> "RareTable":
+    def with_entries(self, entries, exact_to: int) -> RareTable:
         """A new table of the same game and rarity with these entries."""
         return RareTable(self.game, self.mask, tuple(entries), exact_to, self.parity)
 
     # -- making and storing ----------------------------------------------
 
     @classmethod
-    def from_values(cls, game, values, mask: int | None = None, parity: int | None = None) -> "RareTable":
+    def from_values(cls, game, values, mask: int | None = None, parity: int | None = None) -> RareTable:
         """The table of exactly known values G(0) ... G(len-1).
 
         Without ``mask`` the sparse space (kind and mask) is found from the values
@@ -196,7 +200,7 @@ class RareTable:
 
     def to_yaml(self) -> str:
         """The table as YAML text in schema ``octalgen-rare-table/2``."""
-        document = {"schema": SCHEMA, "game": self.game.code, "kind": self.kind}
+        document: dict[str, object] = {"schema": SCHEMA, "game": self.game.code, "kind": self.kind}
         if self.parity is not None:
             document["parity"] = self.parity
         document |= {
@@ -213,7 +217,7 @@ class RareTable:
         return header + yaml.dump(document, Dumper=_SafeDumper, default_flow_style=None, sort_keys=False, width=120)
 
     @classmethod
-    def from_yaml(cls, text: str, game=None, source: str = "rare table") -> "RareTable":
+    def from_yaml(cls, text: str, game=None, source: str = "rare table") -> RareTable:
         """Parse and check a table (schema 2, or schema 1: a range table); ``game`` (optional) is the
         game it must belong to."""
         try:
@@ -236,9 +240,7 @@ class RareTable:
             raise TableError(f"{source}: {what} (schema {schema})")
         try:
             table_game = parse_game(str(doc["game"]))
-        except TableError:
-            raise
-        except Exception as exc:  # a GameCodeError, reported as a table problem
+        except GameCodeError as exc:  # reported as a table problem
             raise TableError(f"{source}: {exc}") from None
         if game is not None and parse_game(game) != table_game:
             raise TableError(f"{source}: the table is for {table_game.code}, not {parse_game(game).code}")
@@ -272,7 +274,7 @@ class RareTable:
         return table
 
     @classmethod
-    def load(cls, path, game=None) -> "RareTable":
+    def load(cls, path, game=None) -> RareTable:
         """Read a table file; see :meth:`from_yaml`."""
         path = Path(path)
         try:

@@ -31,7 +31,7 @@ import numpy as np
 from .game import OctalGame, parse_game
 from .sparse import Rarity, find_rare_space
 
-__all__ = ["options", "mex", "naive_values", "exact_values", "ExactSolver"]
+__all__ = ["ExactSolver", "exact_values", "mex", "naive_values", "options"]
 
 
 def options(game: OctalGame, n: int, values) -> list[int]:
@@ -142,7 +142,7 @@ class ExactSolver:
         if self._adaptive and self._count:
             self.rarity = self._detect()
         self._reclassify()
-        self._moves = [m for m in game.moves()]
+        self._moves = list(game.moves())
 
     @property
     def mask(self) -> int:
@@ -176,7 +176,7 @@ class ExactSolver:
             self._count += 1
             if self.rarity.is_rare(value, n):
                 self.rare_positions.append(n)
-                self._rare_pos = None  # array view rebuilt on demand
+                self._rare_pos: np.ndarray | None = None  # array view rebuilt on demand
         return self.values
 
     # -- internals -------------------------------------------------------

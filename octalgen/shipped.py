@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 from .errors import OctalgenError
 
 if TYPE_CHECKING:  # importlib.abc.Traversable is deprecated from Python 3.12, its successor is 3.11+
-    from importlib.resources.abc import Traversable
+    import sys
+
+    if sys.version_info >= (3, 11):
+        from importlib.resources.abc import Traversable
+    else:
+        from importlib.abc import Traversable
 
 
 def shipped_folder(package: str, folder: str) -> Traversable:

@@ -17,6 +17,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ def survey_games(digits: int = 3, wholes=(0, 4)) -> list[OctalGame]:
 
     Codes with trailing zeros are the shorter games (0.600 is .6), so each game appears once.
     """
-    games = {}
+    games: dict[str, OctalGame] = {}
     for whole in wholes:
         for rest in itertools.product(range(8), repeat=digits):
             game = OctalGame((whole, *rest))
@@ -108,6 +109,7 @@ def survey_game(code: str, limit: int, *, table: RareTable | None = None, option
         digest = stats.digest
         if proven is not None and engine.position < limit:
             digest = _extended_digest(engine, tally.scanner, proven["period"], proven["preperiod"], limit)
+    assert stats.largest is not None  # the run computed at least G(0)
     largest, largest_at = stats.largest
     sparse = proven is None  # the sparse space matters for games still open
     # The repetition closest to a proof, for the hint that more values may prove it.
@@ -215,7 +217,7 @@ class Survey:
     def finished(self) -> list[dict]:
         """Every game's result, in survey order, with its group (the first game of equal sequences)."""
         results = [dict(self.results[g.code]) for g in self.games if g.code in self.results]
-        first_of = {}
+        first_of: dict[str, str] = {}  # digest -> the first game with it
         for result in results:
             result["group"] = first_of.setdefault(result["digest"], result["code"])
         return results
@@ -266,7 +268,8 @@ def run_survey(survey: Survey, executor, progress=None, should_stop=lambda: Fals
 def _run_pending(survey: Survey, executor, progress, should_stop) -> None:
     """Games are handed out as executors come free (one at a time in this process), so that each is
     recorded once it is done and a stop drops no finished game."""
-    waiting, pending = survey.pending(), {}
+    waiting = survey.pending()
+    pending: dict[str, Any] = {}  # code -> the executor's future of its result (done, result)
     if progress is not None:
         progress.phase("computing")
         progress.update(len(survey.results))

@@ -13,17 +13,26 @@ import time
 import numpy as np
 import pytest
 
+from octalgen.api import rare_table
 from octalgen.checksum import fnv1a64
+from octalgen.engine.scan import HASH_MATCH, Scanner, crc_of_window
 from octalgen.hdl.kernel import SpeculativePipeline
-from octalgen.hdl.records import (SUMMARY, BoardSettings, BoardSummary, Histogram, RecordReader, Values, crc16, frame,
-                                  request)
+from octalgen.hdl.records import (
+    SUMMARY,
+    BoardSettings,
+    BoardSummary,
+    Histogram,
+    RecordReader,
+    Values,
+    crc16,
+    frame,
+    request,
+)
 from octalgen.hdl.simulate import simulate_board, uart_levels
 from octalgen.hdl.statistics import WINDOW_BANK
 from octalgen.hdl.streamer import ResultStreamer
 from octalgen.hdl.synth import TARGETS, choose_fold
-from octalgen.engine.scan import HASH_MATCH, Scanner, crc_of_window
 from octalgen.plan import make_plan
-from octalgen.api import rare_table
 from octalgen.reference import exact_values
 
 #: Small enough for amaranth.sim: a record every 256 values, 4 clocks per UART bit.
@@ -39,9 +48,9 @@ def expected_summary(values, window: int) -> dict:
             last_match = event.heap
     state = scanner.to_dict()
     values = np.asarray(values)
-    return dict(heap=len(values), digest=int(fnv1a64(values), 16), largest=int(values.max()),
-                largest_at=int(np.argmax(values)), crc=crc_of_window(values, window), anchor=state["anchor"],
-                anchor_crc=state["anchor_crc"], matches=state["hash_matches"], last_match=last_match, flags=0)
+    return {"heap": len(values), "digest": int(fnv1a64(values), 16), "largest": int(values.max()),
+            "largest_at": int(np.argmax(values)), "crc": crc_of_window(values, window), "anchor": state["anchor"],
+            "anchor_crc": state["anchor_crc"], "matches": state["hash_matches"], "last_match": last_match, "flags": 0}
 
 
 def board_session(code, fold, cycles, requests, settings=SIM_SETTINGS, window_bank=WINDOW_BANK, **options):

@@ -8,12 +8,11 @@ from __future__ import annotations
 import errno
 
 import pytest
+from engine_helpers import c_values, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine import checkpoint as checkpoint_module
 from octalgen.engine.checkpoint import read_checkpoint, write_checkpoint
-
-from engine_helpers import c_values, run_engine
 
 
 def test_a_checkpoint_of_octalgen_0_1_is_refused_with_one_line(cli, tmp_path):
@@ -100,7 +99,8 @@ def test_a_full_disk_stops_the_run_with_one_line_and_loses_no_proven_work(cli, t
     monkeypatch.setattr(checkpoint_module, "write_file_atomically", filling_up)
     result = cli("run", ".6", "--until", 600_000, "--checkpoint", tmp_path, "--workers", 0, "--chunk", 1 << 15,
                  "--checkpoint-every", 0)
-    assert result.code == 2 and result.err.strip().splitlines()[-1].startswith("octalgen: error: cannot write checkpoint")
+    last = result.err.strip().splitlines()[-1]
+    assert result.code == 2 and last.startswith("octalgen: error: cannot write checkpoint")
     assert "the disk is full" in result.err
     saved = read_checkpoint(tmp_path)["position"]
     assert 0 < saved < 600_000
@@ -162,7 +162,7 @@ def test_a_long_index_is_sealed_in_segments_listed_by_their_digest(tmp_path, mon
     segment = tmp_path / "values" / sorted(listed)[0]
     segment.write_bytes(segment.read_bytes().replace(b'"count":4096', b'"count":4097', 1))
     before = (tmp_path / "checkpoint.json").read_bytes()
-    with pytest.raises(checkpoint_module.CheckpointError, match="index segment .* fails its checksum"):
+    with pytest.raises(checkpoint_module.CheckpointError, match=r"index segment .* fails its checksum"):
         run_engine(".6", 200_000, tmp_path, keep_all=True, workers=0)
     assert (tmp_path / "checkpoint.json").read_bytes() == before
 

@@ -7,14 +7,14 @@ import sys
 
 import pytest
 
+from octalgen.api import rare_table
 from octalgen.backends import backends, get_backend
 from octalgen.cuda import runtime
-from octalgen.cuda.kernels import NVCC_FLAGS, compile_kernels, find_nvcc, render_kernels
 from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
+from octalgen.cuda.kernels import NVCC_FLAGS, compile_kernels, find_nvcc, render_kernels
 from octalgen.cuda.occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
 from octalgen.cuda.sass import disassemble, find_disassembler, term_loops
 from octalgen.errors import ToolMissingError
-from octalgen.api import rare_table
 
 
 def _has_nvcc() -> bool:

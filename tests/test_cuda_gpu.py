@@ -11,6 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from octalgen.api import rare_table
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
 from octalgen.cuda import plugin, runtime, twin
@@ -19,7 +20,6 @@ from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.run_summary import summarize
 from octalgen.engine.tally import Tally
 from octalgen.game import parse_game
-from octalgen.api import rare_table
 from octalgen.reference import exact_values
 
 pytestmark = pytest.mark.skipif(runtime.unavailable() is not None, reason=f"no GPU: {runtime.unavailable()}")

@@ -7,26 +7,27 @@ period, recovers a planted fault and a new rare value, and refuses u16 storage i
 
 from __future__ import annotations
 
+import itertools
 import logging
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
+from engine_helpers import run_engine
 
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.kernel import StorageOverflow, default_threads
+from octalgen.cpu.plugin import CKernels
 from octalgen.cuda import persistent, plugin, runtime, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions
 from octalgen.engine import accounting, split
 from octalgen.engine.planning import plan_game
-from octalgen.cpu.plugin import CKernels
 from octalgen.engine.tally import RecurrenceProof
 from octalgen.errors import ComputationError, Interrupted
 from octalgen.game import parse_game
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
-from engine_helpers import run_engine
 
 
 def run_twin(code, until, directory=None, stop_at=None, table=None, kernels=None, prover=None, **options):
@@ -37,7 +38,7 @@ def run_twin(code, until, directory=None, stop_at=None, table=None, kernels=None
     return summary, kernels
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference_digest(code: str, count: int) -> str:
     return fnv1a64(exact_values(code, count))
 
@@ -196,7 +197,7 @@ def test_asynchronous_proofs_done_late_and_out_of_order_keep_the_order_and_recov
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         summary, _ = run_twin(".16", 60_000, kernels=kernels, chunk=1 << 11)
     finishes = kernels.finishes
-    assert any(later < earlier for earlier, later in zip(finishes, finishes[1:]))  # a later launch finished first
+    assert any(later < earlier for earlier, later in itertools.pairwise(finishes))  # a later launch finished first
     assert planted and "verification corrected G(" in caplog.text
     assert summary.statistics.digest == reference_digest(".16", 60_000)
 
@@ -231,7 +232,7 @@ def _cut_16():
 
 def test_a_new_rare_value_is_found_and_the_run_goes_on(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="octalgen"):
-        summary, kernels = run_twin(".16", 40_000, tmp_path, table=_cut_16())
+        summary, _kernels = run_twin(".16", 40_000, tmp_path, table=_cut_16())
     assert "NEW RARE VALUE: G(13932)" in caplog.text
     assert summary.statistics.rare_found[0][0] == 13932
     assert summary.statistics.digest == reference_digest(".16", 40_000)

@@ -5,15 +5,15 @@ decisions (tests/test_cuda_gpu.py compares them on a GPU).  The plug-in through 
 is tested in tests/test_cuda_plugin.py.
 """
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
 
+from octalgen.api import rare_table
 from octalgen.cuda import persistent, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions, make_cuda_plan, spread, unspread
 from octalgen.errors import InputError
-from octalgen.api import rare_table
 from octalgen.reference import exact_values
 from octalgen.sparse import is_rare
 
@@ -22,7 +22,7 @@ GAMES = [".6", ".16", ".356", ".644"]
 SPAN = {".6": 1500, ".16": 2500, ".356": 3000, ".644": 3000}
 
 
-@lru_cache(maxsize=None)
+@cache
 def exact(game: str):
     """The plan, the exact values and their codes up to 300 heaps past the plan's first heap + SPAN."""
     table = rare_table(game)
@@ -36,12 +36,13 @@ def stream(speculator, history, count, pieces):
     each at most the ring's capacity, as the producer does."""
     speculator.reset(history)
     served, out = len(history), []
-    for piece in [*pieces, count - sum(pieces)]:
-        while piece:
-            part = min(piece, speculator.capacity)
+    for size in [*pieces, count - sum(pieces)]:
+        left = size
+        while left:
+            part = min(left, speculator.capacity)
             speculator.advance(served + part)
             out.append(speculator.read(served, served + part))
-            served, piece = served + part, piece - part
+            served, left = served + part, left - part
             speculator.release(served)
     return np.concatenate(out)
 

@@ -7,17 +7,16 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from engine_helpers import c_values, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
-from octalgen.cpu.verify import Verifier
 from octalgen.cpu.plugin import CKernels
+from octalgen.cpu.verify import Verifier
 from octalgen.engine import recovery
-from octalgen.engine.seams import KernelPlugin, ProofVerifier, ChunkFiller
+from octalgen.engine.seams import ChunkFiller, KernelPlugin, ProofVerifier
 from octalgen.plan import make_plan
 from octalgen.rare import shipped_table
-
-from engine_helpers import c_values, run_engine
 
 
 def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
@@ -146,14 +145,14 @@ def test_the_split_measures_every_block_length_and_the_kernel_keeps_the_fastest(
     assert split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5) == chosen
     assert tried == []
     split._store(plan, 5, {**split._cached(plan, 5), "code": "octalgen_kernel_of_another_version"})
-    split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5)
+    again = split.choose(plan, kernel, verifier, window, exact[: plan.start], plan.start, cores=5)
     assert len(tried) == 10 and split._cached(plan, 5)["code"] == kernel.code
     # --threads by hand: the block this machine's split measured for that count, without measuring ...
     monkeypatch.setattr(split, "default_threads", lambda: 5)
     hand = SpeculativeKernel(plan)
     monkeypatch.setattr(hand, "fill", lambda *a, **k: pytest.fail("measured again"))
     split.tune_blocks(plan, hand, window, plan.start, 3)
-    assert hand.tuned_blocks == {3: chosen.blocks[3]}
+    assert hand.tuned_blocks == {3: again.blocks[3]}  # the cached measurement: the latest
     # ... or, where none did, the fastest of a measurement of that count now.
     monkeypatch.setattr(split, "default_threads", lambda: 7)
     fresh = SpeculativeKernel(plan)

@@ -33,14 +33,14 @@ def kept(tmp_path_factory):
 
 
 def test_text_of_every_kept_value(cli, kept):
-    directory, count, reference = kept
+    directory, _count, reference = kept
     result = cli("export", directory)
     assert result.code == 0 and result.err == ""
     assert [int(v) for v in result.out.split()] == reference.tolist()
 
 
 def test_a_range_as_u16(cli, kept, tmp_path):
-    directory, count, reference = kept
+    directory, _count, reference = kept
     out = tmp_path / "range.u16"
     result = cli("export", directory, "--start", 8000, "-n", 9000, "--format", "u16", "-o", out)
     assert result.code == 0 and result.out == ""
@@ -49,7 +49,7 @@ def test_a_range_as_u16(cli, kept, tmp_path):
 
 
 def test_npy_to_a_file_and_to_stdout(cli, kept, tmp_path, capsysbinary):
-    directory, count, reference = kept
+    directory, _count, reference = kept
     out = tmp_path / "values.npy"
     assert cli("export", directory, "--format", "npy", "-o", out).code == 0
     saved = np.load(out)
@@ -65,7 +65,7 @@ def one_line_error(result, code, message):
 
 
 def test_a_corrupt_chunk_is_refused_and_nothing_is_written(cli, kept, tmp_path):
-    directory, count, reference = kept
+    directory, _count, _reference = kept
     copy = tmp_path / "run"
     shutil.copytree(directory, copy)
     chunk = sorted((copy / "values").glob("*.u8"))[-1]
@@ -82,7 +82,7 @@ def test_a_corrupt_chunk_is_refused_and_nothing_is_written(cli, kept, tmp_path):
 
 
 def test_values_that_do_not_match_the_runs_digest_are_refused(cli, kept, tmp_path, monkeypatch):
-    directory, count, reference = kept
+    directory, _count, _reference = kept
     decode = Encoding.decode_array
 
     def wrong_decoding(self, codes, first=None):  # a decoding bug: one value off, every file still intact
@@ -109,7 +109,7 @@ def bfile_pairs(text: str) -> list[tuple[int, int]]:
 
 
 def test_export_as_a_bfile(cli, kept, tmp_path):
-    directory, count, reference = kept
+    directory, _count, reference = kept
     result = cli("export", directory, "--start", 85, "-n", 10, "--format", "bfile")  # across u16 / u8
     assert result.code == 0 and result.out.endswith("\n")
     assert bfile_pairs(result.out) == [(n, int(reference[n])) for n in range(85, 95)]
@@ -137,7 +137,7 @@ def expected_csv(reference: np.ndarray) -> list[str]:
 
 def test_stats_writes_the_counts_beside_the_plot(cli, kept, tmp_path):
     pytest.importorskip("matplotlib")
-    directory, count, reference = kept
+    directory, _count, reference = kept
     plot = tmp_path / "hist.png"
     result = cli("stats", directory, "--plot", plot)
     assert result.code == 0, result.err
@@ -147,7 +147,7 @@ def test_stats_writes_the_counts_beside_the_plot(cli, kept, tmp_path):
 
 
 def test_stats_csv_alone(cli, kept, tmp_path):
-    directory, count, reference = kept
+    directory, _count, reference = kept
     out = tmp_path / "counts.csv"
     result = cli("stats", directory, "--csv", out)
     assert result.code == 0 and f"wrote the counts to {out}" in result.err
@@ -161,7 +161,7 @@ def test_stats_csv_alone(cli, kept, tmp_path):
 
 
 def test_bad_requests_are_one_line(cli, kept, tmp_path):
-    directory, count, reference = kept
+    directory, count, _reference = kept
     one_line_error(cli("export", directory, "--start", count - 5, "-n", 10), 2,
                    f"kept G(0) ... G({count - 1}); G({count - 5}) ... G({count + 4}) goes beyond it")
     one_line_error(cli("export", directory, "-n", 0), 2, "-n 0 asks for no values")

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from octalgen.api import rare_table
 from octalgen.errors import InputError
 from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.layout import DATA_VALID, READ_SAMPLE, layout_pipeline
 from octalgen.hdl.simulate import SimulationRun, compare, simulate_amaranth
 from octalgen.plan import make_plan
-from octalgen.api import rare_table
 from octalgen.rare import shipped_table
 from octalgen.reference import exact_values
 
@@ -49,7 +49,7 @@ def run_kernel(code, fold, values, references, **options):
 # -- the schedule ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("code", SMALL_GAMES + (".6",))
+@pytest.mark.parametrize("code", (*SMALL_GAMES, ".6"))
 @pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
                          [(1, 8, "vector"), (2, 8, "vector"), (5, 8, "vector"), (25, 8, "vector"), (12, 4, "vector"),
                           (11, 5, "vector"), (11, 3, "vector"), (10, 2, "vector"), (3, 1, "vector"),
@@ -101,7 +101,7 @@ def test_layout_one_value_per_clock_keeps_memory_close_to_the_window():
     pytest.param(".644", marks=pytest.mark.slow),
 ])
 def test_one_value_per_clock_equals_reference(code, references):
-    kernel, run, result = run_kernel(code, 1, 2000, references)
+    _kernel, run, result = run_kernel(code, 1, 2000, references)
     assert result.checked == 2000 and result.ok, result.mismatch
     assert run.error_cycle is None
 
@@ -409,9 +409,9 @@ def test_generated_officers_verilog_is_current():
     from pathlib import Path
 
     from octalgen.cli.emit_hdl import verilog_path
-    from octalgen.hdl.synth import TARGETS, choose_fold
     from octalgen.engine.planning import plan_game
     from octalgen.game import parse_game
+    from octalgen.hdl.synth import TARGETS, choose_fold
     from octalgen.hdl.verilog import emit_verilog, header_lines, toolchain
 
     plan, prefix = plan_game(parse_game(".6"))  # as `octalgen emit hdl .6` plans it

@@ -12,15 +12,15 @@ import shutil
 import numpy as np
 import pytest
 
+from octalgen.api import rare_table
 from octalgen.errors import ToolMissingError
+from octalgen.game import parse_game
 from octalgen.hdl.kernel import SpeculativePipeline
 from octalgen.hdl.simulate import compare, simulate_verilator
 from octalgen.hdl.synth import TARGETS, choose_fold, find_tool
 from octalgen.hdl.verilog import emit_verilog
 from octalgen.periodicity import is_proven_period, proof_length, solved_games
-from octalgen.game import parse_game
 from octalgen.plan import make_plan
-from octalgen.api import rare_table
 from octalgen.reference import exact_values
 
 pytestmark = pytest.mark.slow
@@ -37,7 +37,7 @@ def synthesis_tools(family):
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference_values(code, count):
     return exact_values(code, count)
 

@@ -13,8 +13,8 @@ from octalgen.periodicity import proof_length, solved_games
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 #: An example in the README: ``octalgen period CODE [options]   # period P preperiod I ...``.
-_EXAMPLE = re.compile(r"^octalgen period (?P<command>[^#]*?)\s+#.*?\bperiod (?P<period>\d+) preperiod (?P<preperiod>\d+)",
-                      re.MULTILINE)
+_EXAMPLE = re.compile(r"^octalgen period (?P<command>[^#]*?)\s+#.*?"
+                      r"\bperiod (?P<period>\d+) preperiod (?P<preperiod>\d+)", re.MULTILINE)
 
 
 def readme_periods() -> dict[str, tuple[int, int, list[str]]]:

@@ -156,10 +156,9 @@ def test_a_reader_sees_the_old_file_until_the_new_one_is_complete(tmp_path):
 def test_a_failure_in_the_block_leaves_the_old_file_and_no_temporary(tmp_path):
     path = tmp_path / "values.txt"
     path.write_bytes(b"old\n")
-    with pytest.raises(KeyboardInterrupt):
-        with output_file(path) as out:
-            out.write(b"half of it")
-            raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), output_file(path) as out:
+        out.write(b"half of it")
+        raise KeyboardInterrupt
     assert path.read_bytes() == b"old\n" and names(tmp_path) == ["values.txt"]
 
 

@@ -5,22 +5,27 @@ has proven .16's period (the periods of .354 and .1777 behind ``-m slow``)."""
 
 import numpy as np
 import pytest
+from engine_helpers import StopAt, c_values, run_engine
 
 from octalgen import periodicity
 from octalgen.checksum import fnv1a64
-from octalgen.engine.core import Engine, EngineOptions
-from octalgen.engine.run_summary import summarized_run
-from octalgen.engine.period_proof import ExactProof
-from octalgen.cpu.verify import FAILED, VerifyResult
 from octalgen.cpu.plugin import CKernels
+from octalgen.cpu.verify import FAILED, VerifyResult
+from octalgen.engine.core import Engine, EngineOptions
+from octalgen.engine.period_proof import ExactProof
+from octalgen.engine.run_summary import summarized_run
 from octalgen.engine.tally import Tally
 from octalgen.errors import Interrupted
 from octalgen.game import parse_game
-from octalgen.periodicity import (Repetition, is_proven_period, least_preperiod, proof_length, search_periods,
-                                  solved_games)
+from octalgen.periodicity import (
+    Repetition,
+    is_proven_period,
+    least_preperiod,
+    proof_length,
+    search_periods,
+    solved_games,
+)
 from octalgen.reference import exact_values
-
-from engine_helpers import StopAt, c_values, run_engine
 
 KNOWN = [(".77", 12, 71), (".07", 34, 53), (".137", 34, 52), (".4", 34, 54), (".16", 149459, 105351)]
 

@@ -1,4 +1,5 @@
-"""One way to a plan: :func:`~octalgen.engine.planning.plan_game`, and the table reconciled quietly where nothing is wrong.
+"""One way to a plan: :func:`~octalgen.engine.planning.plan_game`, and the table reconciled quietly where
+nothing is wrong.
 
 Truth is the pure-Python reference: the prefix must be its values, the reconciled table its rare values
 below the kernel's first heap, and the plan the one a run of the engine starts its kernel with.
@@ -94,8 +95,8 @@ def test_no_kernel_whose_first_heap_lies_past_the_limit():
 def test_values_extending_the_table_says_nothing_by_default_and_one_line_a_step_with_v():
     """The flood of issue 30: 241 lines, one per rare value the exact solver added to octalgen's own table."""
     command = [sys.executable, "-m", "octalgen", "values", ".14", "-n", "131072"]
-    quiet = subprocess.run(command + ["-q"], capture_output=True, text=True)
+    quiet = subprocess.run([*command, "-q"], check=False, capture_output=True, text=True)
     assert quiet.returncode == 0 and quiet.stderr == "" and len(quiet.stdout.split()) == 131072
-    told = subprocess.run(command + ["-v"], capture_output=True, text=True).stderr.splitlines()
+    told = subprocess.run([*command, "-v"], check=False, capture_output=True, text=True).stderr.splitlines()
     extended = [line for line in told if "rare table extended" in line]
     assert 1 <= len(extended) <= 5 and all(line.startswith("octalgen: .14: ") for line in extended)

@@ -5,26 +5,26 @@ the last chunk's pieces combined in order."""
 
 from __future__ import annotations
 
+import itertools
 import select
 
 import numpy as np
 import pytest
+from engine_helpers import c_values, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.kernel import SpeculativeKernel, StorageOverflow
+from octalgen.cpu.plugin import CKernels
 from octalgen.cpu.verify import FAILED, PROVEN, UNDECIDED, VerifyResult
 from octalgen.engine.executors import _Done
 from octalgen.engine.pipeline import _Pieces
-from octalgen.cpu.plugin import CKernels
 from octalgen.engine.producer import Producer, term_reads
 from octalgen.engine.producer_thread import ProducerThread
 from octalgen.engine.signals import StopRequest, StopRequested
 from octalgen.engine.tape import Tape
-from octalgen.plan import make_plan
 from octalgen.game import parse_game
+from octalgen.plan import make_plan
 from octalgen.rare import RareTable, shipped_table
-
-from engine_helpers import c_values, run_engine
 
 UNTIL = 400_000
 SIZE = 1 << 16
@@ -176,7 +176,8 @@ def test_term_reads_are_the_heaps_the_terms_read(plan, far):
     for start, stop in reads:
         merged[start: stop] = True
     runs = np.count_nonzero(np.diff(np.concatenate([[0], heaps.astype(np.int8)])) == 1)
-    assert np.array_equal(merged, heaps) and len(reads) == runs and all(a < b for (_, a), (b, _) in zip(reads, reads[1:]))
+    assert np.array_equal(merged, heaps) and len(reads) == runs
+    assert all(a < b for (_, a), (b, _) in itertools.pairwise(reads))
 
 
 def test_a_stop_request_ends_the_thread_and_is_raised_by_take(plan, truth):
@@ -235,7 +236,7 @@ def test_runs_with_the_threaded_producer_and_the_last_chunk_split_give_the_diges
     truth = fnv1a64(c_values(".6", until))
     assert run_engine(".6", until, workers=2, chunk=1 << 17).statistics.digest == truth
     tasks.sort()
-    assert all(b == a_next for (_, b), (a_next, _) in zip(tasks, tasks[1:])) and tasks[-1][1] == until
+    assert all(b == a_next for (_, b), (a_next, _) in itertools.pairwise(tasks)) and tasks[-1][1] == until
     assert tasks[-2:] == [(until - (1 << 17), until - (1 << 16)), (until - (1 << 16), until)]  # the last in two
     monkeypatch.setattr(SpeculativeKernel, "fill", _overflowing_at(500_000))
     assert run_engine(".6", until, workers=2, chunk=1 << 17).statistics.digest == truth

@@ -9,13 +9,11 @@ import sys
 
 import numpy as np
 import pytest
+from engine_helpers import c_values, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine.store import read_kept_values
 from octalgen.reference import exact_values
-
-from engine_helpers import c_values, run_engine
-
 
 OFFICERS_FNV_65536_2097152 = "73c2a53ce177d95a"
 

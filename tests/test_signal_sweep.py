@@ -22,16 +22,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from engine_helpers import c_values
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine.checkpoint import read_checkpoint
-
-from engine_helpers import c_values
 
 #: The published digest of G(0) ... G(10^7 - 1) of .6 (shared/README.md), and the fast suite's goal.
 DIGEST_1E7 = "05136d7de3d603b8"
@@ -162,7 +161,8 @@ def _octalgen(*arguments) -> list[str]:
 def _commands(moment: Moment, until: int, checkpoint: Path, survey: Path) -> tuple[list[str], list[str]]:
     """The command stopped at ``moment``, and the one that resumes it (the same, reporting its figures)."""
     if moment.command == "survey":
-        command = _octalgen("-q", "survey", "--digits", "1", "--whole", "0", "--max", "3000", "--workers", "2", "--out", str(survey))
+        command = _octalgen("-q", "survey", "--digits", "1", "--whole", "0", "--max", "3000", "--workers", "2",
+                            "--out", str(survey))
         return command, command
     command = _octalgen("-q", "run", ".6", "--until", str(until), "--checkpoint", str(checkpoint), "--workers",
                         "2", "--checkpoint-every", "0.05")
@@ -222,7 +222,8 @@ def stop_and_resume(moment: Moment, signal_number: int, until: int, tmp_path: Pa
     assert not _shared_memory_files(process.pid), where
     # The same command goes on to the end.
     environment["OCTALGEN_CACHE_DIR"] = str(warm_cache)
-    finished = subprocess.run(resume, capture_output=True, text=True, env=environment, timeout=20 * PATIENCE)
+    finished = subprocess.run(resume, check=False, capture_output=True, text=True, env=environment,
+                              timeout=20 * PATIENCE)
     assert finished.returncode == 0, finished.stderr
     if moment.command == "run":
         resumed = json.loads(finished.stdout)["fnv1a64"]
@@ -253,7 +254,8 @@ def survey_table(tmp_path_factory):
     def reference() -> list:
         if not table:
             out = tmp_path_factory.mktemp("survey-reference") / "s"
-            subprocess.run(_commands(MOMENTS[-1], 0, out, out)[0], check=True, capture_output=True, timeout=20 * PATIENCE)
+            subprocess.run(_commands(MOMENTS[-1], 0, out, out)[0], check=True, capture_output=True,
+                           timeout=20 * PATIENCE)
             table.append(_comparable(json.loads(out.with_suffix(".json").read_text())["games"]))
         return table[0]
     return reference

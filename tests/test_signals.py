@@ -11,11 +11,10 @@ import sys
 import time
 
 import pytest
+from engine_helpers import _command, _position, c_values, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine.checkpoint import read_checkpoint
-
-from engine_helpers import _command, _position, c_values, run_engine
 
 
 def _descendants(pid: int) -> set[int]:

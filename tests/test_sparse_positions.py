@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import numpy as np
 import pytest
+from engine_helpers import run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import CExactSolver
@@ -25,8 +26,8 @@ from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel
 from octalgen.cpu.verify import Verifier
 from octalgen.cuda import plugin, twin
 from octalgen.cuda.cuda_plan import CODES, CudaPlan
-from octalgen.engine.store import read_kept_values
 from octalgen.engine.run_summary import summary_of_checkpoint
+from octalgen.engine.store import read_kept_values
 from octalgen.errors import InputError, Interrupted, TableError
 from octalgen.game import parse_game
 from octalgen.hdl.kernel import SpeculativePipeline
@@ -37,12 +38,10 @@ from octalgen.reference import ExactSolver, exact_values, naive_values
 from octalgen.sparse import Rarity
 from octalgen.survey import survey_game
 
-from engine_helpers import run_engine
-
 FLAMMENKAMP_051 = (0, 3, 7, 13, 17, 27, 37)
 
 
-@lru_cache(maxsize=None)
+@cache
 def reference(code: str, count: int) -> np.ndarray:
     """The pure-Python reference (positional rarity taught to it; checked against the definition below)."""
     values = exact_values(code, count)
@@ -100,7 +99,8 @@ def test_rare_flags_in_every_width_equal_the_definition(rarity, dtype):
     # a mask wider than the values, and a first heap past 255, change nothing.
     values = np.random.default_rng(7).integers(0, 256 if dtype == np.uint8 else 60_000, 999).astype(dtype)
     first = 70_001
-    assert rarity.rare_flags(values, first).tolist() == [rarity.is_rare(int(v), first + i) for i, v in enumerate(values)]
+    assert rarity.rare_flags(values, first).tolist() == [rarity.is_rare(int(v), first + i) for i,
+                                                         v in enumerate(values)]
 
 
 # -- tables: schema 2, and schema 1 still loads ---------------------------------------------

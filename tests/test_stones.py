@@ -19,10 +19,15 @@ from octalgen.build import find_compiler
 from octalgen.errors import InputError, ToolMissingError
 from octalgen.game import subtraction_game
 from octalgen.stones import Asymmetric, Classic, NoRepeat, StonesRuleError, compute, parse_moves
-from octalgen.stones.eventual_period import (Period, eventual_periods, eventual_periods_of_game, least_period,
-                                             state_period)
-from octalgen.stones.stones_plan import MAX_HISTORY_EDGES, make_stones_plan
+from octalgen.stones.eventual_period import (
+    Period,
+    eventual_periods,
+    eventual_periods_of_game,
+    least_period,
+    state_period,
+)
 from octalgen.stones.reference import reference_outcomes
+from octalgen.stones.stones_plan import MAX_HISTORY_EDGES, make_stones_plan
 
 
 def _have_compiler() -> bool:

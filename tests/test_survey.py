@@ -5,12 +5,11 @@ import json
 import pytest
 
 from octalgen.checksum import fnv1a64
-from octalgen.engine.executors import InProcess
-from octalgen.periodicity import proof_length, solved_games
-from octalgen.reference import exact_values
 from octalgen.cli.survey import open_hints
+from octalgen.engine.executors import InProcess
 from octalgen.game import parse_game
-from octalgen.periodicity import is_proven_period
+from octalgen.periodicity import is_proven_period, proof_length, solved_games
+from octalgen.reference import exact_values
 from octalgen.survey import Survey, run_survey, survey_game, survey_games
 
 

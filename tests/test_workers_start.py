@@ -49,7 +49,7 @@ def _check(output: str, cli_digest: str) -> None:
 
 
 def _run(command: list[str], cwd: Path, **kwargs) -> str:
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600, **kwargs)
+    done = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True, timeout=600, **kwargs)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout + done.stderr
 
@@ -102,7 +102,8 @@ def test_a_worker_that_cannot_start_says_why_in_one_line(tmp_path):
                       "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2\nexit 1\n")
     broken.chmod(0o755)
     program = f"import sys; sys.executable = {str(broken)!r}\n" + PROGRAM
-    done = subprocess.run([sys.executable, "-c", program], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", program], check=False, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("octalgen.errors.ComputationError: a verifying process could not start: "
@@ -112,6 +113,7 @@ def test_a_worker_that_cannot_start_says_why_in_one_line(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(f"import sys; sys.executable = {str(broken)!r}\nfrom octalgen.cli import main\n"
                       "sys.exit(main(['-q', 'run', '.6', '--until', '3e6', '--workers', '2']))\n")
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(script)], check=False, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("octalgen: error: a verifying process could not start: ModuleNotFoundError")

@@ -13,8 +13,9 @@ makes its plug-in with :attr:`Backend.plugin`, and ``octalgen run --backend`` an
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class Backend:
     summary: str
     compute: Callable[..., Iterator[np.ndarray]]
     unavailable: Callable[[], str | None] = lambda: None
-    plugin: Callable[[], "KernelPlugin"] | None = None
+    plugin: Callable[[], KernelPlugin] | None = None
 
 
 _REGISTRY: dict[str, Backend] = {}
@@ -101,7 +102,7 @@ def get_backend(name: str | None = None) -> Backend:
     return backend
 
 
-def kernel_plugin(name: str) -> "KernelPlugin":
+def kernel_plugin(name: str) -> KernelPlugin:
     """The engine's kernel plug-in of the exact backend ``name`` (``c``, ``cuda``), made for one run.
 
     Raises

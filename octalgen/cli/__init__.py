@@ -71,10 +71,7 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message):
         # A parser with sub-commands cannot judge their options: only a leaf parser looks.
         unknown = None if self._subparsers is not None else self._unknown_option(getattr(self, "_given", ()))
-        if unknown is not None:
-            message = self._unknown_message(unknown)
-        else:
-            message = _suggest_choice(message)
+        message = self._unknown_message(unknown) if unknown is not None else _suggest_choice(message)
         self.exit(2, error_text(f"{self.prog}: error: {message} (see {self.prog} --help)"))
 
     def _unknown_option(self, tokens) -> str | None:
@@ -136,7 +133,8 @@ class HelpFormatter(argparse.HelpFormatter):
         super().__init__(prog, indent_increment, max_help_position, width)
 
     def _fill_text(self, text, width, indent):
-        lines, paragraph = [], []
+        lines: list[str] = []
+        paragraph: list[str] = []
 
         def end_paragraph():
             if paragraph:
@@ -246,7 +244,8 @@ class _FittingFormatter(logging.Formatter):
 _STARTED = time.time()
 
 _HANDLER = _CurrentStderr()
-_HANDLER.setFormatter(_FittingFormatter("octalgen: %(message)s"))
+_FORMATTER = _FittingFormatter("octalgen: %(message)s")
+_HANDLER.setFormatter(_FORMATTER)
 
 
 def set_verbosity(verbose: int) -> None:
@@ -256,7 +255,7 @@ def set_verbosity(verbose: int) -> None:
     if _HANDLER not in logger.handlers:
         logger.addHandler(_HANDLER)
     _HANDLER.setLevel(level)
-    _HANDLER.formatter.stamped = verbose >= 2
+    _FORMATTER.stamped = verbose >= 2
     if logger.level == logging.NOTSET or logger.level > level:  # never hide what a caller asked to see
         logger.setLevel(level)
 

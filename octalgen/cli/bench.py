@@ -69,7 +69,7 @@ def _timed(function, *args, **kwargs):
 
 def _load() -> str:
     try:
-        return "%.2f" % os.getloadavg()[0]
+        return f"{os.getloadavg()[0]:.2f}"
     except OSError:
         return "unknown"
 
@@ -80,7 +80,8 @@ def _verify_cpu(verifiers, codes, base, prefix, a, b):
     CPU time of this thread (the verifier runs in it), so other work on a busy machine counts
     less than it would in wall-clock time; alternating rounds share whatever load there is.
     """
-    verdicts, seconds = [], [[] for _ in verifiers]
+    verdicts = []
+    seconds: list[list[float]] = [[] for _ in verifiers]
     for _ in range(VERIFY_ROUNDS):
         for verifier, times in zip(verifiers, seconds):
             began = time.thread_time()
@@ -102,11 +103,12 @@ def _bench_cuda(args) -> int:
     require_gpu()  # one line, before the C baseline spends any time
     game, count = args.game, args.count
     plan, prefix = plan_game(game, required=True)
+    assert plan is not None  # required=True raises instead of returning None
     baseline_count = min(count, DEFAULT_COUNT)
     codes = np.empty(plan.window + baseline_count, dtype=SpeculativeKernel(plan).dtype)
     codes[: plan.window] = plan.encoding.encode_array(prefix[plan.start - plan.window:])
     kernel = SpeculativeKernel(plan)
-    kernel.module  # compile (or load) before the clock starts
+    _ = kernel.module  # compile (or load) before the clock starts
     _, c_seconds = _timed(kernel.fill, codes, plan.start, 1)
     c_rate = baseline_count / c_seconds
     figures = run_benchmark(game.code, max(count, plan.start + 1))
@@ -134,6 +136,7 @@ def _bench_c(args) -> int:
     game, count = args.game, args.count
     threads = args.threads or default_threads()
     plan, prefix = plan_game(game, required=True)
+    assert plan is not None  # required=True raises instead of returning None
     threads = min(threads, SpeculativeKernel(plan).max_threads)
     start, window = plan.start, plan.window
     _say(f"octalgen bench {game.code}: N = {count} heaps from G({start}); kernel of {len(plan.terms)} terms, "
@@ -146,7 +149,7 @@ def _bench_c(args) -> int:
 
     kernel, naive, verifier = SpeculativeKernel(plan), NaiveKernel(plan), Verifier(plan)
     plain_verifier = Verifier(plan, flags=PLAIN_SCAN_FLAGS)
-    kernel.module, naive.module, verifier.module, plain_verifier.module  # compile (or load) before any clock starts
+    _ = kernel.module, naive.module, verifier.module, plain_verifier.module  # compile (or load) before any clock starts
     one = buffer()
     _, one_s = _timed(kernel.fill, one, start, 1)
     many = buffer()

@@ -12,8 +12,15 @@ from ..cpu.generate import DEFAULT_MAX_THREADS, exact_unit, kernel_unit
 from ..engine.planning import plan_game
 from ..output import check_directory, write_output
 from ..rare import RareTable
-from .arguments import (GENERATED_DIRECTORY, add_game, add_table, check_kernel_threads, game_folder, load_table,
-                        threads_type)
+from .arguments import (
+    GENERATED_DIRECTORY,
+    add_game,
+    add_table,
+    check_kernel_threads,
+    game_folder,
+    load_table,
+    threads_type,
+)
 
 
 def register(targets) -> None:

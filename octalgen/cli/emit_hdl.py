@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..backends import compute_values
-from ..errors import InputError
 from ..engine.planning import plan_game
+from ..errors import InputError
 from ..output import check_directory, check_output, write_output
 from . import progress_for
 from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder, load_table
@@ -72,6 +72,7 @@ def run(args) -> int:
     elif not args.sim:
         check_directory(game_folder(GENERATED_DIRECTORY, args.game))
     plan, prefix = plan_game(args.game, load_table(args), required=True)
+    assert plan is not None  # required=True raises instead of returning None
     first = plan.start
     if not args.sim:
         kernel = SpeculativePipeline(plan, prefix, fold=args.fold)
@@ -103,6 +104,7 @@ def run(args) -> int:
                 print(f"wrote {args.output}")
         if args.simulator == "verilator":
             progress.phase("verilator: compiling the model (minutes the first time; cached)")
+            assert verilog is not None  # emitted just above for verilator
             build_verilator(verilog, kernel.module_name)
         sim = simulate(kernel, cycles, args.simulator, verilog=verilog, progress=progress)
     result = compare(sim, reference, first)
@@ -111,7 +113,7 @@ def run(args) -> int:
     print(f"{plan.game.code} at fold {layout.fold} ({sim.simulator}): {result.checked} values checked "
           f"against the reference ({span}), {sim.cycles} clocks, latency {kernel.latency}")
     print(f"speed: {sim.cycles_per_second:,.0f} cycles/s, {sim.cycles_per_second / layout.fold:,.0f} values/s")
-    if result.ok:
+    if result.mismatch is None:
         print("all values match the reference")
         return 0
     heap, got, want = result.mismatch

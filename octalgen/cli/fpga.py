@@ -84,6 +84,7 @@ def run(args) -> int:
         raise InputError("--baud must be positive")
     wanted_values = _values_option(args.values)
     plan, _prefix = plan_game(args.game, load_table(args), required=True)
+    assert plan is not None  # required=True raises instead of returning None
     checkpoint = checkpoint_digest(args.checkpoint) if args.checkpoint else None
     link = open_link(args.port, args.baud)
     follower = None if checkpoint else ExactFollower(args.game, plan.window, table=plan.table)
@@ -155,12 +156,12 @@ def run(args) -> int:
                     pending.pop(0)
                     values_left = None
                     continue
-                exact = follower.state(record.heap)
-                if exact is None:
+                exact_state = follower.state(record.heap)
+                if exact_state is None:
                     break
                 pending.pop(0)
-                differences = (check_summary(record, exact) if isinstance(record, BoardSummary)
-                               else check_histogram(record, exact))
+                differences = (check_summary(record, exact_state) if isinstance(record, BoardSummary)
+                               else check_histogram(record, exact_state))
                 if differences:
                     where = (f"the first wrong value lies in G({last_good:,}) ... G({record.heap - 1:,}) "
                              f"(records agreed at G({last_good:,}))" if last_good is not None

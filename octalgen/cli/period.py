@@ -92,10 +92,11 @@ def report_lines(result: PeriodResult, t: int) -> list[str]:
         timing += (f"; G(0) ... G({before - 1}) were proven before, in "
                    f"{result.seconds - result.session_seconds:.1f} s")
     if result.proven:
-        p, i = result.period, result.preperiod
+        p, i, length = result.period, result.preperiod, result.proof_length
+        assert p is not None and i is not None and length is not None  # all set once proven
         return [f"period {p} preperiod {i}",
                 f"proof: G(n + {p}) = G(n) for {i} <= n < {2 * i + p + t} (Guy-Smith, t = {t}), "
-                f"checked on G(0) ... G({result.proof_length - 1})", timing]
+                f"checked on G(0) ... G({length - 1})", timing]
     if result.refuted:
         return [f"claim refuted: {result.refuted}", timing]
     lines = [f"no period up to {result.limit}"]

@@ -8,8 +8,18 @@ import sys
 from ..engine.counts import FIRST_TABLE, count_words, output_directory, write_tables
 from ..engine.options import CHECKPOINT_EVERY, CHUNK
 from . import fit_to_terminal, progress_for
-from .arguments import (add_game, add_table, chunk_type, count_type, load_table, mask_type, positive_count_type,
-                        seconds_type, threads_type, workers_type)
+from .arguments import (
+    add_game,
+    add_table,
+    chunk_type,
+    count_type,
+    load_table,
+    mask_type,
+    positive_count_type,
+    seconds_type,
+    threads_type,
+    workers_type,
+)
 
 DESCRIPTION = """\
 Prove G(0) ... G(N-1) of a game and report what a long search needs: the FNV-1a-64 digest
@@ -71,8 +81,8 @@ def add_engine_options(parser) -> None:
     """--threads, --workers, --scheduler, --chunk, --checkpoint-every: how the engine computes."""
     parser.add_argument("--threads", type=threads_type, metavar="T",
                         help="kernel threads: the threads take blocks of heaps in turn and pass a baton at the end "
-                             "of each block (Grossman's baton passing), so T threads need T free cores.  Default: chosen "
-                             "with --workers from the cores and the rates measured on this machine (or 1 when "
+                             "of each block (Grossman's baton passing), so T threads need T free cores.  Default: "
+                             "chosen with --workers from the cores and the rates measured on this machine (or 1 when "
                              "--workers is given)")
     parser.add_argument("--workers", type=workers_type, metavar="W",
                         help="verifying processes (default: chosen with --threads, or one per core; none for a small "

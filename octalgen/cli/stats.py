@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..engine.value_statistics import plot_histogram
 from ..engine.run_summary import summary_of_checkpoint
+from ..engine.value_statistics import plot_histogram
 from ..errors import InputError
 from ..output import check_output, write_output
 from .arguments import mask_type
@@ -82,7 +82,7 @@ def run(args) -> int:
             raise InputError("--compare prints the comparison alone: leave out --plot, --csv, --mask and --histogram")
         return compare(args)
     counts_path = args.csv or (str(Path(args.plot).with_suffix(".csv")) if args.plot else None)
-    if args.plot and Path(counts_path) == Path(args.plot):
+    if args.plot and counts_path is not None and Path(counts_path) == Path(args.plot):
         raise InputError(f"--plot {args.plot} would be overwritten by the counts (CSV): name an image (.png, .svg, "
                          "...) and, with --csv, another file")
     for path in (args.plot, counts_path):

@@ -74,7 +74,7 @@ def run(args) -> int:
     finally:
         restore_signals()
         written = survey.write()
-    if stop.requested():
+    if stop.signal is not None:  # a stop was requested
         raise survey.interrupted(stop.signal)
     counts = survey.counts()
     results = survey.finished()

@@ -10,8 +10,17 @@ from ..api import iter_values
 from ..backends import backends
 from ..errors import Interrupted
 from . import progress_for
-from .arguments import (add_game, add_table, count_type, load_table, output_stream, positive_count_type,
-                        refuse_binary_on_terminal, threads_type, workers_type)
+from .arguments import (
+    add_game,
+    add_table,
+    count_type,
+    load_table,
+    output_stream,
+    positive_count_type,
+    refuse_binary_on_terminal,
+    threads_type,
+    workers_type,
+)
 
 #: Output formats: text ones (None) and raw little-endian integers of a dtype.
 FORMATS = {"text": None, "bfile": None, "u16": np.dtype("<u2"), "u32": np.dtype("<u4")}

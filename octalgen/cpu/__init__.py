@@ -21,9 +21,9 @@ Speculative kernel — :class:`~.kernel.SpeculativeKernel` ``(plan, max_threads=
     Threads take blocks of heaps in turn (Grossman 3.3's baton, once per block rather than once
     per heap): before the previous block's baton arrives a thread marks every term whose input
     is already final, then the late terms and the mex; each block's output is written a cache
-    line at a time from the thread's own copy.  Unless ``patient``, threads that keep waiting (a busy machine) hand over to one
-    thread (``.fell_back_at``).  Codes are ``plan.encoding`` codes (uint8 or uint16; decode with
-    ``plan.encoding.decode_array``).  A value that does not fit raises
+    line at a time from the thread's own copy.  Unless ``patient``, threads that keep waiting (a busy
+    machine) hand over to one thread (``.fell_back_at``).  Codes are ``plan.encoding`` codes (uint8
+    or uint16; decode with ``plan.encoding.decode_array``).  A value that does not fit raises
     :class:`~.kernel.StorageOverflow` with ``.heap``; values before it are filled in.
 
 Verifier — :class:`~.verify.Verifier` ``(plan)``
@@ -47,8 +47,8 @@ from .verify import Verifier, VerifyResult
 
 __all__ = [
     "CExactSolver",
-    "SpeculativeKernel",
     "NaiveKernel",
+    "SpeculativeKernel",
     "StorageOverflow",
     "Verifier",
     "VerifyResult",

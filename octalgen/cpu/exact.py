@@ -19,7 +19,7 @@ decides a rare value far out reads every value before it, and holds them there, 
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -49,7 +49,7 @@ _STEP = 1 << 14
 _PIECE = 1 << 22
 
 
-@lru_cache(maxsize=None)
+@cache
 def _module(game: OctalGame):
     return compile_unit(exact_unit(game))
 
@@ -123,6 +123,8 @@ class CExactSolver:
         self._marks = np.zeros((1 << 16) + 1, dtype=np.uint64)
         self._scratch = np.zeros(_module(self.game).lib.octalgen_exact_scratch_size(), dtype=np.uint8)
         self.options_scanned = 0
+        self._rare: np.ndarray  # the rare positions, in a buffer of spare room (set by _reclassify)
+        self._rare_count: int
         self._reclassify()
 
     @property
@@ -204,6 +206,7 @@ class CExactSolver:
             for lo in range(0, self._count, _PIECE):  # in pieces: no 64-bit copy of every value
                 bits = np.bitwise_count(self.values[lo: lo + _PIECE] & np.uint16(self.mask & 0xFFFF)).astype(np.int64)
                 if self.position_parity:
+                    assert self._take_parity is not None  # position parity needs one parity of take (__init__)
                     bits += (np.arange(lo, lo + len(bits)) + self._take_parity) & 1
                 found.append(np.flatnonzero(bits % 2 == 0).astype(np.uint64) + np.uint64(lo))
             rare = np.concatenate(found) if found else np.zeros(0, dtype=np.uint64)

@@ -21,8 +21,15 @@ import numpy as np
 from ..build import DEFAULT_CFLAGS
 from ..errors import ComputationError, InputError
 from ..plan import KernelPlan
-from .generate import (DEFAULT_MAX_THREADS, block_heaps_for, compile_unit, kernel_unit, line_codes, max_threads_for,
-                       naive_unit)
+from .generate import (
+    DEFAULT_MAX_THREADS,
+    block_heaps_for,
+    compile_unit,
+    kernel_unit,
+    line_codes,
+    max_threads_for,
+    naive_unit,
+)
 
 log = logging.getLogger("octalgen")
 
@@ -89,7 +96,7 @@ class SpeculativeKernel:
         self.flags = tuple(flags)
         self.block_heaps = block_heaps_for(plan, block_heaps)
         self.dtype = code_dtype(plan)
-        self.fell_back_at = None
+        self.fell_back_at: int | None = None
         #: The block length for each thread count a call gives without one (:mod:`~octalgen.engine.split`
         #: sets it from what it measured; absent: :attr:`block_heaps`).
         self.tuned_blocks: dict[int, int] = {}
@@ -220,3 +227,4 @@ class NaiveKernel(SpeculativeKernel):
                                          len(buffer) - self.plan.window, first_heap)
         if result >= 0:
             raise StorageOverflow(first_heap + result, self.plan)
+        return None

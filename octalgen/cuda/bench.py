@@ -48,7 +48,7 @@ def distribution(samples: np.ndarray) -> dict:
     if not len(samples):
         return {}
     q = np.percentile(samples, [0, 10, 50, 90, 99, 100])
-    return {"count": int(len(samples)), "mean": float(np.mean(samples)),
+    return {"count": len(samples), "mean": float(np.mean(samples)),
             **{f"p{p}": float(v) for p, v in zip((0, 10, 50, 90, 99, 100), q)}}
 
 
@@ -92,7 +92,7 @@ class Stopwatch(Consumer):
 
     def rate(self) -> float | None:
         """Values per second after halfway (None when too few pieces came after it)."""
-        if self.reached is None or self.last[0] == self.reached[0]:
+        if self.reached is None or self.last is None or self.last[0] == self.reached[0]:
             return None
         return (self.last[0] - self.reached[0]) / (self.last[1] - self.reached[1])
 
@@ -125,7 +125,7 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
         one position's terms), the verification's device seconds and scan steps, the heaps
         the CPU settled, and the checksum with whether it matches the agreed one.
     """
-    game = parse_game(game)
+    octal = parse_game(game)
     if make_kernels is None:
         from . import plugin
 
@@ -134,16 +134,17 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
 
     warm = make_kernels()
     began = time.perf_counter()
-    plan = plan_game(game, required=True)[0]
+    plan = plan_game(octal, required=True)[0]
+    assert plan is not None  # required=True raises instead of returning None
     speculator = warm(plan)[0].speculator
-    run_through_engine(game, min(count, plan.start + WARM_UP), warm, verify=True)
-    figures: dict = {"game": game.code, "count": count, "window": warm.window,
+    run_through_engine(octal, min(count, plan.start + WARM_UP), warm, verify=True)
+    figures: dict = {"game": octal.code, "count": count, "window": warm.window,
                      "term_groups": warm.options.term_groups, "cache_final": warm.options.cache_final,
                      "compile_and_warmup_seconds": time.perf_counter() - began,
                      "resource_usage": getattr(speculator, "resource_usage", "")}
 
     kernels = make_kernels()
-    seconds, digest, steady = run_through_engine(game, count, kernels, verify=False)
+    seconds, digest, steady = run_through_engine(octal, count, kernels, verify=False)
     rounds, _ = kernels.figures()
     figures["speculative_seconds"] = seconds
     figures["speculative_values_per_s"] = count / seconds
@@ -160,7 +161,7 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
     figures["checksum"] = digest
     if verify:
         kernels = make_kernels()
-        seconds, digest, steady = run_through_engine(game, count, kernels, verify=True)
+        seconds, digest, steady = run_through_engine(octal, count, kernels, verify=True)
         _, verification = kernels.figures()
         figures["verified_seconds"] = seconds
         figures["verified_values_per_s"] = count / seconds
@@ -170,7 +171,7 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
         figures["scan_steps_max"] = verification.scan_steps_max
         figures["settled_on_cpu"] = list(verification.settled_on_cpu)
         figures["checksum"] = digest
-    known = KNOWN_CHECKSUMS.get((game.code, count))
+    known = KNOWN_CHECKSUMS.get((octal.code, count))
     figures["checksum_known"] = known
     figures["checksum_ok"] = known in (None, figures["checksum"]) and figures["checksum"] == figures[
         "speculative_checksum"]

@@ -90,8 +90,16 @@ import numpy as np
 
 from ..errors import ComputationError, InternalError
 from .cuda_plan import CODES, CudaPlan
-from .runtime import (LOG_CAPACITY, RING_LEAST, RoundLog, load_module, multiprocessors, read_ring,
-                      round_block_threads, urgent_stream)
+from .runtime import (
+    LOG_CAPACITY,
+    RING_LEAST,
+    RoundLog,
+    load_module,
+    multiprocessors,
+    read_ring,
+    round_block_threads,
+    urgent_stream,
+)
 from .twin import NO_POSITION, TermIndex, mex_rows, ring_size
 
 __all__ = ["BARRIER_TARGET_US", "GROUP", "IDLE_ROUNDS", "RELATIVE_NONE", "ROUND_MASK", "GpuPersistentSpeculator",
@@ -188,7 +196,7 @@ class PersistentSpeculator:
     window : int
         Positions per round, ``32 * blocks``.
     ring : int, optional
-        Codes in the ring, a power of two (default :func:`~octalgen.cuda.twin.ring_size`).
+        Codes in the ring, a power of two (default, or 0: :func:`~octalgen.cuda.twin.ring_size`).
     seed : int or None
         The schedule's seed (see the module docstring); None: blocks in order, every read
         seeing the round's start, every limit read up to date (a Jacobi round, as the
@@ -208,7 +216,7 @@ class PersistentSpeculator:
 
     plan: CudaPlan
     window: int
-    ring: int | None = None
+    ring: int = 0
     seed: int | None = 0
     idle_rounds: int = IDLE_ROUNDS
     keep_writers: bool = False
@@ -452,7 +460,7 @@ class GpuPersistentSpeculator:
         self.copy_stream = cupy.cuda.Stream(non_blocking=True)
         self.seconds = 0.0
         self.launches = 0
-        self._launch_events = None
+        self._launch_events: tuple | None = None  # (began, finished) of the launch in flight
 
     @property
     def capacity(self) -> int:

@@ -38,8 +38,8 @@ import numpy as np
 
 from ..errors import InternalError, ToolMissingError
 from . import twin
-from .kernels import compile_kernels, find_nvcc
 from .cuda_plan import CudaPlan
+from .kernels import compile_kernels, find_nvcc
 from .occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
 
 __all__ = ["LOG_CAPACITY", "RING_LEAST", "URGENT_PRIORITY", "GpuSpeculator", "GpuVerifier", "RoundLog",
@@ -78,12 +78,12 @@ def unavailable() -> str | None:
         import cupy
     except ImportError:
         return "CuPy is not installed (pip install 'octalgen[cuda]')"
-    except Exception as exc:  # a broken CuPy install
+    except Exception as exc:  # noqa: BLE001 - a broken CuPy install fails in any way; the probe names it
         return f"CuPy cannot be imported: {type(exc).__name__}: {exc}"
     try:
         if cupy.cuda.runtime.getDeviceCount() < 1:
             return "no CUDA GPU found"
-    except Exception as exc:  # CUDARuntimeError: driver present but no usable device
+    except Exception as exc:  # noqa: BLE001 - CUDARuntimeError or any driver failure: no usable device, named
         return f"no usable CUDA GPU: {exc}"
     try:
         find_nvcc()
@@ -408,9 +408,10 @@ class GpuVerifier:
         self.grid_cap = verify_grid_cap(count, multiprocessor,
                                         KernelResources(*figures["octal_verify"], plan.options.verify_block),
                                         KernelResources(*figures[beside], round_block_threads(plan)))
-        self._scan = (None, None)
+        # The last scan table and its device copy: one upload per table, not per launch.
+        self._scan: tuple[np.ndarray | None, object] = (None, None)
 
-    def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> "VerifyLaunch":
+    def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> VerifyLaunch:
         """Queue the proof of heaps ``[lo, hi)`` (bounded scans, then the queued tails) and return at once."""
         import cupy
 
@@ -455,7 +456,7 @@ class VerifyLaunch:
     #: Seconds between looks at the event while waiting with a timeout.
     POLL = 5e-5
 
-    def __init__(self, ready, began, finished, cell: np.ndarray, keep: tuple):
+    def __init__(self, ready, began, finished, cell: np.ndarray, keep: tuple | None):
         self._ready, self._began, self._finished, self._cell, self._keep = ready, began, finished, cell, keep
 
     def done(self) -> bool:

@@ -158,7 +158,7 @@ class TermIndex:
     codes: np.ndarray
 
     @classmethod
-    def of(cls, plan: CudaPlan) -> "TermIndex":
+    def of(cls, plan: CudaPlan) -> TermIndex:
         order = np.argsort(plan.offsets, kind="stable")
         return cls(plan.offsets[order], plan.codes[order])
 
@@ -218,7 +218,7 @@ class Speculator:
     window : int
         Positions recomputed per round.
     ring : int, optional
-        Codes per value ring, a power of two (default: :func:`ring_size`).
+        Codes per value ring, a power of two (default, or 0: :func:`ring_size`).
     cache_final : bool
         Keep the marks of final inputs (see the module docstring).
 
@@ -232,7 +232,7 @@ class Speculator:
 
     plan: CudaPlan
     window: int
-    ring: int | None = None
+    ring: int = 0
     cache_final: bool = False
     keep_changes: bool = False
     log: list = field(default_factory=list)
@@ -417,7 +417,7 @@ class DeviceVerifier:
         return (verdict.first_bad, int(steps.sum()), int(steps.max()) if len(steps) else 0,
                 time.perf_counter() - began)
 
-    def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> "Launched":
+    def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> Launched:
         """Start :meth:`verify` (here it runs now; the GPU's returns before its device is done)."""
         return Launched(self.verify(codes, base, scan, lo, hi))
 

@@ -72,6 +72,7 @@ class Accounting:
         self.kernel_fallbacks, self.first_fallback = producer.fallbacks, producer.first_fallback
         self.exact = exact.cpu_seconds
         self.values = values
+        assert self.began is not None  # begin() came first
         self.wall, self.process = time.monotonic() - self.began, time.process_time() - self.cpu_began
         self.elapsed += self.wall
         self.began = None

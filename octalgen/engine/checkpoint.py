@@ -16,6 +16,7 @@ What a run's body holds is :class:`RunState`, a frozen value: :meth:`RunState.to
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -87,10 +88,8 @@ def write_file_atomically(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         raise
     fsync_directory(path.parent)
 
@@ -274,7 +273,7 @@ class RunState:
         }
 
     @classmethod
-    def from_body(cls, body: dict, directory) -> "RunState":
+    def from_body(cls, body: dict, directory) -> RunState:
         """The state in a checkpoint's ``body`` (read from ``directory``).
 
         Raises

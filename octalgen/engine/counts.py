@@ -102,7 +102,7 @@ class CountTables:
         return {"since": self.since, "tables": {str(n): self._packed[n] for n in sorted(self.tables)}}
 
     @classmethod
-    def restore(cls, state: dict | None, position: int) -> "CountTables":
+    def restore(cls, state: dict | None, position: int) -> CountTables:
         """The tables of a checkpoint's ``state`` at ``position`` (None: a checkpoint that kept none)."""
         if state is None:
             return cls(position, since=position)

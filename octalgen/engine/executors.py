@@ -144,7 +144,7 @@ class Executor(Protocol):
 class _Deferred:
     """A task run in this process when its result is asked for, in pieces (see :class:`InProcess`)."""
 
-    def __init__(self, executor: "InProcess", args):
+    def __init__(self, executor: InProcess, args):
         self._executor, self._args, self._value = executor, args, None
 
     def result(self, timeout=None):

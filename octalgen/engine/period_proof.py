@@ -34,11 +34,15 @@ shorter period or I - 1 also works (each named).
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import InternalError
 from ..periodicity import last_mismatch, prime_factors, proof_length, search_periods
+
+if TYPE_CHECKING:
+    from .history import History
 
 log = logging.getLogger("octalgen")
 
@@ -93,21 +97,21 @@ class ExactProof:
     def __init__(self, max_take: int, claim: tuple[int, int] | None = None, *, until: int | None = None):
         self.max_take = max_take
         self.claim = claim
-        self.history = None
+        self.history: History | None = None
         self.until = until
         self.next_search = SEARCH_STEP
         self.candidates: list[dict] = []
         self.seen: list[dict] = []
-        self.proven = None
-        self.refuted = None
+        self.proven: dict | None = None
+        self.refuted: str | None = None
         if claim is not None:
             period, preperiod = claim
             self.candidates.append(self._candidate(period, preperiod, 0))
             self._note(self.candidates[-1], "open")
 
-    def attach(self, history) -> None:
+    def attach(self, history: History) -> None:
         self.history = history
-        if not self.history.keep_all:
+        if not history.keep_all:
             raise InternalError("the exact period proof needs a history that keeps every value")
 
     def _candidate(self, period: int, preperiod: int, checked_to: int) -> dict:
@@ -140,6 +144,7 @@ class ExactProof:
         return None if self.finished or self.claim is not None else self.next_search
 
     def _values(self, start: int, stop: int) -> np.ndarray:
+        assert self.history is not None  # attached before the first value
         values = self.history.values(start, stop)
         if values is None:
             raise InternalError(f"G({start}) ... G({stop - 1}) are no longer held")
@@ -240,14 +245,14 @@ class ExactProof:
             self.refuted = "; ".join(reasons)
             self._note(candidate, "reduced")
             return
-        self.proven = {"period": least, "preperiod": preperiod,
-                       "proof_length": proof_length(least, preperiod, self.max_take)}
+        length = proof_length(least, preperiod, self.max_take)
+        self.proven = {"period": least, "preperiod": preperiod, "proof_length": length}
         self._note(candidate, "proven" if (least, preperiod) == (p, i) else "reduced")
         if (least, preperiod) != (p, i):
-            self._note(self._candidate(least, preperiod, self.proven["proof_length"]), "proven")
+            self._note(self._candidate(least, preperiod, length), "proven")
         self.candidates = []
         log.info("PERIOD PROVEN: period %d, preperiod %d (Guy-Smith, with G(0) ... G(%d))", least, preperiod,
-                 self.proven["proof_length"] - 1)
+                 length - 1)
 
     def _least_period(self, period: int, preperiod: int) -> int:
         """The least period of a sequence proven to have ``period`` from ``preperiod`` (it divides period)."""

@@ -7,6 +7,7 @@ release the GIL, so the kernel does not wait while the coordinator decodes, tall
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -41,7 +42,8 @@ class ProducerThread:
         self._check_stop = producer.check_stop
         self._cond = threading.Condition()
         self._ready: deque[Chunk] = deque()
-        self._params = None  # (until, size, threads, proof_history) of the next chunk
+        # (until, size, threads, proof_history) of the next chunk
+        self._params: tuple[int, int, int, int | None] | None = None
         self.ahead = 1
         self._thread: threading.Thread | None = None
         self._halt = False
@@ -76,7 +78,8 @@ class ProducerThread:
         """Make the plan's kernel now (see :meth:`Producer.prepare`)."""
         self.producer.prepare()
 
-    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None, tape: Tape | None = None) -> None:
+    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None,
+              tape: Tape | None = None) -> None:
         """Stop producing, forget the chunks produced ahead, produce again from ``position``."""
         self.halt()
         self.producer.reset(plan, position, window, tape)
@@ -131,10 +134,8 @@ class ProducerThread:
         """Stop the thread and close the wake-up pipe."""
         self.halt()
         for fd in (self.wake, self._wake_w):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
     def _drain(self) -> None:
         try:
@@ -144,10 +145,8 @@ class ProducerThread:
             pass
 
     def _signal(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.write(self._wake_w, b"x")
-        except OSError:
-            pass
 
     def _check(self) -> None:
         if self._halt:
@@ -161,6 +160,7 @@ class ProducerThread:
         try:
             while True:
                 with self._cond:
+                    assert self._params is not None  # run() sets them before it starts this thread
                     while not self._halt and (len(self._ready) >= self.ahead
                                               or producer.exhausted(self._params[0])):
                         self._cond.wait()

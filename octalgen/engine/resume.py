@@ -48,7 +48,7 @@ class Checkpoints:
         self.identity = identity
         self.every = every
         self._last = time.monotonic()
-        self._temporary = None
+        self._temporary: tempfile.TemporaryDirectory[str] | None = None  # values of a run without a directory
         self._yaml = (None, None)  # the table last written, and its YAML
 
     def resume(self, until: int) -> RunState | None:
@@ -82,14 +82,14 @@ class Checkpoints:
                                        state.late_values, prefix_limit, recent_limit, **connections)
             except (KeyError, TypeError, ValueError) as exc:
                 raise malformed(self.directory, exc) from None
-        store = None
+        fresh: ValueStore | None = None
         if self.directory is not None:
-            store = ValueStore(self.directory)
-            store.prune_unlisted()  # files of a run that never wrote its first checkpoint
+            fresh = ValueStore(self.directory)
+            fresh.prune_unlisted()  # files of a run that never wrote its first checkpoint
         elif keep_all:
             self._temporary = tempfile.TemporaryDirectory(prefix="octalgen-values-")
-            store = ValueStore(self._temporary.name)
-        return History(store, keep_all, prefix_limit, recent_limit, **connections)
+            fresh = ValueStore(self._temporary.name)
+        return History(fresh, keep_all, prefix_limit, recent_limit, **connections)
 
     def _repair(self, store: ValueStore, damaged: list, recompute) -> None:
         """Write the store's ``damaged`` files (:meth:`~.store.ValueStore.damaged`) again from G(0) ...

@@ -16,6 +16,7 @@ from .core import Engine
 from .counts import CountTables
 from .options import FIRST_CHUNK, EngineOptions
 from .seams import Consumer
+from .split import Split
 from .tally import Tally, counts_of
 from .value_statistics import Statistics
 
@@ -74,7 +75,7 @@ class RunSummary:
     session_values: int = 0
     session_seconds: float = 0.0
     roles: dict | None = None
-    split: object = None
+    split: Split | None = None
     fallbacks: tuple | None = None
     expected: float | None = None
     count_tables: dict = field(default_factory=dict)
@@ -157,7 +158,8 @@ class RunSummary:
             rates = [(role, figures["values_per_cpu_second"]) for role, figures in shown
                      if figures["values_per_cpu_second"] and role in ("kernel", "verifiers")]
             if rates:
-                lines.append("values per CPU-second: " + ", ".join(f"{role} {rate / 1e6:.2f} M" for role, rate in rates))
+                lines.append("values per CPU-second: "
+                             + ", ".join(f"{role} {rate / 1e6:.2f} M" for role, rate in rates))
         return lines
 
     def to_json(self, masks=()) -> dict:
@@ -264,7 +266,7 @@ def _statistics(game, table, state: dict, position: int, digest_from: int, rare_
         mask_switches=list(mask_switches), name=game.name)
 
 
-def _period(prover_state: dict | None) -> tuple:
+def _period(prover_state: dict | None) -> tuple[dict | None, list, str | None]:
     """(period, candidates, refuted) from a prover's state."""
     if prover_state is None:
         return None, [], None

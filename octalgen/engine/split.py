@@ -161,7 +161,8 @@ def _kernel_rate(kernel, buffer: np.ndarray, window: np.ndarray, start: int, thr
 
 def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
     buffer = np.empty(plan.window + KERNEL_SAMPLE, dtype=code_dtype(plan))
-    kernel_rates, blocks = {}, {}
+    kernel_rates: dict[int, float] = {}
+    blocks: dict[int, int] = {}
     for threads in thread_counts(cores, kernel.max_threads):
         for block in (kernel.blocks() if threads > 1 else []) or [None]:
             rate = _kernel_rate(kernel, buffer, window, start, threads, block)

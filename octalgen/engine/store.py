@@ -44,7 +44,7 @@ from ..errors import CheckpointError
 from ..plan import Encoding
 from .checkpoint import fsync_directory, read_checkpoint, write_file_atomically
 
-_DTYPES = {"u8": np.dtype("u1"), "u16": np.dtype("<u2")}
+_DTYPES: dict[str, np.dtype] = {"u8": np.dtype("u1"), "u16": np.dtype("<u2")}
 
 #: Values buffered before a file is written (a file is also written at every checkpoint).
 FILE_VALUES = 1 << 21
@@ -182,7 +182,8 @@ class ValueStore:
                     os.close(descriptor)
             fsync_directory(self.root)
         except OSError as exc:
-            raise CheckpointError(f"cannot write {self.root}: {_reason(exc)} (the last checkpoint is unchanged)") from None
+            raise CheckpointError(
+                f"cannot write {self.root}: {_reason(exc)} (the last checkpoint is unchanged)") from None
         self._unsynced = []
 
     def retain(self, keep) -> list[dict]:
@@ -192,7 +193,8 @@ class ValueStore:
         segment that loses an entry is dropped with them, its other entries listed inline again
         (the next :meth:`sync` seals anew what is still too long).
         """
-        kept, dropped = [], []
+        kept: list[dict] = []
+        dropped: list[dict] = []
         for entry in self.index:
             (kept if keep(entry["first"], entry["first"] + entry["count"]) else dropped).append(entry)
         if dropped and self.sealed:

@@ -56,7 +56,8 @@ class RecurrenceProof:
 
     def __init__(self, max_take: int):
         self.max_take = max_take
-        self.candidate = self.proven = None
+        self.candidate: dict | None = None
+        self.proven: dict | None = None
 
     def attach(self, history: History) -> None:
         """Nothing to read back: the recurrence proves the period from the hash match alone."""
@@ -113,8 +114,8 @@ class Tally(Consumer):
         self.digest_from = digest_from
         self.scanner = Scanner(UNSPARSE_WINDOW, digest_from)
         self.prover = prover
-        self.anchor_window = None
-        self._packed_anchor = None  # the anchor window as a checkpoint stores it: packed once per anchor
+        self.anchor_window: np.ndarray | None = None
+        self._packed_anchor: dict | None = None  # the anchor window as a checkpoint stores it: packed once per anchor
         self.zeros: list[int] = []
         self.count_tables = CountTables()
         self._history: History | None = None
@@ -163,10 +164,11 @@ class Tally(Consumer):
         for event in self.scanner.fold(values):
             if event.kind == ANCHORED:
                 self.anchor_window, self._packed_anchor = self._copied_window(), None
-            elif event.kind == HASH_MATCH and self.prover is not None and \
-                    np.array_equal(self.scanner.window_values(), self._anchor_values()):
-                anchor = self.scanner.anchor
-                self.prover.propose(event.heap - anchor, anchor, self.scanner.window, event.heap)
+            elif event.kind == HASH_MATCH and self.prover is not None:
+                window, at_anchor = self.scanner.window_values(), self._anchor_values()
+                if at_anchor is not None and np.array_equal(window, at_anchor):
+                    anchor = self.scanner.anchor
+                    self.prover.propose(event.heap - anchor, anchor, self.scanner.window, event.heap)
 
     def _reads_back(self) -> bool:
         """Whether the window is a far term's (longer than the history's recent values): then it is not
@@ -219,7 +221,8 @@ class Tally(Consumer):
             self._packed_anchor = pack_array(self.anchor_window)
         return self._packed_anchor
 
-    def restore(self, state: dict) -> None:
+    def restore(self, state: dict | None) -> None:
+        assert state is not None  # state() always keeps one, and a checkpoint's layout is checked
         counts, first_seen, last_seen = counts_of(state)
         self.scanner = Scanner.from_dict(state["scanner"], counts, first_seen, last_seen)
         self._packed_anchor = state["anchor_window"]

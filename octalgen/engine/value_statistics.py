@@ -77,7 +77,7 @@ class Statistics:
 
     @classmethod
     def from_arrays(cls, game: str, counts: np.ndarray, first_seen: np.ndarray, last_seen: np.ndarray,
-                    **figures) -> "Statistics":
+                    **figures) -> Statistics:
         present = np.flatnonzero(counts)
         return cls(game=game, counts={int(v): int(counts[v]) for v in present},
                    first={int(v): int(first_seen[v]) for v in present if first_seen[v] != _NEVER},
@@ -96,7 +96,7 @@ class Statistics:
         """(the value that appeared last for the first time, that heap)."""
         if not self.first:
             return None
-        value = max(self.first, key=self.first.get)
+        value = max(self.first, key=self.first.__getitem__)
         return value, self.first[value]
 
     @property
@@ -147,7 +147,8 @@ class Statistics:
             "zero_positions": self.zero_positions,
             "distinct_values": len(self.counts),
             "rare_found": [{"heap": p, "value": v} for p, v in self.rare_found],
-            "mask_switches": [{"heap": p, "from": f"{old:#x}", "to": f"{new:#x}"} for p, old, new in self.mask_switches],
+            "mask_switches": [{"heap": p, "from": f"{old:#x}", "to": f"{new:#x}"}
+                              for p, old, new in self.mask_switches],
             "counts": {str(v): c for v, c in sorted(self.counts.items())},
             "first_heap": {str(v): p for v, p in sorted(self.first.items())},
         }
@@ -158,9 +159,10 @@ class Statistics:
         if self.digest_from:
             lines.append(f"fnv1a64 [{self.digest_from}, {self.values}) {self.range_digest}")
         lines.append(f"values {self.values} (G(0) ... G({self.values - 1}), all proven)")
-        if self.largest:
-            lines.append("largest value {} first at G({})".format(*self.largest))
-            lines.append("last new value {} first at G({})".format(*self.last_new))
+        largest, last_new = self.largest, self.last_new
+        if largest is not None and last_new is not None:  # both, once there is a value
+            lines.append("largest value {} first at G({})".format(*largest))
+            lines.append("last new value {} first at G({})".format(*last_new))
         if self.mask:
             last = "" if self.last_rare is None else " the last G({}) = {}".format(*self.last_rare)
             space = f"range, mask {self.mask:#x}" if self.parity is None else self.rule
@@ -223,7 +225,8 @@ def plot_histogram(stats: Statistics, path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ToolMissingError("--plot needs matplotlib, which is not installed: pip install 'octalgen[plot]'") from None
+        raise ToolMissingError(
+            "--plot needs matplotlib, which is not installed: pip install 'octalgen[plot]'") from None
     mask = (stats.mask or 0) if stats.parity is None else 0  # positional rarity: no value is always common
     shown = sorted(v for v in stats.counts if not is_rare(v, mask)) if mask else sorted(stats.counts)
     left_out = sum(c for v, c in stats.counts.items() if mask and is_rare(v, mask))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -49,7 +49,7 @@ class ValueStream:
 
     def __init__(self, game, start: int, count: int, table=None, *, progress=None, kernels=None, **options):
         self.sink = ValueSink(start, start + count)
-        self.engine = Engine(game, EngineOptions(until=start + count, **options), [self.sink], table=table,
+        self.engine = Engine(game, EngineOptions(until=start + count, **options), (self.sink,), table=table,
                              progress=progress, kernels=kernels)
 
     def __iter__(self) -> Iterator[np.ndarray]:

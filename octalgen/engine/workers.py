@@ -18,6 +18,7 @@ run's process id, so that a later run removes those of a run that died (:func:`s
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
@@ -30,6 +31,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from multiprocessing.connection import Connection, Pipe, wait
@@ -75,7 +77,7 @@ class StagedArray:
             return np.zeros(0, dtype=np.dtype(self.dtype))
         return np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r", shape=(self.length,))
 
-    def head(self, length: int) -> "StagedArray":
+    def head(self, length: int) -> StagedArray:
         """Its first ``length`` items (a piece of a chunk reads the history up to its own end)."""
         return StagedArray(self.path, self.dtype, length)
 
@@ -212,7 +214,7 @@ class _Worker:
 
     def _startup_output(self) -> str:
         """The last line it wrote while it started (empty if it started, or said nothing)."""
-        chunks = []
+        chunks: list[bytes] = []
         try:
             while sum(map(len, chunks)) < _STARTUP_OUTPUT:
                 chunk = os.read(self._startup, _STARTUP_OUTPUT)
@@ -226,10 +228,8 @@ class _Worker:
 
     def stop(self, at_once: bool) -> None:
         """Ask it to end: give up its task at once (:data:`STOP_SIGNAL`), or be killed (``at_once``)."""
-        try:
+        with contextlib.suppress(OSError):
             self.process.send_signal(signal.SIGKILL if at_once else STOP_SIGNAL)
-        except OSError:
-            pass
 
     def wait(self, deadline: float | None) -> None:
         """Wait until it has ended (killing it at ``deadline``, a ``time.monotonic()`` value), and close its pipes."""
@@ -309,10 +309,8 @@ def _serve(connection: Connection) -> None:
 def _die_with(parent: int) -> None:
     """End this process when ``parent`` dies."""
     if sys.platform.startswith("linux"):
-        try:
+        with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
     if os.getppid() != parent:  # the parent died before the request above
         os._exit(1)
 
@@ -327,7 +325,7 @@ def _die_with(parent: int) -> None:
 class _WorkerFuture:
     """The result of a task given to :class:`LocalProcesses` (filled in by its ``pump``)."""
 
-    def __init__(self, pool: "LocalProcesses"):
+    def __init__(self, pool: LocalProcesses):
         self._pool, self._finished, self._value, self._error, self.cancelled = pool, False, None, None, False
 
     def done(self) -> bool:
@@ -382,7 +380,7 @@ class LocalProcesses:
         sweep_staged_files()
         self._idle: list[_Worker] = []
         self._busy: dict[Connection, tuple[_Worker, _WorkerFuture]] = {}
-        self._queue = []
+        self._queue: list[tuple[_WorkerFuture, Callable, tuple]] = []  # (future, fn, args) not handed out yet
         self._lost: ComputationError | None = None  # why the last worker that died did
         self._shared: tuple[str, str, int] | None = None  # the prefix's file: path, dtype, length
         self._free: list[_Slot] = []  # files for tasks' arrays, not in use
@@ -412,6 +410,7 @@ class LocalProcesses:
             for connection in wait(list(self._busy) + ([wake] if wake is not None else []), timeout):
                 if isinstance(connection, int):  # the wake-up descriptor
                     continue
+                assert isinstance(connection, Connection)  # the only other kind wait() was given
                 worker, future = self._busy.pop(connection)
                 try:
                     ok, value = connection.recv()
@@ -453,18 +452,18 @@ class LocalProcesses:
         a slot whose pages earlier tasks have faulted in.  Where the file cannot be written (a
         full /dev/shm), the array itself.
         """
-        arrays = [np.ascontiguousarray(a) for a in arrays]
-        length = sum(len(a) for a in arrays)
+        contiguous = [np.ascontiguousarray(a) for a in arrays]
+        length = sum(len(a) for a in contiguous)
         slot = self._free.pop() if self._free else _Slot.new()
         if slot is None:
-            return np.concatenate(arrays)
+            return np.concatenate(contiguous)
         try:
-            slot.write(arrays)
+            slot.write(contiguous)
         except OSError:
             slot.remove()
-            return np.concatenate(arrays)
+            return np.concatenate(contiguous)
         self._staged[slot.path] = slot
-        return StagedArray(slot.path, arrays[0].dtype.str, length)
+        return StagedArray(slot.path, contiguous[0].dtype.str, length)
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` (by :meth:`stage`) is over: its file may be written again.
@@ -485,11 +484,11 @@ class LocalProcesses:
             path, _, old = self._shared
             with open(path, "r+b") as out:
                 out.seek(old * array.itemsize)
-                out.write(memoryview(array[old:]).cast("B"))
+                out.write(array[old:].data.cast("B"))
         else:
             handle, path = tempfile.mkstemp(prefix=_file_prefix("prefix"), dir=_staging_dir())
             with os.fdopen(handle, "wb") as out:
-                out.write(memoryview(array).cast("B"))
+                out.write(array.data.cast("B"))
             if self._shared is not None:
                 _unlink(self._shared[0])  # workers that mapped it keep their mappings
         self._shared = (path, array.dtype.str, len(array))
@@ -504,10 +503,8 @@ class LocalProcesses:
                 worker.stop(at_once=not self.grace)
         else:
             for worker in workers:
-                try:
+                with contextlib.suppress(OSError):
                     worker.connection.send(None)
-                except OSError:
-                    pass
         deadline = time.monotonic() + self.grace if kill else None
         for worker in workers:
             worker.wait(deadline)
@@ -530,7 +527,7 @@ class _Slot:
         self.path, self.fd, self.size = path, fd, 0
 
     @classmethod
-    def new(cls) -> "_Slot | None":
+    def new(cls) -> _Slot | None:
         try:
             fd, path = tempfile.mkstemp(prefix=_file_prefix("codes"), dir=_staging_dir())
         except OSError:
@@ -545,22 +542,18 @@ class _Slot:
             self.size = size
         offset = 0
         for array in arrays:
-            data = memoryview(array).cast("B")
+            data = array.data.cast("B")
             while data:
                 written = os.pwrite(self.fd, data, offset)
                 data, offset = data[written:], offset + written
 
     def remove(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.close(self.fd)
-        except OSError:
-            pass
         _unlink(self.path)
 
 
 def _unlink(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
 

@@ -69,9 +69,8 @@ class ValueCapture(wiring.Component):
         m.d.comb += [capture_read.addr.eq(self.read_address), self.read_data.eq(capture_read.data)]
         request = Signal(8 * 11)
         received = Signal(range(12))
-        with m.If(self.byte_valid):
-            with m.If((received != 0) | (self.byte == REQUEST)):
-                m.d.sync += [request.eq(Cat(request[8:], self.byte)), received.eq(received + 1)]
+        with m.If(self.byte_valid), m.If((received != 0) | (self.byte == REQUEST)):
+            m.d.sync += [request.eq(Cat(request[8:], self.byte)), received.eq(received + 1)]
         asked = received == 11
         ask_start, ask_count = request[8:72], request[72:88]
         armed, capturing = Signal(), Signal()

@@ -111,8 +111,8 @@ class ExactFollower:
             # ahead of what is taken, so the values are proven as the board's records ask for them.
             chunks = exact_chunks(self.game, 0, EXACT_LIMIT, table=self.table)
             try:
-                for chunk in chunks:
-                    chunk = np.asarray(chunk)
+                for piece in chunks:
+                    chunk = np.asarray(piece)
                     stop_at = position + len(chunk)
                     while position < stop_at:
                         with self._condition:
@@ -133,7 +133,7 @@ class ExactFollower:
                                 self._condition.notify_all()
             finally:
                 chunks.close()
-        except BaseException as exc:  # reported by the caller
+        except BaseException as exc:  # noqa: BLE001 - the reader thread hands every error to the caller
             self.error = exc
 
     def _keep_values(self, chunk, end: int) -> None:

@@ -398,9 +398,9 @@ class SpeculativePipeline(wiring.Component):
 
         # Compare every candidate with each early term once both are known, until the shortlist clock.
         checked = []
-        for k, (code, valid) in enumerate(candidates):
+        for k, (candidate, valid) in enumerate(candidates):
             clock = layout.candidate_clock(k)
-            blocked = ~valid
+            code, blocked = candidate, ~valid
             pending = list(early)
             while clock < shortlist_clock:
                 now = [t for t in pending if layout.available(t.offset) <= clock]

@@ -38,5 +38,5 @@ def carry_save_rows(operands, width: int) -> tuple:
     operands = list(operands)
     while len(operands) > 2:
         a, b, c = operands[:3]
-        operands = operands[3:] + [(a ^ b ^ c)[:width], (((a & b) | (a & c) | (b & c)) << 1)[:width]]
+        operands = [*operands[3:], (a ^ b ^ c)[:width], ((a & b | a & c | b & c) << 1)[:width]]
     return operands[0], operands[1]

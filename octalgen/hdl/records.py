@@ -172,7 +172,7 @@ class RecordReader:
     def feed(self, data: bytes) -> list:
         """Append ``data``; return the records completed by it, in order."""
         self._buffer += data
-        records = []
+        records: list[BoardSummary | Histogram | Values] = []
         while True:
             start = self._buffer.find(SYNC)
             if start < 0:
@@ -218,7 +218,7 @@ class RecordReader:
         return -1
 
 
-def parse(body: bytes):
+def parse(body: bytes) -> BoardSummary | Histogram | Values:
     """A record's kind and payload (without sync and CRC) as a :class:`BoardSummary`, :class:`Histogram`
     or :class:`Values`."""
     kind, payload = body[0], body[1:]

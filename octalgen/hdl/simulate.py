@@ -150,16 +150,18 @@ def simulate_amaranth(kernel: SpeculativePipeline, cycles: int, progress: Simula
     if progress is not None:
         progress.phase(f"simulating {cycles:,} clocks with amaranth.sim")
     values: list[int] = []
-    outcome = {"error": None, "cycles": 0}
+    error_cycle: int | None = None
+    simulated = 0
 
     async def bench(ctx):
+        nonlocal error_cycle, simulated
         cycle = 0
         if cycles <= 0:
             return
         # Each tick samples the outputs as they were during the clock it ends.
         async for _, _, valid, value, error in ctx.tick().sample(kernel.valid, kernel.value, kernel.error):
             if error:
-                outcome["error"] = cycle
+                error_cycle = cycle
                 break
             if valid:
                 values.append(value)
@@ -168,13 +170,13 @@ def simulate_amaranth(kernel: SpeculativePipeline, cycles: int, progress: Simula
             cycle += 1
             if cycle >= cycles:
                 break
-        outcome["cycles"] = cycle
+        simulated = cycle
 
     sim.add_testbench(bench)
     began = time.perf_counter()
     sim.run()
     seconds = time.perf_counter() - began
-    return SimulationRun(np.array(values, dtype=np.int64), outcome["cycles"], outcome["error"], seconds, "amaranth")
+    return SimulationRun(np.array(values, dtype=np.int64), simulated, error_cycle, seconds, "amaranth")
 
 
 def testbench_source() -> str:
@@ -223,7 +225,8 @@ def simulate_verilator(verilog: str, module: str, cycles: int) -> SimulationRun:
     binary = build_verilator(verilog, module)
     with tempfile.TemporaryDirectory(prefix="octalgen-verilator-") as tmp:
         values_file = Path(tmp) / "values.u16"
-        result = subprocess.run([str(binary), str(cycles), str(values_file)], capture_output=True, text=True)
+        result = subprocess.run([str(binary), str(cycles), str(values_file)], check=False, capture_output=True,
+                                text=True)
         if result.returncode != 0:
             raise BuildError(f"the Verilator model {binary} failed: {(result.stderr or result.stdout).strip()}")
         fields = result.stdout.split()

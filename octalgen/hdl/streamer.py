@@ -34,8 +34,16 @@ from .capture import ValueCapture
 from .kernel import SpeculativePipeline
 from .records import BoardSettings
 from .sender import RecordSender
-from .statistics import (WINDOW_BANK, Anchors, Fnv1aDigest, Histogram, RollingCrc, WindowValues, histogram_bins,
-                         prefix_state)
+from .statistics import (
+    WINDOW_BANK,
+    Anchors,
+    Fnv1aDigest,
+    Histogram,
+    RollingCrc,
+    WindowValues,
+    histogram_bins,
+    prefix_state,
+)
 from .uart import UartRx, UartTx
 
 __all__ = ["ResultStreamer"]

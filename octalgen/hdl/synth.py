@@ -360,7 +360,7 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
     began = time.perf_counter()
     for command in commands:
         log.info("running %s", " ".join(Path(command[0]).name if i == 0 else a for i, a in enumerate(command)))
-        result = subprocess.run(command, cwd=workdir, capture_output=True, text=True)
+        result = subprocess.run(command, check=False, cwd=workdir, capture_output=True, text=True)
         if result.returncode != 0:
             tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
             raise ComputationError(f"{Path(command[0]).name} failed (logs in {workdir}): " + " | ".join(tail))
@@ -401,7 +401,7 @@ def read_report(workdir: Path, target: Target, kernel, *, clock, fold_chosen: bo
 
 def tool_version(command: str, flag: str) -> str:
     """The first line a tool prints for its version flag (without the build paths), or its name."""
-    result = subprocess.run([command, flag], capture_output=True, text=True)
+    result = subprocess.run([command, flag], check=False, capture_output=True, text=True)
     lines = (result.stdout or result.stderr).strip().splitlines()
     if result.returncode != 0 or not lines:
         return Path(command).name

@@ -71,10 +71,9 @@ class UartRx(wiring.Component):
         shift = Signal(8)
         m.d.sync += self.valid.eq(0)
         with m.FSM():
-            with m.State("IDLE"):
-                with m.If(~line):
-                    m.d.sync += [timer.eq(cpb + cpb // 2 - 1), bit.eq(0)]  # to the middle of data bit 0
-                    m.next = "BITS"
+            with m.State("IDLE"), m.If(~line):
+                m.d.sync += [timer.eq(cpb + cpb // 2 - 1), bit.eq(0)]  # to the middle of data bit 0
+                m.next = "BITS"
             with m.State("BITS"):
                 with m.If(timer != 0):
                     m.d.sync += timer.eq(timer - 1)

@@ -16,8 +16,18 @@ from ..errors import InputError, ToolMissingError
 from .outcomes import Outcomes
 from .rules import Asymmetric, Classic, NoRepeat, StonesGame, StonesRuleError, parse_moves
 
-__all__ = ["Classic", "NoRepeat", "Asymmetric", "StonesGame", "StonesRuleError", "parse_moves", "Outcomes",
-           "BACKENDS", "default_backend", "compute"]
+__all__ = [
+    "BACKENDS",
+    "Asymmetric",
+    "Classic",
+    "NoRepeat",
+    "Outcomes",
+    "StonesGame",
+    "StonesRuleError",
+    "compute",
+    "default_backend",
+    "parse_moves",
+]
 
 #: The ways to compute outcomes: the plain-Python reference and generated C.
 BACKENDS = ("python", "c")

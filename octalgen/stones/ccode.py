@@ -15,7 +15,7 @@ from ..render import render
 from .outcomes import Outcomes
 from .stones_plan import HistoryPlan, RegisterPlan, make_stones_plan, provenance
 
-__all__ = ["generate_source", "StonesKernel"]
+__all__ = ["StonesKernel", "generate_source"]
 
 _CDEF = {
     RegisterPlan: "void stones_run(uint64_t blocks, uint64_t stride, uint64_t *out);",

@@ -20,7 +20,7 @@ import numpy as np
 from .outcomes import Outcomes
 from .rules import Asymmetric
 
-__all__ = ["Period", "state_period", "least_period", "EventualPeriods", "eventual_periods", "eventual_periods_of_game"]
+__all__ = ["EventualPeriods", "Period", "eventual_periods", "eventual_periods_of_game", "least_period", "state_period"]
 
 #: :func:`eventual_periods_of_game` first tries this many pile sizes, then twice as many, and so on.
 FIRST_TRY = 1 << 12

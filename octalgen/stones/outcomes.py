@@ -36,11 +36,12 @@ class Outcomes:
     states: np.ndarray | None = None
 
     @classmethod
-    def from_states(cls, game, states: np.ndarray) -> "Outcomes":
+    def from_states(cls, game, states: np.ndarray) -> Outcomes:
         """The outcomes whose whole states are ``states`` (see the class attributes)."""
         states = np.asarray(states, dtype=bool)
+        second_wins: dict[str, np.ndarray]
         if isinstance(game, NoRepeat):
-            second_wins = {"safe": states.all(axis=1)}
+            second_wins = {"safe": np.asarray(states.all(axis=1))}
         else:
             second_wins = {name: states[:, column] for column, name in enumerate(game.channels)}
         return cls(game, second_wins, states)

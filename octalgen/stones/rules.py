@@ -63,7 +63,7 @@ from typing import ClassVar
 
 from ..errors import InputError
 
-__all__ = ["StonesRuleError", "Classic", "NoRepeat", "Asymmetric", "StonesGame", "parse_moves", "describe_moves"]
+__all__ = ["Asymmetric", "Classic", "NoRepeat", "StonesGame", "StonesRuleError", "describe_moves", "parse_moves"]
 
 
 class StonesRuleError(InputError):
@@ -197,7 +197,7 @@ class NoRepeat:
 
     def after(self, history: tuple[int, ...], move: int) -> tuple[int, ...]:
         """The history the opponent faces after the player to move removes ``move``."""
-        return ((move,) + tuple(history))[: self.history_length]
+        return ((move, *tuple(history)))[: self.history_length]
 
     @cached_property
     def histories(self) -> tuple[tuple[int, ...], ...]:
@@ -206,8 +206,8 @@ class NoRepeat:
         The closure of the empty history (the start of a game) under legal
         moves; pile sizes play no part (see the module docstring).
         """
-        seen = {()}
-        frontier = [()]
+        seen: set[tuple[int, ...]] = {()}
+        frontier: list[tuple[int, ...]] = [()]
         while frontier:
             history = frontier.pop()
             for move in self.legal(history):

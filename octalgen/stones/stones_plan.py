@@ -39,8 +39,16 @@ from .. import __version__
 from ..errors import InputError
 from .rules import Asymmetric, Classic, NoRepeat
 
-__all__ = ["Channel", "RegisterPlan", "Edge", "HistoryPlan", "StonesTooLargeError", "make_stones_plan", "provenance",
-           "MAX_HISTORY_EDGES"]
+__all__ = [
+    "MAX_HISTORY_EDGES",
+    "Channel",
+    "Edge",
+    "HistoryPlan",
+    "RegisterPlan",
+    "StonesTooLargeError",
+    "make_stones_plan",
+    "provenance",
+]
 
 #: Counts up to this are read from the 64-bit shift register; larger ones a word at a time.
 REGISTER_REACH = 64
@@ -199,12 +207,12 @@ def _history_plan(game: NoRepeat) -> HistoryPlan:
         ),
         key=lambda edge: edge.source_word,  # stable: destinations stay in order within a word
     ))
-    words = -(-len(histories) // 64)
+    word_count = -(-len(histories) // 64)
     full = tuple(
-        (1 << min(64, len(histories) - 64 * w)) - 1 for w in range(words)
+        (1 << min(64, len(histories) - 64 * w)) - 1 for w in range(word_count)
     )
     ring = 1 << game.reach.bit_length()  # a power of two above the largest count
-    return HistoryPlan(game, edges, words, full, ring)
+    return HistoryPlan(game, edges, word_count, full, ring)
 
 
 def provenance(plan) -> list[str]:
