@@ -63,6 +63,12 @@ _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
 #: Heaps before the interval whose u16 values :meth:`Verifier.verify` checks against the table.
 CHECKED_BEFORE = 1 << 20
 
+#: The proof scan reads the values given at most this many heaps before the interval (and the whole
+#: prefix): a far term's window, which the terms read, is hundreds of millions of heaps, whose pages
+#: a deep scan would all bring in.  A scan that needs more stays undecided; the engine decides such a
+#: heap from the values read in pieces (:mod:`octalgen.engine.exact_heap`).
+SCAN_REACH = 1 << 24
+
 #: Read-only prefixes already checked and stored as the scan reads them, by (id, table digest,
 #: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few
 #: suffice: a run shares one prefix at a time.
@@ -143,8 +149,9 @@ class Verifier:
             Exact values G(0) ... G(P-1), whose rare positions must be the table's below P.
             The table's entries at P or past it are *far* rare positions (found far out, where
             the engine keeps its prefix short): ``values`` hold their values (u16) or the codes
-            of their values (u8: bit b deleted, as for the prefix's).  With ``base <= P`` the
-            history is complete and the answer always decisive.
+            of their values (u8: bit b deleted, as for the prefix's).  With ``base <= P`` and
+            ``a - P`` at most :data:`SCAN_REACH` the history is complete and the answer always
+            decisive.
         a, b : int
             The interval; ``a >= plan.start``.
 
@@ -176,8 +183,8 @@ class Verifier:
         codes = f"{code_ctype(self.dtype)}[]"
         lib.octalgen_verify(ffi.from_buffer(codes, stored), len(stored), ffi.from_buffer("uint8_t[]", rare), len(rare),
                             ffi.from_buffer(codes, values), base, len(values), ffi.from_buffer("uint64_t[]", far),
-                            len(far), ffi.from_buffer("uint64_t[]", crossings), len(crossings), a, b,
-                            ffi.from_buffer("int64_t[]", result))
+                            len(far), ffi.from_buffer("uint64_t[]", crossings), len(crossings), max(base, a - SCAN_REACH),
+                            a, b, ffi.from_buffer("int64_t[]", result))
         status = _STATUS[int(result[0])]
         if status == PROVEN:
             return VerifyResult(PROVEN, options_scanned=int(result[3]))
