@@ -75,16 +75,19 @@ def scan(rests: list[int], need: set[int], read: Reader) -> bool:
     1 <= x <= rest / 2, until none is left; False where ``read`` lacks a value."""
     wanted = np.zeros(1 << 16, dtype=bool)
     wanted[list(need)] = True
-    x, step = 1, FIRST_STEP
-    while need and any(x <= rest // 2 for rest in rests):
+    x, step, low, high = 1, FIRST_STEP, min(rests, default=0), max(rests, default=0)
+    while need and x <= high // 2:
+        stop = min(x + step, high // 2 + 1)
+        first = max(low - stop + 1, x)  # the partners of x ... stop - 1 under every rest, read at once
+        xs, ys = read(x, stop), read(first, high - x + 1)
+        if xs is None or ys is None:
+            return False
         for rest in rests:
-            hi = min(x + step, rest // 2 + 1)
+            hi = min(stop, rest // 2 + 1)
             if x >= hi:
                 continue
-            xs, ys = read(x, hi), read(rest - hi + 1, rest - x + 1)
-            if xs is None or ys is None:
-                return False
-            present = np.bincount(np.bitwise_xor(xs, ys[::-1]), minlength=1 << 16)[: 1 << 16] > 0
+            partners = ys[rest - hi + 1 - first: rest - x + 1 - first]
+            present = np.bincount(np.bitwise_xor(xs[: hi - x], partners[::-1]), minlength=1 << 16)[: 1 << 16] > 0
             for value in np.flatnonzero(present & wanted).tolist():
                 need.discard(value)
                 wanted[value] = False
