@@ -1,4 +1,4 @@
-"""The GPU measurement of issues 7 and 15: .6 to 10^8 on an H100, checked against the agreed checksum.
+"""The GPU measurement: .6 to 10^8 with --backend cuda, checked against the agreed checksum.
 
 Usage (on a GPU machine, from the repository root; CuPy and nvcc needed):
 
@@ -10,8 +10,8 @@ the checkout: ``ln -sfn ../templates octalgen/templates; PYTHONPATH=$PWD python3
 Every run goes through the engine as ``octalgen run --backend cuda`` does
 (:func:`octalgen.cuda.bench.run_benchmark`).  The first two rows are the default
 (every window position recomputes every term each round: ``cache_final=False``)
-and the marks of final inputs cached (``cache_final=True``, slower on an H100),
-measured in the same command; their ratio is the figure to quote.  Columns:
+and the marks of final inputs cached (``cache_final=True``), measured in the
+same command; their ratio is the figure to quote.  Columns:
 speculative and verified values/s over the whole run and in steady state (the
 second half of the values), the round kernels' values/s over their device time, rounds,
 microseconds per round, the front's advance per round, rounds per window

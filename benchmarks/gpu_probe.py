@@ -1,41 +1,40 @@
-"""The lent-GPU probe of issue 28: the old GPU path against the new, in one command, JSON under $OUT.
+"""The lent-GPU probe: the launch-per-round GPU path against its alternatives, in one command, JSON under $OUT.
 
 What it measures (``.6`` to ``--count``, default 10^8), each on the same GPU in the same command:
 
-0. first, the barrier microbenchmark of the persistent round kernel
-   (:func:`octalgen.cuda.persistent_runtime.barrier_microbenchmark`): microseconds per round of
-   the barrier alone and with one group's marks, one block per multiprocessor; issue 28's
-   target is <= 3 us a round (``--barrier-only`` runs just this, in seconds);
-1. registers, shared memory and spills of every kernel (``nvcc --resource-usage``), new
-   options, the old ones (cached marks) and the persistent kernel's;
+0. first, the barrier microbenchmark of the experimental persistent round kernel
+   (:func:`octalgen.cuda.persistent.barrier_microbenchmark`): microseconds per round of the
+   barrier alone and with one group's marks, one block per multiprocessor, against its target
+   (:data:`octalgen.cuda.persistent.BARRIER_TARGET_US`; ``--barrier-only`` runs just this);
+1. registers, shared memory and spills of every kernel (``nvcc --resource-usage``): the default
+   options, the cached marks and the persistent kernel's;
 2. ``octalgen run .6 --until COUNT --backend cuda --json`` (a fresh checkpoint directory each
    time): digest, verified values/s over the whole run, wall seconds; with ``--old DIR``
-   also the same command from an older checkout (``git archive 95dfdec``: see below);
+   also the same command from an older checkout (see below);
 3. :func:`octalgen.cuda.bench.run_benchmark` (what ``benchmarks/cuda_bench.py --count``
-   reports) with the new defaults (no cached marks, asynchronous proofs) and with the old
-   options (``cache_final=True``, each proof waited for): speculative and verified values/s
-   over the whole run and in steady state (second half), rounds, microseconds per round,
-   advance per round, rounds per window, positions recomputed per value, verification
-   seconds on the GPU, checksums; then the same with ``CudaOptions(persistent=True)`` (one
-   launch for many rounds against the launch per round of the rows before it); with
-   ``--old DIR`` also that checkout's ``benchmarks/cuda_bench.py --count COUNT --json``.
+   reports) with the defaults (no cached marks, asynchronous proofs) and with cached marks,
+   each proof waited for: speculative and verified values/s over the whole run and in steady
+   state (second half), rounds, microseconds per round, advance per round, rounds per window,
+   positions recomputed per value, verification seconds on the GPU, checksums; then the same
+   with ``CudaOptions(persistent=True)`` (one launch for many rounds against the launch per
+   round of the rows before it); with ``--old DIR`` also that checkout's
+   ``benchmarks/cuda_bench.py --count COUNT --json``.
 
-The steps that run the persistent kernel (new, never run on a GPU before) run in a child
-process with a time limit, so that a hang costs that step only; the JSON is written after
-every step.
+The steps that run the persistent kernel (experimental, not yet measured on a GPU) run in a
+child process with a time limit, so that a hang costs that step only; the JSON is written
+after every step.
 
 Everything goes to ``$OUT/gpu_probe.json`` (or ``--out``), and a before/after table to stdout.
 Exit status 0 when every digest is the agreed one, 1 otherwise, and 1 with one line on
-stderr when there is no usable GPU (nothing else is run).  Expected to take about 3 minutes on
-an H100 at 10^8 (not yet run there; each run is seconds, nvcc compiles take most of the rest;
-the child steps are capped at 90 and 150 s).
+stderr when there is no usable GPU (nothing else is run).  Each run takes seconds; nvcc's
+compiles take most of the rest; the child steps are capped at 90 and 150 s.
 
 How to run it through the device tool, from this machine (the device has no network, so the
 wheels travel with the tree; ``build/`` is ignored by git, so it may be carried)::
 
     pip download --only-binary=:all: --no-deps -d build/wheels cupy-cuda12x fastrlock   # here, once,
     # with octalgen's own dependencies too (numpy cffi jinja2 markupsafe pyyaml rich) if the device lacks them
-    git archive 95dfdec --prefix=old/ | tar -x -C build/probe                              # the old path
+    git archive COMMIT --prefix=old/ | tar -x -C build/probe                            # an older path, optional
     run(command="pip install --no-index --no-deps --target build/site build/wheels/*.whl -q && "
                 "PYTHONPATH=$PWD:$PWD/build/site python benchmarks/gpu_probe.py --old build/probe/old",
         carry=["build/wheels", "build/probe"], timeout_s=300)
@@ -143,9 +142,9 @@ def run_step(step: str, until: int) -> dict:
 
     arch, _ = device_defaults()
     if step == "barrier":
-        from octalgen.cuda.persistent_runtime import barrier_microbenchmark
+        from octalgen.cuda.persistent import barrier_microbenchmark
 
-        return barrier_microbenchmark(make_cuda_plan(rare_table(".6"), options=CudaOptions(arch=arch)))
+        return barrier_microbenchmark(make_cuda_plan(rare_table(".6"), options=CudaOptions(persistent=True, arch=arch)))
     if step == "bench-persistent":
         options = CudaOptions(persistent=True, arch=arch)
         return run_benchmark(".6", until, make_kernels=lambda: CudaKernels(options=options))
@@ -166,7 +165,7 @@ def print_barrier(barrier: dict) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=count_type, default=10**8, help="values of .6 (default 1e8)")
-    parser.add_argument("--old", type=Path, help="an older checkout to run beside (git archive 95dfdec)")
+    parser.add_argument("--old", type=Path, help="an older checkout to run beside (git archive COMMIT)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")) / "gpu_probe.json")
     parser.add_argument("--barrier-only", action="store_true", help="only the barrier microbenchmark")
     parser.add_argument("--step", choices=sorted(STEP_LIMIT), help=argparse.SUPPRESS)  # a child's one step
@@ -204,7 +203,8 @@ def main() -> int:
         print_barrier(figures["barrier"])
         if args.barrier_only:
             return 0 if "failed" not in figures["barrier"] else 1
-        figures["resources"] = {"new": resources(CudaOptions(arch=arch)), "old_options": resources(old_options)}
+        figures["resources"] = {"new": resources(CudaOptions(arch=arch)), "old_options": resources(old_options),
+                                "persistent": resources(CudaOptions(persistent=True, arch=arch))}
         save()
         figures["run"] = {"new": run_command(ROOT, args.count, scratch / "new")}
         save()

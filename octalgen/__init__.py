@@ -10,8 +10,15 @@ The Python interface (:mod:`octalgen.api`) is available from the package itself:
     octalgen.info("kayles")               # moves, rare mask, known period
 
 Those names are loaded on first use, so ``import octalgen`` stays cheap (no NumPy, no compiler,
-no Amaranth).
+no Amaranth).  The errors they raise are in :mod:`octalgen.errors`, loaded with the package::
+
+    try:
+        octalgen.values(".6", n)
+    except octalgen.errors.InputError as exc:   # bad input: one line says what is wrong
+        print(exc)
 """
+
+from . import errors
 
 __version__ = "0.3.0"
 
@@ -19,7 +26,7 @@ __version__ = "0.3.0"
 _API = ("values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
         "GameInfo")
 
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", "errors", *_API]
 
 
 def __getattr__(name: str):

@@ -32,7 +32,6 @@ the engine and the backends are loaded by the first call that needs them.
 from __future__ import annotations
 
 import logging
-import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -41,6 +40,7 @@ import numpy as np
 
 from .errors import ComputationError, GameCodeError, InputError, InternalError, TableError
 from .game import OctalGame, parse_game
+from .limits import CHUNK_RANGE, MAX_HEAP, MAX_WORKERS, largest, seconds, whole
 
 __all__ = ["values", "iter_values", "period", "PeriodResult", "PeriodCandidate", "run", "rare_table", "info",
            "GameInfo"]
@@ -70,17 +70,32 @@ def as_game(game) -> OctalGame:
     return parse_game(game)
 
 
-def _whole(name: str, number, low: int) -> int:
-    """``number`` as an int of at least ``low``; whole floats (1e6) are accepted, as on the command line."""
-    if isinstance(number, numbers.Integral) and not isinstance(number, bool):
-        result = int(number)
-    elif isinstance(number, numbers.Real) and float(number).is_integer():
-        result = int(number)
-    else:
-        raise InputError(f"{name} must be a whole number, not {number!r}")
-    if result < low:
-        raise InputError(f"{name} must be at least {low}, not {result}")
-    return result
+def _count(name: str, number, low: int = 0) -> int:
+    """A count or heap position, held to the command line's limits (:func:`octalgen.limits.whole`)."""
+    return whole(name, number, low, MAX_HEAP)
+
+
+def _processes(name: str, number, low: int) -> int | None:
+    """A thread or process count (None: the default), held to the command line's limits."""
+    return None if number is None else whole(name, number, low, MAX_WORKERS)
+
+
+def _span(n, start) -> tuple[int, int]:
+    """``(n, start)`` checked: each a count, and G(start + n - 1) within :data:`~octalgen.limits.MAX_HEAP`."""
+    n, start = _count("n", n), _count("start", start)
+    if start + n > MAX_HEAP:
+        raise InputError(f"start + n must be at most {largest(MAX_HEAP)} (the largest heap accepted), "
+                         f"not {start + n}")
+    return n, start
+
+
+def _backend(name):
+    """The backend called ``name`` (None: the fastest exact one here)."""
+    from .backends import get_backend
+
+    if name is not None and not isinstance(name, str):
+        raise InputError(f"backend must be a backend's name as text, not {type(name).__name__} {name!r}")
+    return get_backend(name)
 
 
 def _checked_table(table, game: OctalGame):
@@ -112,23 +127,63 @@ def iter_values(game, n: int, start: int = 0, *, backend: str | None = None, tab
     Yields
     ------
     numpy.ndarray
-        int64 chunks that together are G(start) ... G(start+n-1), in order.
-    """
-    from .backends import get_backend
+        ``uint16`` chunks (the dtype of :func:`values`) that together are G(start) ...
+        G(start+n-1), in order.
 
+    Raises
+    ------
+    InputError
+        Bad game, count, start, backend, table or thread count: before any work.
+    ComputationError
+        While streaming: a value beyond 65535, which uint16 cannot hold.
+    """
     game = as_game(game)
-    n, start = _whole("n", n, 0), _whole("start", start, 0)
+    n, start = _span(n, start)
     table = _checked_table(table, game)
-    chosen = get_backend(backend)
+    threads, workers = _processes("threads", threads, 1), _processes("workers", workers, 0)
+    chosen = _backend(backend)
     if not chosen.exact:
         log.warning("backend %s gives speculative values: they are NOT proven", chosen.name)
+    log.debug("%s: G(%d) ... G(%d) by the %s backend (threads %s, workers %s)", game.code, start, start + n - 1,
+              chosen.name, threads or "default", "default" if workers is None else workers)
     # Only the exact C backend verifies in worker processes; the others have no such option.
-    options = {"workers": _whole("workers", workers, 0)} if workers is not None and chosen.name == "c" else {}
-    if threads is not None:
-        threads = _whole("threads", threads, 1)
+    options = {"workers": workers} if workers is not None and chosen.name == "c" else {}
     if n == 0:
         return iter(())
-    return chosen.compute(game, start, n, table=table, threads=threads, progress=progress, **options)
+    chunks = chosen.compute(game, start, n, table=table, threads=threads, progress=progress, **options)
+    return _as_uint16(chunks, start)
+
+
+def _as_uint16(chunks, start: int) -> Iterator[np.ndarray]:
+    """The backend's chunks of G(start) ... as uint16, a value that does not fit being one error."""
+    position = start
+    for chunk in chunks:
+        too_big = np.flatnonzero(chunk > LARGEST_VALUE)
+        if len(too_big):
+            at = int(too_big[0])
+            raise ComputationError(f"G({position + at}) = {int(chunk[at])} does not fit the uint16 values of "
+                                   "octalgen.values and iter_values")
+        yield chunk.astype(np.uint16, copy=False)
+        position += len(chunk)
+
+
+def _room_for(n: int) -> np.ndarray:
+    """An empty uint16 array of ``n`` values, refused in one line when this machine cannot hold it."""
+    needed = 2 * n
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not every system says
+        physical = None
+    refusal = InputError(f"{n} values need {needed / 2**30:,.1f} GiB of memory"
+                         + (f", more than this machine's {physical / 2**30:,.1f} GiB" if physical else "")
+                         + ": stream them with octalgen.iter_values, or write them to a file with "
+                         "octalgen values -o FILE")
+    if physical is not None and needed > physical:
+        raise refusal
+    try:
+        return np.empty(n, dtype=np.uint16)
+    except MemoryError:
+        raise refusal from None
 
 
 def values(game, n: int, start: int = 0, *, backend: str | None = None, table=None, threads: int | None = None,
@@ -140,7 +195,8 @@ def values(game, n: int, start: int = 0, *, backend: str | None = None, table=No
     game : str or OctalGame
         An octal code (``.6``), a name (``officers``) or a subtraction set (``S(1,2)``).
     n : int
-        How many values (0 gives an empty array).
+        How many values (0 gives an empty array).  An int, or a whole float (``1e6``); the
+        command line's limits hold: ``start + n`` at most :data:`~octalgen.limits.MAX_HEAP`.
     start : int, optional
         The first heap (default 0).
     backend : str, optional
@@ -151,7 +207,8 @@ def values(game, n: int, start: int = 0, *, backend: str | None = None, table=No
         A rare-value table to start from instead of the shipped or computed one (a hint: a
         wrong one costs time, never exactness).
     threads, workers : int, optional
-        Kernel threads and verifying processes (C backend), as on the command line.
+        Kernel threads (1 or more) and verifying processes (0: none, this process verifies), as
+        on the command line.
 
     Returns
     -------
@@ -161,20 +218,17 @@ def values(game, n: int, start: int = 0, *, backend: str | None = None, table=No
     Raises
     ------
     InputError
-        Bad game, count, start, backend or table.
+        Bad game, count, start, backend, table or thread count (a bool is no count), or more
+        values than this machine's memory holds (:func:`iter_values` streams them).
     ComputationError
-        A value beyond 65535, which uint16 cannot hold (:func:`iter_values` streams int64).
+        A value beyond 65535, which uint16 cannot hold.
     ToolMissingError
         The backend cannot run here (no C compiler, no GPU).
     """
-    result = np.empty(_whole("n", n, 0), dtype=np.uint16)
+    result = _room_for(_span(n, start)[0])  # before anything is computed
+    chunks = iter_values(game, n, start, backend=backend, table=table, threads=threads, workers=workers)
     position = 0
-    for chunk in iter_values(game, n, start, backend=backend, table=table, threads=threads, workers=workers):
-        too_big = np.flatnonzero(chunk > LARGEST_VALUE)
-        if len(too_big):
-            at = int(too_big[0])
-            raise ComputationError(f"G({start + position + at}) = {int(chunk[at])} does not fit a uint16 array; "
-                                   "octalgen.iter_values gives int64 chunks")
+    for chunk in chunks:
         result[position: position + len(chunk)] = chunk
         position += len(chunk)
     if position != len(result):  # a backend that stopped short would leave garbage in the array
@@ -190,15 +244,20 @@ DEFAULT_PERIOD_MAX = 10**8
 
 
 class PeriodCandidate(NamedTuple):
-    """A period seen in the values computed but not proven yet: the proof needs G(0) ... G(proof_length - 1).
+    """A period seen in the values: its Guy–Smith proof needs G(0) ... G(proof_length - 1).
 
-    G(n + period) = G(n) was checked for preperiod <= n < checked_to - period.
+    G(n + period) = G(n) was checked for preperiod <= n < checked_to - period.  ``outcome`` says
+    what became of it: ``"open"`` (holds as far as computed, not proven yet), ``"failed"`` (G(n +
+    period) != G(n) at n = checked_to - period), ``"proven"``, or ``"reduced"`` (a period, but a
+    multiple of the least one or with a longer preperiod than the least: the least is proven
+    beside it, or, for a claim, :attr:`PeriodResult.refuted` names it).
     """
 
     period: int
     preperiod: int
     proof_length: int
     checked_to: int
+    outcome: str = "open"
 
 
 @dataclass(frozen=True)
@@ -215,9 +274,10 @@ class PeriodResult:
     proven : bool
         True when the period holds for ever (Guy–Smith theorem on the values computed).
     values : int
-        How many values were computed: G(0) ... G(values - 1).  The search ends as soon as a
-        proof is complete, so for a proven period this is ``proof_length`` (or, where the
-        direct search proved it at once, the values it searched).
+        How many values are proven: G(0) ... G(values - 1), by this call and, resumed from a
+        checkpoint, by the calls before it.  The search ends as soon as a proof is complete, so
+        for a proven period this is ``proof_length`` (or, where the direct search proved it at
+        once, the values it searched).
     limit : int
         The most values the search was allowed (``max``, or what a claim's proof needs).
     proof_length : int or None
@@ -225,9 +285,13 @@ class PeriodResult:
     refuted : str or None
         For a claim that does not hold: why (the first n where it fails, or why it is not least).
     candidates : tuple of PeriodCandidate
-        Periods seen but not proven within ``limit``, with the values their proofs need.
-    seconds : float
-        Wall seconds the search took (left out of comparisons and of the repr).
+        Every period the search saw, in the order seen, with its outcome and the values its
+        proof needs (:attr:`open_candidates`: those not proven within ``limit``, nor failed).
+    session_values : int
+        The values this call proved (``values`` less those proven before a resume).
+    seconds, session_seconds : float
+        Wall seconds of the whole search (every session of a resumed one) and of this call (both
+        left out of comparisons and of the repr).
     """
 
     game: str
@@ -239,7 +303,14 @@ class PeriodResult:
     proof_length: int | None = None
     refuted: str | None = None
     candidates: tuple[PeriodCandidate, ...] = ()
+    session_values: int = field(default=0, compare=False, repr=False)
     seconds: float = field(default=0.0, compare=False, repr=False)
+    session_seconds: float = field(default=0.0, compare=False, repr=False)
+
+    @property
+    def open_candidates(self) -> tuple[PeriodCandidate, ...]:
+        """The candidates that hold as far as computed but are not proven: what more values may prove."""
+        return tuple(c for c in self.candidates if c.outcome == "open")
 
 
 def _claim(claim) -> tuple[int, int] | None:
@@ -250,7 +321,7 @@ def _claim(claim) -> tuple[int, int] | None:
         claimed_period, claimed_preperiod = claim
     except (TypeError, ValueError):
         raise InputError(f"claim must be (period, preperiod), not {claim!r}") from None
-    return _whole("the claimed period", claimed_period, 1), _whole("the claimed preperiod", claimed_preperiod, 0)
+    return _count("the claimed period", claimed_period, 1), _count("the claimed preperiod", claimed_preperiod)
 
 
 def period_limit(game, max: int | None = None, claim: tuple[int, int] | None = None) -> int:
@@ -268,7 +339,7 @@ def period_limit(game, max: int | None = None, claim: tuple[int, int] | None = N
 
     game, claim = as_game(game), _claim(claim)
     if max is not None:
-        return _whole("max", max, 1)
+        return _count("max", max, 1)
     return proof_length(*claim, game.max_take) if claim else DEFAULT_PERIOD_MAX
 
 
@@ -320,33 +391,27 @@ def period(game, max: int | None = None, *, claim: tuple[int, int] | None = None
     Interrupted
         Ctrl-C or SIGTERM during the search (the checkpoint, if any, is written first).
     """
-    from .engine.options import EngineOptions
     from .engine.period_proof import ExactProof
     from .engine.run_summary import summarized_run
     from .engine.tally import Tally
 
     game, claim = as_game(game), _claim(claim)
     limit = period_limit(game, max, claim)
-    options = {"threads": None if threads is None else _whole("threads", threads, 1),
-               "workers": None if workers is None else _whole("workers", workers, 0), "scheduler": scheduler}
-    if chunk is not None:
-        options["chunk"] = _whole("chunk", chunk, 1)
-    if checkpoint_every is not None:
-        if not isinstance(checkpoint_every, numbers.Real) or not 0 <= checkpoint_every < float("inf"):
-            raise InputError(f"checkpoint_every must be a number of seconds, not {checkpoint_every!r}")
-        options["checkpoint_every"] = float(checkpoint_every)
+    options = _engine_options(limit, threads=threads, workers=workers, scheduler=scheduler, chunk=chunk,
+                              checkpoint_every=checkpoint_every)
     tally = Tally(0, ExactProof(game.max_take, claim, until=limit))
-    engine, summary = summarized_run(game, EngineOptions(until=limit, **options), tally,
+    engine, summary = summarized_run(game, options, tally,
                                      table=_checked_table(table, game), directory=checkpoint,
                                      identity={"command": "period", "claim": list(claim) if claim else None},
                                      keep_all=True, progress=progress)
     found = summary.period
-    candidates = tuple(PeriodCandidate(c["period"], c["preperiod"], c["proof_length"], c["checked_to"])
-                       for c in summary.candidates)
+    candidates = tuple(PeriodCandidate(c["period"], c["preperiod"], c["proof_length"], c["checked_to"], c["outcome"])
+                       for c in tally.prover.seen)
     return PeriodResult(game=game.code, period=found["period"] if found else None,
                         preperiod=found["preperiod"] if found else None, proven=found is not None,
                         values=engine.position, limit=limit, proof_length=found["proof_length"] if found else None,
-                        refuted=summary.refuted, candidates=candidates, seconds=summary.seconds)
+                        refuted=summary.refuted, candidates=candidates, session_values=summary.session_values,
+                        seconds=summary.seconds, session_seconds=summary.session_seconds)
 
 
 # -- runs --------------------------------------------------------------------------------------
@@ -407,7 +472,7 @@ def run(game, until: int, checkpoint=None, *, backend: str = "c", table=None, ke
     game = as_game(game)
     options = _engine_options(until, threads=threads, workers=workers, scheduler=scheduler, chunk=chunk,
                               checkpoint_every=checkpoint_every)
-    digest_from = _bounded("digest_from", digest_from, 0, _limits()[0])
+    digest_from = whole("digest_from", digest_from, 0, MAX_HEAP)
     if not isinstance(keep_values, bool):
         raise InputError(f"keep_values must be True or False, not {keep_values!r}")
     if keep_values and checkpoint is None:
@@ -425,42 +490,19 @@ def run(game, until: int, checkpoint=None, *, backend: str = "c", table=None, ke
 
 
 def _engine_options(until: int, *, threads=None, workers=None, scheduler=None, chunk=None, checkpoint_every=None):
-    """The :class:`~octalgen.engine.options.EngineOptions` of a run to ``until``, each checked against
-    the command line's limits (one :class:`~octalgen.errors.InputError` line for the first that is off;
-    None: the default)."""
-    from .engine.options import CHECKPOINT_EVERY, CHUNK, MAX_CHUNK, MIN_CHUNK, EngineOptions
+    """The :class:`~octalgen.engine.options.EngineOptions` of a computation to ``until``, each option
+    checked against the command line's limits (:mod:`octalgen.limits`; one
+    :class:`~octalgen.errors.InputError` line for the first that is off; None: the default)."""
+    from .engine.options import CHECKPOINT_EVERY, CHUNK, EngineOptions
 
-    max_heap, max_workers = _limits()
     if scheduler is not None and not isinstance(scheduler, str):
-        raise InputError(f"scheduler must be an address as text (tcp://host:8786), not {scheduler!r}")
-    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(
-            checkpoint_every, numbers.Real) or not 0 <= checkpoint_every < float("inf")):
-        raise InputError(f"checkpoint_every must be a number of seconds (0 or more, finite), not {checkpoint_every!r}")
+        raise InputError(f"scheduler must be a Dask scheduler's address as text (tcp://host:8786), not {scheduler!r}")
     return EngineOptions(
-        until=_bounded("until", until, 1, max_heap),
-        threads=None if threads is None else _bounded("threads", threads, 1, max_workers),
-        workers=None if workers is None else _bounded("workers", workers, 0, max_workers), scheduler=scheduler,
-        chunk=CHUNK if chunk is None else _bounded("chunk", chunk, MIN_CHUNK, MAX_CHUNK),
-        checkpoint_every=CHECKPOINT_EVERY if checkpoint_every is None else float(checkpoint_every))
-
-
-def _limits() -> tuple[int, int]:
-    """The command line's largest count or heap, and largest thread or process count."""
-    from .cli.arguments import MAX_HEAP, MAX_WORKERS
-
-    return MAX_HEAP, MAX_WORKERS
-
-
-def _bounded(name: str, number, low: int, high: int) -> int:
-    """``number`` as an int in [low, high] (:func:`_whole`, and at most ``high``, as on the command line;
-    True and False are no numbers here)."""
-    if isinstance(number, bool):
-        raise InputError(f"{name} must be a whole number, not {number!r}")
-    result = _whole(name, number, low)
-    if result > high:
-        raise InputError(f"{name} must be at most {high:.0e}".replace("e+", "e") if high >= 10**6
-                         else f"{name} must be at most {high}, not {result}")
-    return result
+        until=whole("until", until, 1, MAX_HEAP), threads=_processes("threads", threads, 1),
+        workers=_processes("workers", workers, 0), scheduler=scheduler,
+        chunk=CHUNK if chunk is None else whole("chunk", chunk, *CHUNK_RANGE),
+        checkpoint_every=CHECKPOINT_EVERY if checkpoint_every is None else seconds("checkpoint_every",
+                                                                                   checkpoint_every))
 
 
 # -- rare values and what is known -------------------------------------------------------------
@@ -489,11 +531,10 @@ def rare_table(game, upto: int | None = None, *, backend: str | None = None):
     InputError
         Bad game or ``upto``, or a speculative backend (a table must be exact).
     """
-    from .backends import get_backend
     from .rare import DEFAULT_TABLE_UPTO, RareTable, shipped_table
 
     game = as_game(game)
-    upto = None if upto is None else _whole("upto", upto, 1)
+    upto = None if upto is None else _count("upto", upto, 1)
     shipped = shipped_table(game)
     if shipped is not None and upto is None:
         log.info("shipped table for %s (exact below %d)", game.code, shipped.exact_to)
@@ -502,7 +543,7 @@ def rare_table(game, upto: int | None = None, *, backend: str | None = None):
         # The shipped table is exact further: its entries below upto are the table to upto.
         log.info("shipped table for %s (exact below %d), cut to %d", game.code, shipped.exact_to, upto)
         return shipped.with_entries([(p, v) for p, v in shipped.entries if p < upto], upto)
-    chosen = get_backend(backend)
+    chosen = _backend(backend)
     if not chosen.exact:
         raise InputError(f"backend {chosen.name} is speculative; a rare table must be exact")
     upto = upto or DEFAULT_TABLE_UPTO
@@ -556,6 +597,13 @@ class GameInfo:
     def solved(self) -> bool:
         """True when the game's period is known (it is in the table of solved games)."""
         return self.period is not None
+
+    @property
+    def proof_length(self) -> int | None:
+        """For a solved game, the values its Guy–Smith proof needs: G(0) ... G(proof_length - 1)."""
+        from .periodicity import proof_length
+
+        return proof_length(self.period, self.preperiod, self.game.max_take) if self.solved else None
 
 
 def info(game) -> GameInfo:

@@ -45,6 +45,13 @@ class OutputError(OctalgenError):
     """An output file that cannot be written: a full disk, a missing directory, no permission, a directory."""
 
 
+class OutputPathError(OutputError, InputError):
+    """An output path that names no place to write: its directory does not exist, or it names a file
+    where a directory is needed (or a directory where a file is).  Bad input: exit status 2."""
+
+    exit_code = 2
+
+
 class ToolMissingError(OctalgenError):
     """An external program (compiler, synthesis tool) is not installed."""
 

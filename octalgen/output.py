@@ -17,13 +17,18 @@ Every file a command writes at a user's request (``-o``, ``--out``, ``--plot``) 
 
 Every failure (a full disk, a missing directory, no permission, ``/proc``) is an
 :class:`~octalgen.errors.OutputError` reading ``cannot write PATH: reason``, PATH as the user
-wrote it.  :func:`check_output` (and :func:`check_directory`, for a folder) makes the same
-decisions and leaves nothing behind, so that a command refuses a path it could never write
-*before* a long computation.
+wrote it; a path that names no place to write (its directory missing, a directory where a file
+belongs, a file where a directory belongs) is an :class:`~octalgen.errors.OutputPathError`, bad
+input.  A directory is made only where a command makes its own folder (a checkpoint directory,
+``emit``'s ``DIR/<game>``); a missing directory above what the user named is refused, so a
+mistyped path is not created.  :func:`check_output` (and :func:`check_directory` and :func:`check_new_directory`, for
+folders) makes the same decisions and leaves nothing behind, so that a command refuses a path it
+could never write *before* a long computation.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import stat
@@ -31,7 +36,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from .errors import OutputError
+from .errors import OutputError, OutputPathError
+
+log = logging.getLogger("octalgen")
 
 #: How many temporary names are tried before giving up (each one is random: a clash is very rare).
 _TEMPORARY_TRIES = 8
@@ -50,18 +57,30 @@ class OutputWriter:
         The open file (the temporary file, or the device or FIFO itself).
     path : path
         The path as the user gave it, for messages.
+    in_place : bool
+        True for a device or FIFO, written as the bytes come; False for a file, which appears
+        (or is replaced) only once the whole output was written.
+
+    Attributes
+    ----------
+    written : int
+        Bytes written so far.
     """
 
-    def __init__(self, handle, path):
+    def __init__(self, handle, path, in_place: bool = False):
         self._handle = handle
         self.path = path
+        self.in_place = in_place
+        self.written = 0
 
     def write(self, data) -> int:
         """Write ``data`` (bytes-like); returns the number of bytes written."""
         try:
-            return self._handle.write(data)
+            count = self._handle.write(data)
         except OSError as exc:
             raise _error(self.path, exc) from None
+        self.written += count
+        return count
 
     def flush(self) -> None:
         """Hand what is buffered to the operating system."""
@@ -103,11 +122,14 @@ def output_file(path) -> Iterator[OutputWriter]:
     else:
         temporary, handle = _create_temporary(target, path)
     try:
-        yield OutputWriter(handle, path)
+        writer = OutputWriter(handle, path, in_place)
+        yield writer
         _finish(path, handle, synced=temporary is not None)
         if temporary is not None:
             _guarded(path, os.replace, temporary, target)
             _sync_directory(target.parent)
+        log.debug("wrote %s: %d bytes, %s", path, writer.written,
+                  "in place" if in_place else f"renamed into place from {temporary.name}")
     except BaseException:
         _discard(handle, temporary)
         raise
@@ -125,7 +147,7 @@ def write_output(path, content: bytes | str) -> None:
         out.write(content.encode() if isinstance(content, str) else content)
 
 
-def check_output(path, make_directory: bool = False) -> None:
+def check_output(path) -> None:
     """Make sure ``path`` can be written, without writing it: the cheap check before a long computation.
 
     A device or FIFO must be writable; for a file (new or to be replaced) a temporary file is
@@ -135,10 +157,7 @@ def check_output(path, make_directory: bool = False) -> None:
     Parameters
     ----------
     path : str or path-like
-        Where the output will go.
-    make_directory : bool, optional
-        Create the path's directory (and its parents) where missing, for a command that makes
-        the directory it writes into; otherwise a missing directory is refused.
+        Where the output will go; its directory must exist.
 
     Raises
     ------
@@ -151,27 +170,64 @@ def check_output(path, make_directory: bool = False) -> None:
         if not os.access(target, os.W_OK):
             raise OutputError(f"cannot write {path}: permission denied")
         return
-    if make_directory:
-        _guarded(path, target.parent.mkdir, parents=True, exist_ok=True)
     temporary, handle = _create_temporary(target, path)
     _discard(handle, temporary)
 
 
 def check_directory(directory) -> None:
-    """Make ``directory`` (and its parents) where missing, and make sure files can be created in it.
+    """Make a per-game folder ``DIR/<game>`` and ``DIR`` where missing; make sure files can be created in it.
 
-    For commands that write files of their own naming into a folder (``emit c``, ``emit hdl``).
+    For commands that write files of their own naming into a folder of the directory the user
+    named (``emit c``, ``emit hdl``): ``DIR`` and the game's folder are made, as
+    :func:`check_new_directory` makes a checkpoint directory; a missing directory above ``DIR``
+    is refused.
 
     Raises
     ------
+    OutputPathError
+        When the directory above ``DIR`` does not exist, or a file stands where a folder belongs.
     OutputError
         Reading ``cannot write into DIRECTORY: reason``.
     """
     directory = Path(directory)
+    check_new_directory(directory.parent)
+    if directory.parent.is_dir():  # else it is made below, and nothing stands in the game folder's place
+        check_new_directory(directory)
     label = f"into {directory}"
-    _guarded(label, directory.mkdir, parents=True, exist_ok=True)
+    _guarded(label, directory.mkdir, parents=True, exist_ok=True)  # at most DIR and the game's folder
     temporary, handle = _create_temporary(directory / ".octalgen-check", label)
     _discard(handle, temporary)
+
+
+def check_new_directory(directory, what: str = "directory") -> None:
+    """Refuse ``directory`` as a folder a command makes (or reuses) when it cannot be one.
+
+    For ``--checkpoint DIR``: an existing directory is taken as it is; a missing one must have
+    an existing directory above it (the command makes only ``DIR`` itself); anything else there
+    (a file) is refused.  Nothing is created.
+
+    Parameters
+    ----------
+    directory : str or path-like
+        The folder, as the user gave it.
+    what : str
+        What the folder is for, in the message (``checkpoint directory``).
+
+    Raises
+    ------
+    OutputPathError
+        ``cannot use DIR as a checkpoint directory: it is a file``, or ``cannot write DIR: the
+        directory PARENT does not exist``.
+    """
+    directory = Path(directory)
+    if directory.is_dir():
+        return
+    if directory.exists() or directory.is_symlink():
+        kind = "a file" if directory.is_file() else "a dangling link" if directory.is_symlink() else "not a directory"
+        raise OutputPathError(f"cannot use {directory} as a {what}: it is {kind}")
+    parent = Path(os.path.realpath(directory)).parent
+    if not parent.is_dir():
+        raise OutputPathError(f"cannot write {directory}: the directory {parent} does not exist")
 
 
 def _resolve(path: Path) -> tuple[Path, bool]:
@@ -187,7 +243,7 @@ def _resolve(path: Path) -> tuple[Path, bool]:
     except OSError as exc:  # e.g. a loop of links, or a file used as a directory
         raise _error(path, exc) from None
     if stat.S_ISDIR(mode):
-        raise OutputError(f"cannot write {path}: it is a directory (name a file in it)")
+        raise OutputPathError(f"cannot write {path}: it is a directory (name a file in it)")
     if stat.S_ISREG(mode):
         return target, False
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISFIFO(mode):
@@ -216,7 +272,7 @@ def _create_temporary(target: Path, label) -> tuple[Path, object]:
                 raise OutputError(f"cannot write {label}: no free temporary name beside it") from None
         except FileNotFoundError:
             if not target.parent.is_dir():
-                raise OutputError(f"cannot write {label}: the directory {target.parent} does not exist") from None
+                raise OutputPathError(f"cannot write {label}: the directory {target.parent} does not exist") from None
             # The directory is there but takes no new file: /proc, /sys.
             raise OutputError(f"cannot write {label}: no file can be created in {target.parent}") from None
         except OSError as exc:

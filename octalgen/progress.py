@@ -24,9 +24,12 @@ goal further than :data:`HORIZON` seconds away is said to be out of reach instea
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections import deque
+
+log = logging.getLogger("octalgen")
 
 #: Seconds of recent samples the rate is measured over.
 RATE_WINDOW = 30.0
@@ -138,6 +141,9 @@ class Progress:
         given during it.
         """
         if text != self._phase:  # the new phase's rate starts here, from where the last one left off
+            at = f" at {self._proven:,}" if self._proven is not None else ""
+            log.debug("%s%s%s (%s in)", f"{self.label}: " if self.label else "", text, at,
+                      duration(_clock() - self._began))
             self._samples.clear()
             self._phase_first_sample, self._phase_steps, self._rate = None, 0, None
             if self._proven is not None:

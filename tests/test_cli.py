@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -9,9 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from octalgen.cli.values import _write
 from octalgen.engine.checkpoint import read_checkpoint
-from octalgen.errors import InputError
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import naive_values
 
@@ -35,11 +34,6 @@ def test_values_u16_file(cli, tmp_path):
     assert result.code == 0 and result.out == ""
     assert np.fromfile(out, dtype="<u2").tolist() == naive_values(".77", 300)
     assert not list(tmp_path.glob("*.partial"))
-
-
-def test_u16_refuses_a_value_it_cannot_hold():
-    with pytest.raises(InputError, match=r"G\(12\) = 70000 does not fit --format u16"):
-        _write([np.array([1, 2, 70000])], "u16", 10, io.BytesIO())
 
 
 def test_default_backend_is_exact(cli):
@@ -148,9 +142,9 @@ def test_a_mistyped_game_name_gets_the_name_meant(cli, name, meant):
 
 
 def test_info_on_an_unsolved_game_says_how_to_find_out(cli):
-    result = cli("info", ".354")
+    result = cli("info", ".167")
     assert result.code == 0
-    assert "not in the table of solved games" in result.out and "octalgen period .354 --max 1e8" in result.out
+    assert "not in the table of solved games" in result.out and "octalgen period .167 --max 1e8" in result.out
 
 
 def test_a_stopped_values_speaks_of_no_checkpoint(cli, monkeypatch):
@@ -166,8 +160,29 @@ def test_a_stopped_values_speaks_of_no_checkpoint(cli, monkeypatch):
     monkeypatch.setattr(values_command, "iter_values", stopped_after_some)
     result = cli("values", ".6", "-n", 100_000)
     assert result.code == 130
-    assert result.err == "octalgen: stopped by Ctrl-C: G(0) ... G(41255) proven\n"
+    assert result.err == "octalgen: stopped by Ctrl-C: G(0) ... G(41255) proven; G(0) ... G(9) written to stdout\n"
+    assert result.out.split() == [str(v) for v in OFFICERS_20[:10]]
     assert str(Interrupted(signal.SIGINT, 5)).endswith("(no checkpoint was asked for)")  # a run could have kept one
+
+
+def test_a_stopped_values_says_its_file_was_not_written(cli, monkeypatch, tmp_path):
+    import signal
+
+    import octalgen.cli.values as values_command
+    from octalgen.errors import Interrupted
+
+    def stopped_after_some(*args, **kwargs):
+        yield np.array(OFFICERS_20[:10], dtype=np.uint16)
+        raise Interrupted(signal.SIGTERM, 41_256)
+
+    monkeypatch.setattr(values_command, "iter_values", stopped_after_some)
+    out = tmp_path / "g.txt"
+    out.write_text("the old content\n")
+    result = cli("values", ".6", "-n", 100_000, "-o", out)
+    assert result.code == 143 and result.out == ""
+    assert result.err == (f"octalgen: stopped by SIGTERM: G(0) ... G(41255) proven; nothing written to {out} (a file "
+                          "is written only once complete)\n")
+    assert out.read_text() == "the old content\n" and [p.name for p in tmp_path.iterdir()] == ["g.txt"]
 
 
 def test_values_shows_the_engines_phases(monkeypatch):
@@ -261,3 +276,159 @@ def test_the_summary_leads_with_the_mathematics(cli, tmp_path):
     assert "\nCPU seconds per 10^8 values: " in verbose.out and "\nrare table sha256:" in verbose.out  # ... then these
     as_json = json.loads(cli("run", ".6", "--until", 200_000, "--workers", 0, "--json").out)
     assert as_json["cpu_roles"] and as_json["rare_table"].startswith("sha256:")  # --json keeps everything
+
+
+# -- errors and results on a terminal, paths, -vv, binary output, thread bounds -----------------
+
+# Runs the command line with the given arguments on a terminal; prints the exit status last.
+COMMAND_IN_A_TERMINAL = """\
+import sys
+from octalgen.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+print("exit", code)
+"""
+
+BAD_CODE = "octalgen values: error: argument CODE: bad game code '.9': '9' at position 2 is not an octal digit"
+
+
+def terminal_rows(columns: int, *arguments) -> list[str]:
+    """The rows the command line leaves on a terminal of ``columns`` (rows longer than it would overflow)."""
+    from terminal import run_in_terminal, screens
+
+    shown = screens(run_in_terminal(columns, COMMAND_IN_A_TERMINAL, *arguments), 300)
+    return shown[-1]
+
+
+@pytest.mark.parametrize("arguments, status, start", [
+    (("values", ".9", "-n", 3), 2, BAD_CODE),
+    (("values", ".6", "-n", 3, "-o", "/nonexistent/d/some-rather-long-file-name-for-the-values.txt"), 2,
+     "octalgen: error: cannot write /nonexistent/d/"),
+])
+def test_errors_are_wrapped_to_the_terminal_and_one_line_elsewhere(cli, arguments, status, start):
+    rows = terminal_rows(80, *arguments)
+    assert rows[-1] == f"exit {status}" and len(rows) > 2
+    assert all(len(row) <= 80 for row in rows)
+    assert " ".join(row.strip() for row in rows[:-1]).startswith(start)
+    piped = cli(*arguments)  # a file or a pipe: one line, whatever its length
+    assert piped.code == status and piped.err.count("\n") == 1 and len(piped.err) > 80
+    assert " ".join(row.strip() for row in rows[:-1]) == piped.err.strip()
+
+
+def test_the_stones_table_fits_the_terminal():
+    rows = terminal_rows(80, "stones", "--moves", "1,2,3,4,5", "--no-repeat", "--memory", 1, "-n", 100, "--table")
+    assert rows[-1] == "exit 0" and all(len(row) <= 80 for row in rows)
+    assert rows[0].startswith("no-repeat game, S = {1, 2, 3, 4, 5}, memory 1: 2 = safe")
+
+
+def test_binary_values_are_refused_on_a_terminal_and_written_to_a_pipe(cli):
+    rows = terminal_rows(80, "values", ".6", "-n", 10, "--format", "u16")
+    assert rows[-1] == "exit 2" and rows[0].startswith("octalgen: error: --format u16 is binary and stdout is a")
+    piped = cli("values", ".6", "-n", 20, "--format", "u16")
+    assert piped.code == 0 and np.frombuffer(piped.out.encode("latin-1"), "<u2").tolist() == OFFICERS_20
+
+
+def test_export_refuses_binary_on_a_terminal(tmp_path):
+    rows = terminal_rows(80, "export", tmp_path, "--format", "npy")
+    assert rows[-1] == "exit 2" and rows[0].startswith("octalgen: error: --format npy is binary")
+
+
+@pytest.mark.parametrize("command", [
+    ("values", ".6", "-n", 5, "-o", "{missing}/values.txt"),
+    ("rare", ".6", "-o", "{missing}/6.yaml"),
+    ("survey", "--digits", 1, "--max", 1000, "--out", "{missing}/survey"),
+    ("run", ".6", "--until", 1000, "--checkpoint", "{missing}/ck"),
+    ("period", ".137", "--checkpoint", "{missing}/ck"),
+    ("emit", "c", ".16", "-o", "{missing}/generated"),
+])
+def test_a_missing_parent_directory_is_refused_the_same_way_everywhere(cli, tmp_path, command):
+    missing = tmp_path / "no" / "such"
+    result = cli(*(str(part).format(missing=missing) for part in command))
+    assert result.code == 2 and result.out == ""
+    assert result.err.startswith(f"octalgen: error: cannot write {missing}/") and result.err.count("\n") == 1
+    assert result.err.endswith(f": the directory {missing} does not exist\n")
+    assert list(tmp_path.iterdir()) == []  # nothing made on the way
+
+
+@pytest.mark.parametrize("command", ["run", "period"])
+def test_a_file_given_as_checkpoint_directory_is_called_a_file(cli, tmp_path, command):
+    path = tmp_path / "notes.txt"
+    path.write_text("mine\n")
+    result = cli(command, ".137", *(("--until", 1000) if command == "run" else ()), "--checkpoint", path)
+    assert result.code == 2
+    assert result.err == f"octalgen: error: cannot use {path} as a checkpoint directory: it is a file\n"
+    assert path.read_text() == "mine\n"
+
+
+def test_a_directory_inside_an_existing_one_is_made(cli, tmp_path):
+    result = cli("run", ".137", "--until", 1000, "--checkpoint", tmp_path / "ck", "-q")
+    assert result.code == 0 and (tmp_path / "ck" / "checkpoint.json").is_file()
+    result = cli("emit", "c", ".16", "-o", tmp_path / "generated")
+    assert result.code == 0 and (tmp_path / "generated" / "0.16" / "octalgen_kernel.c").is_file()
+
+
+def test_vv_adds_stamped_debugging_detail_to_v(cli, tmp_path):
+    out = tmp_path / "g.txt"
+    one = cli("values", ".6", "-n", 50_000, "-o", out, "-v")
+    two = cli("values", ".6", "-n", 50_000, "-o", out, "-vv")
+    assert one.code == two.code == 0
+    assert not re.search(r"\[ *\d+\.\d{3} s\]", one.err)
+    stamped = re.findall(r"^octalgen: \[ *\d+\.\d{3} s\] (.*)$", two.err, re.MULTILINE)
+    assert len(stamped) == two.err.count("\n")  # every line stamped
+    assert any(line.startswith(f"wrote {out}: {out.stat().st_size} bytes") for line in stamped)
+    assert any(line.startswith(".6: running") for line in stamped)  # the engine's phases
+    assert len(stamped) > one.err.count("\n")
+
+
+def test_vv_shows_where_an_error_was_raised(cli):
+    result = cli("values", ".6", "-n", 5, "--backend", "abacus", "-vv")
+    assert result.code == 2 and "Traceback" in result.err
+    assert result.err.splitlines()[-1].startswith("octalgen: error: unknown backend 'abacus'")
+    assert "Traceback" not in cli("values", ".6", "-n", 5, "--backend", "abacus", "-v").err
+
+
+def test_emit_c_threads_are_bounded_as_its_help_says(cli, tmp_path):
+    from octalgen.cli.arguments import check_kernel_threads
+    from octalgen.errors import InputError
+    from octalgen.plan import make_plan
+
+    result = cli("emit", "c", ".6", "--threads", 100, "-o", tmp_path)
+    assert result.code == 2 and result.out == ""
+    assert result.err == "octalgen: error: --threads 100: a kernel of .6 with u8 storage takes at most 57 threads\n"
+    assert "57 threads with u8 storage, 29 with u16" in " ".join(cli("emit", "c", "--help").out.split())
+    u8, u16 = make_plan(shipped_table(".6")), make_plan(shipped_table(".6"), storage="u16")
+    check_kernel_threads(57, u8)
+    check_kernel_threads(29, u16)
+    with pytest.raises(InputError, match="with u16 storage takes at most 29 threads"):
+        check_kernel_threads(30, u16)
+
+
+def test_a_resumed_period_reports_this_sessions_values(cli, tmp_path):
+    first = cli("period", ".16", "--max", 300_000, "--checkpoint", tmp_path / "p", "--workers", 0, "-q")
+    assert first.code == 0 and re.search(r"^computed 300000 values in [\d.]+ s$", first.out, re.MULTILINE)
+    second = cli("period", ".16", "--max", 600_000, "--checkpoint", tmp_path / "p", "--workers", 0, "-q")
+    assert second.code == 0 and second.out.startswith("period 149459 preperiod 105351")
+    assert re.search(r"^computed 209622 values in [\d.]+ s; G\(0\) \.\.\. G\(299999\) were proven before, in [\d.]+ s$",
+                     second.out, re.MULTILINE)
+    as_json = json.loads(cli("period", ".16", "--max", 600_000, "--checkpoint", tmp_path / "p", "--json").out)
+    assert as_json["values"] == 509_622 and as_json["session"]["values"] == 0
+    assert [(c["period"], c["outcome"]) for c in as_json["candidates"]] == [(149459, "proven")]
+
+
+def test_a_resume_command_stays_whole_on_a_line_of_its_own_on_a_terminal(monkeypatch):
+    from octalgen.cli import error_text
+
+    class Screen(io.StringIO):
+        def isatty(self):
+            return True
+
+    line = "octalgen: stopped by Ctrl-C: G(0) ... G(999) proven; checkpoint in runs/officers; resume with:"
+    command = "octalgen run .6 --until 1e9 --checkpoint runs/officers"
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert error_text(line, command) == f"{line} {command}\n"  # a file or a pipe: one line
+    monkeypatch.setattr(sys, "stderr", Screen())
+    monkeypatch.setenv("COLUMNS", "40")
+    shown = error_text(line, command).splitlines()
+    assert shown[-1] == command and len(shown) > 2 and all(len(row) <= 40 for row in shown[:-1])

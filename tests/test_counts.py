@@ -243,9 +243,11 @@ def test_compare_and_export_refuse_bad_input_in_one_line(cli, tmp_path, run_161)
                    "--format does not go with it")
     one_line_error(cli("export", tmp_path / "missing", "--counts", tmp_path / "t"), 2, "no such directory")
     (tmp_path / "file").write_text("")
-    one_line_error(cli("export", run_161, "--counts", tmp_path / "file"), 1, "cannot write into")
+    one_line_error(cli("export", run_161, "--counts", tmp_path / "file"), 2, "as a directory: it is a file")
     # run checks where its tables go before it computes anything
-    one_line_error(cli("run", ".161", "--until", 1000, "--counts", tmp_path / "file"), 1, "cannot write into")
+    one_line_error(cli("run", ".161", "--until", 1000, "--counts", tmp_path / "file"), 2, "as a directory: it is a file")
+    one_line_error(cli("run", ".161", "--until", 1000, "--counts", tmp_path / "no" / "t"), 2,
+                   f"the directory {tmp_path / 'no'} does not exist")
 
 
 def test_tables_are_compared_over_the_n_both_have():

@@ -40,9 +40,10 @@ def test_generated_cuda_compiles_without_warnings_or_spills(game, options):
     compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
     assert compiled.cubin.stat().st_size > 0
     usage = compiled.resource_usage
-    kernels = ("octal_round", "octal_verify", "octal_verify_tail", "octal_persistent", "octal_barrier_probe")
-    for kernel in kernels:
-        assert f"Compiling entry function '{kernel}' for 'sm_90'" in usage
+    experimental = ("octal_persistent", "octal_barrier_probe")  # only where asked for: octalgen.cuda.persistent
+    kernels = ("octal_round", "octal_verify", "octal_verify_tail") + (experimental if options.persistent else ())
+    for kernel in kernels + experimental:
+        assert (f"Compiling entry function '{kernel}' for 'sm_90'" in usage) == (kernel in kernels)
     # Registers, never local memory: a spill would put the hot loops on device memory.
     assert usage.count("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == len(kernels)
     # The verifier's term loop within 64 registers (unrolled it took 80), so that 8 blocks of 128
@@ -50,7 +51,7 @@ def test_generated_cuda_compiles_without_warnings_or_spills(game, options):
     registers = {kernel: figures[0] for kernel, figures in parse_resource_usage(usage).items()}
     assert registers["octal_verify"] <= 64 and registers["octal_verify_tail"] <= 64
     # One persistent block of 512 threads a multiprocessor leaves room for the verifier beside it.
-    assert registers["octal_persistent"] <= 64
+    assert registers.get("octal_persistent", 0) <= 64
     assert compiled.source.read_text() == render_kernels(compiled.plan)
 
 
@@ -194,3 +195,18 @@ def test_the_sass_reader_finds_terms_loops_in_either_listing():
         assert (loop.start, loop.end, loop.terms, loop.xors) == (0x100, 0x1a0, 1, 1)
         assert loop.counts == {"LDC": 1, "IADD3": 2, "LDG": 1, "LOP3": 2, "IMAD": 1, "STS": 1, "VIADD": 1,
                                "ISETP": 1, "BRA": 1} and loop.per_term == 11
+
+
+def test_the_experimental_persistent_kernel_is_off_by_default():
+    """Nothing uses octalgen.cuda.persistent unless CudaOptions(persistent=True) asks: the default
+    kernels carry none of it, and the plug-ins, runtime and benchmark do not import it."""
+    assert CudaOptions().persistent is False
+    plan = make_cuda_plan(rare_table(".6"))
+    assert "octal_persistent" not in render_kernels(plan) and "octal_barrier_probe" not in render_kernels(plan)
+    asked = render_kernels(make_cuda_plan(rare_table(".6"), options=CudaOptions(persistent=True)))
+    assert "octal_persistent(" in asked and "octal_barrier_probe(" in asked
+    code = ("import sys, octalgen.cuda, octalgen.cuda.plugin, octalgen.cuda.runtime, octalgen.cuda.bench, "
+            "octalgen.cuda.sass, octalgen.backends; octalgen.backends.backends(); "
+            "print('octalgen.cuda.persistent' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

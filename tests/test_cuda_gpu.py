@@ -96,7 +96,7 @@ def test_gpu_backends_equal_the_reference(backend):
 def test_gpu_persistent_kernel_gives_the_exact_codes(game, span):
     """octal_persistent (its rounds depend on timing, so only the codes are compared) with a ring
     small enough that launches end at the ring's turn and when idle at the limit, and start again."""
-    from octalgen.cuda.persistent_runtime import GpuPersistentSpeculator
+    from octalgen.cuda.persistent import GpuPersistentSpeculator
 
     plan = plan_of(game, CudaOptions(persistent=True))
     w, first = plan.kernel.window, plan.start + 500
@@ -132,9 +132,9 @@ def test_gpu_run_with_the_persistent_kernel():
 
 
 def test_gpu_barrier_microbenchmark_runs():
-    from octalgen.cuda.persistent_runtime import barrier_microbenchmark
+    from octalgen.cuda.persistent import barrier_microbenchmark
 
-    figures = barrier_microbenchmark(plan_of(".6", CudaOptions()), rounds=2000)
+    figures = barrier_microbenchmark(plan_of(".6", CudaOptions(persistent=True)), rounds=2000)
     assert figures["barrier_alone_us_per_round"] > 0 and figures["barrier_and_one_group_us_per_round"] > 0
     assert figures["barrier_without_host_us_per_round"] > 0
     assert figures["barrier_alone_rounds_seen_by_host"] == figures["barrier_and_one_group_rounds_seen_by_host"] == 2000

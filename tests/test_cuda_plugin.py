@@ -16,7 +16,7 @@ import pytest
 from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.kernel import StorageOverflow, default_threads
-from octalgen.cuda import persistent_twin, plugin, runtime, twin
+from octalgen.cuda import persistent, plugin, runtime, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions
 from octalgen.engine import accounting, split
 from octalgen.engine.planning import plan_game
@@ -73,7 +73,7 @@ def test_the_persistent_kernel_under_random_schedules_gives_the_reference_digest
     summary, _ = run_twin(code, until, kernels=kernels, chunk=1 << 11)
     assert summary.statistics.digest == reference_digest(code, until)
     speculator = kernels(plan)[0].speculator
-    assert isinstance(speculator, persistent_twin.PersistentSpeculator)
+    assert isinstance(speculator, persistent.PersistentSpeculator)
     assert speculator.launches >= 1 + (until - plan.start) // (ring - w)
     rounds, verification = kernels.figures()
     assert rounds.rounds > 0 and not verification.settled_on_cpu

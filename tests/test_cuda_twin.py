@@ -10,7 +10,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from octalgen.cuda import persistent_twin, twin
+from octalgen.cuda import persistent, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions, make_cuda_plan, spread, unspread
 from octalgen.errors import InputError
 from octalgen.api import rare_table
@@ -242,7 +242,7 @@ def test_term_counts_by_offset():
         assert terms.marks_upto(d) == sum(np.count_nonzero(offsets <= e) for e in range(d))
 
 
-# -- the persistent round kernel (octalgen.cuda.persistent_twin) ----------------------------
+# -- the persistent round kernel (octalgen.cuda.persistent, experimental) -------------------
 
 
 def persistent_plan(game):
@@ -259,7 +259,7 @@ def test_persistent_rounds_give_the_exact_sequence_under_random_schedules(game, 
     plan, (_, _, codes) = persistent_plan(game), exact(game)
     w, first = plan.kernel.window, plan.start + 300
     ring = 1 << (w + 128 + 160 + 400).bit_length()  # a few hundred positions a launch: many relaunches
-    speculator = persistent_twin.PersistentSpeculator(plan, 128, ring=ring, seed=seed, idle_rounds=3,
+    speculator = persistent.PersistentSpeculator(plan, 128, ring=ring, seed=seed, idle_rounds=3,
                                                       keep_writers=True)
     got = stream(speculator, codes[first - w: first], SPAN[game], [1, 700, 33])
     assert np.array_equal(got, codes[first: first + SPAN[game]])
@@ -279,7 +279,7 @@ def test_schedules_change_the_rounds_not_the_values(game):
     w, first = plan.kernel.window, plan.start
     runs = []
     for seed in (None, 0, 1, 2):
-        speculator = persistent_twin.PersistentSpeculator(plan, 256, seed=seed)
+        speculator = persistent.PersistentSpeculator(plan, 256, seed=seed)
         runs.append((stream(speculator, codes[first - w: first], SPAN[game], []), len(speculator.log)))
     assert all(np.array_equal(values, runs[0][0]) for values, _ in runs)
     assert len({rounds for _, rounds in runs}) > 1  # the schedules really differ
@@ -291,33 +291,33 @@ def test_persistent_windows_start_at_whole_groups_and_cost_at_most_a_group():
     ends up to 31 positions short)."""
     plan, (_, _, codes) = persistent_plan(".6"), exact(".6")
     w, first = plan.kernel.window, plan.start
-    persistent = persistent_twin.PersistentSpeculator(plan, 256, seed=None)
-    jacobi = twin.Speculator(plan, 256, ring=persistent.ring)
-    got = [stream(s, codes[first - w: first], SPAN[".6"], []) for s in (persistent, jacobi)]
+    aligned = persistent.PersistentSpeculator(plan, 256, seed=None)
+    jacobi = twin.Speculator(plan, 256, ring=aligned.ring)
+    got = [stream(s, codes[first - w: first], SPAN[".6"], []) for s in (aligned, jacobi)]
     assert np.array_equal(got[0], got[1])
-    assert [m for *_, m in persistent.log] == [max(hi - front, 0) * len(plan.offsets) for front, hi, _ in persistent.log]
-    assert len(jacobi.log) <= len(persistent.log) <= len(jacobi.log) + len(jacobi.log) // 8 + 1
+    assert [m for *_, m in aligned.log] == [max(hi - front, 0) * len(plan.offsets) for front, hi, _ in aligned.log]
+    assert len(jacobi.log) <= len(aligned.log) <= len(jacobi.log) + len(jacobi.log) // 8 + 1
 
 
 def test_the_barrier_takes_the_least_candidate_and_only_a_real_overflow():
-    combine, none = persistent_twin.combine, persistent_twin.RELATIVE_NONE
-    assert combine(64, [9, 3, 32], [none] * 3, [False] * 3) == persistent_twin.RoundOutcome(67, None, False)
+    combine, none = persistent.combine, persistent.RELATIVE_NONE
+    assert combine(64, [9, 3, 32], [none] * 3, [False] * 3) == persistent.RoundOutcome(67, None, False)
     # An overflow below the next front was computed from exact inputs: the front stops there.
-    assert combine(64, [9, 30], [none, 5], [False, True]) == persistent_twin.RoundOutcome(69, 69, True)
+    assert combine(64, [9, 30], [none, 5], [False, True]) == persistent.RoundOutcome(69, 69, True)
     # One at or past it may still change: not an overflow yet.
     assert combine(64, [9, 30], [none, 9], [False, False]).overflow is None
-    assert persistent_twin.owned_group(4096, 3, 8) % 8 == 3 and 4096 // 32 <= persistent_twin.owned_group(
+    assert persistent.owned_group(4096, 3, 8) % 8 == 3 and 4096 // 32 <= persistent.owned_group(
         4096, 3, 8) < 4096 // 32 + 8
     with pytest.raises(ValueError, match="whole groups"):
-        persistent_twin.blocks_for(100)
+        persistent.blocks_for(100)
     # Flags: the kernel's 64-bit word; a zeroed flag (before a launch) is no round's, round 0's included.
-    word = persistent_twin.flag_word(5, 1234, none, True)
-    assert persistent_twin.read_flag(word, 5) == (1234, none, True) and word < 1 << 64
-    assert persistent_twin.read_flag(word, 4) is None and persistent_twin.read_flag(word, 6) is None
-    assert persistent_twin.read_flag(0, 0) is None
-    last = persistent_twin.ROUND_MASK  # the tag wraps, and stays apart from its neighbours
-    assert persistent_twin.read_flag(persistent_twin.flag_word(last + 1, 1, 2, False), last) is None
-    assert persistent_twin.read_flag(persistent_twin.flag_word(last + 1, 1, 2, False), 0) == (1, 2, False)
+    word = persistent.flag_word(5, 1234, none, True)
+    assert persistent.read_flag(word, 5) == (1234, none, True) and word < 1 << 64
+    assert persistent.read_flag(word, 4) is None and persistent.read_flag(word, 6) is None
+    assert persistent.read_flag(0, 0) is None
+    last = persistent.ROUND_MASK  # the tag wraps, and stays apart from its neighbours
+    assert persistent.read_flag(persistent.flag_word(last + 1, 1, 2, False), last) is None
+    assert persistent.read_flag(persistent.flag_word(last + 1, 1, 2, False), 0) == (1, 2, False)
 
 
 def test_a_value_too_large_for_a_byte_stops_the_persistent_front():
@@ -327,7 +327,7 @@ def test_a_value_too_large_for_a_byte_stops_the_persistent_front():
     for code, (offset, constant) in zip(range(CODES), plan.kernel.encoded_terms()):
         history[w - offset] = code ^ constant
     for seed in (None, 5):
-        speculator = persistent_twin.PersistentSpeculator(plan, 64, seed=seed)
+        speculator = persistent.PersistentSpeculator(plan, 64, seed=seed)
         speculator.reset(history)
         speculator.advance(w + 64)
         assert speculator.overflow == w and speculator.front == w

@@ -156,7 +156,7 @@ def test_stats_csv_alone(cli, kept, tmp_path):
     assert not (tmp_path / "h.csv").exists()
     # Both paths are checked before either file is written.
     unwritable = tmp_path / "missing" / "counts.csv"
-    one_line_error(cli("stats", directory, "--plot", tmp_path / "p.png", "--csv", unwritable), 1, "does not exist")
+    one_line_error(cli("stats", directory, "--plot", tmp_path / "p.png", "--csv", unwritable), 2, "does not exist")
     assert not (tmp_path / "p.png").exists()
 
 

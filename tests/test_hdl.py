@@ -214,7 +214,7 @@ def test_latency_property_and_one_value_every_fold_clocks(fold, references):
     assert clocks == [kernel.latency + i * fold for i in range(20)]
 
 
-def test_extraction_yields_the_lowest_clear_codes(references):
+def test_extraction_yields_the_lowest_clear_codes():
     """The extraction alone (.644 at fold 1: 50 candidates, 25 steps) on mark vectors whose groups of
     16 have 0, 1, 2, 3 or many clear bits, so that every step meets each case (a group filled by
     one or two candidates, both candidates in one group or in two): the candidates are the lowest
@@ -223,12 +223,11 @@ def test_extraction_yields_the_lowest_clear_codes(references):
     from amaranth.hdl import Elaboratable, Module, Signal
     from amaranth.sim import Simulator
 
-    from octalgen.hdl.kernel import _full_groups
+    from octalgen.hdl.mex import extract_candidates, full_groups
 
     plan = plan_of(".644")
-    kernel = SpeculativePipeline(plan, references(".644", plan.start), fold=1)
-    kernel._MustUse__silence = True  # only its extraction is built: no "never used" warning
-    assert kernel.layout.candidates == 50 and plan.mex_order == tuple(range(256))
+    layout = layout_pipeline(plan, 1)
+    assert layout.candidates == 50 and plan.mex_order == tuple(range(256))
     rng = np.random.default_rng(644)
     vectors = []
     for _ in range(40):
@@ -247,8 +246,8 @@ def test_extraction_yields_the_lowest_clear_codes(references):
         def elaborate(self, platform):
             m = Module()
             full = Signal(16)
-            m.d.comb += full.eq(_full_groups(self.marks))
-            found.extend(kernel._extract(m, self.marks, full, plan.mex_order))
+            m.d.comb += full.eq(full_groups(self.marks))
+            found.extend(extract_candidates(m, layout, self.marks, full, plan.mex_order))
             return m
 
     extraction = Extraction()
@@ -257,7 +256,7 @@ def test_extraction_yields_the_lowest_clear_codes(references):
     seen = []
 
     async def bench(ctx):
-        settle = kernel.layout.candidate_clock(49) - kernel.layout.chain_output + 2
+        settle = layout.candidate_clock(49) - layout.chain_output + 2
         for vector in vectors:
             ctx.set(extraction.marks, vector)
             await ctx.tick().repeat(settle)
@@ -302,7 +301,22 @@ def test_kernel_rejects_a_start_inside_the_rare_region(references):
 # -- the command line -----------------------------------------------------------
 
 
-def test_emit_hdl_sim_checks_every_value(cli):
+@pytest.fixture
+def eager_progress(monkeypatch):
+    """``emit hdl``'s progress display, writing a plain line at every update (not every 10 s)."""
+    import octalgen.cli.emit_hdl as emit_hdl
+
+    made = emit_hdl.progress_for
+
+    def eager(*args, **kwargs):
+        progress = made(*args, **kwargs)
+        progress.every = 0
+        return progress
+
+    monkeypatch.setattr(emit_hdl, "progress_for", eager)
+
+
+def test_emit_hdl_sim_checks_every_value_and_shows_how_far_it_is(cli, eager_progress):
     result = cli("emit", "hdl", ".45", "--sim", "--cycles", "3000")
     assert result.code == 0, result.err
     plan = plan_of(".45")
@@ -312,6 +326,19 @@ def test_emit_hdl_sim_checks_every_value(cli):
     assert f"G({plan.start}) ... G({plan.start + values - 1})" in result.out
     assert "all values match the reference" in result.out
     assert "cycles/s" in result.out
+    # In a log (stderr is not a terminal): plain lines, through elaboration to every value simulated.
+    lines = result.err.splitlines()
+    assert all(line.startswith("octalgen: .45 fold 1 ") for line in lines)
+    assert any("elaborating the circuit for amaranth.sim" in line for line in lines)
+    counts = [int(line.split(" of ")[0].rsplit(" ", 1)[1].replace(",", "")) for line in lines if "values done" in line]
+    assert counts == sorted(counts) and counts[-1] == values and f"of {values:,} values done" in lines[-1]
+    assert "simulating 3,000 clocks with amaranth.sim" in lines[-1]
+
+
+def test_emit_hdl_sim_quiet_shows_no_progress(cli, eager_progress):
+    result = cli("-q", "emit", "hdl", ".356", "--sim", "--fold", "2", "--cycles", "400")
+    assert result.code == 0 and "all values match the reference" in result.out
+    assert result.err == ""
 
 
 def test_emit_hdl_sim_catches_a_planted_fault(cli, monkeypatch):
@@ -329,10 +356,11 @@ def test_emit_hdl_sim_catches_a_planted_fault(cli, monkeypatch):
 
 
 def test_emit_hdl_writes_verilog_with_provenance(cli, tmp_path):
-    result = cli("emit", "hdl", ".356", "--fold", "4", "-o", tmp_path)
+    path = tmp_path / "kernel.v"  # one file: -o names it
+    result = cli("emit", "hdl", ".356", "--fold", "4", "-o", path)
     assert result.code == 0, result.err
-    path = tmp_path / "0.356" / "octalgen_hdl_f4.v"
     assert result.out.startswith(f"wrote {path}: .356 at fold 4")
+    assert [p.name for p in tmp_path.iterdir()] == ["kernel.v"]
     text = path.read_text()
     table = shipped_table(".356")
     header = text.split("\n\n")[0]
@@ -353,6 +381,15 @@ def test_emit_hdl_bad_options_are_one_line(cli, args, message):
     result = cli("emit", "hdl", ".356", *args)
     assert result.code == 2
     assert message in result.err and result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("target", ["hdl", "cuda"])
+def test_a_single_file_emit_refuses_a_directory_as_its_output(cli, tmp_path, target):
+    """emit hdl and emit cuda write one file, so -o names a file (emit c's names a directory)."""
+    result = cli("emit", target, ".356", "-o", tmp_path)
+    assert result.code == 2 and result.err.count("\n") == 1  # a path that names no file: bad input
+    assert f"cannot write {tmp_path}: it is a directory" in result.err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_verilator_missing_is_one_clear_line(cli, monkeypatch):
@@ -406,7 +443,7 @@ def test_chosen_fold_is_the_smallest_that_the_estimate_fits():
     assert guess == estimate(layout_pipeline(plan, fold), target)
     assert guess.fraction(target) <= target.utilisation_limit
     assert estimate(layout_pipeline(plan, fold - 1), target).fraction(target) > target.utilisation_limit
-    assert fold == 8  # .6 on the ECP5-85k at fold 8: packed and placed (hdl/reports/README.md)
+    assert fold == 8  # .6 on the ECP5-85k at fold 8: the bitstream hdl/reports/0.6-ulx3s-85f.json
 
 
 def test_officers_does_not_fit_an_ice40(cli, monkeypatch):

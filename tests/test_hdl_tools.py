@@ -116,8 +116,8 @@ def test_board_bitstream_for_dot356(cli, tmp_path):
     reason = synthesis_tools("ecp5")
     if reason:
         pytest.skip(reason)
-    # 100 MHz: met with seed 3 (103.02 MHz routed; seed 2 routed this top level to 99.48 MHz,
-    # hdl/reports/README.md).  nextpnr places the same netlist the same way for a given seed.
+    # 100 MHz: met with seed 3 (hdl/reports/0.356-ulx3s-85f.json; other seeds may route this top
+    # level just below it).  nextpnr places the same netlist the same way for a given seed.
     result = cli("synth", ".356", "--board", "ulx3s-85f", "--seed", "3", "-o", tmp_path)
     assert result.code == 0, result.out + result.err
     report = json.loads((tmp_path / "board.json").read_text())

@@ -35,8 +35,9 @@ def names(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
 
 
-def one_error_line(result, *pieces: str) -> None:
-    assert result.code == 1, result.err
+def one_error_line(result, *pieces: str, code: int = 1) -> None:
+    """One line on stderr holding ``pieces``; exit status ``code`` (2: a path that names no place to write)."""
+    assert result.code == code, result.err
     assert result.err.count("\n") == 1 and result.err.startswith("octalgen: error: cannot write "), result.err
     assert "Traceback" not in result.err and "internal error" not in result.err
     for piece in pieces:
@@ -179,13 +180,13 @@ def test_a_full_disk_on_a_regular_file_leaves_the_old_file_and_no_temporary(tmp_
 
 def test_a_missing_directory_is_one_line_and_nothing_is_made(cli, tmp_path):
     path = tmp_path / "missing" / "x.yaml"
-    one_error_line(cli("rare", ".6", "-o", path), f"cannot write {path}: the directory", "does not exist")
+    one_error_line(cli("rare", ".6", "-o", path), f"cannot write {path}: the directory", "does not exist", code=2)
     assert names(tmp_path) == []
 
 
 def test_a_directory_as_target_is_refused(cli, tmp_path):
     (tmp_path / "keep").write_text("kept\n")
-    one_error_line(cli("rare", ".6", "-o", tmp_path), "it is a directory")
+    one_error_line(cli("rare", ".6", "-o", tmp_path), "it is a directory", code=2)
     assert names(tmp_path) == ["keep"] and (tmp_path / "keep").read_text() == "kept\n"
 
 
@@ -214,4 +215,4 @@ def test_a_rare_table_is_not_computed_for_a_path_that_cannot_be_written(cli, tmp
 
     monkeypatch.setattr("octalgen.cli.rare.rare_table", computed)
     path = tmp_path / "missing" / "x.yaml"
-    one_error_line(cli("rare", ".16", "--upto", 100_000, "-o", path), "does not exist")
+    one_error_line(cli("rare", ".16", "--upto", 100_000, "-o", path), "does not exist", code=2)

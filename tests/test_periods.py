@@ -202,6 +202,8 @@ def find_period(code, limit, directory=None, claim=None):
 def test_period_of_every_solved_game():
     wrong = {}
     for game, row in solved_games().items():
+        if proof_length(row.period, row.preperiod, game.max_take) > 10**6:
+            continue  # .354, .104, .1777: their proofs are tested in tests/test_info.py
         found = find_period(game, 10**6).period or {}
         if (found.get("period"), found.get("preperiod")) != (row.period, row.preperiod):
             wrong[game.code] = (found, row.period, row.preperiod)

@@ -12,10 +12,13 @@ traceback and a request to report it, exit status
 Every sub-command's parser is a :class:`CommandParser`: it accepts ``-q`` and ``-v`` after the
 sub-command too, and lays out its help with :class:`HelpFormatter` (prose fitted to the terminal,
 examples as written).  A mistyped option is named, with the option meant, before any other usage
-error.  Results written to a terminal fit its width (:func:`fit_to_terminal`).  Output is quiet by
-default: warnings and errors, and the progress display of long computations; ``-v`` adds what
-octalgen is doing (builds, plans, cache), ``-vv`` debugging detail, ``-q`` drops the progress
-display.  Commands make their display with :func:`progress_for`.
+error.  Results and error lines written to a terminal fit its width (:func:`fit_to_terminal`);
+written to a file or a pipe, an error stays one line.  Output is quiet by default: warnings and
+errors, and the progress display of long computations; ``-v`` adds what octalgen is doing
+(builds, plans, cache); ``-vv`` adds debugging detail: every log line stamped with the seconds
+since the start, the ``debug`` lines (each phase of a computation, each file written, the
+backend chosen), and the traceback of an error; ``-q`` drops the progress display.  Commands
+make their display with :func:`progress_for`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import shlex
 import shutil
 import sys
 import textwrap
+import time
 import traceback
 
 from .. import __version__
@@ -40,7 +44,8 @@ COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period"
             "synth", "fpga")
 
 _QUIET_HELP = "no progress display: only warnings, errors and the results"
-_VERBOSE_HELP = "also say what octalgen is doing (builds, plans, cache); -vv for debugging detail"
+_VERBOSE_HELP = ("also say what octalgen is doing (builds, plans, cache); -vv also debugging detail: "
+                 "timestamps, each phase and file written, an error's traceback")
 
 
 #: Help pages are as wide as the terminal, but no wider than this: longer lines are hard to read.
@@ -70,7 +75,7 @@ class OneLineParser(argparse.ArgumentParser):
             message = self._unknown_message(unknown)
         else:
             message = _suggest_choice(message)
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, error_text(f"{self.prog}: error: {message} (see {self.prog} --help)"))
 
     def _unknown_option(self, tokens) -> str | None:
         """The first of ``tokens`` that looks like an option and is none of this parser's (nor a prefix of one)."""
@@ -221,23 +226,37 @@ class _CurrentStderr(logging.StreamHandler):
 
 
 class _FittingFormatter(logging.Formatter):
-    """``octalgen: message``, wrapped to the terminal's width when stderr is one."""
+    """``octalgen: message``, wrapped to the terminal's width when stderr is one.
+
+    With ``stamped`` (``-vv``) each record also says when it was made, in seconds since the
+    command started, so that a slow step shows where it is.
+    """
+
+    stamped = False
 
     def format(self, record):
-        return "\n".join(fit_to_terminal(super().format(record).splitlines(), sys.stderr))
+        text = super().format(record)
+        if self.stamped:
+            seconds = (record.created - _STARTED) if record.created >= _STARTED else 0.0
+            text = text.replace("octalgen: ", f"octalgen: [{seconds:8.3f} s] ", 1)
+        return "\n".join(fit_to_terminal(text.splitlines(), sys.stderr))
 
+
+#: When the command line started (time.time(), as logging stamps its records).
+_STARTED = time.time()
 
 _HANDLER = _CurrentStderr()
 _HANDLER.setFormatter(_FittingFormatter("octalgen: %(message)s"))
 
 
 def set_verbosity(verbose: int) -> None:
-    """Show the ``octalgen`` logger's warnings (0), also its info lines (1), or everything (2)."""
+    """Show the ``octalgen`` logger's warnings (0), also its info lines (1), or also debug lines, stamped (2)."""
     level = logging.WARNING if verbose <= 0 else logging.INFO if verbose == 1 else logging.DEBUG
     logger = logging.getLogger("octalgen")
     if _HANDLER not in logger.handlers:
         logger.addHandler(_HANDLER)
     _HANDLER.setLevel(level)
+    _HANDLER.formatter.stamped = verbose >= 2
     if logger.level == logging.NOTSET or logger.level > level:  # never hide what a caller asked to see
         logger.setLevel(level)
 
@@ -283,6 +302,25 @@ def fit_to_terminal(lines, stream=None, indent: str = "    ") -> list[str]:
     return fitted
 
 
+def error_text(line: str, command: str | None = None) -> str:
+    """An error ``line`` as written to stderr: one line, wrapped to the terminal's width when stderr is one.
+
+    ``command`` (one to run next, such as a resume) ends the line; on a terminal it goes whole on a
+    line of its own, so that it can be copied as one.
+    """
+    from ..progress import is_terminal
+
+    if command is not None and not is_terminal(sys.stderr):
+        return f"{line} {command}\n"
+    return "\n".join(fit_to_terminal([line], sys.stderr)) + "\n" + (f"{command}\n" if command else "")
+
+
+def report(line: str, command: str | None = None) -> None:
+    """Write ``line`` (an error, or what a stopped command kept) to stderr by :func:`error_text`."""
+    sys.stderr.write(error_text(line, command))
+    sys.stderr.flush()
+
+
 def main(argv=None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
@@ -292,19 +330,24 @@ def main(argv=None) -> int:
     if args.quiet and args.verbose:
         parser.error("-q and -v contradict each other: give one")
     set_verbosity(args.verbose)
+    command = ["octalgen", *(sys.argv[1:] if argv is None else argv)]
+    logging.getLogger("octalgen").debug("octalgen %s, Python %s, %s: %s", __version__, sys.version.split()[0],
+                                        sys.executable, shlex.join(command))
     try:
         return args.run(args) or 0
     except Interrupted as exc:
-        resume = ""
         if exc.checkpoint is not None:
-            resume = "; resume with: " + shlex.join(["octalgen", *(sys.argv[1:] if argv is None else argv)])
-        print(f"octalgen: {exc}{resume}", file=sys.stderr)
+            report(f"octalgen: {exc}; resume with:", shlex.join(command))
+        else:
+            report(f"octalgen: {exc}")
         return exc.exit_code
     except OctalgenError as exc:
-        print(f"octalgen: error: {exc}", file=sys.stderr)
+        if args.verbose >= 2:  # debugging detail: where the error was raised
+            traceback.print_exc()
+        report(f"octalgen: error: {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
-        print("octalgen: interrupted", file=sys.stderr)
+        report("octalgen: interrupted")
         return 130
     except BrokenPipeError:
         # The reader (e.g. `head`) went away: not an error of ours.

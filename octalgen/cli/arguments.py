@@ -7,8 +7,9 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import OctalgenError
+from ..errors import InputError, OctalgenError
 from ..game import OctalGame, parse_game
+from ..limits import CHUNK_RANGE, MAX_HEAP, MAX_WORKERS, seconds, whole
 from ..output import output_file
 from ..rare import RareTable, table_filename
 
@@ -29,21 +30,16 @@ def game_type(text: str) -> OctalGame:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-#: The largest count or heap position an option accepts: far beyond any run so far (Grossman's
-#: reached 1.4 x 10^14 values of .6), and small enough that every such number is exact.
-MAX_HEAP = 10**15
-
-#: The largest thread or process count an option accepts.
-MAX_WORKERS = 1024
-
-
 def whole_number(text: str, low: int, high: int) -> int:
     """``text`` as a whole number in [low, high]: 1000000, 1_000_000, 1e6, 1.05e8 and 10**6 allowed.
+
+    The text is parsed here; the range is checked by :func:`octalgen.limits.whole`, as the Python
+    interface checks its numbers.
 
     Raises
     ------
     argparse.ArgumentTypeError
-        With one line saying what is wrong (not a number, not whole, negative, too large).
+        With one line saying what is wrong (not a number, not whole, below ``low``, above ``high``).
     """
     from decimal import Decimal, InvalidOperation
 
@@ -60,12 +56,10 @@ def whole_number(text: str, low: int, high: int) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
     if value != value.to_integral_value():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
-    if value < low:
-        raise argparse.ArgumentTypeError(f"{text!r} is below {low}" if low else f"{text!r} is negative")
-    if value > high:
-        raise argparse.ArgumentTypeError(f"{text!r} is beyond the largest accepted, {high:.0e}".replace("e+", "e")
-                                         if high >= 10**6 else f"{text!r} is beyond the largest accepted, {high}")
-    return int(value)
+    try:
+        return whole(repr(text), int(value), low, high)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def count_type(text: str) -> int:
@@ -88,17 +82,33 @@ def workers_type(text: str) -> int:
     return whole_number(text, 0, MAX_WORKERS)
 
 
-def seconds_type(text: str) -> float:
-    """argparse type for a positive, finite number of seconds."""
-    import math
+def check_kernel_threads(threads: int, plan) -> None:
+    """Refuse more kernel threads than a kernel of ``plan`` takes (57 with u8 storage, 29 with u16).
 
+    Raises
+    ------
+    InputError
+        Naming the most the kernel takes.
+    """
+    from ..cpu.generate import max_threads_for
+
+    most = max_threads_for(plan, MAX_WORKERS)
+    if threads > most:
+        raise InputError(f"--threads {threads}: a kernel of {plan.game.code} with {plan.encoding.kind} storage "
+                         f"takes at most {most} threads")
+
+
+def seconds_type(text: str) -> float:
+    """argparse type for a finite number of seconds, 0 or more (checked by :func:`octalgen.limits.seconds`)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more, finite)")
-    return value
+        return seconds(repr(text), float(text))
+    except (ValueError, InputError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more, finite)") from None
+
+
+def chunk_type(text: str) -> int:
+    """argparse type for heaps per kernel chunk: :data:`octalgen.limits.CHUNK_RANGE`."""
+    return whole_number(text, *CHUNK_RANGE)
 
 
 def add_game(parser) -> None:
@@ -131,6 +141,24 @@ def mask_type(text: str) -> int:
     if not 0 <= value < 1 << 16:
         raise argparse.ArgumentTypeError(f"mask {text!r} must lie in 0 ... 0xffff (values are 16-bit)")
     return value
+
+
+def refuse_binary_on_terminal(fmt: str, path=None) -> None:
+    """Refuse ``--format fmt`` (a binary one) written to stdout when stdout is a terminal.
+
+    Raw bytes on a screen are unreadable and can leave the terminal in a strange state; to a file
+    (``-o``) or a pipe they go as asked.
+
+    Raises
+    ------
+    InputError
+        With one line saying where binary output can go.
+    """
+    from ..progress import is_terminal
+
+    if path is None and is_terminal(sys.stdout):
+        raise InputError(f"--format {fmt} is binary and stdout is a terminal: give -o FILE, or pipe it into a "
+                         "program (| od -An -tu2)")
 
 
 @contextmanager

@@ -12,7 +12,8 @@ from ..cpu.generate import DEFAULT_MAX_THREADS, exact_unit, kernel_unit
 from ..engine.planning import plan_game
 from ..output import check_directory, write_output
 from ..rare import RareTable
-from .arguments import GENERATED_DIRECTORY, add_game, add_table, game_folder, load_table, threads_type
+from .arguments import (GENERATED_DIRECTORY, add_game, add_table, check_kernel_threads, game_folder, load_table,
+                        threads_type)
 
 
 def register(targets) -> None:
@@ -29,17 +30,22 @@ def register(targets) -> None:
     parser.add_argument("-o", "--output", metavar="DIR", default=GENERATED_DIRECTORY,
                         help=f"directory to write into, in a folder per game (default: {GENERATED_DIRECTORY}/)")
     add_table(parser)
-    parser.add_argument("--threads", type=threads_type, default=DEFAULT_MAX_THREADS, metavar="T",
-                        help=f"the most threads the kernel will run with (default {DEFAULT_MAX_THREADS}).  Threads "
+    parser.add_argument("--threads", type=threads_type, metavar="T",
+                        help="the most threads the kernel will run with (default: as many as it takes).  Threads "
                              "take blocks of heaps in turn and pass a baton at the end of each block (Grossman "
                              "section 3.3): at most 57 threads with u8 storage, 29 with u16")
     parser.set_defaults(run=run)
 
 
-def units(game, table: RareTable | None = None, threads: int = DEFAULT_MAX_THREADS):
-    """The units ``emit c`` writes for ``game``: the exact solver, and the kernel if the game has one."""
+def units(game, table: RareTable | None = None, threads: int | None = None):
+    """The units ``emit c`` writes for ``game``: the exact solver, and the kernel if the game has one.
+
+    ``threads``: the most the kernel runs with (refused beyond what it takes); None: as many as it takes.
+    """
     plan, _prefix = plan_game(game, table)  # with no kernel, plan_game logs why
-    return [exact_unit(game)] + ([kernel_unit(plan, threads)] if plan is not None else [])
+    if plan is not None and threads is not None:
+        check_kernel_threads(threads, plan)
+    return [exact_unit(game)] + ([kernel_unit(plan, threads or DEFAULT_MAX_THREADS)] if plan is not None else [])
 
 
 def run(args) -> int:

@@ -1,4 +1,4 @@
-"""``octalgen emit cuda CODE``: write the generated CUDA (round kernel and verifier) for a game."""
+"""``octalgen emit cuda CODE``: the generated CUDA (round kernel and verifier) of a game, to ``-o FILE`` or stdout."""
 
 from __future__ import annotations
 
@@ -19,15 +19,17 @@ def register(targets) -> None:
                     "verifier that proves every value.  Needs no GPU (--backend cuda runs them).",
         epilog="examples:\n"
                "  octalgen emit cuda .6 -o officers.cu\n"
-               "  octalgen emit cuda .6 --unrolled --arch sm_90")
+               "  octalgen emit cuda .6 --term-groups 8 --arch sm_80")
     add_game(parser)
     add_table(parser)
-    parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="the CUDA file to write (one file, so -o names it; default: stdout)")
     parser.add_argument("--term-groups", type=count_type, default=CudaOptions.term_groups, metavar="G",
                         help="warps per block of the round kernel (default %(default)s)")
     parser.add_argument("--cached-marks", dest="cache_final", action="store_true",
                         help="cache the marks of final inputs instead of recomputing every term of every window "
-                             "position each round (slower on an H100: 0.72x)")
+                             "position each round (off by default: a round lasts as long as its busiest block, "
+                             "which still marks most terms)")
     parser.add_argument("--arch", default=CudaOptions.arch, help="nvcc target (default %(default)s)")
     parser.set_defaults(run=run)
 

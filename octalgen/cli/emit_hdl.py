@@ -1,7 +1,7 @@
 """``octalgen emit hdl CODE``: Verilog of the speculative kernel circuit, or its simulation.
 
 Without ``--sim`` the Verilog (with its provenance header) is written to
-``DIR/<game>/octalgen_hdl_f<F>.v`` (default ``generated/``, next to what
+``-o FILE``, by default ``generated/<game>/octalgen_hdl_f<F>.v`` (next to what
 ``emit c`` writes).  With ``--sim`` the circuit is simulated from
 configuration and every value it emits is compared with the exact values of
 the default exact backend (the Verilog is written only when ``-o`` is given);
@@ -16,7 +16,7 @@ from pathlib import Path
 from ..backends import compute_values
 from ..errors import InputError
 from ..engine.planning import plan_game
-from ..output import check_directory, write_output
+from ..output import check_directory, check_output, write_output
 from . import progress_for
 from .arguments import GENERATED_DIRECTORY, add_game, add_table, count_type, game_folder, load_table
 
@@ -34,15 +34,16 @@ def register(sub) -> None:
                     "(Debian/Ubuntu: apt install verilator), checked before any work.",
         epilog="examples:\n"
                "  octalgen emit hdl .6 --fold 20      # generated/0.6/octalgen_hdl_f20.v\n"
+               "  octalgen emit hdl .6 --fold 8 -o officers.v\n"
                "  octalgen emit hdl .356 --sim        # amaranth.sim, 2000 values\n"
                "  octalgen emit hdl .6 --sim --simulator verilator --cycles 1e6")
     add_game(parser)
     parser.add_argument("--fold", type=count_type, default=1, metavar="F",
                         help="clocks per value: F-fold fewer mark units (default 1: one value per clock)")
     add_table(parser)
-    parser.add_argument("-o", "--output", metavar="DIR",
-                        help=f"directory to write into, in a folder per game (default {GENERATED_DIRECTORY}/; "
-                             "with --sim only if given)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help=f"the Verilog file to write (one file, so -o names it; default "
+                             f"{GENERATED_DIRECTORY}/<game>/octalgen_hdl_f<F>.v; with --sim only if given)")
     parser.add_argument("--sim", action="store_true",
                         help="simulate and compare every value with the reference instead of only writing Verilog")
     parser.add_argument("--cycles", type=count_type, metavar="N",
@@ -65,13 +66,17 @@ def run(args) -> int:
         from ..hdl.simulate import find_verilator
 
         find_verilator()  # one line naming how to install it, before any work
-    if args.output or not args.sim:  # where the Verilog goes must be writable before any work
-        check_directory(game_folder(args.output or GENERATED_DIRECTORY, args.game))
+    # Where the Verilog goes must be writable before any work.
+    if args.output:
+        check_output(args.output)
+    elif not args.sim:
+        check_directory(game_folder(GENERATED_DIRECTORY, args.game))
     plan, prefix = plan_game(args.game, load_table(args), required=True)
     first = plan.start
     if not args.sim:
         kernel = SpeculativePipeline(plan, prefix, fold=args.fold)
-        path = _write(emit_verilog(kernel), Path(args.output or GENERATED_DIRECTORY), kernel)
+        path = Path(args.output) if args.output else verilog_path(Path(GENERATED_DIRECTORY), kernel)
+        write_output(path, emit_verilog(kernel))
         layout = kernel.layout
         print(f"wrote {path}: {plan.game.code} at fold {layout.fold}, {layout.mark_units} mark units, "
               f"latency {kernel.latency} clocks, one value every {layout.fold} clocks from G({first})")
@@ -85,7 +90,7 @@ def run(args) -> int:
     expected = max(0, -(-(cycles - layout.latency) // layout.fold))
     if expected == 0:
         raise InputError(f"--cycles {cycles} ends before the first value (latency {layout.latency} clocks)")
-    with progress_for(args, None, label=f"{plan.game.code} fold {layout.fold}") as progress:
+    with progress_for(args, expected, label=f"{plan.game.code} fold {layout.fold}", items="values") as progress:
         progress.phase(f"computing {first + expected:,} reference values")
         reference = compute_values(plan.game, 0, first + expected, table=plan.table)
         progress.phase("building the circuit")
@@ -94,12 +99,12 @@ def run(args) -> int:
         if args.simulator == "verilator" or args.output:
             verilog = emit_verilog(kernel)
             if args.output:
-                print(f"wrote {_write(verilog, Path(args.output), kernel)}")
+                write_output(args.output, verilog)
+                print(f"wrote {args.output}")
         if args.simulator == "verilator":
             progress.phase("verilator: compiling the model (minutes the first time; cached)")
             build_verilator(verilog, kernel.module_name)
-        progress.phase(f"simulating {cycles:,} clocks with {args.simulator}")
-        sim = simulate(kernel, cycles, args.simulator, verilog=verilog)
+        sim = simulate(kernel, cycles, args.simulator, verilog=verilog, progress=progress)
     result = compare(sim, reference, first)
     last = first + result.checked - 1
     span = f"G({first}) ... G({last})" if result.checked else "none"
@@ -119,12 +124,6 @@ def run(args) -> int:
 
 
 def verilog_path(directory: Path, kernel) -> Path:
-    """Where ``emit hdl -o DIR`` puts a kernel: ``DIR/<game>/octalgen_hdl_f<F>.v`` (``<game>`` as for ``emit c``)."""
+    """Where ``emit hdl`` without ``-o`` puts a kernel when ``directory`` is ``generated/``:
+    ``directory/<game>/octalgen_hdl_f<F>.v`` (``<game>`` as for ``emit c``)."""
     return game_folder(directory, kernel.plan.game) / f"octalgen_hdl_f{kernel.fold}.v"
-
-
-def _write(text: str, directory: Path, kernel) -> Path:
-    """Write ``text`` to :func:`verilog_path` (atomically, by :func:`~octalgen.output.write_output`)."""
-    path = verilog_path(directory, kernel)
-    write_output(path, text)
-    return path

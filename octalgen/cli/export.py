@@ -34,7 +34,7 @@ import numpy as np
 from ..errors import CheckpointError, InputError, OctalgenError
 from ..output import check_output
 from . import progress_for
-from .arguments import count_type, output_stream
+from .arguments import count_type, output_stream, refuse_binary_on_terminal
 from .values import bfile_lines, decimal_lines
 
 FORMATS = ("text", "bfile", "u16", "npy")
@@ -80,6 +80,8 @@ def register(sub) -> None:
 def run(args) -> int:
     from ..engine.store import KeptValues
 
+    if args.format in ("u16", "npy"):
+        refuse_binary_on_terminal(args.format, args.output)
     if not Path(args.directory).is_dir():
         raise InputError(f"{args.directory}: no such directory")
     if args.counts is not None:

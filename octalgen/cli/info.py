@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..api import DEFAULT_PERIOD_MAX, info
+from ..limits import largest
 from . import fit_to_terminal
 from .arguments import add_game
 
@@ -12,7 +13,9 @@ def register(sub) -> None:
         "info", help="describe a game: moves, rare values, known period",
         description="Describe an octal game: its moves in words, its rare mask (the bits whose parity tells the "
                     "few rare values from the common ones) and the rare-value table octalgen ships for it, and "
-                    "its period and preperiod when the game is in the table of solved games.  Computes nothing.",
+                    "its period and preperiod when the game is in the table of solved games, with the command "
+                    "that proves them; for any other game, the command that searches for its period.  Computes "
+                    "nothing.",
         epilog="examples:\n"
                "  octalgen info officers   # .6: moves, mask 0x1ee, 1584 rare values, open\n"
                "  octalgen info .16        # solved: period 149459, preperiod 105351")
@@ -36,6 +39,17 @@ def describe_table(table, source: str) -> list[str]:
             f"{what} {table.count}{last} ({source}, exact below {table.exact_to})"]
 
 
+def period_lines(about) -> list[str]:
+    """The ``info`` lines of what is known of a game's period, with the command that proves or finds it."""
+    if not about.solved:
+        search = f"octalgen period {about.code} --max {largest(DEFAULT_PERIOD_MAX)}"
+        return ["period       not in the table of solved games; to find it and prove it:",
+                f"             {search}   (a larger --max searches further)"]
+    prove = f"octalgen period {about.code} --period {about.period} --preperiod {about.preperiod}"
+    return [f"period       {about.period}, preperiod {about.preperiod}, largest value {about.max_value} (known answer)",
+            f"proof        {prove}   (proves it with G(0) ... G({about.proof_length - 1}))"]
+
+
 def run(args) -> int:
     about = info(args.game)
     name = f" ({about.name})" if about.name else ""
@@ -45,12 +59,6 @@ def run(args) -> int:
         lines.append("rare values  no shipped table (octalgen rare computes one)")
     else:
         lines += describe_table(about.table, "shipped table")
-    if not about.solved:
-        search = f"octalgen period {about.code} --max {DEFAULT_PERIOD_MAX:.0e}".replace("e+0", "e").replace("e+", "e")
-        lines += ["period       not in the table of solved games; to find it and prove it:",
-                  f"             {search}   (a larger --max searches further)"]
-    else:
-        lines.append(f"period       {about.period}, preperiod {about.preperiod}, largest value {about.max_value} "
-                     "(known answer)")
+    lines += period_lines(about)
     print("\n".join(fit_to_terminal(lines, indent=" " * LABEL)))
     return 0

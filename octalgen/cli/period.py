@@ -77,15 +77,20 @@ def as_json(result: PeriodResult) -> dict:
     proven = {"period": result.period, "preperiod": result.preperiod, "proof_length": result.proof_length} \
         if result.proven else None
     candidates = [{"period": c.period, "preperiod": c.preperiod, "checked_to": c.checked_to,
-                   "proof_length": c.proof_length} for c in result.candidates]
+                   "proof_length": c.proof_length, "outcome": c.outcome} for c in result.candidates]
     return {"game": result.game, "max": result.limit, "values": result.values, "period": proven,
-            "candidates": candidates, "refuted": result.refuted, "seconds": round(result.seconds, 3)}
+            "candidates": candidates, "refuted": result.refuted, "seconds": round(result.seconds, 3),
+            "session": {"values": result.session_values, "seconds": round(result.session_seconds, 3)}}
 
 
 def report_lines(result: PeriodResult, t: int) -> list[str]:
     """What ``period`` prints: the proven period, a refuted claim, or what is still needed (t: the largest move)."""
     computed = result.values
-    timing = f"computed {computed} values in {result.seconds:.1f} s"
+    timing = f"computed {result.session_values} values in {result.session_seconds:.1f} s"
+    before = computed - result.session_values
+    if before:  # resumed from a checkpoint
+        timing += (f"; G(0) ... G({before - 1}) were proven before, in "
+                   f"{result.seconds - result.session_seconds:.1f} s")
     if result.proven:
         p, i = result.period, result.preperiod
         return [f"period {p} preperiod {i}",
@@ -94,7 +99,7 @@ def report_lines(result: PeriodResult, t: int) -> list[str]:
     if result.refuted:
         return [f"claim refuted: {result.refuted}", timing]
     lines = [f"no period up to {result.limit}"]
-    for c in result.candidates:
+    for c in result.open_candidates:
         lines.append(f"candidate period {c.period} preperiod {c.preperiod}: G(n + {c.period}) = G(n) checked "
                      f"for {c.preperiod} <= n < {computed - c.period}; the proof needs G(0) ... "
                      f"G({c.proof_length - 1}): run with --max {c.proof_length}")

@@ -6,10 +6,10 @@ import json
 import sys
 
 from ..engine.counts import FIRST_TABLE, count_words, output_directory, write_tables
-from ..engine.options import CHECKPOINT_EVERY, CHUNK, MAX_CHUNK, MIN_CHUNK
+from ..engine.options import CHECKPOINT_EVERY, CHUNK
 from . import fit_to_terminal, progress_for
-from .arguments import (add_game, add_table, count_type, load_table, mask_type, positive_count_type, seconds_type,
-                        threads_type, whole_number, workers_type)
+from .arguments import (add_game, add_table, chunk_type, count_type, load_table, mask_type, positive_count_type,
+                        seconds_type, threads_type, workers_type)
 
 DESCRIPTION = """\
 Prove G(0) ... G(N-1) of a game and report what a long search needs: the FNV-1a-64 digest
@@ -79,7 +79,7 @@ def add_engine_options(parser) -> None:
                              "job; 0: verify in this process)")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="send verification to a running Dask scheduler, e.g. tcp://host:8786")
-    parser.add_argument("--chunk", type=lambda text: whole_number(text, MIN_CHUNK, MAX_CHUNK), default=CHUNK,
+    parser.add_argument("--chunk", type=chunk_type, default=CHUNK,
                         metavar="HEAPS", help=f"heaps per kernel chunk and verification task (default {CHUNK})")
     parser.add_argument("--checkpoint-every", type=seconds_type, default=CHECKPOINT_EVERY, metavar="SECONDS",
                         help=f"seconds between checkpoints (default {CHECKPOINT_EVERY:g})")

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ComputationError, InputError
 from ..stones import BACKENDS, Asymmetric, Classic, NoRepeat, compute, default_backend, parse_moves
 from ..stones.eventual_period import eventual_periods_of_game
+from . import fit_to_terminal
 from .arguments import count_type
 
 log = logging.getLogger("octalgen")
@@ -122,7 +123,7 @@ def _write_digits(digits: np.ndarray, out, chunk: int = 1 << 20) -> None:
 
 def _print_table(outcomes, out) -> None:
     game = outcomes.game
-    print(f"{game.describe()}: {_LEGEND[game.rule]}", file=out)
+    print("\n".join(fit_to_terminal([f"{game.describe()}: {_LEGEND[game.rule]}"], out)), file=out)
     labels = {"left": "Left first", "right": "Right first"} if isinstance(game, Asymmetric) else {}
     label_width = max(map(len, labels.values()), default=0)
     digit_rows = {name: (outcomes.digits(name) + ord("0")).tobytes().decode() for name in outcomes.second_wins}

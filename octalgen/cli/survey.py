@@ -59,7 +59,7 @@ def run(args) -> int:
     games = survey_games(args.digits, parse_wholes(args.whole))
     survey = Survey(args.out, games, args.max)
     for path in (*survey.table_paths, survey.done_path):  # every file it writes, before any game is computed
-        check_output(path, make_directory=True)
+        check_output(path)
     already = survey.resume()
     workers = default_threads() if args.workers is None else args.workers
     began = time.monotonic()

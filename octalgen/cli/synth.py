@@ -72,7 +72,7 @@ def register(sub) -> None:
     parser.add_argument("--lanes-per-stage", type=positive_count_type, default=LANES_PER_STAGE, metavar="L",
                         help=f"mark units per stage of the chain (default {LANES_PER_STAGE}); fewer make smaller "
                              "stages whose vector updates need fewer wires in one place (5 takes 0.8 LUT per unit "
-                             "and mark bit, 2 to 4 take 1; .6 on the ECP5-85k routed with 2 and 3, not 5 or 8)")
+                             "and mark bit, 2 to 4 take 1; the .6 bitstream has 4, with --mark-chain rows)")
     parser.add_argument("--mark-chain", choices=MARK_CHAINS, default="vector",
                         help="how a stage hands its marks to the next (default vector: the whole mark vector in "
                              "one clock; rows: each lane marks rows of a small LUT RAM, handed on a few rows per "

@@ -8,10 +8,10 @@ import numpy as np
 
 from ..api import iter_values
 from ..backends import backends
-from ..errors import InputError, Interrupted
+from ..errors import Interrupted
 from . import progress_for
-from .arguments import (MAX_HEAP, add_game, add_table, count_type, load_table, output_stream, positive_count_type,
-                        threads_type, workers_type)
+from .arguments import (add_game, add_table, count_type, load_table, output_stream, positive_count_type,
+                        refuse_binary_on_terminal, threads_type, workers_type)
 
 #: Output formats: text ones (None) and raw little-endian integers of a dtype.
 FORMATS = {"text": None, "bfile": None, "u16": np.dtype("<u2"), "u32": np.dtype("<u4")}
@@ -57,42 +57,53 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    if args.start + args.count > MAX_HEAP:
-        raise InputError(f"--start + -n is beyond the largest heap accepted ({MAX_HEAP:.0e})".replace("e+", "e"))
+    if FORMATS[args.format] is not None:
+        refuse_binary_on_terminal(args.format, args.output)
     table = load_table(args) if args.table else None
     stop = args.start + args.count
     with progress_for(args, stop, label=args.game.code, writes_stdout=args.output is None) as progress:
         # The computation itself tells the display its phase (exact prefix, kernel, ...) and position.
         chunks = iter_values(args.game, args.count, args.start, backend=args.backend, table=table,
                              threads=args.threads, workers=args.workers, progress=progress)
+        written = args.start  # G(start) ... G(written - 1) are written
+        out = None
         try:
             with output_stream(args.output) as out:
-                _write(chunks, args.format, args.start, out)
-        except Interrupted as stopped:  # values keeps no checkpoint: say nothing of one
-            raise Interrupted(stopped.signal_number, stopped.proven, checkpoints=False) from None
+                for position in _write(chunks, args.format, args.start, out):
+                    written = position
+        except Interrupted as stopped:  # values keeps no checkpoint: say nothing of one, but what was written
+            raise Interrupted(stopped.signal_number, stopped.proven, checkpoints=False,
+                              what=_kept(args, out, stopped.proven, written)) from None
     return 0
 
 
-def _write(chunks, fmt: str, start: int, out) -> None:
-    """Write the chunks of G(start) ... to ``out`` in format ``fmt`` (a key of :data:`FORMATS`)."""
+def _kept(args, out, proven: int | None, written: int) -> str:
+    """What a stopped ``values`` leaves: what was proven, and what of it reached the output."""
+    done = f"G(0) ... G({proven - 1}) proven" if proven else "nothing proven yet"
+    where = args.output or "stdout"
+    if args.output is not None and (out is None or not out.in_place):
+        return f"{done}; nothing written to {where} (a file is written only once complete)"
+    if written > args.start:
+        return f"{done}; G({args.start}) ... G({written - 1}) written to {where}"
+    return f"{done}; nothing written to {where}"
+
+
+def _write(chunks, fmt: str, start: int, out):
+    """Write the chunks of G(start) ... to ``out`` in format ``fmt`` (a key of :data:`FORMATS`).
+
+    Yields the heap after the last value written, after each chunk.
+    """
     dtype = FORMATS[fmt]
     position = start
     for chunk in chunks:
         if fmt == "bfile":
             out.write(bfile_lines(chunk, position))
-        elif dtype is not None:
-            limit = np.iinfo(dtype).max
-            too_big = np.flatnonzero(chunk > limit)
-            if len(too_big):
-                at = int(too_big[0])
-                raise InputError(
-                    f"G({position + at}) = {int(chunk[at])} does not fit --format {fmt} (max {limit}); "
-                    "use --format u32 or text"
-                )
+        elif dtype is not None:  # the chunks are uint16 (octalgen.iter_values): every value fits
             out.write(chunk.astype(dtype).tobytes())
         else:
             out.write(decimal_lines(chunk))
         position += len(chunk)
+        yield position
 
 
 def decimal_lines(values: np.ndarray) -> bytes:

@@ -24,6 +24,9 @@ from ..engine.seams import Consumer
 from ..engine.tally import Tally
 from ..game import parse_game
 
+__all__ = ["KNOWN_CHECKSUMS", "WARM_UP", "Stopwatch", "distribution", "histogram_distribution", "rounds_per_window",
+           "run_benchmark", "run_through_engine"]
+
 #: Agreed FNV-1a-64 checksums of .6 over G(0) ... G(N-1) (shared/README.md).
 KNOWN_CHECKSUMS = {(".6", 10**8): "0a4a3e704932696f"}
 

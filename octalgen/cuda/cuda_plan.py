@@ -40,6 +40,9 @@ from ..errors import InputError
 from ..plan import KernelPlan, make_plan
 from ..rare import RareTable
 
+__all__ = ["CODES", "CudaOptions", "CudaPlan", "cuda_plan_for", "make_cuda_plan", "spread", "storage_problem",
+           "unspread"]
+
 #: Codes per position in the mark arrays (u8 storage only).
 CODES = 256
 
@@ -70,29 +73,25 @@ class CudaOptions:
     term_groups : int
         Warps per block of the speculative round kernel.  A block computes 32
         consecutive positions; warp g marks the terms i = g, g + G, ... of the
-        ``__constant__`` term table (sorted by offset).  On an H100, .6 to 10^7
-        speculated at 39.7 M values/s with a term loop and 16 warps against
-        25.5 M/s with every term unrolled as immediates (instruction fetch), so
-        the round kernel loops (benchmarks/cuda_bench.py --sweep).  The verifier
-        loops over the same table (unrolled, it took 80 registers a thread).
+        ``__constant__`` term table (sorted by offset).  The round kernel loops
+        over the table rather than unrolling every term as immediates: with
+        1,584 terms the unrolled code outgrows the instruction cache
+        (``benchmarks/cuda_bench.py --sweep`` compares the shapes).  The
+        verifier loops over the same table (unrolled, it needs more registers
+        than 8 blocks a multiprocessor leave it).
     cache_final : bool
         Keep, for every position up to W past the front, the marks of its final
         inputs, so that a round marks only the inputs that became final and the
         window's young inputs (octalgen.cuda.twin: about 3 times fewer marks for
         .6); False (the default) recomputes every term of every window position
-        each round.  Measured on an H100 (c62a57f, .6 to 10^8): cached marks
-        speculated at 21.9 M values/s against 30.5 M/s without (0.72x; 16.0 against
-        11.4 us per round): a round lasts as long as its busiest block, which still
-        marks most terms, plus the cache's reads, writes and barriers.
+        each round, which is faster on the GPU: a round lasts as long as its
+        busiest block, which still marks most terms, plus the cache's reads,
+        writes and barriers.
     persistent : bool
-        Speculate with ``octal_persistent``: one launch for many rounds, one block per
-        multiprocessor, a barrier of per-block flags between rounds, windows starting at
-        the front rounded down to a group of 32 so that each block owns its positions, one
-        ring read chaotically, the front and the limit exchanged with the host through
-        mapped memory (:mod:`octalgen.cuda.persistent_twin` is its specification).  False
-        (the default) launches ``octal_round`` once per round.  **Unmeasured on a GPU**: off
-        until ``benchmarks/gpu_probe.py`` shows it faster (its barrier alone must take
-        <= 3 us a round to be worth it).
+        **Experimental** (:mod:`octalgen.cuda.persistent`, not measured on a GPU): speculate
+        with ``octal_persistent``, one launch for many rounds, one block per multiprocessor,
+        a barrier of per-block flags between rounds.  False (the default) launches
+        ``octal_round`` once per round, and the kernels do not contain the persistent one.
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
@@ -105,10 +104,10 @@ class CudaOptions:
         Length of the verifier's scan table: a position whose rare options are
         not all found within this many steps is left unproven by the GPU and
         settled on the CPU.  For ``.6`` below 10^8 scans average 2,330 steps
-        and the longest took 614,144; with 2^17 steps 95 positions fell to the
-        CPU and cost 142 s of a 180 s proof, with 2^20 none (H100).
+        and the longest needs 614,144, so 2^20 leaves none to the CPU (2^17
+        leaves 95, whose proof on the CPU costs more than the rest of it).
     arch : str
-        nvcc target (``sm_90``: H100/H200).
+        nvcc target (``sm_90``: compute capability 9.0, the Hopper GPUs).
     """
 
     term_groups: int = 16

@@ -16,10 +16,12 @@ from ..errors import ToolMissingError
 from ..render import render
 from .cuda_plan import CudaPlan, spread
 
+__all__ = ["NVCC_FLAGS", "CompiledKernels", "compile_kernels", "find_nvcc", "render_kernels"]
+
 #: nvcc flags, chosen deliberately (all part of the cache key):
-#: ``-cubin -arch=sm_XX``: machine code for exactly the target (H100/H200: sm_90), no PTX for
-#: the driver to JIT at load; ``-O3``: full device optimisation; ``-lineinfo``: source lines for
-#: Nsight Compute at no run-time cost; ``--Werror all-warnings``: generated code must compile
+#: ``-cubin -arch=sm_XX``: machine code for exactly the target (sm_90: compute capability 9.0), no
+#: PTX for the driver to JIT at load; ``-O3``: full device optimisation; ``-lineinfo``: source lines
+#: for Nsight Compute at no run-time cost; ``--Werror all-warnings``: generated code must compile
 #: cleanly; ``--resource-usage``: registers, shared memory, spills into resource-usage.txt.
 NVCC_FLAGS = ("-O3", "-lineinfo", "--Werror", "all-warnings", "--resource-usage")
 
@@ -75,6 +77,7 @@ def render_kernels(plan: CudaPlan) -> str:
         terms_by_offset=by_offset,
         spread_terms=[(offset, spread(code)) for offset, code in by_offset],
         cache_final=plan.options.cache_final,
+        persistent=plan.options.persistent,
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,
         scan_bound=plan.options.scan_bound,

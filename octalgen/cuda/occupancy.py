@@ -1,9 +1,9 @@
 """How many verifier blocks a multiprocessor holds while a round block still fits beside them.
 
 The verifier runs on its own stream beside the round kernel.  A verify launch of one block per
-128 heaps (16,384 blocks for a chunk of 2^21) at 80 registers a thread filled the registers of
-every multiprocessor, so the next round's blocks waited for the verification to drain (issue
-28).  The verifier therefore loops over its heaps with a capped grid
+128 heaps (16,384 blocks for a chunk of 2^21) would fill the registers of every multiprocessor,
+so that the next round's blocks would wait for the verification to drain.  The verifier
+therefore loops over its heaps with a capped grid
 (:func:`verify_grid_cap`), sized from the kernels' own figures (``nvcc --resource-usage``:
 :func:`parse_resource_usage`) and the device's (:class:`Multiprocessor`):
 
@@ -13,10 +13,10 @@ every multiprocessor, so the next round's blocks waited for the verification to 
 * what one round block takes is set aside first; the verifier gets as many blocks as the
   rest of the registers, threads, shared memory and block slots all allow (at least one).
 
-For ``.6`` on an H100 (65,536 registers, 2,048 threads, 228 KiB of shared memory and 32
-blocks per multiprocessor, 132 multiprocessors), a round block of 512 threads at 32
-registers takes 16,384 registers and 9,344 bytes; a verifier block of 128 threads at 80
-registers takes 10,240 registers and 33,792 bytes, so 4 verifier blocks fit beside it
+For ``.6`` on a GPU of compute capability 9.0 (65,536 registers, 2,048 threads, 228 KiB of
+shared memory and 32 blocks per multiprocessor; 132 multiprocessors), a round block of 512
+threads at 32 registers takes 16,384 registers and 9,344 bytes; a verifier block of 128 threads
+at 80 registers takes 10,240 registers and 33,792 bytes, so 4 verifier blocks fit beside it
 (registers: 49,152 / 10,240 = 4.8) and the grid is capped at 528 blocks; at 64 registers
 (8,192 each) 6 fit (shared memory: 223,232 / 33,792 = 6.6), 792 blocks.
 """
@@ -27,6 +27,9 @@ import re
 from dataclasses import dataclass
 
 from ..errors import ComputationError
+
+__all__ = ["REGISTER_UNIT", "RESERVED_SHARED_PER_BLOCK", "KernelResources", "Multiprocessor",
+           "parse_resource_usage", "verify_grid_cap"]
 
 #: Registers are allocated to a warp in units of this many.
 REGISTER_UNIT = 256
@@ -55,7 +58,7 @@ class KernelResources:
 
 @dataclass(frozen=True)
 class Multiprocessor:
-    """What one streaming multiprocessor holds (the defaults: an H100's, compute capability 9.0)."""
+    """What one streaming multiprocessor holds (the defaults: compute capability 9.0's)."""
 
     registers: int = 65536
     threads: int = 2048

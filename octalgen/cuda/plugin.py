@@ -45,7 +45,9 @@ from ..errors import ComputationError, InputError, InternalError
 from ..plan import KernelPlan
 from . import twin
 from .cuda_plan import CudaOptions, CudaPlan, storage_problem
-from .persistent_twin import PersistentSpeculator
+
+__all__ = ["AsynchronousHybridVerifier", "CudaKernels", "DeviceProof", "FixedPointProducer", "HybridVerifier",
+           "RoundFigures", "StreamingKernels", "TwinKernels", "VerifyFigures"]
 
 log = logging.getLogger("octalgen")
 
@@ -407,9 +409,9 @@ class TwinKernels(StreamingKernels):
     asynchronous : bool
         Proofs started without waiting for them (False: each proven when the engine asks).
     seed : int or None
-        With ``options.persistent``: the seed of the schedule the persistent kernel's twin
-        draws (block order, what each read sees, when each block reads the limit; None: blocks
-        in order, a Jacobi round: :class:`~.persistent_twin.PersistentSpeculator`).
+        With ``options.persistent`` (experimental): the seed of the schedule the persistent
+        kernel's twin draws (block order, what each read sees, when each block reads the limit;
+        None: blocks in order, a Jacobi round: :class:`~.persistent.PersistentSpeculator`).
     idle_rounds : int, optional
         With ``options.persistent``: rounds without advance before a launch ends.
     """
@@ -425,6 +427,8 @@ class TwinKernels(StreamingKernels):
 
     def _devices(self, plan: CudaPlan):
         if plan.options.persistent:
+            from .persistent import PersistentSpeculator
+
             extra = {} if self.idle_rounds is None else {"idle_rounds": self.idle_rounds}
             speculator = PersistentSpeculator(plan, self.window, self.ring, self.seed, **extra)
         else:
@@ -443,7 +447,7 @@ class CudaKernels(StreamingKernels):
         Kernel shapes; ``arch`` is set from the device.
     asynchronous : bool
         Proofs started on the verification stream without waiting for them (False: the engine
-        waits for each chunk's proof before it produces the next, as before issue 28).
+        waits for each chunk's proof before it produces the next).
     """
 
     def __init__(self, window: int | None = None, options: CudaOptions | None = None, asynchronous: bool = True):
@@ -459,7 +463,7 @@ class CudaKernels(StreamingKernels):
         from .runtime import GpuSpeculator, GpuVerifier
 
         if plan.options.persistent:
-            from .persistent_runtime import GpuPersistentSpeculator
+            from .persistent import GpuPersistentSpeculator
 
             return GpuPersistentSpeculator(plan, self.window), GpuVerifier(plan, beside="octal_persistent")
         return GpuSpeculator(plan, self.window), GpuVerifier(plan)

@@ -42,6 +42,10 @@ from .kernels import compile_kernels, find_nvcc
 from .cuda_plan import CudaPlan
 from .occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
 
+__all__ = ["LOG_CAPACITY", "RING_LEAST", "URGENT_PRIORITY", "GpuSpeculator", "GpuVerifier", "RoundLog",
+           "VerifyLaunch", "device_defaults", "load_module", "multiprocessors", "read_ring", "require_gpu",
+           "round_block_threads", "unavailable", "urgent_stream"]
+
 log = logging.getLogger("octalgen")
 
 #: Round-log entries kept on the device, a ring: the host copies the rounds out before it comes
@@ -106,7 +110,8 @@ def device_defaults() -> tuple[str, int]:
 
 
 @lru_cache(maxsize=4)
-def _module(plan: CudaPlan):
+def load_module(plan: CudaPlan):
+    """The compiled kernels of ``plan`` as a CuPy module, and nvcc's resource report."""
     import cupy
 
     compiled = compile_kernels(plan)
@@ -127,7 +132,7 @@ def _pinned(count: int, dtype) -> np.ndarray:
 URGENT_PRIORITY = -(1 << 16)
 
 
-def _urgent_stream():
+def urgent_stream():
     """A non-blocking stream at the device's greatest priority (numerically least): the rounds'
     launches must not queue behind the copies.  CuPy 14 no longer wraps
     cudaDeviceGetStreamPriorityRange, so the range is asked of CuPy where it can say and left to
@@ -138,7 +143,7 @@ def _urgent_stream():
     return cupy.cuda.Stream(non_blocking=True, priority=ask()[1] if ask else URGENT_PRIORITY)
 
 
-def _multiprocessors() -> tuple[int, Multiprocessor]:
+def multiprocessors() -> tuple[int, Multiprocessor]:
     """The number of multiprocessors of this GPU, and what each holds."""
     import cupy
 
@@ -150,7 +155,8 @@ def _multiprocessors() -> tuple[int, Multiprocessor]:
         attributes.get("MaxBlocksPerMultiprocessor", default.blocks))
 
 
-def _round_block_threads(plan: CudaPlan) -> int:
+def round_block_threads(plan: CudaPlan) -> int:
+    """Threads per block of the round kernels: a warp per term group."""
     return 32 * plan.round_warps
 
 
@@ -238,20 +244,20 @@ class GpuSpeculator:
         self.ring = ring or twin.ring_size(plan, window, RING_LEAST)
         self.span = twin.span(plan, window)
         self.cache_ring = 1 << (self.span - 1).bit_length()
-        module, self.resource_usage = _module(plan)
+        module, self.resource_usage = load_module(plan)
         kernel = module.get_function("octal_round")
         self.buffers = [cupy.zeros(self.ring, dtype=cupy.uint8) for _ in range(2)]
         self.cache = cupy.zeros(8 * self.cache_ring if plan.options.cache_final else 8, dtype=cupy.uint32)
         self.state = cupy.zeros(twin.STATE_SIZE, dtype=cupy.int64)
         self.log = RoundLog()
-        self.stream = _urgent_stream()
+        self.stream = urgent_stream()
         self.copy_stream = cupy.cuda.Stream(non_blocking=True)
         self._limit_cell = _pinned(1, np.int64)
         self._slots = [_pinned(twin.STATE_SIZE, np.int64) for _ in range(64)]
         cache_blocks = 0
         if plan.options.cache_final:
-            cache_blocks = -(-(self.span - window) // _round_block_threads(plan))
-        grid, block = (window // 32 + cache_blocks,), (_round_block_threads(plan),)
+            cache_blocks = -(-(self.span - window) // round_block_threads(plan))
+        grid, block = (window // 32 + cache_blocks,), (round_block_threads(plan),)
         cupy.cuda.runtime.deviceSynchronize()  # the allocations above ran on the default stream
         with self.stream:
             self.stream.begin_capture()
@@ -393,15 +399,15 @@ class GpuVerifier:
         import cupy
 
         self.plan = plan
-        module, usage = _module(plan)
+        module, usage = load_module(plan)
         self.kernel = module.get_function("octal_verify")
         self.tail = module.get_function("octal_verify_tail")
         self.stream = cupy.cuda.Stream(non_blocking=True)
         figures = parse_resource_usage(usage)
-        count, multiprocessor = _multiprocessors()
+        count, multiprocessor = multiprocessors()
         self.grid_cap = verify_grid_cap(count, multiprocessor,
                                         KernelResources(*figures["octal_verify"], plan.options.verify_block),
-                                        KernelResources(*figures[beside], _round_block_threads(plan)))
+                                        KernelResources(*figures[beside], round_block_threads(plan)))
         self._scan = (None, None)
 
     def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> "VerifyLaunch":

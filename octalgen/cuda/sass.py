@@ -9,7 +9,8 @@ disassembler (the CUDA toolkit's, or the ``nvidia-cuda-cuobjdump`` wheel's: set
 ``$CUOBJDUMP``).
 
 ``python -m octalgen.cuda.sass [GAME] [KERNEL] [FILE]`` prints each terms loop of KERNEL
-(default ``octal_persistent``) and writes its whole SASS into FILE where given.
+(default ``octal_round``; the experimental ``octal_persistent`` and ``octal_barrier_probe`` are
+compiled only when named) and writes its whole SASS into FILE where given.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 from ..build import command_from_environment
 from ..errors import BuildError, ToolMissingError
 from .kernels import find_nvcc
+
+__all__ = ["Instruction", "TermLoop", "disassemble", "find_disassembler", "parse", "term_loops"]
 
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z0-9_.]+)([^;]*);")
 _LABEL = re.compile(r"^(\.L_x_\d+):", re.MULTILINE)  # nvdisasm names branch targets
@@ -182,8 +185,9 @@ def main(argv: list[str]) -> int:
     from .kernels import compile_kernels
 
     game = argv[0] if argv else ".6"
-    kernel = argv[1] if len(argv) > 1 else "octal_persistent"
-    compiled = compile_kernels(make_cuda_plan(rare_table(game), options=CudaOptions(persistent=True)))
+    kernel = argv[1] if len(argv) > 1 else "octal_round"
+    options = CudaOptions(persistent=kernel in ("octal_persistent", "octal_barrier_probe"))
+    compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
     sass = disassemble(compiled.cubin, kernel)
     for loop in term_loops(sass):
         print(f"{kernel} terms loop {loop.start:#x}..{loop.end:#x}: {loop.terms} terms a pass, "

@@ -30,7 +30,7 @@ it) as it does: nothing unread is overwritten.
 
 Repeated work, and the cut
 --------------------------
-Measured with this twin (``benchmarks/fixedpoint_rounds.py``): each value is
+Counted with this twin (``benchmarks/fixedpoint_rounds.py``): each value is
 recomputed about ``window / advance`` times (9 to 13 for ``.6`` with a window
 of 4224), and a round changes only ~2 values per final value, mostly far from
 the front; but each change reaches hundreds of positions through the terms, so
@@ -81,6 +81,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .cuda_plan import CODES, CudaPlan, unspread
+
+__all__ = ["CHANGE", "FRONT", "HI", "LIMIT", "LIMIT_AT", "NO_POSITION", "OVERFLOW", "OVERFLOW_SEEN", "PHASES",
+           "ROUND", "STATE_SIZE", "DeviceVerifier", "Launched", "Speculator", "TermIndex", "Verdict",
+           "initial_state", "mex_rows", "next_front", "ring_size", "round_marks", "span", "speculative_codes",
+           "verify"]
 
 #: "No position": larger than any position.
 NO_POSITION = 1 << 62
@@ -191,11 +196,11 @@ def speculative_codes(plan: CudaPlan, x: np.ndarray, positions: np.ndarray, ring
     for lo in range(0, len(positions), batch):
         chunk = positions[lo : lo + batch]
         marks = x[(chunk[:, None] - plan.offsets[None, :]) & ring_mask] ^ plan.codes[None, :]
-        out[lo : lo + batch] = _mex(marks)
+        out[lo : lo + batch] = mex_rows(marks)
     return out
 
 
-def _mex(marks: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
+def mex_rows(marks: np.ndarray, present: np.ndarray | None = None) -> np.ndarray:
     """Least code per row not among ``marks`` (nor set in ``present``); 256 if all are."""
     rows = np.zeros((len(marks), CODES + 1), dtype=bool) if present is None else present.copy()
     rows[np.arange(len(marks))[:, None], marks] = True
@@ -372,7 +377,7 @@ class Speculator:
             mine = offsets[None, :young] <= (chunk - front)[:, None]
             marks = np.where(mine, read[inputs & mask] ^ codes[None, :young], CODES)
             made += int(mine.sum())
-            out[lo : lo + 512] = _mex(marks, self.cache[chunk & (self.cache_ring - 1)])
+            out[lo : lo + 512] = mex_rows(marks, self.cache[chunk & (self.cache_ring - 1)])
         return out, made
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import CheckpointError
+from ..output import check_new_directory
 from ..rare import RareTable, shipped_table
 from .arrays import inlined, outlined, remove_unnamed_arrays
 
@@ -51,10 +52,15 @@ def checkpoint_path(directory) -> Path:
 
 
 def check_writable(directory) -> None:
-    """Make ``directory`` if needed and make sure a file can be written there, before any work."""
+    """Make ``directory`` if needed and make sure a file can be written there, before any work.
+
+    Only ``directory`` itself is made: a missing directory above it, or a file in its place, is
+    refused as any output path is (:func:`~octalgen.output.check_new_directory`).
+    """
     directory = Path(directory)
+    check_new_directory(directory, "checkpoint directory")
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(exist_ok=True)
         probe = directory / ".octalgen-write-test"
         with open(probe, "wb") as handle:
             handle.write(b"ok")

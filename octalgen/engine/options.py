@@ -9,9 +9,6 @@ from .history import PREFIX_LIMIT, RECENT_LIMIT
 #: Heaps per kernel chunk (one verification task each).
 CHUNK = 1 << 21
 
-#: The fewest and the most heaps a chunk may have (``--chunk``).
-MIN_CHUNK, MAX_CHUNK = 1 << 10, 1 << 26
-
 #: Heaps of the first chunk after the producer is reset (each next chunk is twice as large, up to
 #: the chunk size): the first kernel values are proven soon after the kernel starts.
 FIRST_CHUNK = 1 << 16

@@ -75,6 +75,12 @@ class ExactProof:
     ----------
     candidates : list of dict
         Open candidates: ``{"period", "preperiod", "checked_to", "proof_length"}``.
+    seen : list of dict
+        Every candidate of the search so far, in the order seen, each with its ``outcome``:
+        ``"open"``, ``"failed"`` (``checked_to`` is then n + period for the first n where
+        G(n + period) != G(n)), ``"proven"``, or ``"reduced"`` (a period, but a multiple of the
+        least one or with a longer preperiod: the least is recorded beside it as proven, or, for
+        a claim, ``refuted`` names it).
     proven : dict or None
         ``{"period", "preperiod", "proof_length"}``: least period and preperiod, proven.
     refuted : str or None
@@ -91,11 +97,13 @@ class ExactProof:
         self.until = until
         self.next_search = SEARCH_STEP
         self.candidates: list[dict] = []
+        self.seen: list[dict] = []
         self.proven = None
         self.refuted = None
         if claim is not None:
             period, preperiod = claim
             self.candidates.append(self._candidate(period, preperiod, 0))
+            self._note(self.candidates[-1], "open")
 
     def attach(self, history) -> None:
         self.history = history
@@ -105,6 +113,14 @@ class ExactProof:
     def _candidate(self, period: int, preperiod: int, checked_to: int) -> dict:
         return {"period": period, "preperiod": preperiod, "checked_to": checked_to,
                 "proof_length": proof_length(period, preperiod, self.max_take)}
+
+    def _note(self, candidate: dict, outcome: str) -> None:
+        """Record ``candidate`` in :attr:`seen` with ``outcome``, or bring its record up to date."""
+        for record in self.seen:
+            if (record["period"], record["preperiod"]) == (candidate["period"], candidate["preperiod"]):
+                record.update(candidate, outcome=outcome)
+                return
+        self.seen.append({**candidate, "outcome": outcome})
 
     @property
     def finished(self) -> bool:
@@ -142,6 +158,7 @@ class ExactProof:
                  "%d; the proof needs G(0) ... G(%d)", window, anchor, heap, period, preperiod,
                  candidate["proof_length"] - 1)
         self.candidates.append(candidate)
+        self._note(candidate, "open")
 
     def _least_preperiod(self, period: int, upper: int) -> int:
         """The least i with G(n + period) = G(n) for i <= n < upper (all values below upper + period held)."""
@@ -166,6 +183,7 @@ class ExactProof:
                      repetition.period, repetition.preperiod, position - repetition.period,
                      repetition.proof_length - 1)
             self.candidates.append(self._candidate(repetition.period, repetition.preperiod, position))
+            self._note(self.candidates[-1], "open")
 
     # -- checking -------------------------------------------------------------------------
 
@@ -192,12 +210,14 @@ class ExactProof:
             if len(differ):
                 n = lo - p + int(differ[0])
                 log.info("candidate period %d fails: G(%d + %d) != G(%d)", p, n, p, n)
+                self._note({**candidate, "checked_to": n + p}, "failed")
                 if self.claim is not None:
                     later, earlier = int(self._values(n + p, n + p + 1)[0]), int(self._values(n, n + 1)[0])
                     self.refuted = (f"{i} is not a preperiod of period {p}: G(n + {p}) != G(n) at n = {n} "
                                     f"(G({n + p}) = {later}, G({n}) = {earlier})")
                 return False
         candidate["checked_to"] = max(candidate["checked_to"], position)
+        self._note(candidate, "open")
         return True
 
     def _prove(self, candidate: dict) -> None:
@@ -218,9 +238,13 @@ class ExactProof:
                 reasons.append(f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) = {value}, so {i - 1} "
                                f"is a preperiod too (the least is {preperiod})")
             self.refuted = "; ".join(reasons)
+            self._note(candidate, "reduced")
             return
         self.proven = {"period": least, "preperiod": preperiod,
                        "proof_length": proof_length(least, preperiod, self.max_take)}
+        self._note(candidate, "proven" if (least, preperiod) == (p, i) else "reduced")
+        if (least, preperiod) != (p, i):
+            self._note(self._candidate(least, preperiod, self.proven["proof_length"]), "proven")
         self.candidates = []
         log.info("PERIOD PROVEN: period %d, preperiod %d (Guy-Smith, with G(0) ... G(%d))", least, preperiod,
                  self.proven["proof_length"] - 1)
@@ -250,9 +274,11 @@ class ExactProof:
         """Nothing to drop: every comparison was made on proven values."""
 
     def state(self) -> dict:
-        return {"candidates": self.candidates, "proven": self.proven, "refuted": self.refuted,
+        return {"candidates": self.candidates, "seen": self.seen, "proven": self.proven, "refuted": self.refuted,
                 "next_search": self.next_search}
 
     def restore(self, state: dict) -> None:
         self.candidates, self.proven, self.refuted = state["candidates"], state["proven"], state["refuted"]
+        # absent in checkpoints of octalgen 0.3: the candidates still open are what is known of them
+        self.seen = state.get("seen", [{**c, "outcome": "open"} for c in self.candidates])
         self.next_search = state.get("next_search", 0)  # absent in checkpoints of octalgen 0.2

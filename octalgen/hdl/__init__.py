@@ -8,7 +8,10 @@ The kernel
     * :mod:`.layout` — where every term goes and when, in plain Python (no Amaranth):
       :func:`~.layout.layout_pipeline` -> :class:`~.layout.PipelineLayout`.
     * :mod:`.kernel` — :class:`~.kernel.SpeculativePipeline`, the circuit that layout describes:
-      one value every ``fold`` clocks.
+      one value every ``fold`` clocks; its lanes feed a mark chain, whose vector goes to the mex:
+    * :mod:`.vector_chain` — stages that hand the whole mark vector on (the default);
+    * :mod:`.rows_chain` — stages that hand rows of marks on, a group per clock (local wires);
+    * :mod:`.mex` — the lowest unmarked codes of the chain's vector, and the one-hot logic of it.
     * :mod:`.verilog` — its Verilog with a provenance header (``octalgen emit hdl``).
     * :mod:`.simulate` — amaranth.sim or Verilator against the reference; also a whole board session.
     * :mod:`.synth` — FPGA targets, the resource estimate and the fold that fits, yosys and nextpnr

@@ -13,6 +13,8 @@ from ..errors import InputError, ToolMissingError
 from .records import BoardSettings
 from .synth import TARGETS, Target
 
+__all__ = ["BOARDS", "Board", "PllSetting", "board_settings", "ecp5_pll", "get_board"]
+
 
 @dataclass(frozen=True)
 class Board:

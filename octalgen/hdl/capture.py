@@ -18,6 +18,8 @@ from amaranth.lib.wiring import In, Out
 
 from .records import REQUEST
 
+__all__ = ["ValueCapture"]
+
 
 class ValueCapture(wiring.Component):
     """Decides each request, and captures the values it asks for.
@@ -75,8 +77,8 @@ class ValueCapture(wiring.Component):
         armed, capturing = Signal(), Signal()
         filled = Signal(17)
         # A request is decided in three registered steps (the compare with the 64-bit heap counter
-        # and the count's update in one clock were the critical path of .6 at fold 8 with rows:
-        # 12.25 ns, hdl/reports/README.md): taken, compared, then answered or armed.
+        # and the count's update in one clock are too long a path for the board's clock): taken,
+        # compared, then answered or armed.
         taken, compared, too_many, late = Signal(), Signal(), Signal(), Signal()
         m.d.sync += [taken.eq(0), compared.eq(taken)]
         with m.If(asked):
@@ -96,7 +98,7 @@ class ValueCapture(wiring.Component):
         # Armed from the clock after the compare: G(start) may arrive in that clock already.  At fold
         # >= 2 the clock before a value has none, so the heap counter held then what it holds in the
         # value's clock, and the 64-bit compare with the start ends in a register (in front of the
-        # capture's count it was .6's critical path at fold 8 asked for 90 MHz: 84.52 MHz).
+        # capture's count it would be a critical path).
         reached = position == start
         if self.pipelined:
             reached_before = Signal()

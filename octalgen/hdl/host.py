@@ -18,6 +18,9 @@ import numpy as np
 
 from .records import BoardSummary, Histogram, Values
 
+__all__ = ["EXACT_LIMIT", "ExactFollower", "ExactState", "check_histogram", "check_summary", "check_values",
+           "checkpoint_digest", "exact_chunks"]
+
 
 #: How far the exact stream may go (the board stops long before).
 EXACT_LIMIT = 10**15

@@ -1,10 +1,20 @@
 """The speculative kernel as an Amaranth component: one value per ``fold`` clocks.
 
 Everything is decided by :func:`~octalgen.hdl.layout.layout_pipeline`; this
-module only builds the registers, memories and gates it describes.
+module builds what it describes around two seams:
+
+* the lanes (mark units): each reads its terms' values from its own slice of
+  the history and XORs them with the terms' constants (:meth:`SpeculativePipeline._lane`);
+* the mark chain (a :class:`MarkChain`), which turns the lanes' codes into a
+  heap's mark vector, stage by stage: :mod:`.vector_chain` or :mod:`.rows_chain`;
+* after the chain, the lowest unmarked codes (:mod:`.mex`), checked against
+  the recent terms, and the value picked in the select clock
+  (:meth:`SpeculativePipeline._select`).
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
@@ -13,17 +23,37 @@ from amaranth.lib.wiring import Out
 
 from ..errors import InputError
 from ..plan import KernelPlan
-from .layout import (DATA_VALID, GROUP, LANES_PER_STAGE, MARK, PipelineLayout, lane_first_write, lane_skipped_writes,
-                     layout_pipeline)
+from .layout import DATA_VALID, LANES_PER_STAGE, PipelineLayout, lane_first_write, lane_skipped_writes, layout_pipeline
+from .mex import LowestSet, extract_candidates, full_groups, groups
+from .rows_chain import RowsChain
+from .vector_chain import DECODERS, VectorChain
 
-#: Bits per row of the mark grid: code c is bit c & 15 of row c >> 4.
-ROW = 16
+__all__ = ["MarkChain", "SpeculativePipeline"]
 
-#: Decoder styles for the two one-hot halves of a code: ``shift`` (one shift) or ``compare`` (one
-#: comparator per entry).  ``shift`` was the faster in both simulators when whole codes were decoded
-#: (benchmarks/bench_hdl.py: compare/shift 0.54 under Verilator, 0.18 under amaranth.sim for .156 at
-#: fold 1), so it is the default.
-DECODERS = ("shift", "compare")
+
+class MarkChain(Protocol):
+    """How the stages of the chain turn their lanes' codes into a heap's mark vector.
+
+    The kernel calls, for each stage in order, :meth:`begin_stage`, then
+    :meth:`add_lane` for each of its lanes, then :meth:`end_stage`; after the
+    last stage, :meth:`result`.  Each call adds its registers and memories to
+    the kernel's module ``m``.  Implementations: :class:`~.vector_chain.VectorChain`,
+    :class:`~.rows_chain.RowsChain` (:data:`~octalgen.hdl.layout.MARK_CHAINS`).
+    """
+
+    def begin_stage(self, m: Module, s: int, at_phase) -> None:
+        """Start stage ``s``; ``at_phase(c)`` is true in its clock c of the slot."""
+
+    def add_lane(self, m: Module, name: str, x, enable) -> None:
+        """Mark code ``x`` (a register, valid :data:`~octalgen.hdl.layout.MARK` - 2 clocks after its
+        term's phase) when ``enable`` is high (``enable`` None: in every clock)."""
+
+    def end_stage(self, m: Module, s: int) -> None:
+        """Finish stage ``s``: combine its lanes' marks with the previous stage's."""
+
+    def result(self, m: Module):
+        """The heap's mark vector (bit i: code ``plan.mex_order[i]``) and the condition in which it is
+        complete, or None when the chain has no stage."""
 
 
 class SpeculativePipeline(wiring.Component):
@@ -51,13 +81,14 @@ class SpeculativePipeline(wiring.Component):
         (the synthesis target's :attr:`~octalgen.hdl.synth.Target.block_ram_depth`);
         by default yosys chooses.
     decoder : {"shift", "compare"}
-        How the halves of a code are decoded into their one-hots (see :data:`DECODERS`).
+        How the vector chain decodes the halves of a code into their one-hots
+        (see :data:`~octalgen.hdl.vector_chain.DECODERS`).
     lanes_per_stage : int, optional
         Mark units per chain stage (see :data:`~octalgen.hdl.layout.LANES_PER_STAGE`);
         fewer spread the wires of a stage's vector update over more, smaller stages.
     mark_chain : {"vector", "rows"}
         How a stage hands its marks to the next (see
-        :data:`~octalgen.hdl.layout.MARK_CHAINS`, :meth:`_rows_stage`).
+        :data:`~octalgen.hdl.layout.MARK_CHAINS`, :mod:`.vector_chain`, :mod:`.rows_chain`).
 
     Attributes
     ----------
@@ -86,9 +117,9 @@ class SpeculativePipeline(wiring.Component):
     to ``LANES_PER_STAGE`` mark units whose decoded marks (one per unit per
     clock) are ORed into the stage's mark vector, which starts each heap from
     the previous stage's vector, so the vector moves from neighbour to
-    neighbour (see :meth:`_mark` for why each mark is a pair of one-hot
-    halves; with ``mark_chain="rows"`` the stages hand the vector on a few
-    rows per clock instead: :meth:`_rows_stage`); each mark
+    neighbour (see :meth:`.VectorChain.add_lane` for why each mark is a pair
+    of one-hot halves; with ``mark_chain="rows"`` the stages hand the vector
+    on a few rows per clock instead: :mod:`.rows_chain`); each mark
     unit reads its values from its own slice of the history (a block RAM with
     one read and one write per clock, written from a neighbour's reads), so
     no wire spans the chain.  The terms whose values come too late for the
@@ -166,8 +197,7 @@ class SpeculativePipeline(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         layout = self.layout
-        fold, width = layout.fold, layout.code_bits
-        order = self.plan.mex_order
+        width = layout.code_bits
 
         # The output register holds the newest value; `recent[k]` the one k slots older.
         max_recent = max((r.offset for r in layout.recent), default=1)
@@ -175,9 +205,17 @@ class SpeculativePipeline(wiring.Component):
         recent = [Signal(width, name=f"recent_{k}", init=self._code(before - k)) for k in range(max_recent)]
         newest = recent[0]
 
-        chain_out, chain_full, memories, data_of, token = self._chain(m, newest)
+        chain_out, chain_full, memories, data_of, token = self._chain(m)
+        self._feed_histories(m, memories, data_of, newest)
 
-        # History memories: each written with the stream of its source term or the fresh values.
+        candidates = extract_candidates(m, layout, chain_out, chain_full, self.plan.mex_order)
+        self._select(m, candidates, recent, token)
+        return m
+
+    def _feed_histories(self, m, memories, data_of, newest):
+        """Write each lane's history memory with the stream of its source term's reads, or the fresh values."""
+        layout = self.layout
+        fold = layout.fold
         for lane, memory, at_phase in memories:
             write = memory.write_port()
             pointer = Signal(lane.address_bits, name=f"wptr_{lane.stage}_{lane.index}",
@@ -189,9 +227,8 @@ class SpeculativePipeline(wiring.Component):
             else:
                 # The source lane's read of that term, once its read pipeline holds a real read.  The
                 # slots before that are counted here, in each lane: a valid bit carried with the
-                # reads is the same register in every full lane, which yosys merged into one net
-                # across the chip (12.89 ns for .6 at fold 12, the critical path once the statistics
-                # were pipelined).
+                # reads would be the same register in every full lane, which yosys merges into one
+                # net across the chip, a critical path.
                 data = data_of[source.stage, source.lane]
                 enable = at_phase(source.phase + DATA_VALID)
                 skipped = lane_skipped_writes(lane, fold)
@@ -201,10 +238,6 @@ class SpeculativePipeline(wiring.Component):
                     enable = enable & (left == 0)
             m.d.comb += [write.addr.eq(pointer), write.data.eq(data), write.en.eq(enable)]
             m.d.sync += pointer.eq(pointer + enable)
-
-        candidates = self._extract(m, chain_out, chain_full, order)
-        self._select(m, candidates, recent, token)
-        return m
 
     def _phase_token(self, m, name: str, previous):
         """The phase of the slot, as this block sees it: one clock behind ``previous``'s.
@@ -228,13 +261,18 @@ class SpeculativePipeline(wiring.Component):
 
         return phase, at, delay
 
-    def _chain(self, m, newest):
+    def _chain(self, m):
         """The stages; returns the chain's mark vector and full groups, the lane memories, their
-        read data, and the last stage's phase token."""
+        read data, and the last stage's phase token.
+
+        Each stage's lanes read their terms' values and XOR them with the
+        terms' constants; the mark chain (:meth:`_mark_chain`) turns each
+        lane's code into marks and hands them from stage to stage.
+        """
         layout = self.layout
-        fold, width, bits = layout.fold, layout.code_bits, layout.mark_bits
+        fold, bits = layout.fold, layout.mark_bits
+        chain = self._mark_chain()
         memories, data_of = [], {}
-        previous = None
         token = None
         for s, stage in enumerate(layout.stages):
             token = self._phase_token(m, f"s{s}", token)
@@ -242,163 +280,75 @@ class SpeculativePipeline(wiring.Component):
             # slot(t) = t // fold, counted here from this stage's own phase.
             slot = Signal(max(lane.address_bits for lane in stage), name=f"s{s}_slot")
             m.d.sync += slot.eq(slot + at_phase(fold - 1))
-            # The mark of phase 0 arrives: a new heap starts.  A register, set from the phase a clock
-            # ahead: the phase compare reaches all the vector's bits, and as logic after the phase
-            # token it was 12.4 ns of routing in two hops (.6 at fold 11, hdl/reports/README.md).
-            load = Const(1, 1)
-            if fold > 1 and layout.mark_chain == "vector":
-                load = Signal(name=f"s{s}_load", init=MARK % fold == 0)
-                m.d.sync += load.eq(at_phase(MARK - 1))
-            products, marked = [], []  # per lane: its mark (vector), or what it marks and when (rows)
+            chain.begin_stage(m, s, at_phase)
             for lane in stage:
                 name = f"s{s}_l{lane.index}"
-                partial = len(lane.terms) < fold
-                abits = lane.address_bits
-                # Term ROM, one word per phase: read address constant, XOR constant, enable.
-                words = {}
-                for t in lane.terms:
-                    step = 1 if t.phase == fold - 1 else 0  # the slot counter advances before the address is formed
-                    # This stage's phase register lags by `delay`: the ROM is read at phase(t) - delay.
-                    words[(t.phase - delay) % fold] = ((self.first - s - t.offset - step) % lane.depth, t.code, 1)
-                rom_addr, rom_code, rom_en = self._rom(m, name, phase, words, abits, width)
-                address = Signal(abits, name=f"{name}_addr", reset_less=True)
-                codes = [Signal(width, name=f"{name}_code{k}", reset_less=True) for k in (1, 2, 3)]
-                # en_k: the term in flight k clocks after the ROM word is real (0 until then).
-                en1, en2, en3, en4 = (Signal(name=f"{name}_en{k}") for k in (1, 2, 3, 4))
-                m.d.sync += [address.eq(slot[:abits] + rom_addr),
-                             codes[0].eq(rom_code), codes[1].eq(codes[0]), codes[2].eq(codes[1]),
-                             en1.eq(rom_en), en2.eq(en1), en3.eq(en2), en4.eq(en3)]
-
-                init = [0] * lane.depth
-                first_write = lane_first_write(lane, fold)
-                for rel in range(first_write - lane.depth, first_write):
-                    init[(self.first + rel) % lane.depth] = self._code(rel)
-                # Deep histories in block RAM where asked (yosys would put some in LUT RAM).
-                block = self.block_ram_depth is not None and lane.depth >= self.block_ram_depth
-                memory = Memory(shape=width, depth=lane.depth, init=init,
-                                attrs={"ram_style": "block"} if block else None)
-                m.submodules[f"{name}_history"] = memory
-                read = memory.read_port()
-                data = Signal(width, name=f"{name}_data", reset_less=True)
-                m.d.comb += read.addr.eq(address)
-                m.d.sync += data.eq(read.data)
+                memory, data, x, enable = self._lane(m, name, s, lane, phase, delay, slot)
                 data_of[s, lane.index] = data
                 memories.append((lane, memory, at_phase))
-
-                x = Signal(width, name=f"{name}_x", reset_less=True)
-                m.d.sync += x.eq(data ^ codes[2])
-                if layout.mark_chain == "rows":
-                    marked.append((name, x, en4 if partial else None))
-                else:
-                    products.append(self._mark(m, name, x, en4 if partial else None))
-
-            if layout.mark_chain == "rows":
-                previous = self._rows_stage(m, f"s{s}", marked, at_phase, previous)
-                continue
-            # The stage's mark vector: loaded with the previous stage's (complete for the heap that
-            # moves on) and this heap's first marks, then ORed with one mark per lane per clock.
-            marks = Signal(bits, name=f"s{s}_marks", reset_less=True)
-            combined = products[0]
-            for product in products[1:]:
-                combined = combined | product
-            m.d.sync += marks.eq(Mux(load, 0 if previous is None else previous, marks) | combined)
-            previous, complete, vector = marks, load, marks
-        if previous is None:  # every term is recent: nothing is marked before the final select
-            return Const(0, bits), Const(0, _groups(bits)), memories, data_of, token
-        if layout.mark_chain == "rows":
-            # The last stage hands its rows on a group per clock: keep all but the last group, and
-            # the heap's vector is complete in the clock that the last group is in the stream register.
-            stream, group = previous
-            held = [Signal(len(stream), name=f"chain_rows{g}", reset_less=True) for g in range(layout.drain_clocks - 1)]
-            for g, register in enumerate(held):
-                with m.If(group == g):
-                    m.d.sync += register.eq(stream)
-            complete = group == layout.drain_clocks - 1
-            vector = self._in_mex_order(Cat(*held, stream)[: layout.mark_rows * ROW])
+                chain.add_lane(m, name, x, enable)
+            chain.end_stage(m, s)
+        result = chain.result(m)
+        if result is None:  # every term is recent: nothing is marked before the final select
+            return Const(0, bits), Const(0, groups(bits)), memories, data_of, token
+        vector, complete = result
         # The last stage's vector is complete: hold it for the extraction, and which of its groups
         # are fully marked (the extraction starts from these).
-        chain = Signal(bits, name="chain_marks", reset_less=True)
-        full = Signal(_groups(bits), name="chain_full", reset_less=True)
+        marks = Signal(bits, name="chain_marks", reset_less=True)
+        full = Signal(groups(bits), name="chain_full", reset_less=True)
         with m.If(complete):
-            m.d.sync += [chain.eq(vector), full.eq(_full_groups(vector))]
-        return chain, full, memories, data_of, token
+            m.d.sync += [marks.eq(vector), full.eq(full_groups(vector))]
+        return marks, full, memories, data_of, token
 
-    def _rows_stage(self, m, name: str, lanes, at_phase, previous):
-        """One stage of the ``rows`` mark chain; returns its row stream register and the group it holds.
+    def _mark_chain(self) -> MarkChain:
+        """The mark chain that :attr:`layout` names (:data:`~octalgen.hdl.layout.MARK_CHAINS`)."""
+        if self.layout.mark_chain == "rows":
+            return RowsChain(self.layout, self.plan.mex_order)
+        return VectorChain(self.layout, self.plan.mex_order, self.decoder)
 
-        Each lane ORs the mark of its code into one of two small memories of
-        rows (code c is bit c & 15 of row c >> 4: a read-modify-write in one
-        clock, so an asynchronous read: LUT RAM), the two taking turns by
-        slot.  In the next slot the other memory marks while this one hands
-        its rows on, ``layout.rows_per_clock`` rows (a *group*) per clock for
-        ``layout.drain_clocks`` clocks, and is cleared as it is read.  The
-        stage ORs its lanes' groups with the previous stage's (held for a slot
-        in a small delay memory) into its stream register.  So each lane's
-        wires stay within its own memories, and the stages are linked by
-        ``16 * rows_per_clock`` wires instead of a vector of every code.
+    def _lane(self, m, name: str, s: int, lane, phase, delay: int, slot):
+        """One mark unit: its term ROM, its slice of the history and the XOR of a value with its term's constant.
 
-        Clock t of stage s (any fold): ``k`` = (t - MARK) mod F; a term
-        of phase j is marked in the clock with k = j, and group k of the
-        previous heap's rows is handed on in the same clock (k < drain clocks).
+        Returns its history memory (written by :meth:`elaborate`), the register
+        of its reads (which feed other lanes' memories), the register of the
+        code to mark, and its enable (None for a lane with a term in every
+        phase: it marks in every clock).
         """
-        layout = self.layout
-        fold, rows, per_clock, drain = layout.fold, layout.mark_rows, layout.rows_per_clock, layout.drain_clocks
-        width = ROW * per_clock
-        # Counted from this stage's own phase token (as `load` is for vectors), so synthesis cannot
-        # merge the stages' counters into one net across the chip.
-        k = Signal(range(fold), name=f"{name}_k", init=-MARK % fold)
-        group = Signal(range(fold), name=f"{name}_group", init=(-MARK - 1) % fold)  # k a clock ago: the stream's group
-        turn = at_phase(MARK - 1)  # a new slot of marks starts in the next clock
-        k_next = Mux(turn, 0, k + 1)
-        m.d.sync += [k.eq(k_next), group.eq(k)]
-        marks_first = (-MARK // fold) % 2  # the memory that marks in clock 0 (they swap every slot)
-        handing = k < drain
-        abits = (drain - 1).bit_length()
+        fold, width = self.layout.fold, self.layout.code_bits
+        abits = lane.address_bits
+        # Term ROM, one word per phase: read address constant, XOR constant, enable.
+        words = {}
+        for t in lane.terms:
+            step = 1 if t.phase == fold - 1 else 0  # the slot counter advances before the address is formed
+            # This stage's phase register lags by `delay`: the ROM is read at phase(t) - delay.
+            words[(t.phase - delay) % fold] = ((self.first - s - t.offset - step) % lane.depth, t.code, 1)
+        rom_addr, rom_code, rom_en = self._rom(m, name, phase, words, abits, width)
+        address = Signal(abits, name=f"{name}_addr", reset_less=True)
+        codes = [Signal(width, name=f"{name}_code{k}", reset_less=True) for k in (1, 2, 3)]
+        # en_k: the term in flight k clocks after the ROM word is real (0 until then).
+        en1, en2, en3, en4 = (Signal(name=f"{name}_en{k}") for k in (1, 2, 3, 4))
+        m.d.sync += [address.eq(slot[:abits] + rom_addr),
+                     codes[0].eq(rom_code), codes[1].eq(codes[0]), codes[2].eq(codes[1]),
+                     en1.eq(rom_en), en2.eq(en1), en3.eq(en2), en4.eq(en3)]
 
-        stream = Signal(width, name=f"{name}_rows", reset_less=True)
-        combined = Const(0, width)
-        if previous is not None:
-            # The previous stage's stream a slot later (F - 1 clocks in this memory).
-            before, _ = previous
-            delay = Memory(shape=width, depth=drain, init=[])
-            m.submodules[f"{name}_delay"] = delay
-            write, read = delay.write_port(), delay.read_port(domain="comb")
-            m.d.comb += [write.addr.eq(group[:abits]), write.data.eq(before), write.en.eq(group < drain),
-                         read.addr.eq(k[:abits])]
-            combined = read.data
-        for lane_name, x, enable in lanes:
-            row_code, low_code = x[4:], x[:4]
-            hit = row_code < rows if enable is None else enable & (row_code < rows)
-            if per_clock & (per_clock - 1) == 0:  # a power of two: bank and address are bit fields
-                shift = per_clock.bit_length() - 1
-                bank_code, address_code = row_code[:shift], row_code[shift:]
-            else:
-                bank_code, address_code = row_code % per_clock, row_code // per_clock
-            banks = Signal(per_clock, name=f"{lane_name}_banks", reset_less=True)  # one-hot, 0 when no mark
-            low = Signal(ROW, name=f"{lane_name}_low", reset_less=True)
-            m.d.sync += [banks.eq(Mux(hit, Const(1, 1) << bank_code, 0)[:per_clock]), low.eq(Const(1, 1) << low_code)]
-            reads, turns = [[], []], []
-            for memory_index in (0, 1):
-                # Each memory's own turn, a toggle (synthesis cannot merge the copies: a stage's single
-                # parity register reaching every memory's data and address was 5.7 ns of routing at
-                # fold 8), and its address, registered a clock ahead (the row it marks, or the group it
-                # hands on).
-                marking = Signal(name=f"{lane_name}_marking{memory_index}", init=marks_first == memory_index)
-                at = Signal(max(abits, 1), name=f"{lane_name}_at{memory_index}", reset_less=True)
-                m.d.sync += [marking.eq(marking ^ turn),
-                             at.eq(Mux(marking ^ turn, address_code, k_next))]
-                for b in range(per_clock):
-                    memory = Memory(shape=ROW, depth=drain, init=[])
-                    m.submodules[f"{lane_name}_rows{memory_index}_{b}"] = memory
-                    write, read = memory.write_port(), memory.read_port(domain="comb")
-                    m.d.comb += [read.addr.eq(at[:abits]), write.addr.eq(at[:abits]),
-                                 write.data.eq(Mux(marking, read.data | low, 0)),
-                                 write.en.eq(Mux(marking, banks[b], handing))]
-                    reads[memory_index].append(read.data)
-                turns.append(marking)
-            combined = combined | Mux(turns[0], Cat(*reads[1]), Cat(*reads[0]))  # the memory handing on
-        m.d.sync += stream.eq(combined)
-        return stream, group
+        init = [0] * lane.depth
+        first_write = lane_first_write(lane, fold)
+        for rel in range(first_write - lane.depth, first_write):
+            init[(self.first + rel) % lane.depth] = self._code(rel)
+        # Deep histories in block RAM where asked (yosys would put some in LUT RAM).
+        block = self.block_ram_depth is not None and lane.depth >= self.block_ram_depth
+        memory = Memory(shape=width, depth=lane.depth, init=init,
+                        attrs={"ram_style": "block"} if block else None)
+        m.submodules[f"{name}_history"] = memory
+        read = memory.read_port()
+        data = Signal(width, name=f"{name}_data", reset_less=True)
+        m.d.comb += read.addr.eq(address)
+        m.d.sync += data.eq(read.data)
+
+        x = Signal(width, name=f"{name}_x", reset_less=True)
+        m.d.sync += x.eq(data ^ codes[2])
+        return memory, data, x, en4 if len(lane.terms) < fold else None
+
 
     def _rom(self, m, name, phase, words, abits, width):
         """The lane's per-phase constants, one clock after ``phase`` (a ROM; plain constants at fold 1).
@@ -423,144 +373,6 @@ class SpeculativePipeline(wiring.Component):
         m.d.comb += port.addr.eq(phase)
         m.d.sync += word.eq(port.data)
         return word[:abits], word[abits : abits + width], word[abits + width]
-
-    def _mark(self, m, name: str, x, enable):
-        """The mark of code ``x`` (one bit per code of ``plan.mex_order``), from registered halves.
-
-        ``x`` is decoded into two registered one-hot halves, ``high`` (x >> 4)
-        and ``low`` (x & 15); the mark of code c is ``high[c >> 4] & low[c & 15]``.
-        Each mark bit is then an AND of two registers, so a four-input LUT ORs
-        the marks of two lanes, and a stage's vector update (load, its own bit,
-        the previous stage's bit and two per lane) maps to about (2 L + 2) / 3
-        LUTs per bit for L lanes, where decoding a whole code per bit took two
-        or three.  ``enable`` (for lanes with an empty phase) clears ``high``.
-        """
-        rows = self.layout.mark_rows
-        high_code, low_code = x[4:], x[:4]
-        if self.decoder == "compare":
-            high_hot = Cat(high_code == j for j in range(rows))
-            low_hot = Cat(low_code == j for j in range(16))
-        else:
-            span = max(1, (rows - 1).bit_length())
-            shifted = Const(1, 1) << high_code[:span]
-            high_hot = shifted[:rows] if len(high_code) <= span else Mux(high_code < rows, shifted[:rows], 0)
-            low_hot = Const(1, 1) << low_code
-        high = Signal(rows, name=f"{name}_high", reset_less=True)
-        low = Signal(16, name=f"{name}_low", reset_less=True)
-        m.d.sync += [high.eq(high_hot if enable is None else Mux(enable, high_hot, 0)), low.eq(low_hot)]
-        return self._in_mex_order(Cat(Mux(high[j], low, 0) for j in range(rows)))  # bit c: code c is marked
-
-    def _in_mex_order(self, grid):
-        """The mark vector (bit i: code ``plan.mex_order[i]``) of ``grid`` (bit c: code c)."""
-        order = self.plan.mex_order
-        if order == tuple(range(len(grid))):
-            return grid
-        return Cat(grid[code] for code in order)
-
-    def _extract(self, m, marks, full, order):
-        """The lowest ``layout.candidates`` unmarked codes, two per step of :data:`EXTRACT` clocks.
-
-        Returns ``(code, valid)`` registers; candidate k is there from
-        ``layout.candidate_clock(k)`` on.  A step (``full`` says which groups
-        of the mark vector have no clear bit):
-
-        1. mark the previous step's two candidates; the two lowest open groups;
-        2. their bits;
-        3. the lowest clear bit of the first group, and the next one there or
-           the lowest of the second group.
-
-        Every carry chain is at most one group long.
-        """
-        layout = self.layout
-        groups = _groups(len(marks))
-        width = len(marks)
-        found = []
-        vector, full, previous = marks, full, None
-        for step in range(-(-layout.candidates // 2) + 1):
-            name = f"step{step}"
-            if previous is not None:
-                # Clock 1 (continued from the previous step): mark its candidates and emit their codes.
-                (held, held_full, group1, group2, word1, word2, low1, next1, low2, in_first,
-                 filled1_once, filled1_twice, filled2) = previous
-                new1 = word1 | low1 | Mux(in_first, next1, 0)
-                new2 = word2 | Mux(in_first, 0, low2)
-                parts = [_padded(held)[i * GROUP : (i + 1) * GROUP] for i in range(groups)]
-                vector = Signal(width, name=f"{name}_marks_in")
-                full = Signal(groups, name=f"{name}_full_in")
-                m.d.comb += [
-                    vector.eq(Cat(Mux(group1[i], new1, Mux(group2[i], new2, part))
-                                  for i, part in enumerate(parts))[:width]),
-                    full.eq(held_full | Mux(Mux(in_first, filled1_twice, filled1_once), group1, 0)
-                            | Mux(~in_first & filled2, group2, 0)),
-                ]
-                for which, (group, local, valid) in enumerate((
-                    (group1, low1, group1.any()),
-                    (Mux(in_first, group1, group2), Mux(in_first, next1, low2), in_first | group2.any()),
-                )):
-                    k = 2 * (step - 1) + which
-                    if k >= layout.candidates:
-                        break
-                    code = Signal(layout.code_bits, name=f"cand{k}_code", reset_less=True)
-                    present = Signal(name=f"cand{k}_valid", reset_less=True)
-                    m.d.sync += [code.eq(self._code_of_index(m, Cat(_encode(local), _encode(group)), order, k)),
-                                 present.eq(valid)]
-                    found.append((code, present))
-            if step * 2 >= layout.candidates:
-                break
-            # Clock 1: the two lowest open groups.
-            open_groups = _LowestSet(m, ~full, 2, f"{name}_groups")
-            stage1 = [Signal(width, name=f"{name}_marks_1", reset_less=True),
-                      Signal(groups, name=f"{name}_full_1", reset_less=True),
-                      Signal(groups, name=f"{name}_group1_1", reset_less=True),
-                      Signal(groups, name=f"{name}_group2_1", reset_less=True)]
-            m.d.sync += [stage1[0].eq(vector), stage1[1].eq(full), stage1[2].eq(open_groups.nth(0)),
-                         stage1[3].eq(open_groups.nth(1))]
-            held, held_full, group1, group2 = stage1
-            # Clock 2: the bits of both groups.
-            stage2 = [Signal(width, name=f"{name}_marks_2", reset_less=True),
-                      Signal(groups, name=f"{name}_full_2", reset_less=True),
-                      Signal(groups, name=f"{name}_group1_2", reset_less=True),
-                      Signal(groups, name=f"{name}_group2_2", reset_less=True),
-                      Signal(GROUP, name=f"{name}_word1", reset_less=True),
-                      Signal(GROUP, name=f"{name}_word2", reset_less=True)]
-            m.d.sync += [stage2[0].eq(held), stage2[1].eq(held_full), stage2[2].eq(group1), stage2[3].eq(group2),
-                         stage2[4].eq(word_of(held, group1)), stage2[5].eq(word_of(held, group2))]
-            held, held_full, group1, group2, word1, word2 = stage2
-            # Clock 3: the two lowest clear bits, and whether each group fills up.  The groups' words
-            # pass on too, so the next step marks its candidates in registers: clock 2's AND-OR over
-            # every group again there, in front of the marks' multiplexers, held .6 at fold 8 to 73.16 MHz.
-            clear1 = _LowestSet(m, ~word1, 3, f"{name}_clear1")
-            clear2 = _LowestSet(m, ~word2, 2, f"{name}_clear2")
-            low1, next1, low2 = clear1.nth(0), clear1.nth(1), clear2.nth(0)
-            stage3 = [Signal(width, name=f"{name}_marks_3", reset_less=True),
-                      Signal(groups, name=f"{name}_full_3", reset_less=True),
-                      Signal(groups, name=f"{name}_group1_3", reset_less=True),
-                      Signal(groups, name=f"{name}_group2_3", reset_less=True),
-                      Signal(GROUP, name=f"{name}_word1_3", reset_less=True),
-                      Signal(GROUP, name=f"{name}_word2_3", reset_less=True),
-                      Signal(GROUP, name=f"{name}_low1", reset_less=True),
-                      Signal(GROUP, name=f"{name}_next1", reset_less=True),
-                      Signal(GROUP, name=f"{name}_low2", reset_less=True),
-                      Signal(name=f"{name}_in_first", reset_less=True),
-                      Signal(name=f"{name}_filled1_once", reset_less=True),
-                      Signal(name=f"{name}_filled1_twice", reset_less=True),
-                      Signal(name=f"{name}_filled2", reset_less=True)]
-            # Whether each group fills up once its candidates are marked.
-            m.d.sync += [a.eq(b) for a, b in zip(stage3, (
-                held, held_full, group1, group2, word1, word2, low1, next1, low2,
-                group1.any() & clear1.at_least(2), ~clear1.at_least(2), ~clear1.at_least(3), ~clear2.at_least(2)))]
-            previous = stage3
-        return found
-
-    def _code_of_index(self, m, index, order, k):
-        """The stored code at position ``index`` of ``order`` (the index itself for u8 storage)."""
-        if order == tuple(range(len(order))):
-            return index
-        table = Memory(shape=self.layout.code_bits, depth=len(order), init=order)  # u16: common codes only
-        m.submodules[f"cand{k}_codes"] = table
-        lookup = table.read_port(domain="comb")
-        m.d.comb += lookup.addr.eq(index)
-        return lookup.data
 
     def _select(self, m, candidates, recent, token):
         """Check the candidates against the recent terms' marks, pick the value; warm-up and outputs.
@@ -605,7 +417,7 @@ class SpeculativePipeline(wiring.Component):
         remaining = Signal(len(checked), name="unmarked")
         m.d.comb += remaining.eq(Cat(~blocked for _, blocked in checked))
         for i in range(min(len(late) + 1, len(checked))):
-            pick = _LowestSet(m, remaining, 1, f"short{i}_pick").nth(0)
+            pick = LowestSet(m, remaining, 1, f"short{i}_pick").nth(0)
             code = Signal(width, name=f"short{i}_code", reset_less=True)
             ok = Signal(name=f"short{i}_ok", reset_less=True)
             choice = Const(0, width)
@@ -670,74 +482,3 @@ class SpeculativePipeline(wiring.Component):
         bare = Cat(low, Const(0, 1), high)
         parity = (bare & encoding.mask).xor()
         return Cat(low, ~parity if heap_class is None else ~(parity ^ heap_class), high)
-
-
-def _groups(bits: int) -> int:
-    return -(-bits // GROUP)
-
-
-def _padded(vector):
-    """``vector`` extended to whole groups with set bits (padding counts as marked)."""
-    pad = _groups(len(vector)) * GROUP - len(vector)
-    return Cat(vector, Const((1 << pad) - 1, pad)) if pad else vector
-
-
-def _full_groups(vector):
-    """One bit per group of ``vector``: all its bits are set."""
-    padded = _padded(vector)
-    return Cat(padded[i * GROUP : (i + 1) * GROUP].all() for i in range(_groups(len(vector))))
-
-
-def word_of(vector, onehot):
-    """The group of ``vector`` that the one-hot ``onehot`` selects (an AND-OR: no binary index)."""
-    padded = _padded(vector)
-    word = Const(0, GROUP)
-    for i in range(len(onehot)):
-        word = word | Mux(onehot[i], padded[i * GROUP : (i + 1) * GROUP], 0)
-    return word
-
-
-class _LowestSet:
-    """The lowest few set bits of a value, by a log-step prefix count (no carry chains).
-
-    ``at_least(k)`` (k <= ``most``) is true when ``k`` bits are set;
-    ``nth(j)`` (j < ``most``) is the one-hot of the ``j``-th lowest set bit
-    (zero when there are not that many).  Each of the log2(width) steps is
-    one LUT level per bit, and in amaranth.sim a handful of word operations.
-    """
-
-    def __init__(self, m, value, most: int, name: str):
-        width = len(value)
-        self.value = Signal(width, name=f"{name}_bits")
-        m.d.comb += self.value.eq(value)
-        # counts[k - 1][i]: at least k of bits 0 ... i are set (inclusive prefix).
-        counts = [self.value] + [Const(0, width)] * (most - 1)
-        shift, level = 1, 0
-        while shift < width:
-            earlier = [(c << shift)[:width] for c in counts]
-            combined = []
-            for k in range(1, most + 1):
-                term = counts[k - 1] | earlier[k - 1]
-                for i in range(1, k):
-                    term = term | (counts[i - 1] & earlier[k - i - 1])
-                step = Signal(width, name=f"{name}_p{level}_{k}")
-                m.d.comb += step.eq(term)
-                combined.append(step)
-            counts, shift, level = combined, shift * 2, level + 1
-        self.counts = counts
-        self.most = most
-
-    def at_least(self, k: int):
-        return self.counts[k - 1][-1]
-
-    def nth(self, j: int):
-        """One-hot of the (j+1)-th lowest set bit: set, with exactly j set bits below it."""
-        below = [(c << 1)[: len(self.value)] for c in self.counts]  # exclusive prefix counts
-        exactly = ~below[0] if j == 0 else below[j - 1] & ~below[j]
-        return self.value & exactly
-
-
-def _encode(onehot):
-    """Binary index of a one-hot value (for each index bit, an OR of the positions that have it)."""
-    bits = max(1, (len(onehot) - 1).bit_length())
-    return Cat((onehot & sum(1 << k for k in range(len(onehot)) if k >> b & 1)).any() for b in range(bits))

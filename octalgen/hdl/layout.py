@@ -54,12 +54,16 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..plan import KernelPlan
 
+__all__ = ["DATA_VALID", "EXTRACT", "GROUP", "LANES_PER_STAGE", "MARK", "MARK_CHAINS", "READ_SAMPLE", "ROW", "Lane",
+           "LaneTerm", "PipelineLayout", "RecentTerm", "Source", "lane_first_write", "lane_skipped_writes",
+           "layout_pipeline", "primed"]
+
 #: Mark units per stage.  Each mark bit of a unit is the AND of two one-hot registers, so a
 #: stage's update of one bit (load, the bit itself, the previous stage's bit, two per unit) is
 #: (2 L + 3) inputs: ceil((2 L + 2) / 3) four-input LUTs, 0.75 per unit at L = 8, 0.8 at 5,
 #: 1 at 2 to 4; longer stages save little more and gather more wires into one place (congestion:
-#: the .6 builds on the ECP5-85k routed at fold 10 with 2 lanes and at 11 with 3, not with 5 or 8:
-#: hdl/reports/README.md).
+#: a kernel that nearly fills its chip routes more easily with 2 to 4 lanes a stage, as the
+#: ``.6`` builds for the ECP5-85k in ``hdl/reports/`` do).
 LANES_PER_STAGE = 8
 
 #: Clocks from a term's phase to its history read being sampled (ROM, address register).
@@ -77,6 +81,8 @@ MARK = 6
 EXTRACT = 3
 #: Bits per group of the mark vector in the extraction.
 GROUP = 16
+#: Codes per row of the mark grid: code c is bit c & 15 of row c >> 4 (:attr:`PipelineLayout.mark_rows`).
+ROW = 16
 
 #: How a stage hands its marks to the next (:attr:`PipelineLayout.mark_chain`).  ``vector``: the
 #: whole mark vector in one clock; every lane's two one-hot halves reach all its bits (16 sinks

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from amaranth.hdl import Cat, Const
 
+__all__ = ["carry_save_rows", "linear_map"]
+
 
 def linear_map(value, columns: list[int], width: int):
     """The GF(2)-linear map whose input bit k contributes ``columns[k]``, as XOR trees.

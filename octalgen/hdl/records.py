@@ -53,6 +53,9 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
+__all__ = ["SUMMARY_BYTES", "SUMMARY_FIELDS", "SUMMARY_FORMAT", "SYNC", "BoardSettings", "BoardSummary",
+           "Histogram", "RecordError", "RecordReader", "Values", "crc16", "frame", "parse", "request"]
+
 SYNC = 0xA5
 SUMMARY, HISTOGRAM, VALUES, REQUEST = b"S"[0], b"H"[0], b"V"[0], b"R"[0]
 

@@ -16,6 +16,8 @@ from amaranth.lib.wiring import In, Out
 from .linear import linear_map
 from .records import HISTOGRAM, SUMMARY, SUMMARY_BYTES, SYNC, VALUES
 
+__all__ = ["RecordSender", "crc16_step_columns"]
+
 
 def crc16_step_columns() -> tuple[list[int], list[int]]:
     """CRC-16/CCITT-FALSE after one byte, as linear maps of the old CRC and of the byte."""
@@ -101,7 +103,7 @@ class RecordSender(wiring.Component):
         m.d.comb += [self.data.eq(send_data), self.valid.eq(send)]
         # The CRC takes each byte a clock after it went out (the link is busy for a bit time then, so
         # the CRC is complete before its own bytes are sent): the byte's selection and the CRC's XOR
-        # network in one clock held the .356 board to 96.39 MHz.
+        # network in one clock are too long a path for a board at 100 MHz.
         crc_byte, crc_due = Signal(8), Signal()
         m.d.sync += [crc_byte.eq(send_data), crc_due.eq(send & checked_byte)]
         with m.If(crc_due):
@@ -121,8 +123,8 @@ class RecordSender(wiring.Component):
 
         # A byte of a vector is selected into `staged` before it goes out, in two registered steps
         # (its 8-byte group, then the byte): the selection of 61 bytes of the summary ending in the
-        # UART's shift register held the .6 board to 82.60 MHz, and in one step into `staged`, across
-        # the summary's 488 registers, to 71.71 MHz at fold 11.  `primed` says that `staged` holds the
+        # UART's shift register, or in one step into `staged` across the summary's 488 registers, is
+        # too long a path for the board's clock.  `primed` says that `staged` holds the
         # byte at `index` (`grouped`: that `group` holds its group; both cleared when a byte goes and
         # in every other state), so no byte depends on how long the link stays busy after the one before.
         staged, primed = Signal(8), Signal()

@@ -16,6 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -24,11 +25,25 @@ from ..errors import BuildError, ToolMissingError
 from ..shipped import shipped_folder
 from .kernel import SpeculativePipeline
 
+__all__ = ["SIMULATORS", "BoardRun", "Comparison", "SimulationProgress", "SimulationRun", "build_verilator",
+           "compare", "find_verilator", "simulate", "simulate_amaranth", "simulate_board", "simulate_verilator",
+           "testbench_source", "uart_levels"]
+
 SIMULATORS = ("amaranth", "verilator")
 
 #: Flags for Verilator and the C++ compiler it drives; part of the cache key.
 VERILATOR_FLAGS = ("--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style",
                    "--prefix", "Vkernel", "-CFLAGS", "-O1")
+
+
+class SimulationProgress(Protocol):
+    """Where a simulation reports how far it has come (:class:`octalgen.progress.Progress` is one)."""
+
+    def phase(self, text: str) -> None:
+        """What the simulation does now ("elaborating", "simulating ...")."""
+
+    def update(self, count: int) -> None:
+        """``count`` values have been emitted so far."""
 
 
 @dataclass(frozen=True)
@@ -96,26 +111,44 @@ def compare(run: SimulationRun, reference, first: int) -> Comparison:
     return Comparison(len(got), None)
 
 
-def simulate(kernel: SpeculativePipeline, cycles: int, simulator: str = "amaranth", verilog: str | None = None
-             ) -> SimulationRun:
-    """Run ``kernel`` for ``cycles`` clocks in ``simulator`` (``verilog``: its emitted text, for Verilator)."""
+def simulate(kernel: SpeculativePipeline, cycles: int, simulator: str = "amaranth", verilog: str | None = None,
+             progress: SimulationProgress | None = None) -> SimulationRun:
+    """Run ``kernel`` for ``cycles`` clocks in ``simulator`` (``verilog``: its emitted text, for Verilator).
+
+    ``progress`` hears each phase and, from amaranth.sim, every value as it is emitted (the
+    Verilator model runs as one subprocess and reports at its end).
+    """
     if simulator == "amaranth":
-        return simulate_amaranth(kernel, cycles)
+        return simulate_amaranth(kernel, cycles, progress)
     if simulator == "verilator":
         if verilog is None:
             from .verilog import emit_verilog
 
             verilog = emit_verilog(kernel)
-        return simulate_verilator(verilog, kernel.module_name, cycles)
+        if progress is not None:
+            progress.phase(f"simulating {cycles:,} clocks with verilator")
+        run = simulate_verilator(verilog, kernel.module_name, cycles)
+        if progress is not None:
+            progress.update(len(run.values))
+        return run
     raise ValueError(f"unknown simulator {simulator!r}")
 
 
-def simulate_amaranth(kernel: SpeculativePipeline, cycles: int) -> SimulationRun:
-    """Run the kernel in amaranth.sim (Python) for ``cycles`` clocks."""
+def simulate_amaranth(kernel: SpeculativePipeline, cycles: int, progress: SimulationProgress | None = None
+                      ) -> SimulationRun:
+    """Run the kernel in amaranth.sim (Python) for ``cycles`` clocks.
+
+    Elaborating a large kernel for the simulator takes a while before the first clock;
+    ``progress`` hears that phase, then every value emitted.
+    """
     from amaranth.sim import Simulator
 
+    if progress is not None:
+        progress.phase("elaborating the circuit for amaranth.sim")
     sim = Simulator(kernel)
     sim.add_clock(1e-8)
+    if progress is not None:
+        progress.phase(f"simulating {cycles:,} clocks with amaranth.sim")
     values: list[int] = []
     outcome = {"error": None, "cycles": 0}
 
@@ -130,6 +163,8 @@ def simulate_amaranth(kernel: SpeculativePipeline, cycles: int) -> SimulationRun
                 break
             if valid:
                 values.append(value)
+                if progress is not None:
+                    progress.update(len(values))
             cycle += 1
             if cycle >= cycles:
                 break

@@ -19,8 +19,9 @@ composes them.
 At fold >= 2 values come at most one every two clocks, and several of
 these components take two clocks per value there (``pipelined``): a long
 path ends in a register and its result is used the clock after.  The
-comment at each such register names the critical path it cut, as the
-board's builds measured it (hdl/reports/README.md).
+comment at each such register names the path it cuts: each was the
+critical path of a board build without it (the builds' reports are in
+``hdl/reports/``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ from ..checksum import FNV_PRIME
 from ..engine.scan import HASH_MATCH, Scanner, crc_tables
 from ..errors import InputError
 from .linear import carry_save_rows, linear_map
+
+__all__ = ["WINDOW_BANK", "Anchors", "Fnv1aDigest", "Histogram", "PrefixState", "RollingCrc", "WindowValues",
+           "fnv_rows", "histogram_bins", "prefix_state"]
 
 #: Values per bank of the window memory at fold >= 4: one ECP5 block RAM (DP16KD) of 16-bit words.
 WINDOW_BANK = 1024
@@ -100,16 +104,14 @@ class WindowValues(wiring.Component):
     fold >= 2 its result has clocks to spare before the next value: there
     it passes one more register (the memory's clock-to-output and its
     cascade multiplexers then end in a register, not in the CRC's XOR
-    network: 59.94 MHz for .6 at fold 12 without it).  At fold >= 4 a
-    window deeper than ``bank`` is cut into banks of that many values, each
-    read into its own register, and the bank is chosen the clock after
-    (yosys's own cascade of block RAMs, 5.83 ns clock-to-output and then
-    multiplexers across a column, set the clock of .6 at fold 11, 81.95 MHz);
-    the banks read at the pointer register itself, so a clock after the
-    value, and each is written when a one-hot register of the pointer's bank
-    says so (the pointer's increment and compare in front of the addresses
-    of banks across the chip held .6 at fold 8 to 81.17 and 82.28 MHz).
-    Hence four clocks from one value to the next.
+    network).  At fold >= 4 a window deeper than ``bank`` is cut into banks
+    of that many values, each read into its own register, and the bank is
+    chosen the clock after (rather than yosys's own cascade of block RAMs: a
+    slow clock-to-output, then multiplexers across a column); the banks read
+    at the pointer register itself, so a clock after the value, and each is
+    written when a one-hot register of the pointer's bank says so (rather
+    than the pointer's increment and compare in front of the addresses of
+    banks across the chip).  Hence four clocks from one value to the next.
 
     Parameters
     ----------
@@ -193,8 +195,8 @@ class Fnv1aDigest(wiring.Component):
     """The FNV-1a-64 digest of every value so far.
 
     Pipelined, the step's 3:2 compressors end in two registers in the value's
-    clock and their one carry chain runs the clock after (13.28 ns in one
-    clock held .6 at fold 10 to 75.32 MHz).
+    clock and their one carry chain runs the clock after (both in one clock
+    are too long a path at the board's clock).
 
     Parameters
     ----------
@@ -283,9 +285,9 @@ class Anchors(wiring.Component):
     CRC H(n); the anchor after it is 2n.  Any other heap whose H(n) equals
     the anchor's is a match (a candidate period: ``octalgen run`` proves it).
     Pipelined, the three compares end in registers before the updates they
-    select (12.07 ns in one clock, .6 at fold 11); the +1 of the count comes
-    from the register alone, then a select, so no compare feeds a carry chain
-    (``matches + match`` held the .356 board to 86.47 MHz).
+    select (compare and update in one clock are too long a path); the +1 of
+    the count comes from the register alone, then a select, so no compare
+    feeds a carry chain (as ``matches + match`` would).
 
     Parameters
     ----------
@@ -352,8 +354,8 @@ class Histogram(wiring.Component):
     holds more than one of its steps: in the value's clock its count is read
     (address ``code``), in the next the block RAM's output is registered, in
     the third the count + 1 is written.  (A block RAM's clock-to-output is
-    slow, 5.6 ns on the ECP5: the read-add-write in one clock held the
-    ``.356`` board to 77.31 MHz.)  The read is transparent, so it sees the
+    slow on the ECP5: the read-add-write in one clock would set the board's
+    clock.)  The read is transparent, so it sees the
     write in its own clock; the value just before it writes one clock
     later, so its count is forwarded when it counted the same code in the
     same bank (known a clock ahead, from registered codes).
@@ -365,9 +367,9 @@ class Histogram(wiring.Component):
     bank_from_register : bool
         The values count in the bank of the register, not of this clock's
         ``swap``: right where no value comes in a snapshot's clock (fold >= 3,
-        two clocks after the value that ends the interval).  ``swap`` (the
-        sender's state and the interval's end) into the counts' read address
-        held .6 at fold 11 to 77.91 MHz.
+        two clocks after the value that ends the interval).  It keeps
+        ``swap`` (the sender's state and the interval's end) out of the
+        counts' read address, a critical path otherwise.
 
     Attributes
     ----------

@@ -38,6 +38,8 @@ from .statistics import (WINDOW_BANK, Anchors, Fnv1aDigest, Histogram, RollingCr
                          prefix_state)
 from .uart import UartRx, UartTx
 
+__all__ = ["ResultStreamer"]
+
 
 class ResultStreamer(wiring.Component):
     """A kernel, the statistics of its values and the serial records (see the module docstring).

@@ -7,7 +7,7 @@ target frequency (IO pins left to the placer) -> nextpnr's JSON report, from
 which LUTs, flip-flops, block RAMs and the achieved fmax are read.
 
 :func:`estimate` predicts a layout's use of a device from counts calibrated
-on synthesised kernels (see the report of issue 4); :func:`choose_fold` takes
+on synthesised kernels (``hdl/reports/``); :func:`choose_fold` takes
 the smallest fold whose estimate stays within the target's
 :attr:`~Target.utilisation_limit` of the device, so that placement and
 routing keep some slack.
@@ -28,6 +28,10 @@ from pathlib import Path
 from ..errors import ComputationError, InputError, ToolMissingError
 from ..plan import KernelPlan
 from .layout import LANES_PER_STAGE, PipelineLayout, layout_pipeline
+
+__all__ = ["ROUTERS", "TARGETS", "TOOLS", "UTILISATION_LIMIT", "Estimate", "SynthesisReport", "Target",
+           "choose_fold", "estimate", "find_tool", "get_target", "nextpnr_options", "read_report", "synthesise",
+           "tool_version"]
 
 log = logging.getLogger("octalgen")
 
@@ -61,13 +65,12 @@ class Target:
         otherwise mostly idle, this saves the LUTs of LUT RAM at small folds.
     utilisation_limit : float
         The largest estimated share of any resource a chosen fold may use: 0.5
-        where nothing larger was measured; 0.8 on the ECP5-85k, where ``.6`` at
-        fold 8 (estimate 70% of the LUTs, 75% of the block RAMs) packed into 64%
-        of the LUTs and was placed, but its routing was not seen to finish
-        (hdl/reports/README.md): fold 8 is what fits, not yet a proven clock.
-        Congestion, not the resources, is what limits: the `.6` bitstream on
-        the ULX3S-85F is fold 12 with 4 lanes per stage and histories left to
-        yosys (``--block-ram-from 0``), routed by router2.
+        where no larger design has been built; 0.8 on the ECP5-85k, where the
+        ``.6`` kernel at fold 8 (estimated at about three quarters of the LUTs
+        and block RAMs) fits and routes as a board bitstream with the ``rows``
+        mark chain and 4 lanes per stage (``hdl/reports/0.6-ulx3s-85f.json``).
+        Congestion, not the resources, is what limits a nearly full device:
+        with the default ``vector`` chain at that fold, routing did not finish.
     """
 
     name: str
@@ -129,7 +132,7 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
 
     Counted from the structure: per stage, its mark vector (a flip-flop per
     bit and about (2 L + 2) / 3 LUTs per bit for L mark units: see
-    :meth:`~octalgen.hdl.kernel.SpeculativePipeline._mark`), or for the
+    :meth:`~octalgen.hdl.vector_chain.VectorChain.add_lane`), or for the
     ``rows`` mark chain its delay memory and stream register; per mark unit,
     its XOR, the registered one-hot halves of the code (``rows``: its two
     row memories per bank, about 6 LUT cells per 16 x 4 bits), address
@@ -137,7 +140,7 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     mark vector and its update; per candidate, its checks against the recent terms;
     memories as yosys maps them (block RAM, or logic up to
     ``target.small_memory_bits``).  The constants were fitted to synthesised
-    kernels (see hdl/reports/README.md).
+    kernels (``hdl/reports/``).
     """
     bits, width, fold = layout.mark_bits, layout.code_bits, layout.fold
     rows = layout.mark_rows  # entries of the high one-hot half

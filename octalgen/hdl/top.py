@@ -26,6 +26,8 @@ from ..errors import ComputationError
 from .boards import Board, PllSetting
 from .synth import SynthesisReport, find_tool, nextpnr_options, read_report, tool_version
 
+__all__ = ["BoardReport", "BoardTop", "build_board"]
+
 
 class BoardTop(Elaboratable):
     """The streamer on a board: PLL, clock held until lock, serial link, LEDs.

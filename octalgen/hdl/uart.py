@@ -6,6 +6,8 @@ from amaranth.hdl import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+__all__ = ["UartRx", "UartTx"]
+
 
 class UartTx(wiring.Component):
     """8N1 transmitter: takes ``data`` when ``valid`` and ``ready``; each bit lasts ``clocks_per_bit``.

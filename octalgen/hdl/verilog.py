@@ -10,6 +10,8 @@ from importlib import metadata
 
 from .kernel import SpeculativePipeline
 
+__all__ = ["emit_verilog", "header_lines", "toolchain"]
+
 
 def toolchain() -> str:
     """The versions that shape the emitted text (part of the header)."""

@@ -17,10 +17,10 @@ who cannot move loses.  Three rule sets:
     *History.*  The rule speaks of the **opponent's** moves only: your own
     earlier moves never restrict you.  (Another reading, "none of the last k
     moves of the game, whoever made them", agrees for k = 1, the case the
-    paper works out, and differs for k >= 2; we follow the rule's own words,
-    as the issue states them.)  When the opponent has made fewer than k moves
-    (the start of a game) only the moves made restrict; at the start nothing
-    does.  After the player to move removes s, the opponent is restricted by
+    paper works out, and differs for k >= 2; we follow the rule's own words.)
+    When the opponent has made fewer than k moves (the start of a game) only
+    the moves made restrict; at the start nothing does.  After the player to
+    move removes s, the opponent is restricted by
     s and the mover's k - 1 moves before it, so a state must also remember
     the mover's own last k - 1 moves: a state is ``(pile, history)`` where
     ``history`` is the last ``2k - 1`` moves of the game, most recent first
