@@ -264,8 +264,8 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0, **
     monkeypatch.setattr(ExactSteps, "values", recorded)
     game = parse_game(".034")
     tally = Tally(0, RecurrenceProof(game.max_take))
-    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=workers, chunk=1 << 14, prefix_limit=1 << 16,
-                                        recent_limit=1 << 14, checkpoint_every=0, **options),
+    options = {"prefix_limit": 1 << 16, "recent_limit": 1 << 14, **options}
+    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=workers, chunk=1 << 14, checkpoint_every=0, **options),
                     [tally], table=RareTable.from_values(game, values[: 1 << 16], mask=0x1ff), directory=directory,
                     identity={"command": "run", "digest_from": 0})
     engine.held = [0, 0]
@@ -366,13 +366,6 @@ def test_deciding_a_far_rare_value_reads_the_values_before_it_in_pieces(values_0
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
     assert max(before) <= 62_054 and max(solvers) <= 62_054 and max(reads) <= 1 << 14  # the exact steps' only
     assert sum(reads) >= FAR_2  # the new rare values: every pair, both ways
-
-
-def test_a_run_that_keeps_no_late_values_recomputes_them_once_and_ends_the_same(values_034, monkeypatch, caplog):
-    with caplog.at_level(logging.WARNING, logger="octalgen"):
-        engine, summary, _ = _run_034(values_034, monkeypatch, keep_late=False)
-    assert caplog.text.count("recomputing") == 1  # the first event's; the tape holds every value after it
-    assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
 
 
 def test_a_recomputation_writes_the_values_into_the_array_it_is_given(values_034):
