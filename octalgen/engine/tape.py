@@ -134,10 +134,12 @@ class Tape:
         return self.view(start, stop)
 
     def forget(self, start: int, stop: int) -> None:
-        """Let go of the pages that hold only heaps ``start`` ... ``stop - 1`` (they stay in the file)."""
+        """Let go of every page that holds any of heaps ``start`` ... ``stop - 1``: they stay in the file (a
+        heap on the same page that is read again is read back), and pieces read one after the other
+        leave none behind."""
         size = self.dtype.itemsize
-        lo = -(-(start - self.first) * size // PAGE) * PAGE
-        hi = (stop - self.first) * size // PAGE * PAGE
+        lo = (start - self.first) * size // PAGE * PAGE
+        hi = min(-(-(stop - self.first) * size // PAGE) * PAGE, len(self._map))
         if lo < hi:
             self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
