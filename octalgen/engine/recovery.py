@@ -240,19 +240,26 @@ def decide(table: RareTable, encoding: Encoding, history: History, failure: Veri
         Where the verifier's value of G(m) is not the exact one.
     """
     m = failure.heap
+    if failure.true_value is not None and not table.is_rare(failure.true_value, m):
+        # The verifier decided a common value: reading every value below m would only confirm it.
+        value = failure.true_value
+        return Decision(m, value, table, False, not encoding.fits(value), np.array([value], np.uint16))
     decided: list[int] = []
-    held: list = [history.values]  # G(lo) ... G(hi - 1) below m: the history's, or all of them recomputed
+    source = history.values  # G(lo) ... G(hi - 1) below m: the history's, or all of them recomputed
 
     def read(lo: int, hi: int) -> np.ndarray | None:
         check_stop()
-        below = held[0](lo, min(hi, m)) if lo < m else np.zeros(0, np.uint16)
+        below = source(lo, min(hi, m)) if lo < m else np.zeros(0, np.uint16)
         after = np.array(decided[max(lo, m) - m: max(hi, m) - m], dtype=np.uint16)
         return None if below is None else np.concatenate([below, after]) if len(after) else below
 
     value = exact_value(table, m, read)
     if value is None:  # not held: read back, or recomputed, once
         everything = history.values_before(m)
-        held[0] = lambda lo, hi: everything[lo: hi]
+
+        def source(lo: int, hi: int) -> np.ndarray:
+            return everything[lo: hi]
+
         value = exact_value(table, m, read)
     if failure.true_value is not None and failure.true_value != value:
         raise InternalError(f"the verifier says G({m}) = {failure.true_value}, the exact value is {value}")
