@@ -119,20 +119,20 @@ def clock(args, threads: int, block: int) -> str:
     and the threads' work per heap (their CPU time less their waits for batons and the stages'
     marks, which a fuller count would add: a lower bound)."""
     import numpy as np
+    from kernel_clock import BUCKETS, TICK, clocked_unit
 
     from octalgen.cpu.exact import exact_values_c
-    from octalgen.cpu.generate import kernel_variant_unit
     from octalgen.cpu.kernel import SpeculativeKernel
     from octalgen.plan import make_plan
     from octalgen.rare import shipped_table
 
-    buckets, tick = 2048, 4  # as in templates/c/bench/kernel.c.j2
+    buckets, tick = BUCKETS, TICK
     plan = make_plan(shipped_table(args.game))
 
     class Clocked(SpeculativeKernel):
         @property
         def unit(self):
-            return kernel_variant_unit(self.plan, self.max_threads, block_heaps=self.block_heaps, baton_clock=True)
+            return clocked_unit(self.plan, self.block_heaps)
 
     kernel = Clocked(plan, block_heaps=block or None)
     prefix = exact_values_c(args.game, plan.start, mask=plan.table.mask)

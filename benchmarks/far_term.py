@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from octalgen.cpu.baseline import unpack  # noqa: E402
+from baseline import unpack  # noqa: E402
 
 #: The main this work started from: after a far event, exact steps to 2m within the prefix, a u16
 #: kernel from m to 2m past it, G(m) decided by an exact solver holding every value below m.

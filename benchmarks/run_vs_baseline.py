@@ -67,7 +67,7 @@ def main() -> int:
     parser.add_argument("--game", default=".6")
     parser.add_argument("--until", default="1e8", help="values per run (default 1e8)")
     parser.add_argument("--rounds", type=int, default=2, help="runs of each version (default 2)")
-    parser.add_argument("--baseline", default="c62a57f", help="the commit compared against (default c62a57f)")
+    parser.add_argument("--baseline", default="420a5e8", help="the commit compared against (default 420a5e8)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take (default 900)")
     parser.add_argument("extra", nargs="*", help="more options of octalgen run (after --)")
     args = parser.parse_args()

@@ -1,7 +1,26 @@
-"""``python -m octalgen`` is the ``octalgen`` command."""
+"""``python -m octalgen`` and the ``octalgen`` command: :func:`main`."""
 
+import signal
 import sys
 
-from .cli import main
 
-sys.exit(main())
+def main() -> int:
+    """The command line (:func:`octalgen.cli.main`), stopped by Ctrl-C or SIGTERM with one line from
+    its first moment: also while the command line's own module is imported."""
+    try:
+        from .engine.signals import raise_terminated
+
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, raise_terminated)
+        from .cli import main as command_line
+    except KeyboardInterrupt as stop:  # before the command line could say it
+        from .errors import stop_signal, stopped_by
+
+        number = stop_signal(stop)
+        sys.stderr.write(f"octalgen: {stopped_by(number)}\n")
+        return 128 + number
+    return command_line()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

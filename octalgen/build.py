@@ -3,9 +3,10 @@
 The flow is plan -> render -> build -> wrap; this module is *build*.
 
 * Every artefact is keyed by a content hash of everything that could change
-  it: the source, the interface, the compiler's identity and flags, the
-  versions of cffi, Python and octalgen, and the machine (flags like
-  ``-march=native`` make code that only runs on this kind of CPU).
+  it: the source and the shipped headers it includes, the interface, the
+  compiler's identity and flags, the versions of cffi, Python and octalgen,
+  and the machine (flags like ``-march=native`` make code that only runs on
+  this kind of CPU).
 * Artefacts live under :func:`cache_dir` (``$OCTALGEN_CACHE_DIR``, else the
   user cache directory), one directory per key.  A build happens in a staging
   directory that is renamed into place when complete, under a lock per key, so
@@ -13,12 +14,17 @@ The flow is plan -> render -> build -> wrap; this module is *build*.
 * An artefact that cannot be loaded is a cache miss: it is removed and built
   again, once.
 * A failed compilation raises :class:`~octalgen.errors.BuildError` with the
-  compiler's messages and the path of the kept source.
+  compiler's messages and the path of the kept source.  A compiler stopped by Ctrl-C or
+  SIGTERM (sent to the process group, as a terminal sends it) is a cancellation, not a
+  failure: nothing is kept, and KeyboardInterrupt (:class:`~octalgen.errors.Terminated`) is
+  raised.  A staging directory left by a builder that was killed goes at the next build of
+  the same artefact.
 """
 
 from __future__ import annotations
 
 import fcntl
+import glob
 import hashlib
 import importlib.util
 import json
@@ -27,6 +33,7 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -39,7 +46,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .errors import BuildError, ToolMissingError
+from .errors import BuildError, Terminated, ToolMissingError
 
 log = logging.getLogger("octalgen")
 
@@ -199,6 +206,8 @@ def cached_build(prefix: str, material: dict, builder: Callable[[Path, str], Non
             return Artefact(name, final, True, 0.0)
         if final.exists():  # a partial or broken artefact: a miss
             shutil.rmtree(final, ignore_errors=True)
+        for left in glob.glob(glob.escape(str(root / f".staging-{name}-")) + "*"):  # by a builder killed under the lock
+            shutil.rmtree(left, ignore_errors=True)
         staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=root))
         began = time.perf_counter()
         try:
@@ -229,8 +238,24 @@ def keep_failed(staging: Path, name: str) -> Path:
 
 
 def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> str:
-    """Run a compiler and return its messages; on failure keep the directory and raise :class:`BuildError`."""
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    """Run a compiler and return its messages; on failure keep the directory and raise :class:`BuildError`.
+
+    A compiler killed by a signal did not fail on the source: nothing is kept.  Stopped by Ctrl-C
+    or SIGTERM, the build is cancelled (KeyboardInterrupt, :class:`~octalgen.errors.Terminated`).
+    Its temporary files go to ``cwd`` (a staging directory), so that one killed outright (its
+    build cancelled in a worker process, which ignores Ctrl-C and so does its compiler) leaves
+    none elsewhere.
+    """
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(cwd)})
+    if result.returncode < 0:
+        number = -result.returncode
+        if number == signal.SIGINT:
+            raise KeyboardInterrupt
+        if number == signal.SIGTERM:
+            raise Terminated
+        why = " (out of memory?)" if number == signal.SIGKILL else ""
+        raise BuildError(f"compiling {source.name}: the compiler {command[0]} was killed by "
+                         f"{signal.Signals(number).name}{why}")
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip()
         (cwd / "compile.log").write_text(" ".join(map(shlex.quote, command)) + "\n" + output + "\n")
@@ -276,7 +301,8 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
     prefix : str
         Start of the module name (letters, digits, underscores).
     source : str
-        Complete C source (the generated code).
+        Complete C source (the generated code).  The shipped headers it includes
+        (:func:`~octalgen.c_headers.included_headers`) are compiled beside it and are part of the key.
     cdef : str
         The declarations Python may call (cffi ``cdef`` syntax).
     flags : sequence of str
@@ -295,11 +321,15 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
     import cffi
     from cffi.recompiler import make_c_source  # emit_c_code would print to stdout
 
+    from .c_headers import included_headers
+
     what = what or prefix
     compiler = find_compiler()
+    headers = included_headers(source)
     material = {
         "kind": "cffi-module",
         "source": source,
+        "headers": headers,
         "cdef": cdef,
         "compiler": tool_identity(tuple(compiler)),
         "flags": list(flags),
@@ -316,9 +346,12 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
         # #line makes compiler messages point into generated.c, the file users read.
         make_c_source(ffi, name, f'#line 1 "generated.c"\n{source}', str(wrapper), verbose=False)
         (staging / "generated.c").write_text(source)
+        for header, text in headers.items():  # under the staging folder, which -I. names
+            (staging / header).parent.mkdir(parents=True, exist_ok=True)
+            (staging / header).write_text(text)
         target = staging / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
         link = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
-        command = [*compiler, *flags, "-fPIC", *link, f"-I{sysconfig.get_paths()['include']}",
+        command = [*compiler, *flags, "-fPIC", *link, "-I.", f"-I{sysconfig.get_paths()['include']}",
                    wrapper.name, "-o", target.name]
         run_compiler(command, staging, name, wrapper)
 

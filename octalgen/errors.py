@@ -73,6 +73,31 @@ class InternalError(RuntimeError):
     exit_code = INTERNAL_ERROR_EXIT
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Python raises :class:`KeyboardInterrupt` for Ctrl-C.
+
+    The command line makes SIGTERM raise it wherever no run is under way (a run notices both at
+    its next safe point instead, and raises :class:`Interrupted`), and a build raises it (or
+    KeyboardInterrupt) when its compiler was stopped by SIGTERM (or Ctrl-C).  A KeyboardInterrupt,
+    so that what cleans up after Ctrl-C (a compile's staging directory, a temporary directory)
+    cleans up after it too.
+    """
+
+
+def stop_signal(stop: KeyboardInterrupt) -> int:
+    """The signal behind a KeyboardInterrupt: SIGTERM for :class:`Terminated`, else SIGINT (Ctrl-C)."""
+    import signal
+
+    return signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT
+
+
+def stopped_by(signal_number: int) -> str:
+    """``stopped by Ctrl-C`` or ``stopped by SIGTERM``: how a stopped command begins its line."""
+    import signal
+
+    return "stopped by " + ("Ctrl-C" if signal_number == signal.SIGINT else "SIGTERM")
+
+
 class CheckpointError(InputError):
     """A checkpoint that is corrupt, unreadable or belongs to another run."""
 
@@ -99,14 +124,11 @@ class Interrupted(OctalgenError):
 
     def __init__(self, signal_number: int, proven: int | None, checkpoint=None, what: str | None = None,
                  checkpoints: bool = True):
-        import signal
-
         self.signal_number, self.proven, self.checkpoint = signal_number, proven, checkpoint
         self.exit_code = 128 + signal_number
-        by = "Ctrl-C" if signal_number == signal.SIGINT else "SIGTERM"
         done = what or (f"G(0) ... G({proven - 1}) proven" if proven else "nothing proven yet")
         if checkpoint is not None:
             where = f"; checkpoint in {checkpoint}"
         else:
             where = " (no checkpoint was asked for)" if checkpoints else ""
-        super().__init__(f"stopped by {by}: {done}{where}")
+        super().__init__(f"{stopped_by(signal_number)}: {done}{where}")

@@ -2,6 +2,9 @@
 
 Templates only place values: every decision is made in Python and passed in.
 Undefined names are errors, so a template cannot silently emit nothing.
+
+The fixed C that every game shares is not rendered: it lives in plain headers that the rendered
+units include (:mod:`octalgen.c_headers`).
 """
 
 from __future__ import annotations
@@ -44,3 +47,4 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 def render(template: str, **context) -> str:
     """Render ``template`` (a path under ``templates/``, e.g. ``c/kernel.c.j2``) with ``context``."""
     return environment().get_template(template).render(**context)
+

@@ -26,13 +26,17 @@ from .engine.run_summary import summarized_run
 from .engine.scan import Scanner
 from .engine.seams import KernelPlugin
 from .engine.tally import Tally
-from .errors import CheckpointError, InputError
+from .errors import CheckpointError, InputError, Interrupted
 from .game import OctalGame, parse_game
 from .output import write_output
 from .rare import RareTable
 
 #: Values computed per step of the periodic extension of a digest.
 _EXTEND = 1 << 20
+
+#: Seconds a game stopped in a worker process (Ctrl-C, SIGTERM) is given to end as it stands, before
+#: its process is killed: its temporary directory is removed, a compile under way is cancelled.
+STOP_GRACE = 5.0
 
 
 def survey_games(digits: int = 3, wholes=(0, 4)) -> list[OctalGame]:
@@ -200,6 +204,11 @@ class Survey:
         with open(self.done_path, "a") as out:
             out.write(json.dumps(result) + "\n")
 
+    def interrupted(self, signal_number: int) -> Interrupted:
+        """What a survey stopped by Ctrl-C or SIGTERM says: the games done, and where they are kept."""
+        return Interrupted(signal_number, None, self.done_path,
+                           what=f"{len(self.results)} of {len(self.games)} games done")
+
     def pending(self) -> list[OctalGame]:
         return [g for g in self.games if g.code not in self.results]
 
@@ -240,15 +249,31 @@ def run_survey(survey: Survey, executor, progress=None, should_stop=lambda: Fals
 
     Every game that finishes is recorded at once; when ``should_stop()`` turns true the
     remaining games are dropped (recorded ones stay).
+
+    Raises
+    ------
+    Interrupted
+        A game computed in this process was stopped by Ctrl-C or SIGTERM (its engine caught the
+        signal): the survey's own (:meth:`Survey.interrupted`).
     """
     survey.start_record()
-    pending = {}
-    for game in survey.pending():
-        pending[game.code] = executor.submit(survey_game, game.code, survey.limit)
+    try:
+        _run_pending(survey, executor, progress, should_stop)
+    except Interrupted as stop:  # a game computed in this process: its engine caught the signal
+        raise survey.interrupted(stop.signal_number) from None
+
+
+def _run_pending(survey: Survey, executor, progress, should_stop) -> None:
+    """Games are handed out as executors come free (one at a time in this process), so that each is
+    recorded once it is done and a stop drops no finished game."""
+    waiting, pending = survey.pending(), {}
     if progress is not None:
         progress.phase("computing")
         progress.update(len(survey.results))
-    while pending:
+    while waiting or pending:
+        while waiting and len(pending) < max(1, executor.workers) and not should_stop():
+            game = waiting.pop(0)
+            pending[game.code] = executor.submit(survey_game, game.code, survey.limit)
         finished = [code for code, future in pending.items() if future.done()]
         for code in finished:
             survey.record(pending.pop(code).result())
@@ -257,7 +282,7 @@ def run_survey(survey: Survey, executor, progress=None, should_stop=lambda: Fals
         if should_stop():
             return
         if not finished:
-            time.sleep(0.05)
+            executor.wait(0.05)
 
 
 def parse_wholes(text: str) -> tuple[int, ...]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from octalgen import build
-from octalgen.errors import BuildError, ToolMissingError
+from octalgen.errors import BuildError, Terminated, ToolMissingError
 
 SOURCE = "int answer(int x) { return x * 6 + 4; }\n"
 CDEF = "int answer(int x);"
@@ -52,6 +52,26 @@ def test_changed_source_or_flags_is_a_new_artefact(cache):
     assert len(names) == 3
     assert other_source.lib.answer(7) == 47 and other_flags.lib.answer(7) == 46
     assert len(artefacts(cache)) == 3
+
+
+def test_a_shipped_header_is_compiled_beside_the_source_and_keys_it(cache, monkeypatch):
+    """A source that includes a shipped header (templates/c/include/octalgen/) is built with it, and a
+    change of the header alone is a new artefact; inlined, the source needs no header."""
+    from octalgen import c_headers
+
+    source = '#include "octalgen/prelude.h"\n#include "octalgen/answer.h"\n'
+    texts = {"octalgen/answer.h": "#include \"octalgen/prelude.h\"\nint answer(int x) { return x * 6 + 4; }\n"}
+    shipped = c_headers.shipped_header
+    monkeypatch.setattr(c_headers, "shipped_header", lambda name: texts.get(name) or shipped(name))
+    first = build.build_module("octalgen_t", source, CDEF)
+    assert first.lib.answer(7) == 46 and (first.artefact.path / "octalgen" / "answer.h").is_file()
+    assert list(c_headers.included_headers(source)) == ["octalgen/prelude.h", "octalgen/answer.h"]
+    texts["octalgen/answer.h"] = texts["octalgen/answer.h"].replace("+ 4", "+ 5")
+    second = build.build_module("octalgen_t", source, CDEF)
+    assert second.artefact.name != first.artefact.name and second.lib.answer(7) == 47
+    standalone = c_headers.inline_headers(source)
+    assert "#include \"octalgen/" not in standalone and standalone.count("#define OCTALGEN_PRELUDE_H") == 1
+    assert build.build_module("octalgen_t", standalone, CDEF).lib.answer(7) == 47
 
 
 def build_in_new_process(cache: Path) -> dict:
@@ -101,6 +121,25 @@ def test_failed_compile_keeps_the_source_and_caches_nothing(cache):
     kept = caught.value.kept
     assert (kept / "generated.c").is_file() and (kept / "compile.log").is_file()
     assert artefacts(cache) == []
+
+
+@pytest.mark.parametrize("signal_name, raised", [("INT", KeyboardInterrupt), ("TERM", Terminated),
+                                                  ("KILL", BuildError)])
+def test_a_compiler_killed_by_a_signal_keeps_nothing(cache, tmp_path, monkeypatch, signal_name, raised):
+    """Ctrl-C or SIGTERM to the process group reaches the compiler: the build is cancelled, as the
+    command is; killed otherwise (out of memory), it failed, but not on the source.  Either way no
+    failed/ entry, no staging directory, and the compiler's temporary files stay in the staging
+    directory (gone with it)."""
+    compiler = tmp_path / "cc"
+    compiler.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo 'a stand-in' && exit 0\n"
+                        f"touch \"$TMPDIR/ccTEMP.s\"\nkill -{signal_name} $$\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CC", str(compiler))
+    with pytest.raises(raised) as stopped:
+        build.build_module("octalgen_t", SOURCE, CDEF)
+    if raised is BuildError:
+        assert "was killed by SIGKILL (out of memory?)" in str(stopped.value) and "\n" not in str(stopped.value)
+    assert sorted(entry.name for entry in cache.iterdir()) == [next(cache.glob("*.lock")).name]
 
 
 def test_missing_compiler_is_one_clear_error(cache, monkeypatch):

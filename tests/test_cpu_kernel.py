@@ -3,6 +3,7 @@
 import functools
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from octalgen.build import DEFAULT_CFLAGS, find_compiler
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
-from octalgen.cpu.generate import exact_unit, kernel_unit, kernel_variant_unit, naive_unit
+from octalgen.cpu.generate import exact_unit, kernel_unit, naive_unit
 from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel, StorageOverflow
 from octalgen.cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from octalgen.errors import InputError
@@ -345,9 +346,12 @@ def test_u16_verifier_rejects_a_rare_value_in_its_history():
 
 #: The proof scans the verifier can be built with: this CPU's vector path, the plain C path, and
 #: the vector logic at the widths of other CPUs, run here.  u16 values: GCC vectors of 16 bytes
-#: (SSE, NEON), 32 or 64 (AVX-512), at any width on any CPU.  u8 codes: AVX2 for widths below 64,
-#: AVX-512BW for 64 where the CPU has it (else AVX2), the plain path without AVX2; with AVX-512
-#: VBMI2 a group's hits are listed by a compress, and "no compress" takes them bit by bit.
+#: (SSE, NEON), 32 or 64 (AVX-512), at any width on any CPU; with AVX-512 VBMI the table look-up, and
+#: with AVX-512BW the marks of 64 heaps at once.  u8 codes: AVX2 for widths below 64, AVX-512BW for
+#: 64 where the CPU has it (else AVX2), the plain path without AVX2; with AVX-512 VBMI byte permutes
+#: look options up and sort 64 heaps' marks (and take the dense round) in lanes, with VBMI2 a
+#: group's hits are listed by a compress, and "no compress" takes them bit by bit.  A CPU without
+#: an extension runs the path that does not need it (the build's -march decides).
 SCANS = {
     "native": DEFAULT_CFLAGS,
     "plain": PLAIN_SCAN_FLAGS,
@@ -355,6 +359,8 @@ SCANS = {
     "32-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=32"),
     "64-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-Wno-psabi"),
     "64-byte vectors, no compress": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-mno-avx512vbmi2", "-Wno-psabi"),
+    "64-byte vectors, no byte permutes": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-mno-avx512vbmi",
+                                          "-mno-avx512vbmi2", "-Wno-psabi"),
 }
 
 #: Games (code, storage, heaps) whose reference values take seconds: u8 and u16 storage.
@@ -434,14 +440,16 @@ def test_a_wrong_code_is_caught_in_every_lane_of_the_marks(scan):
 # -- the generated C itself -----------------------------------------------------------------
 
 FLAG_SETS = [
-    ("-O2", "-march=native"),
-    ("-O2", "-march=x86-64-v3"),  # AVX2 paths
-    ("-O2", "-march=x86-64"),     # portable C paths
-    ("-O2", "-march=native", "-DOCTALGEN_PORTABLE"),
-    ("-O2", "-march=native", "-DOCTALGEN_PLAIN_SCAN"),
+    ("-O2", "-march=native", "-std=gnu11"),
+    ("-O2", "-march=x86-64-v3", "-std=gnu11"),  # AVX2 paths
+    ("-O2", "-march=x86-64", "-std=gnu11"),     # portable C paths
+    ("-O2", "-march=native", "-std=gnu11", "-DOCTALGEN_PORTABLE"),
+    ("-O2", "-march=native", "-std=gnu11", "-DOCTALGEN_PLAIN_SCAN"),
 ]
-# AVX-512 paths, without and with the verifier's compress (VBMI2): this CPU may lack them
-COMPILE_ONLY_FLAG_SETS = [("-O2", "-march=x86-64-v4"), ("-O2", "-march=x86-64-v4", "-mavx512vbmi2")]
+# Strict C11 (POSIX names by the units' own feature-test macro), and the AVX-512 paths without and
+# with the verifier's compress (VBMI2), which this CPU may lack
+COMPILE_ONLY_FLAG_SETS = [("-O2", "-march=native", "-std=c11"), ("-O2", "-march=x86-64-v4", "-std=c11"),
+                          ("-O2", "-march=x86-64-v4", "-std=gnu11", "-mavx512vbmi2")]
 
 
 def _table_106():
@@ -454,10 +462,9 @@ def _units():
         "kernel .6 u8": kernel_unit(officers),
         "kernel .6 u16": kernel_unit(make_plan(shipped_table(".6"), storage="u16")),
         "kernel .16": kernel_unit(make_plan(shipped_table(".16"))),
-        # benchmarks/bench_kernel_threads.py builds these
-        "kernel .16, clocked": kernel_variant_unit(make_plan(shipped_table(".16")), baton_clock=True),
-        "kernel .16, blocks of 64, clocked": kernel_variant_unit(make_plan(shipped_table(".16")), block_heaps=64,
-                                                                 baton_clock=True),
+        "kernel .16, blocks of 64": kernel_unit(make_plan(shipped_table(".16")), block_heaps=64),
+        # benchmarks/bench_kernel_threads.py --clock builds it
+        "kernel .16, clocked": _benchmark_module("kernel_clock").clocked_unit(make_plan(shipped_table(".16"))),
         # positional rarity: rows per heap class; .106 has a one-heap option rare at every heap
         "kernel .104": kernel_unit(make_plan(shipped_table(".104"))),
         "kernel .106 u16": kernel_unit(make_plan(_table_106(), storage="u16")),
@@ -476,11 +483,11 @@ def test_generated_c_compiles_without_warnings(tmp_path, flags):
     compiler = find_compiler()
     for name, unit in _units().items():
         source = tmp_path / f"{unit.name}.c"
-        source.write_text(unit.source)
+        source.write_text(unit.standalone)  # as `octalgen emit c` writes it
         header = tmp_path / f"{unit.name}.h"
         header.write_text(unit.header)
         for path in (source, header):
-            done = subprocess.run([*compiler, "-std=gnu11", "-pthread", "-Wall", "-Wextra", "-Werror", *flags,
+            done = subprocess.run([*compiler, "-pthread", "-Wall", "-Wextra", "-Werror", *flags,
                                    "-c", "-x", "c", str(path), "-o", str(tmp_path / "out.o")],
                                   capture_output=True, text=True)
             assert done.returncode == 0, f"{name} ({path.name}):\n{done.stderr}"
@@ -499,7 +506,7 @@ def test_portable_builds_compute_the_same(flags):
     plan = make_plan(shipped_table(".16"))
     exact = exact_values_c(".16", 60_000, mask=plan.table.mask)
     results = []
-    for build_flags in (("-O3", "-march=native", "-std=gnu11", "-pthread"), (*flags, "-std=gnu11", "-pthread")):
+    for build_flags in (("-O3", "-march=native", "-std=gnu11", "-pthread"), (*flags, "-pthread")):
         codes = np.empty(60_000 - plan.start + plan.window, np.uint8)
         codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start])
         SpeculativeKernel(plan, flags=build_flags).fill(codes, plan.start)
@@ -511,16 +518,25 @@ def test_portable_builds_compute_the_same(flags):
                           exact[plan.start:])
 
 
-def test_benchmark_builds_differ_from_the_kernel_only_in_their_variant():
-    # c/bench/kernel.c.j2 with the production switches renders the production unit to the byte, so
-    # the benchmark's variants are measured against the kernel that computes values; the production
-    # unit carries none of the benchmark's code.
+def _benchmark_module(name: str):
+    """``benchmarks/<name>.py``, imported from the checkout."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_clocked_benchmark_build_is_the_kernel_with_a_clock():
+    # benchmarks/kernel_clock.py adds the clock to the production unit and nothing else, so the
+    # benchmark measures the kernel that computes values; the production unit carries none of it.
     plan = make_plan(shipped_table(".104"))
-    production = kernel_unit(plan)
-    assert kernel_variant_unit(plan) == production
-    assert kernel_variant_unit(plan, block_heaps=192) == kernel_unit(plan, block_heaps=192) != production
-    assert "baton_clock" not in production.source + production.declarations
-    variant = kernel_variant_unit(plan, baton_clock=True)
-    assert "void octalgen_baton_clock(uint64_t *counts);" in variant.declarations
-    assert " * benchmark variant: baton clock\n" in variant.source
-    assert variant.source.count("arrived = CLOCK_NOW();") == 1
+    production = kernel_unit(plan, block_heaps=192)
+    clocked = _benchmark_module("kernel_clock").clocked_unit(plan, block_heaps=192)
+    assert "baton_clock" not in production.standalone + production.declarations
+    assert "void octalgen_baton_clock(uint64_t *counts);" in clocked.declarations
+    assert clocked.declarations.startswith(production.declarations)
+    clock = (Path(__file__).resolve().parent.parent / "benchmarks" / "c" / "baton_clock.h").read_text()
+    assert clock in clocked.source and clocked.source.replace(clock + "\n", "", 1) == production.source

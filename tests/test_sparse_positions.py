@@ -194,8 +194,8 @@ def test_the_rare_test_is_the_heaps():
     result = Verifier(plan).verify(codes, base, truth[: plan.start], plan.start, 400)
     assert (result.status, result.heap, result.true_value) == ("failed", 320, truth[320])
     unit = kernel_unit(plan)
-    swapped = unit.source.replace("NEED_BELOW[CLASS(n)]", "NEED_BELOW[CLASS(n) ^ 1u]")
-    assert swapped != unit.source
+    swapped = unit.standalone.replace("NEED_BELOW[CLASS(n)]", "NEED_BELOW[CLASS(n) ^ 1u]")
+    assert swapped != unit.standalone
     wrong = Verifier(plan)
     wrong.module = compile_unit(CUnit(unit.name, swapped, unit.declarations, unit.header, "a parity mistake"))
     mistaken = wrong.verify(codes, base, truth[: plan.start], plan.start, 400)

@@ -3,48 +3,41 @@
  * generator: octalgen 0.3.0
  * game: .6
  * unit: exact rare-value solver
+ * compile: cc -O3 -march=native -std=c11 -pthread -c octalgen_exact.c
+ *     (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)
  */
 /*
- * Exact Grundy values of .6 by the rare-value algorithm (Grossman, Figure 2), for any mask:
- *
- *   1. mark every option that involves a heap at a rare position (every common-valued option
- *      does, since common ^ common is rare);
- *   2. the candidate is the least common value not marked;
- *   3. scan all options G(x) ^ G(rest - x) until every rare value below the candidate is
- *      marked: then G(n) is the candidate, else G(n) is the least rare value left unmarked.
- *
- * With mask 0 every value is rare and this is the plain mex over all options.
+ * Exact Grundy values of .6 by the rare-value algorithm, for any mask (octalgen/exact.h).
  * Moves of .6: remove 1 bean, leaving one heap or two non-empty heaps.
- *
- * With position parity (when every two-heap move takes the same parity of beans, k = 1
- * mod 2) rarity depends on the heap too: v is rare at heap n when popcount(v & mask) + n + k is
- * even, and position p is rare when G(p) is rare at p.  Two positions common at theirs give an
- * option rare at n (their parities sum to n - k), so the algorithm is unchanged; a game such as
- * .104 has this kind of sparse space only (Flammenkamp's sparse and common positions).
- *
- * Two methods compute the same values:
- *
- * CLASSIC, one heap at a time, exactly as above (the baseline).
- *
- * BLOCKED, the same steps arranged for the memory system and for vectors:
- *   1. BLOCK heaps n0 ... n0 + BLOCK - 1 at a time: for a rare position p (mask 0: every p up to
- *      half the heap) the partners n0 + j - k - p of the BLOCK heaps are consecutive, so one
- *      vector load gives BLOCK options, marked in BLOCK mark arrays (one per heap).  Each value
- *      of the history is read once per block instead of once per heap.  Pairs whose partner is
- *      not known before n0 (small p, rare positions near n0) are marked heap by heap.
- *   2. the candidate, as above (mask 0: the least unmarked value is G(n));
- *   3. the proof scan reads G(x) forwards and G(rest - x) forwards in a reversed copy of the
- *      values, so both are vector loads.  While many rare values are missing it marks every
- *      option and recounts the missing ones now and then; once at most MISSING_VECTOR are left
- *      it compares 16 options at a time with them (no stores) and stops when none is missing.
  */
-#include <pthread.h>
-#include <stdint.h>
-#include <string.h>
-#if defined(__AVX2__) && !defined(OCTALGEN_PORTABLE)
-#include <immintrin.h>
-#define EXACT_AVX2 1
+/* ---- octalgen/prelude.h, inlined from octalgen's templates/c/include/ ---- */
+/* octalgen/prelude.h: what every generated unit includes first.
+ *
+ * The units are C11 with POSIX threads and clocks: they compile with -std=c11 as with -std=gnu11
+ * (-pthread where they start threads).  Under strict C11 the POSIX names (clock_gettime,
+ * CLOCK_MONOTONIC, ...) are declared only when a feature-test macro asks for them before any
+ * system header; a unit built by cffi comes after Python's headers, which have asked already.
+ */
+#ifndef OCTALGEN_PRELUDE_H
+#define OCTALGEN_PRELUDE_H
+
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
 #endif
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#endif /* OCTALGEN_PRELUDE_H */
+/* ---- end of octalgen/prelude.h ---- */
 
 /* Methods (see octalgen_exact.c): both give the same values. */
 #define OCTALGEN_EXACT_CLASSIC 0
@@ -67,11 +60,80 @@ int octalgen_exact_extend(uint16_t *values, uint16_t *reversed, uint64_t capacit
                           uint64_t *options_scanned);
 
 
+/* The takes k of each kind of move: those that leave no heap, one heap, two heaps. */
+#define TAKE_PARITY 1u  /* the parity of the beans every two-heap move takes */
+#define NONE_TAKE_COUNT 0
+static const uint64_t NONE_TAKES[NONE_TAKE_COUNT + 1] = { 0 };
+#define ONE_HEAP_TAKE_COUNT 1
+static const uint64_t ONE_HEAP_TAKES[ONE_HEAP_TAKE_COUNT + 1] = { 1, 0 };
+#define TWO_HEAP_TAKES 1
+static const uint64_t TAKES[TWO_HEAP_TAKES + 1] = { 1, 0 };
+#define LARGEST_TAKE 1u
+
+/* ---- octalgen/exact.h, inlined from octalgen's templates/c/include/ ---- */
+/* octalgen/exact.h: the exact solver (octalgen_exact.c), the same for every game.
+ *
+ * The unit that includes it defines, before it, the game's moves:
+ *   TAKE_PARITY                        the parity of the beans every two-heap move takes
+ *   NONE_TAKES[], NONE_TAKE_COUNT      takes k that leave no heap (a spare 0 ends each table)
+ *   ONE_HEAP_TAKES[], ONE_HEAP_TAKE_COUNT   takes k that may leave one heap
+ *   TAKES[], TWO_HEAP_TAKES, LARGEST_TAKE   takes k that may leave two heaps
+ * and the declarations of octalgen_exact_*.
+ */
+#ifndef OCTALGEN_EXACT_H
+#define OCTALGEN_EXACT_H
+
+#if defined(__AVX2__) && !defined(OCTALGEN_PORTABLE)
+#define EXACT_AVX2 1
+#endif
+
+/*
+ * Exact Grundy values by the rare-value algorithm (Grossman, Figure 2), for any mask:
+ *
+ *   1. mark every option that involves a heap at a rare position (every common-valued option
+ *      does, since common ^ common is rare);
+ *   2. the candidate is the least common value not marked;
+ *   3. scan all options G(x) ^ G(rest - x) until every rare value below the candidate is
+ *      marked: then G(n) is the candidate, else G(n) is the least rare value left unmarked.
+ *
+ * With mask 0 every value is rare and this is the plain mex over all options.
+ *
+ * With position parity (when every two-heap move takes the same parity of beans, k = TAKE_PARITY
+ * mod 2) rarity depends on the heap too: v is rare at heap n when popcount(v & mask) + n + k is
+ * even, and position p is rare when G(p) is rare at p.  Two positions common at theirs give an
+ * option rare at n (their parities sum to n - k), so the algorithm is unchanged; a game such as
+ * .104 has this kind of sparse space only (Flammenkamp's sparse and common positions).
+ *
+ * Two methods compute the same values:
+ *
+ * CLASSIC, one heap at a time, exactly as above (the baseline).
+ *
+ * BLOCKED, the same steps arranged for the memory system and for vectors:
+ *   1. BLOCK heaps n0 ... n0 + BLOCK - 1 at a time: for a rare position p (mask 0: every p up to
+ *      half the heap) the partners n0 + j - k - p of the BLOCK heaps are consecutive, so one
+ *      vector load gives BLOCK options, marked in BLOCK mark arrays (one per heap).  Each value
+ *      of the history is read once per block instead of once per heap.  Pairs whose partner is
+ *      not known before n0 (small p, rare positions near n0) are marked heap by heap.
+ *   2. the candidate, as above (mask 0: the least unmarked value is G(n));
+ *   3. the proof scan reads G(x) forwards and G(rest - x) forwards in a reversed copy of the
+ *      values, so both are vector loads.  While many rare values are missing it marks every
+ *      option and recounts the missing ones now and then; once at most MISSING_VECTOR are left
+ *      it compares 16 options at a time with them (no stores) and stops when none is missing.
+ */
+
 /* Options are XORs of 16-bit values, so marks covers every option value and one more (the mex). */
 #define VALUE_LIMIT 65536u
 
-/* Parity of the beans every two-heap move takes (used with position parity only). */
-#define TAKE_PARITY 1u
+/* marks[v] = mark for the options of heap n that leave no heap or one heap. */
+#define MARK_ONE_HEAP_OPTIONS(marks, G, n, mark)                                                      \
+    do {                                                                                              \
+        for (int t_ = 0; t_ < NONE_TAKE_COUNT; t_++)                                                  \
+            if ((n) == NONE_TAKES[t_])                                                                \
+                (marks)[0] = (mark);                                                                  \
+        for (int t_ = 0; t_ < ONE_HEAP_TAKE_COUNT; t_++)                                              \
+            if ((n) > ONE_HEAP_TAKES[t_])                                                             \
+                (marks)[(G)[(n) - ONE_HEAP_TAKES[t_]]] = (mark);                                      \
+    } while (0)
 
 /* Is value rare at heap n (position_parity: 0 or 1)? */
 static int is_rare(uint64_t value, uint64_t n, uint64_t mask, uint64_t position_parity)
@@ -85,14 +147,14 @@ static int is_rare(uint64_t value, uint64_t n, uint64_t mask, uint64_t position_
 static uint64_t mex_of_all_options(const uint16_t *G, uint64_t n, uint64_t *marks, uint64_t stamp,
                                    uint64_t *scanned)
 {
-    if (n > 1)
-        marks[G[n - 1]] = stamp;
-    if (n >= 1 + 2) {
-        uint64_t rest = n - 1;
-        for (uint64_t x = 1; x <= rest / 2; x++)
-            marks[G[x] ^ G[rest - x]] = stamp;
-        *scanned += rest / 2;
-    }
+    MARK_ONE_HEAP_OPTIONS(marks, G, n, stamp);
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        if (n >= TAKES[t] + 2) {
+            uint64_t rest = n - TAKES[t];
+            for (uint64_t x = 1; x <= rest / 2; x++)
+                marks[G[x] ^ G[rest - x]] = stamp;
+            *scanned += rest / 2;
+        }
     (void)scanned;  /* games without two-heap moves */
     uint64_t v = 0;
     while (v < VALUE_LIMIT && marks[v] == stamp)
@@ -107,14 +169,14 @@ static uint64_t rare_value_step(const uint16_t *G, uint64_t n, uint64_t mask, ui
 {
     (void)rare, (void)rare_count, (void)scanned;  /* games without two-heap moves */
     /* 1. Options involving a heap at a rare position p (p = 0: the one-heap options). */
-    if (n > 1)
-        marks[G[n - 1]] = stamp;
-    if (n >= 1 + 2) {
-        uint64_t rest = n - 1;
-        for (uint64_t i = 0; i < rare_count && rare[i] < rest; i++)
-            if (rare[i] >= 1)
-                marks[G[rare[i]] ^ G[rest - rare[i]]] = stamp;
-    }
+    MARK_ONE_HEAP_OPTIONS(marks, G, n, stamp);
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        if (n >= TAKES[t] + 2) {
+            uint64_t rest = n - TAKES[t];
+            for (uint64_t i = 0; i < rare_count && rare[i] < rest; i++)
+                if (rare[i] >= 1)
+                    marks[G[rare[i]] ^ G[rest - rare[i]]] = stamp;
+        }
 
     /* 2. The candidate: the least common value that is not an option. */
     uint64_t candidate = 0;
@@ -125,21 +187,22 @@ static uint64_t rare_value_step(const uint16_t *G, uint64_t n, uint64_t mask, ui
     uint64_t missing = 0;
     for (uint64_t v = 0; v < candidate; v++)
         missing += marks[v] != stamp;  /* commons below the candidate are all marked */
-    if (missing && n >= 1 + 2) {
-        uint64_t rest = n - 1;
-        for (uint64_t x = 1; x <= rest / 2; x++) {
-            uint64_t v = G[x] ^ G[rest - x];
-            if (v < candidate && marks[v] != stamp) {
-                marks[v] = stamp;
-                if (--missing == 0) {
-                    *scanned += x;
-                    break;
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        if (missing && n >= TAKES[t] + 2) {
+            uint64_t rest = n - TAKES[t];
+            for (uint64_t x = 1; x <= rest / 2; x++) {
+                uint64_t v = G[x] ^ G[rest - x];
+                if (v < candidate && marks[v] != stamp) {
+                    marks[v] = stamp;
+                    if (--missing == 0) {
+                        *scanned += x;
+                        break;
+                    }
                 }
             }
+            if (missing)
+                *scanned += rest / 2;
         }
-        if (missing)
-            *scanned += rest / 2;
-    }
     if (missing == 0)
         return candidate;
     uint64_t v = 0;  /* a new rare value: the least one no option reaches */
@@ -158,7 +221,7 @@ static uint64_t rare_value_step(const uint16_t *G, uint64_t n, uint64_t mask, ui
 #define MAX_BITS 15u
 /* Bytes between the mark arrays of a block's heaps: room for 2^MAX_BITS + 1 marks and vector
    overreads.  The extra 2 KiB shift each array by half the L1 sets: 16 arrays of 2 KiB (values
-   below 2^11) take 8 ways of each set, not 16 of some (4 % faster on .04 at 2^20). */
+   below 2^11) take 8 ways of each set, not 16 of some. */
 #define STRIDE ((1u << MAX_BITS) + 2048u)
 /* The proof scan compares options with the missing values once at most this many are left. */
 #define MISSING_VECTOR 16
@@ -177,11 +240,6 @@ uint64_t octalgen_exact_scratch_size(void)
 {
     return SCRATCH_SIZE;
 }
-
-/* The two-heap takes of .6 (and a spare 0, so that the array is never empty). */
-#define TWO_HEAP_TAKES 1
-#define LARGEST_TAKE 1u
-static const uint64_t TAKES[TWO_HEAP_TAKES + 1] = { 1, 0 };
 
 /* Mark options G(p) ^ G(n0 + j - k - p), j < BLOCK, for the heaps' mark arrays marks + j * STRIDE
    (partners = G + n0 - k - p, all known). */
@@ -353,8 +411,7 @@ static uint64_t finish_heap(state_t *s, uint64_t n, uint8_t *marks, const uint64
 {
     const uint16_t *G = s->values;
     uint64_t limit = (uint64_t)1 << s->bits;  /* every option is below it */
-    if (n > 1)
-        marks[G[n - 1]] = 1;
+    MARK_ONE_HEAP_OPTIONS(marks, G, n, 1);
     /* Pairs the bulk did not mark: positions (mask 0) or rare positions (indices) outside
        [from[t], to[t]) of take t. */
     for (int t = 0; t < TWO_HEAP_TAKES; t++) {
@@ -640,3 +697,6 @@ int octalgen_exact_extend(uint16_t *values, uint16_t *reversed, uint64_t capacit
     *done = want;
     return 0;
 }
+
+#endif /* OCTALGEN_EXACT_H */
+/* ---- end of octalgen/exact.h ---- */

@@ -3,6 +3,8 @@
  * generator: octalgen 0.3.0
  * game: .6
  * unit: exact rare-value solver
+ * compile: cc -O3 -march=native -std=c11 -pthread -c octalgen_exact.c
+ *     (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)
  */
 #ifndef OCTALGEN_EXACT_H
 #define OCTALGEN_EXACT_H

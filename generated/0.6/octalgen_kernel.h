@@ -8,6 +8,8 @@
  * block: 256 heaps
  * threads: 1 to 57
  * unit: speculative kernel and verifier
+ * compile: cc -O3 -march=native -std=c11 -pthread -c octalgen_kernel.c
+ *     (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)
  */
 #ifndef OCTALGEN_KERNEL_H
 #define OCTALGEN_KERNEL_H

@@ -37,7 +37,7 @@ import time
 import traceback
 
 from .. import __version__
-from ..errors import INTERNAL_ERROR_EXIT, Interrupted, OctalgenError
+from ..errors import INTERNAL_ERROR_EXIT, Interrupted, OctalgenError, stop_signal, stopped_by
 
 #: Sub-command modules, in the order ``--help`` lists them.
 COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "survey",
@@ -322,40 +322,70 @@ def report(line: str, command: str | None = None) -> None:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    args.quiet = args.quiet or getattr(args, "sub_quiet", False)
-    args.verbose += getattr(args, "sub_verbose", 0)
-    if args.quiet and args.verbose:
-        parser.error("-q and -v contradict each other: give one")
-    set_verbosity(args.verbose)
+    """Run the command line; returns the exit status.
+
+    Ctrl-C and SIGTERM end it with one line at any moment, exit status 130 and 143 (see
+    :func:`~octalgen.engine.signals.command_signals`): a run notices them at its next safe point
+    (:class:`~octalgen.errors.Interrupted`); anywhere else (starting, compiling, printing) they
+    raise KeyboardInterrupt (:class:`~octalgen.errors.Terminated`), said by :func:`stopped`.
+    """
+    from ..engine.signals import command_signals
+
     command = ["octalgen", *(sys.argv[1:] if argv is None else argv)]
-    logging.getLogger("octalgen").debug("octalgen %s, Python %s, %s: %s", __version__, sys.version.split()[0],
-                                        sys.executable, shlex.join(command))
-    try:
-        return args.run(args) or 0
-    except Interrupted as exc:
-        if exc.checkpoint is not None:
-            report(f"octalgen: {exc}; resume with:", shlex.join(command))
-        else:
-            report(f"octalgen: {exc}")
-        return exc.exit_code
-    except OctalgenError as exc:
-        if args.verbose >= 2:  # debugging detail: where the error was raised
+    args = None
+    with command_signals() as started:
+        try:
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            args.quiet = args.quiet or getattr(args, "sub_quiet", False)
+            args.verbose += getattr(args, "sub_verbose", 0)
+            if args.quiet and args.verbose:
+                parser.error("-q and -v contradict each other: give one")
+            set_verbosity(args.verbose)
+            logging.getLogger("octalgen").debug("octalgen %s, Python %s, %s: %s", __version__,
+                                                sys.version.split()[0], sys.executable, shlex.join(command))
+            started()
+            return args.run(args) or 0
+        except Interrupted as exc:
+            if exc.checkpoint is not None:
+                report(f"octalgen: {exc}; resume with:", shlex.join(command))
+            else:
+                report(f"octalgen: {exc}")
+            return exc.exit_code
+        except OctalgenError as exc:
+            if args is not None and args.verbose >= 2:  # debugging detail: where the error was raised
+                traceback.print_exc()
+            report(f"octalgen: error: {exc}")
+            return exc.exit_code
+        except KeyboardInterrupt as stop:
+            return stopped(stop, getattr(args, "checkpoint", None), command)
+        except BrokenPipeError:
+            # The reader (e.g. `head`) went away: not an error of ours.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 0
+        except Exception:  # noqa: BLE001 - a bug (InternalError or any other): its traceback, and a request
             traceback.print_exc()
-        report(f"octalgen: error: {exc}")
-        return exc.exit_code
-    except KeyboardInterrupt:
-        report("octalgen: interrupted")
-        return 130
-    except BrokenPipeError:
-        # The reader (e.g. `head`) went away: not an error of ours.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-    except Exception:  # noqa: BLE001 - a bug (InternalError or any other): its traceback, and a request
-        traceback.print_exc()
-        print(f"octalgen: internal error: this is a bug in octalgen {__version__}; please report it with the "
-              "command and the traceback above", file=sys.stderr)
-        return INTERNAL_ERROR_EXIT
+            print(f"octalgen: internal error: this is a bug in octalgen {__version__}; please report it with the "
+                  "command and the traceback above", file=sys.stderr)
+            return INTERNAL_ERROR_EXIT
+
+
+def stopped(stop: KeyboardInterrupt, checkpoint, command: list[str]) -> int:
+    """Say that Ctrl-C or SIGTERM stopped a command outside a run's safe points; returns the exit status.
+
+    Where the command's checkpoint directory (``checkpoint``) holds a checkpoint, the line says how
+    far it is and ends with the command that resumes it, as for a run stopped at a safe point.
+    """
+    from ..engine.checkpoint import read_checkpoint
+
+    number = stop_signal(stop)
+    try:
+        body = read_checkpoint(checkpoint) if checkpoint is not None else None
+    except (OctalgenError, OSError):
+        body = None
+    if body is not None and isinstance(body.get("position"), int):
+        report(f"octalgen: {Interrupted(number, body['position'], checkpoint)}; resume with:", shlex.join(command))
+    else:
+        report(f"octalgen: {stopped_by(number)}")
+    return 128 + number

@@ -2,14 +2,12 @@
 
 For N heaps from the kernel's first heap it times the speculative kernel with one thread and
 with T, the naive C baseline (Grossman's Figure 3 as a loop over the term table, same flags),
-the verifier in one process against the verifier of ``--baseline`` (default c62a57f, the one
-issue 27 measured: built from this checkout's git history and timed beside this one, each in a
-child process, :mod:`octalgen.cpu.baseline`) and against its own plain C proof scan (CPU time on
-the last heaps, in alternating rounds), and the whole exact backend with T threads and T
-verifying processes;
-the pure-Python reference is timed on its first, smaller count.  It also checks
-that all of them agree, so a fast wrong kernel cannot pass.  Tests never time anything:
-speed is measured here.
+the verifier in one process against its own plain C proof scan (CPU time on the last heaps, in
+alternating rounds; with the options it scanned per heap and the time per option, a measure of
+the machine rather than of the last version), and the whole exact backend with T threads and T
+verifying processes; the pure-Python reference is timed on its first, smaller count.  It also
+checks that all of them agree, so a fast wrong kernel cannot pass.  Tests never time anything:
+speed is measured here (``benchmarks/`` compares versions).
 
 ``--backend cuda`` measures the GPU instead (:func:`octalgen.cuda.bench.run_benchmark`):
 speculative and verified values/s, rounds per window and the checksum, against the
@@ -24,12 +22,8 @@ import time
 
 import numpy as np
 
-from ..cpu.baseline import BASELINE_COMMIT, compare_verifiers, unavailable
 from ..cpu.kernel import NaiveKernel, SpeculativeKernel, default_threads
 from ..cpu.verify import PLAIN_SCAN_FLAGS, Verifier
-from ..engine.executors import VERIFY_HISTORY
-from ..engine.history import PREFIX_LIMIT
-from ..engine.options import CHUNK
 from ..engine.planning import plan_game
 from ..engine.values import ValueStream
 from ..errors import InputError, InternalError
@@ -64,9 +58,6 @@ def register(sub) -> None:
                         help="threads and verifying processes for the multi-threaded figures (default: all cores)")
     parser.add_argument("--backend", choices=("c", "cuda"), default="c",
                         help="what to time: the generated C (default) or the GPU (needs octalgen[cuda] and a GPU)")
-    parser.add_argument("--baseline", default=BASELINE_COMMIT, metavar="COMMIT",
-                        help=f"the commit whose verifier is timed beside this one, from this checkout's git history "
-                             f"(default {BASELINE_COMMIT}; 'none' to skip)")
     parser.set_defaults(run=run)
 
 
@@ -176,13 +167,6 @@ def _bench_c(args) -> int:
             and all(v == verdict for v in verdicts)
             and np.array_equal(exact[start:], decoded) and np.array_equal(exact[: len(reference)], reference)):
         raise InternalError(f"bench: the kernels, verifier and reference disagree ({verdict})")
-    baseline, missing = None, None
-    if args.baseline != "none":
-        missing = unavailable(args.baseline) or (None if plan.encoding.kind == "u8" else "this game stores u16 values")
-        if missing is None:  # as a run's task: the last heaps, at most one chunk, and at most a run's prefix
-            tail = min(count, CHUNK)
-            baseline = compare_verifiers(game.code, exact, start + count - tail, tail, tail, VERIFY_HISTORY,
-                                         VERIFY_ROUNDS, args.baseline, min(start + count - tail, PREFIX_LIMIT))
 
     rate = {name: count / seconds for name, seconds in (("one", one_s), ("many", many_s), ("naive", naive_s))}
     rate["verify"], rate["plain verify"] = (sample / float(np.median(s)) for s in (verify_s, plain_s))
@@ -195,15 +179,10 @@ def _bench_c(args) -> int:
     _row(f"speculative kernel, {many}", rate["many"], f"{rate['many'] / rate['one']:.2f}x one thread",
          fell)
     _row("naive C (loop over the term table)", rate["naive"], "the baseline", "same compiler flags")
-    old, new = baseline or (None, None)
-    _row("verifier, 1 process", rate["verify"], f"{old.median / new.median:.2f}x {args.baseline}'s" if old else "",
-         f"per core (CPU time, last {sample} heaps); {verdict.options_scanned / sample:.0f} options scanned per heap")
-    if old:
-        _row(f"verifier of {args.baseline}", tail / old.median, "the baseline",
-             f"its own package, from this checkout's git history; each in a child process on the last {tail} "
-             f"heaps as a run's task (this one {tail / new.median / 1e6:.3f} M/s there), median of {VERIFY_ROUNDS}")
-    elif missing:
-        _say(f"  verifier of {args.baseline}: not timed, {missing}")
+    options = verdict.options_scanned / sample
+    _row("verifier, 1 process", rate["verify"], f"{options:,.0f} options/heap",
+         f"{1e9 / rate['verify'] / options:.3f} ns an option scanned (marks of the terms included); per core "
+         f"(CPU time, last {sample} heaps, median of {VERIFY_ROUNDS})")
     _row("verifier, plain C proof scan", rate["plain verify"], f"{1 / speedup:.2f}x the verifier",
          f"same unit and heaps, no vectors (-DOCTALGEN_PLAIN_SCAN); median of {VERIFY_ROUNDS}")
     _row(f"exact --backend c, {many}", exact_rate, "",

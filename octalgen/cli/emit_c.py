@@ -53,7 +53,7 @@ def run(args) -> int:
     folder = game_folder(args.output, args.game)
     check_directory(folder)  # before generating anything
     for unit in units(args.game, table, args.threads):
-        for suffix, text in ((".c", unit.source), (".h", unit.header)):
+        for suffix, text in ((".c", unit.standalone), (".h", unit.header)):
             path = folder / (unit.name + suffix)
             write_output(path, text)
             print(path)

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import math
-import signal
 import sys
 import time
 
 from ..cpu.kernel import default_threads
 from ..engine.executors import make_executor
-from ..errors import Interrupted
+from ..engine.signals import StopRequest
 from ..output import check_output
-from ..survey import Survey, parse_wholes, run_survey, survey_games
+from ..survey import STOP_GRACE, Survey, parse_wholes, run_survey, survey_games
 from . import fit_to_terminal, progress_for
 from .arguments import positive_count_type, whole_number, workers_type
 
@@ -63,19 +62,20 @@ def run(args) -> int:
     already = survey.resume()
     workers = default_threads() if args.workers is None else args.workers
     began = time.monotonic()
-    stop = []
-    previous = {s: signal.signal(s, lambda signum, frame: stop.append(signum)) for s in (signal.SIGINT, signal.SIGTERM)}
-    executor = make_executor(workers, args.scheduler, lambda: bool(stop))
+    stop = StopRequest()
+    restore_signals = stop.catch_signals()
     try:
-        with progress_for(args, len(games), label=f"survey of {len(games)} games", items="games") as progress:
-            run_survey(survey, executor, progress, lambda: bool(stop))
+        executor = make_executor(workers, args.scheduler, stop.requested, grace=STOP_GRACE)
+        try:
+            with progress_for(args, len(games), label=f"survey of {len(games)} games", items="games") as progress:
+                run_survey(survey, executor, progress, stop.requested)
+        finally:
+            executor.close(kill=True)
     finally:
-        executor.close(kill=True)
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+        restore_signals()
         written = survey.write()
-    if stop:
-        raise Interrupted(stop[0], None, survey.done_path, what=f"{len(survey.results)} of {len(games)} games done")
+    if stop.requested():
+        raise survey.interrupted(stop.signal)
     counts = survey.counts()
     results = survey.finished()
     lines = [f"survey of {counts['games']} games (digits {args.digits}, whole {args.whole}), up to {args.max} values "

@@ -35,7 +35,7 @@ Verifier — :class:`~.verify.Verifier` ``(plan)``
     ``true_value`` (None if the history could not decide it); ``"undecided"`` at ``heap`` (more
     history needed; never reported as proven).  With ``base <= P`` it is always decisive.
     Verifier and inputs pickle; a worker process loads the module from the cache.  The proof
-    scan is vectorised for the build's CPU (``verify.PLAIN_SCAN_FLAGS``: the plain C scan).
+    scan and the marks are vectorised for the build's CPU (``verify.PLAIN_SCAN_FLAGS``: plain C).
 
 The engine (:mod:`octalgen.engine`) runs these: exact steps, the kernel as producer, verifiers
 in parallel, recovery from a failed proof, and the consumers of proven values.

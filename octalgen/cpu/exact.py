@@ -38,8 +38,8 @@ REDETECT_AT = tuple(1 << b for b in range(10, 41))
 METHODS = ("classic", "blocked")
 
 #: Re-detection takes a mask while its rare positions (plus half those of the second half) stay
-#: below this fraction of the values; none makes the solver wrong.  Measured with the blocked
-#: method: .04 at 50,000 heaps, 27 % rare, is faster with its mask than without; .06, 40 %, slower.
+#: below this fraction of the values; none makes the solver wrong.  The blocked method marks the
+#: options of every rare position: with this many of them a mask no longer saves work.
 MASK_BUDGET = 0.4
 
 #: Heaps per call into C, so that Ctrl-C is noticed between calls.

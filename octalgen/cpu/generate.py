@@ -7,15 +7,17 @@ digest, storage, terms, options; no timestamp), so equal inputs give equal bytes
   depends only on the game's moves, never on a rare table.
 * :func:`kernel_unit` (``octalgen_kernel.c``): the speculative kernel (one thread, and threads
   that hand each other blocks of heaps) and the exact verifier of one :class:`~octalgen.plan.KernelPlan`,
-  one module for both.  Templates by job: ``c/kernel.c.j2`` (the kernel, and the unit around it),
-  ``c/verify.c.j2`` (the verifier), ``c/common.c.j2`` (what both use), declared by
-  ``c/kernel_api.j2`` and ``c/verify_api.j2``.
+  one module for both (the verifier marks the same unrolled terms).
 * :func:`naive_unit` (``octalgen_naive.c``): the plain-loop baseline ``octalgen bench`` measures against.
 
-:func:`kernel_variant_unit` renders the benchmark's builds of the kernel (``c/bench/``), never
-used for values.  :func:`compile_unit` builds a unit into a cached cffi module
-(:func:`octalgen.build.build_module`), keyed by the rendered source and declarations, so by every
-template a unit is made of.
+Each template (``c/exact.c.j2``, ``c/kernel.c.j2``, ``c/naive.c.j2``) places the values of its
+unit and unrolls what a game's terms and moves make of it; the code that is the same for every game
+is in the plain headers it includes (``c/include/octalgen/*.h``: ``marks.h`` what kernel and
+verifier share, ``kernel.h``, ``verify.h`` with ``verify_u8.h`` or ``verify_u16.h``, ``exact.h``,
+``naive.h``).  :func:`compile_unit` builds a unit into a cached cffi module
+(:func:`octalgen.build.build_module`), keyed by the rendered source, the headers it includes and
+its declarations; :attr:`CUnit.standalone` is the unit with its headers inlined, as ``octalgen emit
+c`` writes it.
 """
 
 from __future__ import annotations
@@ -27,33 +29,41 @@ import numpy as np
 
 from .. import __version__
 from ..build import DEFAULT_CFLAGS, CompiledModule, build_module
+from ..c_headers import inline_headers
 from ..errors import InputError
 from ..game import OctalGame, parse_game
 from ..plan import KernelPlan
 from ..render import render
 
-#: Default for the largest thread count a kernel supports (terms with smaller offsets can be late).
+#: Default for the largest thread count a kernel supports.
 DEFAULT_MAX_THREADS = 64
 
-#: The thread count a kernel takes is capped at one more than this (u8 / u16): the cap of
-#: c62a57f's per-heap baton (a cache line of values), kept because terms with offsets below it
-#: stay out of the one-thread kernel's unrolled block (``recent``); blocks need no cap.
+#: The thread count a kernel takes is capped at one more than this (u8 / u16 storage: the codes of a
+#: cache line less eight bytes), the bound ``--threads`` names; the blocks the threads hand each
+#: other need no cap of their own.
 _BATON_VALUES = {"u8": 56, "u16": 28}
 
-#: Heaps per block of the threaded kernel (c/kernel.c.j2), by storage: a whole number of cache lines
-#: of codes.  Measured on .6 with 2 threads (``benchmarks/bench_kernel_threads.py --blocks ...
-#: --clock``, a 2-core AMD EPYC): the critical path is 16 / 16 / 18 ns per heap for blocks of
-#: 64 / 128 / 256 heaps, far below the ~115 ns of work per heap and thread, so the length decides
-#: only the overheads: per block (a baton, and a wait whenever the thread before lost its core,
-#: which on a busy machine costs 2-8x more with 64 heaps than with 256) against per heap (a row of
-#: marks, 256 bytes for u8, mex_size + 64 for u16; terms into blocks in flight marked from a table,
-#: up to (threads - 1) x block in offset).  256 for u8; u16 rows are larger (.6: 3264 bytes).
+#: Heaps per block of the threaded kernel, by storage: a whole number of cache lines of codes.  The
+#: critical path of a block (``benchmarks/bench_kernel_threads.py --clock`` measures it) is far below
+#: its work per thread, so the length decides only the overheads: per block (a baton, and a wait
+#: whenever the thread before lost its core, which costs more the shorter the blocks) against per
+#: heap (a row of marks, 256 bytes for u8, mex_size + 64 for u16; terms into blocks in flight marked
+#: from a table, up to (threads - 1) x block in offset).  u16 rows are larger, so its blocks shorter.
 DEFAULT_BLOCK_HEAPS = {"u8": 256, "u16": 64}
 
 #: The verifier's proof scan marks options blindly, this many at a time, while more than
-#: SPARSE_FROM rare values are missing; then it compares options with the missing values.
+#: SPARSE_FROM rare values are missing; then it compares options with the missing values (u16).
 DENSE_CHUNK = 128
 SPARSE_FROM = 16
+
+#: The order of the proof scan's pairs (x, rest - x) (octalgen/verify.h): the x of regions starting
+#: here, in turn, for the values of heaps far apart differ in kind (the small heaps' are small) and
+#: pairs from several regions find the missing rare values sooner; the pairs scanned per heap, on
+#: .6, .172 and .014, are a third fewer than in the order of x alone.  A dense round of DENSE_PAIRS x
+#: of each region first, then chunks from FIRST_CHUNK x.
+PAIR_REGIONS = (1, 8192, 32768)
+DENSE_PAIRS = 512
+FIRST_CHUNK = 512
 
 _LOAD_INSTRUCTION = {"u8": "movzbl", "u16": "movzwl"}
 _CODE_TYPE = {"u8": "uint8_t", "u16": "uint16_t"}
@@ -68,7 +78,8 @@ class CUnit:
     name : str
         Base file name: the source is ``name.c``, the header ``name.h``.
     source : str
-        The C source (self-contained: it carries its own declarations).
+        The C source as it is compiled: it carries its own declarations and includes the shipped
+        headers of fixed C (``templates/c/include/``); :attr:`standalone` inlines them.
     declarations : str
         The public functions, as C declarations; also the cffi ``cdef``.
     header : str
@@ -83,14 +94,29 @@ class CUnit:
     header: str
     what: str
 
+    @property
+    def standalone(self) -> str:
+        """:attr:`source` with the shipped headers inlined: the file ``octalgen emit c`` writes, which
+        compiles on its own."""
+        return inline_headers(self.source)
+
 
 def _unit(name: str, template: str, api_templates: tuple[str, ...], provenance: list[str], what: str,
           **context) -> CUnit:
+    provenance = [*provenance, *compile_lines(name)]
     declarations = "\n".join(render(f"c/{api}", **context) for api in api_templates)
     source = render(f"c/{template}", provenance=provenance, declarations=declarations, **context)
     header = render("c/header.h.j2", provenance=provenance, declarations=declarations,
                     guard=name.upper() + "_H")
     return CUnit(name, source, declarations, header, what)
+
+
+def compile_lines(name: str) -> list[str]:
+    """The provenance lines that say how ``name.c`` compiles on its own: the flags octalgen builds it
+    with, in C11 or GNU C11."""
+    flags = " ".join(DEFAULT_CFLAGS).replace("-std=gnu11", "-std=c11")
+    return [f"compile: cc {flags} -c {name}.c",
+            "    (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)"]
 
 
 def _moves(game: OctalGame) -> dict:
@@ -118,8 +144,7 @@ def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> i
     return max(1, min(requested, _BATON_VALUES[plan.encoding.kind] + 1))
 
 
-#: The declarations of the kernel unit's two functions (c/kernel.c.j2, which includes
-#: c/common.c.j2 and c/verify.c.j2).
+#: The declarations of the kernel unit's two functions.
 _KERNEL_API = ("kernel_api.j2", "verify_api.j2")
 
 
@@ -146,72 +171,48 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, block_
     ----------
     plan : KernelPlan
     max_threads : int
-        The kernel runs with up to this many threads (capped at 57 for u8, 29 for u16 storage);
-        terms with offsets below it are kept out of the unrolled block so that they can be late.
+        The kernel runs with up to this many threads (capped at 57 for u8, 29 for u16 storage).
     block_heaps : int, optional
         Heaps per block of the threaded kernel (see :func:`block_heaps_for`); the values do not
         depend on it.
     """
-    return _kernel_unit(plan, max_threads, "kernel.c.j2", _KERNEL_API, variant=[],
-                        block_heaps=block_heaps_for(plan, block_heaps))
-
-
-def kernel_variant_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, *, block_heaps: int | None = None,
-                        baton_clock: bool = False) -> CUnit:
-    """A benchmark build of :func:`kernel_unit` (``c/bench/kernel.c.j2``), for
-    ``benchmarks/bench_kernel_threads.py`` only, never for values.
-
-    Parameters
-    ----------
-    plan : KernelPlan
-    max_threads, block_heaps
-        As for :func:`kernel_unit`.
-    baton_clock : bool
-        Clock each block's critical path (from the previous block's baton to this block's) into
-        ``octalgen_baton_clock`` (declared by ``c/bench/baton_clock_api.j2``).
-    """
-    variant = ["baton clock"] if baton_clock else []
-    api = (*_KERNEL_API, "bench/baton_clock_api.j2") if baton_clock else _KERNEL_API
-    return _kernel_unit(plan, max_threads, "bench/kernel.c.j2", api, variant,
-                        block_heaps=block_heaps_for(plan, block_heaps), baton_clock=baton_clock)
-
-
-def _kernel_unit(plan: KernelPlan, max_threads: int, template: str, api_templates: tuple[str, ...],
-                 variant: list[str], **variant_context) -> CUnit:
-    """The kernel unit of ``plan`` rendered from ``template``; ``variant`` names a benchmark build's
-    differences (in its provenance and log lines), ``variant_context`` its template's switches."""
     kind = plan.encoding.kind
     if plan.mex_size > 1 << 16:
         raise InputError(f"{plan.game.code}: {len(plan.terms)} terms need a mark array beyond 16 bits")
     recent = max_threads_for(plan, max_threads)
+    block_heaps = block_heaps_for(plan, block_heaps)
     terms = plan.encoded_terms()
-    old = [("MARK" if c else "MARK0", o, c) for o, c in terms if o >= recent]
     unrolled = [("MARK" if c else "MARK0", o, c) for o, c in sorted(terms)]
+    # A heap's scalar marks: the terms in the plan's order, those of offsets below `recent` last.
+    heap_terms = [("MARK" if c else "MARK0", o, c) for o, c in (*[t for t in terms if t[0] >= recent],
+                                                                 *[t for t in terms if t[0] < recent])]
+    # The vector kernel's step takes the only term of offset 1 (if one) last; the others of offsets
+    # below 16 are its near terms.
+    first = [c for o, c in terms if o == 1]
+    taken_last = first[0] if len(first) == 1 else None
+    near = [(o, c) for o, c in sorted(terms) if o < 16 and not (o == 1 and taken_last is not None)]
     # The late pass of the threaded kernel: the terms with offsets below two blocks, from the largest
     # down, and for each heap i of a pair of blocks the first of them whose offset is at most i.
-    late = [t for t in reversed(unrolled) if t[1] < 2 * variant_context["block_heaps"]]
+    late = [t for t in reversed(unrolled) if t[1] < 2 * block_heaps]
     late_offsets = sorted(t[1] for t in late)
-    late_entry = [len(late_offsets) - bisect.bisect_right(late_offsets, i)
-                  for i in range(2 * variant_context["block_heaps"])]
-    options = {"unit": "speculative kernel and verifier", "threads": f"1 to {recent}",
-               "block": f"{variant_context['block_heaps']} heaps"}
-    if variant:
-        options["benchmark variant"] = ", ".join(variant)
-    provenance = plan.provenance(**options)
-    return _unit("octalgen_kernel", template, api_templates, provenance,
-                 f"kernel for {plan.game.code} ({len(terms)} terms, {', '.join([kind, *variant])})",
+    late_entry = [len(late_offsets) - bisect.bisect_right(late_offsets, i) for i in range(2 * block_heaps)]
+    provenance = plan.provenance(unit="speculative kernel and verifier", threads=f"1 to {recent}",
+                                 block=f"{block_heaps} heaps")
+    return _unit("octalgen_kernel", "kernel.c.j2", _KERNEL_API, provenance,
+                 f"kernel for {plan.game.code} ({len(terms)} terms, {kind})",
                  game=plan.game.code, term_count=len(terms), storage=plan.encoding.describe(),
                  storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
                  window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
-                 old_terms=old, recent_terms=[(o, c) for o, c in terms if o < recent],
-                 terms=unrolled, late_terms=late, late_entry=late_entry,
+                 block_heaps=block_heaps, terms=unrolled, heap_terms=heap_terms, near_terms=near,
+                 taken_last=taken_last, late_terms=late, late_entry=late_entry,
                  heap_classes=plan.heap_classes, parity=plan.table.parity or 0, common_bits=_common_rows(plan),
                  need_limit=_need_limit(plan), dense_chunk=DENSE_CHUNK, sparse_from=SPARSE_FROM,
                  rare_bits=[_bit_words((v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)),
                                        _need_limit(plan)) for c in range(plan.heap_classes)],
                  decode=plan.encoding.decode_rows.tolist() if kind == "u8" else [],
                  **(_code_scan_tables(plan) if kind == "u8" else {}),
-                 rare_options=plan.rare_options, **variant_context, **_moves(plan.game))
+                 rare_options=list(plan.rare_options), pair_regions=PAIR_REGIONS, dense_pairs=DENSE_PAIRS,
+                 first_chunk=FIRST_CHUNK, **_moves(plan.game))
 
 
 def naive_unit(plan: KernelPlan) -> CUnit:
@@ -237,10 +238,11 @@ def _need_limit(plan: KernelPlan) -> int:
 
 
 def _code_scan_tables(plan: KernelPlan) -> dict:
-    """The u8 verifier's tables (c/verify.c.j2, which scans in codes): ``rare_value``, the value rare
+    """The u8 verifier's tables (octalgen/verify_u8.h, which scans in codes): ``rare_value``, the value rare
     at each heap class that has each code, and ``need_below``, for each class and candidate code the
-    codes of the rare values below the candidate, in the look-up layout (code c: bit (c >> 4) & 7
-    of byte (c >> 7) * 16 + (c & 15), 32 bytes).
+    codes of the rare values below the candidate as a set of 256 bits (code c: bit c & 7 of byte
+    c >> 3), ``need_count``, the codes in that set, and ``need_top``, one more than the largest of them
+    (0 when empty).
 
     Raises
     ------
@@ -256,16 +258,15 @@ def _code_scan_tables(plan: KernelPlan) -> dict:
             if not rarity.is_rare(a ^ b, x + y + 4 + k):
                 raise InputError(f"{plan.game.code}: a two-heap option of common heaps can be common "
                                  f"({rarity.kind} rarity, mask {rarity.mask:#x}): no u8 proof scan")
-    codes = np.arange(256)
-    byte, bit = (codes >> 7) * 16 + (codes & 15), (codes >> 4) & 7
-    need_below, rare_value = [], encoding.rare_rows
+    need_below, need_count, need_top, rare_value = [], [], [], encoding.rare_rows
     for common, rare in zip(encoding.decode_rows, rare_value):
         below = rare[None, :] < common[:, None]  # [candidate code, code]
-        layout = np.zeros((256, 32), dtype=np.uint8)
-        for c in codes:
-            layout[:, byte[c]] |= below[:, c].astype(np.uint8) << np.uint8(bit[c])
+        layout = np.packbits(below, axis=1, bitorder="little")  # code c: bit c & 7 of byte c >> 3
         need_below.append([f"{v:#04x}" for v in layout.ravel()])
-    return {"need_below": need_below, "rare_value": rare_value.tolist()}
+        need_count.append(below.sum(axis=1).tolist())
+        need_top.append(((256 - np.argmax(below[:, ::-1], axis=1)) * below.any(axis=1)).tolist())
+    return {"need_below": need_below, "need_count": need_count, "need_top": need_top,
+            "rare_value": rare_value.tolist()}
 
 
 def _common_rows(plan: KernelPlan) -> list[list[str]]:

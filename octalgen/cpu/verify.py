@@ -18,9 +18,9 @@ values after the prefix to be common but at the table's far rare positions (thos
 far out): u16 values are checked; a u8 code stands for a common value, and the scan takes the
 pairs of a far rare position apart, by the table.  A term that reads a rare position (at the
 crossing heaps of a plan that starts early, :attr:`~octalgen.plan.KernelPlan.crossings`) marks
-nothing there: its option is rare.  A read-only prefix (the memory
-map that worker processes share) is checked once per process, not once per call: a run hands
-every task the same one, and checking its 2^23 values took 44 ms a call.
+nothing there: its option is rare.  A read-only prefix (the memory map that worker processes
+share) is checked once per process, not once per call: a run hands every task the same one, of up
+to 2^23 values.
 
 Memory is bounded: ``values`` may hold only a recent stretch G(base) ... of a long run.  The
 scan then uses only pairs whose two heaps are both in the prefix or the stretch.  The result
@@ -115,11 +115,13 @@ class Verifier:
 
     Notes
     -----
-    The proof scan compares many options at once with the few rare values still missing, in
-    vectors as wide as the build's ``-march`` allows (GCC/clang vector extensions: AVX-512,
-    AVX2, SSE or NEON code from one source), and with byte codes checks the kernel's marks of 16
-    (or 8) heaps at once; :data:`PLAIN_SCAN_FLAGS` builds the plain C scan and scalar marks.
-    Both scan the same pairs in the same order, so results and ``options_scanned`` agree.
+    The code is chosen for the CPU it is built on (the build's ``-march``; the module cache is
+    keyed by the CPU): the proof scan looks many options up at once in the set of rare values
+    still missing (AVX-512 VBMI byte permutes, AVX-512BW or AVX2 shuffles, GCC vectors elsewhere),
+    and the kernel's marks are checked for 8, 16 or 64 heaps at once (with AVX-512 VBMI the 64
+    sorted by their values, and the scan's first round of pairs taken for them in the same vector
+    lanes).  :data:`PLAIN_SCAN_FLAGS` builds the plain C scan and scalar marks.  Every path scans
+    the same pairs in the same order (octalgen/verify.h), so results and ``options_scanned`` agree.
     """
 
     def __init__(self, plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, flags=DEFAULT_CFLAGS):

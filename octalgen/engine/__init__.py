@@ -21,8 +21,9 @@ The loop and its rooms:
   memory, on disk in the run's directory (:mod:`.store`), or computed anew.
 * :mod:`.checkpoint` — the run's state (:class:`~.checkpoint.RunState`) and its file;
   :mod:`.resume` — starting afresh or from it, and writing it as the run goes.
-* :mod:`.signals` — Ctrl-C and SIGTERM as a stop at the next safe point; :mod:`.accounting` —
-  the run's wall seconds and CPU seconds per role.
+* :mod:`.signals` — Ctrl-C and SIGTERM as a stop at the next safe point (and the command line's
+  handling of them outside a run); :mod:`.accounting` — the run's wall seconds and CPU seconds per
+  role.
 * Consumers, handed values in order as one (:mod:`.consumer_set`): :mod:`.tally` (digests,
   counts, zeros, period candidates; the recurrence proof of ``run``), :mod:`.period_proof` (the
   exact period proof of ``period``), :mod:`.values` (the value stream of ``values`` and the

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..cpu.plugin import CKernels
 from ..cpu.verify import PROVEN
-from ..errors import InternalError, Interrupted
+from ..errors import InternalError, Interrupted, stop_signal
 from ..game import OctalGame
 from ..rare import DEFAULT_TABLE_UPTO, RareTable
 from .accounting import Accounting
@@ -151,6 +151,9 @@ class Engine:
                 yield
         except StopRequested:
             stopped = True
+        except KeyboardInterrupt as stop:  # a compile cancelled by the signal, or a second Ctrl-C: at once
+            stopped = True
+            self.stop.signal = self.stop.signal or stop_signal(stop)
         finally:
             self._close_session(first)  # workers are killed first
             restore_signals()

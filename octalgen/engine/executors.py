@@ -284,10 +284,11 @@ class DaskCluster:
 
 
 def make_executor(workers: int, scheduler: str | None, should_stop=lambda: False,
-                  piece: int = IN_PROCESS_PIECE) -> Executor:
-    """The executor for ``--workers`` / ``--scheduler`` (``piece``: see :class:`InProcess`)."""
+                  piece: int = IN_PROCESS_PIECE, grace: float = 0.0) -> Executor:
+    """The executor for ``--workers`` / ``--scheduler`` (``piece``: see :class:`InProcess`; ``grace``:
+    see :class:`~.workers.LocalProcesses`)."""
     if scheduler:
         return DaskCluster(scheduler)
     if workers <= 0:
         return InProcess(should_stop, piece)
-    return LocalProcesses(workers)
+    return LocalProcesses(workers, grace)

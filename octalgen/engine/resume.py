@@ -5,17 +5,29 @@
 with (its files in the directory, or in a temporary one for ``keep_all`` without a
 directory), and the writing of a checkpoint every ``every`` seconds.  The engine says what the
 state is; this says where it goes.
+
+A run resumed from its directory first checks every stored file of its history against the
+checkpoint's index (size and sha256): one that is missing or damaged is written again from
+values computed and proven anew by a run of their own (the engine's ``recompute``), and must
+hash to what the index records; so a resumed run never reports "all proven" over a damaged
+store, and ``octalgen export`` then reads it whole.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
+from ..errors import CheckpointError
 from .checkpoint import RunState, check_writable, ints_or_none, malformed, read_checkpoint, write_checkpoint
 from .history import History
 from .store import ValueStore
+
+log = logging.getLogger("octalgen")
 
 
 class Checkpoints:
@@ -60,6 +72,12 @@ class Checkpoints:
             try:
                 store = ValueStore(self.directory, state.files, state.sealed)
                 store.prune_unlisted()
+                damaged = store.damaged()
+            except (KeyError, TypeError, ValueError) as exc:
+                raise malformed(self.directory, exc) from None
+            if damaged:
+                self._repair(store, damaged, recompute)
+            try:
                 return History.restore(store, state.position, state.prefix_length, state.window, state.keep_all,
                                        state.late_values, prefix_limit, recent_limit, **connections)
             except (KeyError, TypeError, ValueError) as exc:
@@ -72,6 +90,25 @@ class Checkpoints:
             self._temporary = tempfile.TemporaryDirectory(prefix="octalgen-values-")
             store = ValueStore(self._temporary.name)
         return History(store, keep_all, prefix_limit, recent_limit, **connections)
+
+    def _repair(self, store: ValueStore, damaged: list, recompute) -> None:
+        """Write the store's ``damaged`` files (:meth:`~.store.ValueStore.damaged`) again from G(0) ...
+        proven anew by ``recompute`` (see the module docstring), up to the end of the last of them."""
+        entry, what = damaged[0]
+        said = f"stored file {store.root / entry['file']} {what}"
+        if recompute is None:
+            raise CheckpointError(f"{said}; this run cannot compute its values anew")
+        if len(damaged) > 1:
+            said += f", and {len(damaged) - 1} more {'is' if len(damaged) == 2 else 'are'} damaged"
+        stop = max(entry["first"] + entry["count"] for entry, _ in damaged)
+        log.warning("%s: computing G(0) ... G(%d) anew to write %s again", said, stop - 1,
+                    "it" if len(damaged) == 1 else "them")
+        with tempfile.TemporaryDirectory(prefix="octalgen-repair-", dir=self.directory) as folder:
+            values = np.memmap(Path(folder) / "values.u16", dtype=np.uint16, mode="w+", shape=(stop,))
+            recompute(stop, values)
+            for entry, _ in damaged:
+                store.repair(entry, values[entry["first"]: entry["first"] + entry["count"]])
+            del values
 
     def restore_consumers(self, state: RunState, consumers) -> None:
         """Give each consumer its state in ``state`` (None where it kept none)."""

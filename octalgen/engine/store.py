@@ -23,6 +23,12 @@ values: see :mod:`.history`).  Files are written without waiting for the disk an
 durable (fsync) just before the checkpoint that lists them; a file is deleted only once a
 checkpoint that no longer lists it is on disk.  So the checkpoint on disk always refers to
 files that are there.
+
+What is on disk may still be damaged or removed by something else.  A run that resumes checks
+every listed file against its index (:meth:`ValueStore.damaged`: its size and sha256, which every
+entry has carried since the first kept store; an entry without one is a malformed checkpoint) and
+writes a damaged one again from values computed and proven anew (:meth:`ValueStore.repair`:
+:mod:`.resume` has them computed), accepted only where they hash to what the index records.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import numpy as np
 
 from ..errors import CheckpointError
 from ..plan import Encoding
-from .checkpoint import fsync_directory, read_checkpoint
+from .checkpoint import fsync_directory, read_checkpoint, write_file_atomically
 
 _DTYPES = {"u8": np.dtype("u1"), "u16": np.dtype("<u2")}
 
@@ -236,6 +242,55 @@ class ValueStore:
             raise CheckpointError(f"the index segment {path} fails its checksum (corrupt or edited)") from None
         return entries
 
+    def damaged(self) -> list[tuple[dict, str]]:
+        """The listed files that are missing or differ from the index (size, sha256), each with what
+        is wrong with it, in order."""
+        found = []
+        for entry in self.index:
+            path = self.root / entry["file"]
+            try:
+                payload = path.read_bytes()
+            except FileNotFoundError:
+                found.append((entry, "is missing"))
+                continue
+            except OSError as exc:
+                found.append((entry, f"cannot be read ({exc.strerror})"))
+                continue
+            size = entry["count"] * _DTYPES[entry["kind"]].itemsize
+            if len(payload) != size:
+                found.append((entry, f"holds {len(payload)} bytes, not {size}"))
+            elif hashlib.sha256(payload).hexdigest() != entry["sha256"]:
+                found.append((entry, "fails its checksum"))
+        return found
+
+    def repair(self, entry: dict, values: np.ndarray) -> None:
+        """Write the file of ``entry`` again from G(first) ... G(first + count - 1), proven anew: as it
+        was written (u8 entries as the codes of their encoding), and only where that is byte for byte
+        what the index records (its sha256).
+
+        Raises
+        ------
+        CheckpointError
+            When the values do not hash to the index's sha256 (an index edited along with the file).
+        """
+        path = self.root / entry["file"]
+        values = np.asarray(values, dtype=np.uint16)
+        data, same = values.astype("<u2"), True
+        if entry["kind"] == "u8":  # the codes, which must stand for the values (common ones that fit)
+            encoding = Encoding("u8", entry["mask"], entry["dropped_bit"], entry.get("parity"))
+            data = encoding.encode_array(values).astype(np.uint8)
+            same = np.array_equal(encoding.decode_array(data, entry["first"]), values)
+        payload = data.tobytes()
+        if not same or len(values) != entry["count"] or hashlib.sha256(payload).hexdigest() != entry["sha256"]:
+            raise CheckpointError(f"stored values {path} are damaged, and the values proven anew for them do not "
+                                  "match the checksum the checkpoint records: was the checkpoint edited? It was left "
+                                  "untouched")
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            write_file_atomically(path, payload)
+        except OSError as exc:
+            raise CheckpointError(f"cannot write {path}: {_reason(exc)}") from None
+
     def read(self, start: int, stop: int) -> np.ndarray:
         """G(start) ... G(stop-1) from the files and the buffer, as uint16 (each file's sha256 checked)."""
         parts = []
@@ -264,7 +319,8 @@ class ValueStore:
             raise CheckpointError(f"cannot read stored values {path}: {exc.strerror}") from None
         if len(payload) != entry["count"] * _DTYPES[entry["kind"]].itemsize \
                 or hashlib.sha256(payload).hexdigest() != entry["sha256"]:
-            raise CheckpointError(f"stored values {path} fail their checksum (corrupt or edited)")
+            raise CheckpointError(f"stored values {path} fail their checksum (damaged or edited; resuming the run "
+                                  "computes them anew)")
         data = np.frombuffer(payload, dtype=_DTYPES[entry["kind"]])
         if entry["kind"] == "u8":
             encoding = Encoding("u8", entry["mask"], entry["dropped_bit"], entry.get("parity"))

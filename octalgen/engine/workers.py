@@ -1,10 +1,12 @@
 """Local worker processes, and the files through which they get large arrays.
 
 :class:`LocalProcesses` runs verification tasks in worker processes of this machine
-(``--workers``).  The workers never outlive the run: each asks the kernel to kill it when its
-parent dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent itself, and ignores Ctrl-C
-and SIGTERM (the parent stops them).  ``close(kill=True)`` ends them at once instead of letting
-them finish.
+(``--workers``).  Each is a fresh interpreter that imports this module and serves (:func:`serve`),
+whatever the caller is: a script without a ``__main__`` guard, ``python -c``, standard input, a
+notebook.  The workers never outlive the run: each asks the
+kernel to kill it when its parent dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent
+itself, and ignores Ctrl-C and SIGTERM (the parent stops them).  ``close(kill=True)`` ends them
+at once instead of letting them finish (or after a grace in which their tasks clean up).
 
 Large read-only arrays reach them as files they map, not through the pipe: the prefix once per
 run, its new values appended as it grows (:class:`SharedArray`), a chunk's history once per task
@@ -17,20 +19,26 @@ run's process id, so that a later run removes those of a run that died (:func:`s
 from __future__ import annotations
 
 import ctypes
+import json
+import logging
 import os
+import pickle
+import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
-from multiprocessing import get_context
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, Pipe, wait
 
 import numpy as np
 
 from ..errors import ComputationError
+
+log = logging.getLogger("octalgen")
 
 
 @dataclass(frozen=True)
@@ -82,37 +90,224 @@ def _file_prefix(kind: str) -> str:
 
 
 def sweep_staged_files() -> None:
-    """Remove the shared files of runs that died without removing them (``kill -9``)."""
-    folder = _staging_dir() or tempfile.gettempdir()
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for name in names:
-        parts = name.split("-")
-        if len(parts) < 4 or parts[0] != "octalgen" or parts[1] not in ("codes", "prefix") or not parts[2].isdigit():
-            continue
+    """Remove the shared files, and the workers' temporary directories, of runs that died without
+    removing them (``kill -9``)."""
+    places = [(_staging_dir() or tempfile.gettempdir(), ("codes", "prefix")), (tempfile.gettempdir(), ("workers",))]
+    for folder, kinds in places:
         try:
-            os.kill(int(parts[2]), 0)
-        except ProcessLookupError:  # its run is gone
-            _unlink(os.path.join(folder, name))
-        except OSError:  # alive (another user's)
-            pass
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) < 4 or parts[0] != "octalgen" or parts[1] not in kinds or not parts[2].isdigit():
+                continue
+            try:
+                os.kill(int(parts[2]), 0)
+            except ProcessLookupError:  # its run is gone
+                path = os.path.join(folder, name)
+                if os.path.isdir(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    _unlink(path)
+            except OSError:  # alive (another user's)
+                pass
 
 
 _PR_SET_PDEATHSIG = 1
 
+#: Ctrl-C and SIGTERM: the run's to handle.  Both reach the workers too when they are sent to the
+#: run's process group (Ctrl-C at a terminal, ``timeout``, ``kill -- -PGID``); the run stops at its
+#: next safe point and stops its workers itself, so a worker that acted on them would only turn a
+#: clean stop into a failed run (or print a traceback of its own).
+LEFT_TO_THE_RUN = (signal.SIGINT, signal.SIGTERM)
 
-def _worker_start(parent: int) -> None:
-    """Initializer of local worker processes: die with the parent, leave Ctrl-C and SIGTERM to it.
+#: The signal by which :meth:`LocalProcesses.close` asks a worker to give up its task at once: the
+#: task unwinds (its temporary directories go, a compile under way is cancelled) and the worker
+#: ends.  Nothing else sends it to a process group.
+STOP_SIGNAL = signal.SIGUSR1
 
-    Both reach the workers too when they are sent to the run's process group (Ctrl-C at a
-    terminal, ``timeout``, ``kill -- -PGID``): the parent stops at its next safe point and kills
-    the workers itself, so a worker that died of the signal first would only turn a clean stop
-    into a failed run.
+#: Bytes of what a worker writes while it starts that are kept, to say why it could not.
+_STARTUP_OUTPUT = 1 << 16
+
+
+class WorkerStopped(BaseException):
+    """Raised in a worker process when the run asks it to stop (:data:`STOP_SIGNAL`).
+
+    A :class:`BaseException`, as :class:`KeyboardInterrupt` is, so that a task's ``except
+    Exception`` does not take it for its own failure.
     """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+#: What a worker process runs (``python -c``): the run's ``sys.path`` first, so that octalgen and
+#: whatever its tasks import are found where the run found them, then :func:`serve`.
+_BOOTSTRAP = ("import json, os, sys; sys.path[:] = json.loads(os.environ.pop('OCTALGEN_WORKER_PATH')); "
+              "from octalgen.engine.workers import serve; serve(*map(int, sys.argv[1:4]))")
+
+
+def _worker_command() -> tuple[list[str], dict]:
+    """The command line and environment of a worker process: this Python, running :func:`serve`.
+
+    A fresh interpreter imports octalgen and nothing of the caller's: not its ``__main__`` (an
+    unguarded script, ``python -c``, a here-document on stdin, a notebook are all the same to it).
+    """
+    if not sys.executable:
+        raise ComputationError("cannot start verifying processes: this Python does not know its own executable "
+                               "(sys.executable is empty); run with --workers 0 (workers=0) to verify in this process")
+    path = [os.fspath(entry) for entry in sys.path if isinstance(entry, (str, os.PathLike))]
+    return [sys.executable, "-c", _BOOTSTRAP], {**os.environ, "OCTALGEN_WORKER_PATH": json.dumps(path)}
+
+
+class _Worker:
+    """One local worker process: its pipe, and what it wrote while it started (to say why it could not);
+    its temporary files go to ``scratch``.
+
+    It is started with Ctrl-C and SIGTERM blocked, which it inherits: a signal sent to the process
+    group while the new interpreter starts waits until :func:`serve` has set them aside, and is
+    then dropped.  What it writes while it starts goes to a pipe read only if it dies; once
+    started, its stdout and stderr are the run's stderr (never the run's stdout, where values may go).
+    """
+
+    def __init__(self, scratch: str):
+        command, environment = _worker_command()
+        environment["TMPDIR"] = scratch
+        ours, theirs = Pipe()
+        startup_read, startup_write = os.pipe()
+        stderr = _duplicate_stderr()
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, LEFT_TO_THE_RUN)
+        try:
+            self.process = subprocess.Popen([*command, str(theirs.fileno()), str(stderr), str(os.getpid())],
+                                            stdin=subprocess.DEVNULL, stdout=startup_write, stderr=startup_write,
+                                            pass_fds=(theirs.fileno(), stderr), env=environment)
+        except OSError as exc:
+            ours.close()
+            os.close(startup_read)
+            raise ComputationError(f"cannot start a verifying process ({command[0]}): {exc.strerror or exc}") from None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            theirs.close()
+            os.close(startup_write)
+            os.close(stderr)
+        os.set_blocking(startup_read, False)
+        self.command = command
+        self.connection = ours
+        self.tasks = 0
+        self._startup = startup_read
+
+    def failure(self) -> ComputationError:
+        """Why its pipe closed: what stopped it from starting, or how it died."""
+        try:
+            status = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # alive with its pipe closed: of no more use
+            self.process.kill()
+            status = self.process.wait()
+        said = self._startup_output()
+        if said:
+            return ComputationError(f"a verifying process could not start: {said} ({self.command[0]} -c ...)")
+        if status < 0:
+            name = signal.Signals(-status).name
+            why = " (out of memory, or killed)" if -status == signal.SIGKILL else ""
+            return ComputationError(f"a verifying process was killed by {name}{why}")
+        return ComputationError(f"a verifying process ended (exit status {status}) before its task was done")
+
+    def _startup_output(self) -> str:
+        """The last line it wrote while it started (empty if it started, or said nothing)."""
+        chunks = []
+        try:
+            while sum(map(len, chunks)) < _STARTUP_OUTPUT:
+                chunk = os.read(self._startup, _STARTUP_OUTPUT)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        except OSError:  # nothing more now (EAGAIN), or closed
+            pass
+        lines = [line.strip() for line in b"".join(chunks).decode(errors="replace").splitlines() if line.strip()]
+        return lines[-1] if lines else ""
+
+    def stop(self, at_once: bool) -> None:
+        """Ask it to end: give up its task at once (:data:`STOP_SIGNAL`), or be killed (``at_once``)."""
+        try:
+            self.process.send_signal(signal.SIGKILL if at_once else STOP_SIGNAL)
+        except OSError:
+            pass
+
+    def wait(self, deadline: float | None) -> None:
+        """Wait until it has ended (killing it at ``deadline``, a ``time.monotonic()`` value), and close its pipes."""
+        try:
+            self.process.wait(timeout=None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            log.debug("worker process %d did not end in time: killed", self.process.pid)
+            self.process.kill()
+            self.process.wait()
+        self.connection.close()
+        os.close(self._startup)
+
+
+def _duplicate_stderr() -> int:
+    """A descriptor of this process's stderr for a worker to write to (``/dev/null`` where there is none)."""
+    try:
+        return os.dup(2)
+    except OSError:
+        return os.open(os.devnull, os.O_WRONLY)
+
+
+def serve(connection_fd: int, stderr_fd: int, parent: int) -> None:
+    """A local worker process: run the tasks it is sent through ``connection_fd`` until it is sent None,
+    then end.
+
+    Ctrl-C and SIGTERM are ignored (they are the run's: :data:`LEFT_TO_THE_RUN`), also by an engine
+    that runs in a task (it catches no signal that is ignored: see :mod:`.signals`) and by the
+    programs a task starts, which inherit that.  :data:`STOP_SIGNAL` stops the task as it stands
+    (:class:`WorkerStopped`).  It dies with the run: the kernel is asked to kill it when its parent
+    dies (Linux ``PR_SET_PDEATHSIG``), and a thread also watches for that.
+    """
+    for number in LEFT_TO_THE_RUN:
+        signal.signal(number, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, LEFT_TO_THE_RUN)  # any that came meanwhile are dropped now
+
+    def stop(_number, _frame):
+        signal.signal(STOP_SIGNAL, signal.SIG_IGN)  # once: the task's unwinding is not cut short again
+        raise WorkerStopped
+
+    signal.signal(STOP_SIGNAL, stop)
+    try:
+        _die_with(parent)
+        for target in (1, 2):  # started: from now on, what it writes goes to the run's stderr
+            os.dup2(stderr_fd, target)
+        os.close(stderr_fd)
+        _serve(Connection(connection_fd))
+    except (WorkerStopped, EOFError, OSError):
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # without waiting for threads a task left behind
+
+
+def _serve(connection: Connection) -> None:
+    while True:
+        message = connection.recv_bytes()
+        try:
+            task = pickle.loads(message)
+        except Exception as exc:  # noqa: BLE001 - handed back to the run, which raises it
+            connection.send((False, ComputationError(f"a verifying process could not read its task: "
+                                                     f"{type(exc).__name__}: {exc}")))
+            continue
+        if task is None:
+            return
+        fn, args = task
+        try:
+            reply = (True, fn(*args))
+        except Exception as exc:  # noqa: BLE001 - handed back to the run, which raises it
+            reply = (False, exc)
+        try:
+            connection.send(reply)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:
+            connection.send((False, ComputationError(f"a verifying process could not send back its result: "
+                                                     f"{type(exc).__name__}: {exc}")))
+
+
+def _die_with(parent: int) -> None:
+    """End this process when ``parent`` dies."""
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -154,52 +349,55 @@ class _WorkerFuture:
         self.cancelled = True
         return True
 
-
-def _worker_main(connection, parent: int) -> None:
-    """A local worker process: run the tasks it is sent until it is sent None."""
-    _worker_start(parent)
-    while True:
-        try:
-            task = connection.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        fn, args = task
-        try:
-            reply = (True, fn(*args))
-        except Exception as exc:  # noqa: BLE001 - handed back to the parent, which raises it
-            reply = (False, exc)
-        connection.send(reply)
+    def settle(self, ok: bool, value) -> None:
+        self._finished = True
+        if ok:
+            self._value = value
+        else:
+            self._error = value
 
 
 class LocalProcesses:
-    """``workers`` local processes (spawned: no inherited threads or locks), one task each at a time.
+    """``workers`` local processes, one task each at a time.
 
+    Each is a fresh interpreter (see :class:`_Worker`), so that nothing of the caller is run again or
+    inherited (no threads, no locks, no ``__main__``).
     No thread of its own: results are collected (and queued tasks handed out) whenever a future
     is asked whether it is done, so nothing can hang at exit, and ``close(kill=True)`` ends the
-    processes at once.
+    processes at once, or after ``grace`` seconds in which their tasks clean up after themselves
+    (:data:`STOP_SIGNAL`): a task that makes temporary files or compiles is given some.
+
+    Raises
+    ------
+    ComputationError
+        When a worker cannot be started (no Python executable); one that starts and dies at once
+        (octalgen cannot be imported) fails its first task, saying why.
     """
 
     tape_access = "map"
 
-    def __init__(self, workers: int):
+    def __init__(self, workers: int, grace: float = 0.0):
         self.workers = workers
+        self.grace = grace
         sweep_staged_files()
-        context = get_context("spawn")
-        self._idle, self._busy, self._queue = [], {}, []
-        self._processes = []
-        for _ in range(workers):
-            ours, theirs = context.Pipe()
-            process = context.Process(target=_worker_main, args=(theirs, os.getpid()), daemon=True,
-                                      name="octalgen-verifier")
-            process.start()
-            theirs.close()
-            self._processes.append(process)
-            self._idle.append(ours)
+        self._idle: list[_Worker] = []
+        self._busy: dict[Connection, tuple[_Worker, _WorkerFuture]] = {}
+        self._queue = []
+        self._lost: ComputationError | None = None  # why the last worker that died did
         self._shared: tuple[str, str, int] | None = None  # the prefix's file: path, dtype, length
         self._free: list[_Slot] = []  # files for tasks' arrays, not in use
         self._staged: dict[str, _Slot] = {}  # by path: those in use
+        # The workers' temporary directory (their TMPDIR), removed once they have ended: a task
+        # killed where it stood leaves nothing behind.
+        self._scratch = tempfile.mkdtemp(prefix=_file_prefix("workers"))
+        self._all: list[_Worker] = []
+        try:
+            for _ in range(workers):
+                self._all.append(_Worker(self._scratch))
+        except BaseException:
+            self.close(kill=True)
+            raise
+        self._idle = list(self._all)
 
     def submit(self, fn, *args) -> _WorkerFuture:
         future = _WorkerFuture(self)
@@ -214,24 +412,34 @@ class LocalProcesses:
             for connection in wait(list(self._busy) + ([wake] if wake is not None else []), timeout):
                 if isinstance(connection, int):  # the wake-up descriptor
                     continue
-                future = self._busy.pop(connection)
+                worker, future = self._busy.pop(connection)
                 try:
                     ok, value = connection.recv()
-                    self._idle.append(connection)
                 except (EOFError, OSError):
-                    ok, value = False, ComputationError("a verifying process died (out of memory, or killed)")
-                future._finished = True
-                if ok:
-                    future._value = value
+                    ok, value = False, self._died(worker)
                 else:
-                    future._error = value
+                    worker.tasks += 1
+                    self._idle.append(worker)
+                future.settle(ok, value)
         while self._queue and self._idle:
             future, fn, args = self._queue.pop(0)
             if future.cancelled:
                 continue
-            connection = self._idle.pop()
-            connection.send((fn, args))
-            self._busy[connection] = future
+            worker = self._idle.pop()
+            try:
+                worker.connection.send((fn, args))
+            except (BrokenPipeError, ConnectionResetError):  # it died while idle
+                future.settle(False, self._died(worker))
+                continue
+            self._busy[worker.connection] = (worker, future)
+        if self._queue and not self._idle and not self._busy:  # every worker died: nothing would run them
+            for future, _fn, _args in self._queue:
+                future.settle(False, self._lost)
+            self._queue = []
+
+    def _died(self, worker: _Worker) -> ComputationError:
+        self._lost = worker.failure()
+        return self._lost
 
     def wait(self, timeout: float, wake: int | None = None) -> None:
         """Collect results and hand out tasks until one finished, ``wake`` is readable, or ``timeout`` passed."""
@@ -288,25 +496,30 @@ class LocalProcesses:
         return SharedArray(path, array.dtype.str, len(array))
 
     def close(self, kill: bool = False) -> None:
-        """Stop the workers: at once when ``kill``, else once their current tasks are done."""
-        for connection in self._idle + list(self._busy):
-            try:
-                if not kill:
-                    connection.send(None)
-            except OSError:
-                pass
-        for process in self._processes:
-            if kill:
-                process.kill()
-            process.join()
-        for connection in self._idle + list(self._busy):
-            connection.close()
-        self._idle, self._busy, self._queue, self._processes = [], {}, [], []
+        """Stop the workers: at once when ``kill`` (after :attr:`grace` seconds for their tasks to clean
+        up, if any), else once their current tasks are done."""
+        workers, self._all = self._all, []
+        if kill:
+            for worker in workers:
+                worker.stop(at_once=not self.grace)
+        else:
+            for worker in workers:
+                try:
+                    worker.connection.send(None)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + self.grace if kill else None
+        for worker in workers:
+            worker.wait(deadline)
+        if workers:
+            log.debug("worker processes: %s", ", ".join(f"pid {w.process.pid} ran {w.tasks} tasks" for w in workers))
+        self._idle, self._busy, self._queue = [], {}, []
         for slot in [*self._free, *self._staged.values()]:
             slot.remove()
         if self._shared is not None:
             _unlink(self._shared[0])
         self._shared, self._free, self._staged = None, [], {}
+        shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 class _Slot:
@@ -350,3 +563,4 @@ def _unlink(path: str) -> None:
         os.unlink(path)
     except OSError:
         pass
+

@@ -8,13 +8,14 @@ generator and verifier (with whatever prefix check it had).  Both are given the 
 
 * the exact values G(0) ... G(P - 1), the prefix, memory-mapped read-only as a worker process
   maps the run's shared prefix;
-* the u8 codes of heaps ``base`` ... P + N - 1 (the kernel's codes: they are exact), proven from
-  heap P in calls of ``chunk`` heaps, each with the engine's recent history before it
+* the stored codes (u8, or u16 with ``storage="u16"``) of heaps ``base`` ... P + N - 1 (exact),
+  proven from heap P in calls of ``chunk`` heaps, each with the engine's recent history before it
   (:data:`~octalgen.engine.executors.VERIFY_HISTORY` heaps beyond the kernel's window).
 
-The figure is the CPU time of the verifying thread, as the engine counts a task.  Both must
-prove every heap.  ``octalgen bench`` and ``benchmarks/bench_verifier.py`` use it; it needs a
-git checkout of octalgen that holds the commit (an installed wheel has no history).
+The figure is the CPU time of the verifying thread, as the engine counts a task, after one untimed
+call that builds or loads the module and checks the prefix.  Both must prove every heap.
+``bench_verifier.py`` uses it; it needs a git checkout of octalgen that holds the commit (an
+installed wheel has no history).
 """
 
 from __future__ import annotations
@@ -30,35 +31,39 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ComputationError, ToolMissingError
+from octalgen.errors import ComputationError, ToolMissingError
 
-#: The verifier issue 27 measured: 0.91 M values/s per core on a 2-core Intel machine.
-BASELINE_COMMIT = "c62a57f"
+#: The verifier before its CPU per value was halved: the code bench_verifier.py measures against.
+BASELINE_COMMIT = "420a5e8"
 
 #: This checkout's root (the folder holding ``octalgen/``).
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 #: The child: plans the game with whichever octalgen PYTHONPATH gives, times its verifier on the
-#: files, prints one JSON line.  Only what every version since c62a57f has: plan_game (or, at
-#: c62a57f, the engine's kernel_start), Verifier(plan) and verify(codes, base, prefix, a, b).
+#: files, prints one JSON line.  Only what every version since the baseline has: plan_game,
+#: make_plan(table, storage=...), Verifier(plan) and verify(codes, base, prefix, a, b).
 CHILD = r"""
 import json, sys, time
 import numpy as np
 import octalgen
 from octalgen.cpu.verify import Verifier
 from octalgen.game import parse_game
+from octalgen.plan import make_plan
 try:
     from octalgen.engine.planning import plan_game
-except ImportError:  # c62a57f: the engine's kernel_start
-    from octalgen.engine.core import kernel_start as plan_game
+except ImportError:  # the baseline's: before the engine's planning had one module
+    from octalgen.engine.plans import plan_game
 
-folder, code = sys.argv[1], sys.argv[2]
-first, base, count, chunk, history, rounds = (int(a) for a in sys.argv[3:9])
+folder, code, storage = sys.argv[1], sys.argv[2], sys.argv[3]
+first, base, count, chunk, history, rounds = (int(a) for a in sys.argv[4:10])
 plan, _ = plan_game(parse_game(code))
+if storage != plan.encoding.kind:
+    plan = make_plan(plan.table, storage=storage)
 prefix = np.memmap(folder + "/prefix.u16", dtype=np.uint16, mode="r")
-codes = np.fromfile(folder + "/codes.u8", dtype=np.uint8)
+codes = np.fromfile(folder + "/codes." + storage, dtype=np.uint8 if storage == "u8" else np.uint16)
 verifier = Verifier(plan)
-verifier.module  # built or loaded before the clock starts
+recent = max(base, first - plan.window - history)
+verifier.verify(codes[recent - base: first + 1 - base], recent, prefix, first, first + 1)  # build, check the prefix
 seconds, scanned = [], 0
 for _ in range(rounds):
     began = time.thread_time()
@@ -93,7 +98,8 @@ def unavailable(commit: str = BASELINE_COMMIT) -> str | None:
         return "git is not installed"
     if not (ROOT / ".git").exists():
         return "this octalgen is not a git checkout (an installed copy has no history)"
-    found = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True)
+    found = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True,
+                           check=False)
     return None if found.returncode == 0 else f"this checkout's history has no commit {commit}"
 
 
@@ -111,32 +117,34 @@ def unpack(commit: str, folder: Path) -> Path:
 
 
 def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chunk: int, history: int,
-                      rounds: int, commit: str = BASELINE_COMMIT,
-                      prefix_length: int | None = None) -> tuple[VerifierTiming, VerifierTiming]:
+                      rounds: int, commit: str = BASELINE_COMMIT, prefix_length: int | None = None,
+                      storage: str | None = None) -> tuple[VerifierTiming, VerifierTiming]:
     """``commit``'s verifier and this checkout's, each proving heaps ``first`` ... ``first + count - 1``
     of ``code`` from ``values`` (exact: G(0) ... at least to the last heap), ``rounds`` times,
-    alternating after one untimed call each (it builds or loads the module).  ``history``: heaps
-    before each call beyond the window; ``prefix_length``: the prefix given (default ``first``; a
-    run's is at most 2^23 values, and c62a57f's verifier checked it at every call).  Returns
-    (baseline, this checkout)."""
-    from ..engine.planning import plan_game
-    from ..game import parse_game
+    alternating, each in a child process of its own.  ``history``: heaps before each call beyond the
+    window; ``prefix_length``: the prefix given (default ``first``); ``storage``: ``"u8"`` or
+    ``"u16"`` (default: the game's plan's).  Returns (baseline, this checkout)."""
+    from octalgen.engine.planning import plan_game
+    from octalgen.game import parse_game
+    from octalgen.plan import make_plan
 
     plan, _ = plan_game(parse_game(code), required=True)
-    if plan.encoding.kind != "u8":
-        raise ComputationError(f"{code} stores u16 values: the baseline verifier is fed u8 codes")
+    storage = storage or plan.encoding.kind
+    if storage != plan.encoding.kind:
+        plan = make_plan(plan.table, storage=storage)
     base = max(plan.start - plan.window, first - plan.window - history)
     with tempfile.TemporaryDirectory(prefix="octalgen-baseline-") as temp:
         data = Path(temp)
         np.asarray(values[: first if prefix_length is None else prefix_length], dtype=np.uint16).tofile(
             data / "prefix.u16")
-        plan.encoding.encode_array(values[base: first + count]).astype(np.uint8).tofile(data / "codes.u8")
+        plan.encoding.encode_array(values[base: first + count]).astype(plan.encoding.dtype).tofile(
+            data / f"codes.{storage}")
         old_tree = unpack(commit, Path(tempfile.mkdtemp(dir=temp)))
-        arguments = [str(data), code, str(first), str(base), str(count), str(chunk), str(history), "1"]
+        arguments = [str(data), code, storage, str(first), str(base), str(count), str(chunk), str(history), "1"]
 
         def child(tree: Path) -> dict:
             done = subprocess.run([sys.executable, "-c", CHILD, *arguments], env=dict(os.environ, PYTHONPATH=str(tree)),
-                                  capture_output=True, text=True, cwd=temp)
+                                  capture_output=True, text=True, cwd=temp, check=False)
             if done.returncode:
                 last = (done.stderr.strip().splitlines() or ["no message"])[-1]
                 raise ComputationError(f"the verifier of {tree} failed: {last}")
@@ -145,7 +153,6 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
                 raise ComputationError(f"the child imported {result['octalgen']}, not the package of {tree}")
             return result
 
-        child(old_tree), child(ROOT)
         old, new = [], []
         for _ in range(rounds):  # alternating: both share whatever load there is
             old.append(child(old_tree))

@@ -1,56 +1,37 @@
-{#
-  What the kernel (c/kernel.c.j2) and the verifier (c/verify.c.j2) of one plan share, included by
-  c/kernel.c.j2 after the headers: the stored code type and sizes, the heap classes, the common
-  codes, the plan's terms unrolled into marking functions, the mex and the mark stamps.
-#}
-{% import "c/tables.j2" as tables %}
-typedef {{ code_type }} code_t;
+/* octalgen/marks.h: the marks of a heap's terms and its mex, which the speculative kernel
+ * (octalgen/kernel.h) and the verifier (octalgen/verify.h) share.
+ *
+ * Heap n marks code(c_i) ^ G(n - o_i) for each term (o_i, c_i), then takes the least unmarked
+ * common value.  Values are stored as codes; XOR commutes with the encoding, so the marks are
+ * codes too.  The unit that includes it defines, before it, the plan: code_t, WINDOW, MARK_SIZE,
+ * MEX_SIZE, STORAGE_U8, LOAD_CODE (the instruction that loads a code), HEAP_CLASSES, PARITY,
+ * COMMON_CLASSES and COMMON_BITS[][] (bit v of row c: code v stands for a value common at heaps of
+ * class c; the mex takes only those), TERMS and the terms by increasing offset (TERM_OFFSET[],
+ * TERM_CODE[]), TAKEN_LAST_CODE where one term has offset 1; and after it, unrolled over the terms:
+ *   mark_terms       every term of one heap, a byte store each (MARK, MARK0)
+ *   mark_near_terms  (VECTOR_MARKS) the terms of offsets below MARK_LANES but the one of offset 1,
+ *                    as bits of lane_value's vector
+ */
+#ifndef OCTALGEN_MARKS_H
+#define OCTALGEN_MARKS_H
 
-/* WINDOW: values before heap n that heap n reads.  MARK_SIZE: one mark per possible code.
-   MEX_SIZE: codes the mex looks at (at least one is always free).  RECENT: terms with offsets
-   below it may be late, so up to RECENT threads. */
-#define WINDOW {{ window }}u
-#define MARK_SIZE {{ mark_size }}u
-#define MEX_SIZE {{ mex_size }}u
-#define RECENT {{ recent }}u
-#define STORAGE_U8 {{ 1 if storage_u8 else 0 }}
+static void mark_terms(const code_t *g, uint8_t *marks, uint8_t stamp);
 
-/* HEAP_CLASSES 2: positional rarity, v is rare at heap n when popcount(v & mask) + n + PARITY is
-   even, so what is rare depends on the class CLASS(n) of the heap; 1: the same at every heap. */
-#define HEAP_CLASSES {{ heap_classes }}u
-#define PARITY {{ parity }}u
+/* CLASS(n): the class of heap n.  HEAP_CLASSES 2: positional rarity, v is rare at heap n when
+   popcount(v & mask) + n + PARITY is even, so what is rare depends on the heap's class; 1: the same
+   at every heap. */
 #if HEAP_CLASSES == 2
 #define CLASS(n) ((uint32_t)(((n) + PARITY) & 1u))
 #else
 #define CLASS(n) ((void)(n), 0u)
 #endif
 
-/* COMMON_BITS[c] bit v: code v stands for a value common at heaps of class c (the mex takes only
-   those).  One row when it is the same for every heap (always for u8: every code is common). */
-#define COMMON_CLASSES {{ common_bits | length }}u
+/* COMMON_ROW(n): the row of COMMON_BITS for heap n (one row when it is the same for every heap). */
 #if COMMON_CLASSES == 2
 #define COMMON_ROW(n) COMMON_BITS[CLASS(n)]
 #else
 #define COMMON_ROW(n) ((void)(n), COMMON_BITS[0])
 #endif
-{{ tables.class_table("static const uint64_t COMMON_BITS[COMMON_CLASSES][MEX_SIZE / 64]", common_bits, 4) }}
-
-/* ---- the terms as tables --------------------------------------------------------------------- */
-
-#define TERMS {{ terms | length }}u
-
-/* The terms by increasing offset, for the stages and the late pass. */
-static const uint32_t TERM_OFFSET[TERMS] = {
-{% for row in terms | map(attribute=1) | batch(16) %}
-    {{ row | join(", ") }},
-{% endfor %}
-};
-static const uint32_t TERM_CODE[TERMS] = {
-{% for row in terms | map(attribute=2) | batch(16) %}
-    {{ row | join(", ") }},
-{% endfor %}
-};
-
 /* The first term whose offset exceeds limit (TERMS if none). */
 static uint32_t first_term_above(uint64_t limit)
 {
@@ -74,7 +55,6 @@ static inline uint32_t next_term_above(uint32_t t, uint64_t limit)
     return t;
 }
 
-{% if storage_u8 %}
 /* ---- u8 codes: the marks of MARK_LANES heaps at once -------------------------------------------
  * Heap n's code v is the mex of its marks when every code below v is marked and v is not.  The
  * codes of MARK_LANES consecutive heaps sit in the lanes of a vector, 32 bits a lane.  A term
@@ -84,10 +64,10 @@ static inline uint32_t next_term_above(uint32_t t, uint64_t limit)
  * at once, where the scalar marks are a byte store per term and heap, at the store ports' limit.
  * The verifier then compares each lane's marks below and at its own code (marks_agree); the
  * kernel (one thread, and each thread's early pass) stores them as words (mark_words) to which the
- * heap's other terms are added before its least unmarked code is taken.  VECTOR_MARKS off (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2,
- * u16 codes): the scalar marks only.
+ * heap's other terms are added before its least unmarked code is taken.  VECTOR_MARKS off
+ * (OCTALGEN_PORTABLE, OCTALGEN_PLAIN_SCAN, no AVX2, u16 codes): the scalar marks only.
  */
-#if !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX2__)
+#if STORAGE_U8 && !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX2__)
 #define VECTOR_MARKS 1
 #if defined(__AVX512F__) && (!defined(SCAN_VECTOR_BYTES) || SCAN_VECTOR_BYTES >= 64)
 #define MARK_LANES 16u
@@ -154,8 +134,7 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
         a[r] = acc[r];
     uint32_t t = first;
     /* Two terms a step: with AVX-512 one three-input OR (vpternlogd) adds both to a range, 2.5
-       instructions a term and range where one at a time took 3 (a loop of .6's 1,584 terms over 5
-       ranges: 98 against 128 ns a heap on a Zen 5 core). */
+       instructions a term and range where one at a time takes 3. */
     for (; t + 1 < last; t += 2) {
         const mvec_t x = term_lanes(g, t), y = term_lanes(g, t + 1);
         for (uint32_t r = 0; r < ranges; r++)
@@ -174,11 +153,30 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
 static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, uint32_t first, uint32_t last)
 {
     switch (ranges) {
-{% for r in range(1, 9) %}
-    case {{ r }}u:
-        mark_lanes(g, acc, {{ r }}u, first, last);
+    case 1u:
+        mark_lanes(g, acc, 1u, first, last);
         break;
-{% endfor %}
+    case 2u:
+        mark_lanes(g, acc, 2u, first, last);
+        break;
+    case 3u:
+        mark_lanes(g, acc, 3u, first, last);
+        break;
+    case 4u:
+        mark_lanes(g, acc, 4u, first, last);
+        break;
+    case 5u:
+        mark_lanes(g, acc, 5u, first, last);
+        break;
+    case 6u:
+        mark_lanes(g, acc, 6u, first, last);
+        break;
+    case 7u:
+        mark_lanes(g, acc, 7u, first, last);
+        break;
+    case 8u:
+        mark_lanes(g, acc, 8u, first, last);
+        break;
     default:
         break;
     }
@@ -200,20 +198,19 @@ static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t 
         MV_STORE(words[r], MV_ZERO);
 }
 
-#endif
-{% endif %}
+#endif /* VECTOR_MARKS */
 
 /* ---- marking -------------------------------------------------------------------------------- */
 
 #if defined(__x86_64__) && !defined(OCTALGEN_PORTABLE)
 /* The three-instruction form: gcc re-extends the XOR result, a fourth instruction per term. */
 #define MARK(off, k)                                                                          \
-    __asm__ volatile("{{ load_instruction }} %c[o](%[g]), %%eax\n\txorl %[c], %%eax\n\tmovb %b[s], (%[m],%%rax)" \
+    __asm__ volatile(LOAD_CODE " %c[o](%[g]), %%eax\n\txorl %[c], %%eax\n\tmovb %b[s], (%[m],%%rax)"  \
                      : : [g] "r"(g), [m] "r"(marks), [s] "q"(stamp),                          \
                          [o] "i"(-(long)(off) * (long)sizeof(code_t)), [c] "i"(k)             \
                      : "rax", "memory")
 #define MARK0(off)                                                                            \
-    __asm__ volatile("{{ load_instruction }} %c[o](%[g]), %%eax\n\tmovb %b[s], (%[m],%%rax)"   \
+    __asm__ volatile(LOAD_CODE " %c[o](%[g]), %%eax\n\tmovb %b[s], (%[m],%%rax)"                       \
                      : : [g] "r"(g), [m] "r"(marks), [s] "q"(stamp),                          \
                          [o] "i"(-(long)(off) * (long)sizeof(code_t))                         \
                      : "rax", "memory")
@@ -221,39 +218,6 @@ static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t 
 #define MARK(off, k) (marks[g[-(long)(off)] ^ (k)] = stamp)
 #define MARK0(off) (marks[g[-(long)(off)]] = stamp)
 #endif
-
-/* Terms with offset >= RECENT: always known before heap n starts, whatever the thread count. */
-static void mark_old_terms(const code_t *g, uint8_t *marks, uint8_t stamp)
-{
-{% for macro, offset, constant in old_terms %}
-    {{ macro }}({{ offset }}{{ ", " ~ constant if macro == "MARK" }});
-{% endfor %}
-}
-
-/* Terms with offset < RECENT that are not late (offset >= late). */
-static void mark_recent_terms(const code_t *g, uint8_t *marks, uint8_t stamp, uint32_t late)
-{
-{% for offset, constant in recent_terms %}
-    if ({{ offset }}u >= late)
-        marks[g[-{{ offset }}] ^ {{ constant }}u] = stamp;
-{% endfor %}
-    (void)g, (void)marks, (void)stamp, (void)late;
-}
-
-/* Late terms (offset < late), marked after the baton; returns 1 when one of them marks guess. */
-static int mark_late_terms(const code_t *g, uint8_t *marks, uint8_t stamp, uint32_t late, uint32_t guess)
-{
-    int hit = 0;
-{% for offset, constant in recent_terms %}
-    if ({{ offset }}u < late) {
-        uint32_t v = (uint32_t)(g[-{{ offset }}] ^ {{ constant }}u);
-        marks[v] = stamp;
-        hit |= v == guess;
-    }
-{% endfor %}
-    (void)g, (void)marks, (void)stamp, (void)late, (void)guess;
-    return hit;
-}
 
 /* The least code below MEX_SIZE that is common (a bit of common) and not marked with stamp;
    MEX_SIZE if none. */
@@ -295,12 +259,13 @@ static uint8_t next_stamp(uint8_t stamp, uint8_t *marks)
 static inline uint32_t heap_mex(const code_t *g, uint8_t *marks, uint8_t *stamp, const uint64_t *common)
 {
     *stamp = next_stamp(*stamp, marks);
-    mark_old_terms(g, marks, *stamp);
-    mark_recent_terms(g, marks, *stamp, 1);
+    mark_terms(g, marks, *stamp);
     return mex(marks, *stamp, common);
 }
 
 #if defined(VECTOR_MARKS)
+static inline __m256i mark_near_terms(const code_t *g, __m256i marked, __m256i one, __m256i low);
+
 /* Heap g's code (g = G(n + j); previous = G(n + j - 1)): lane j of words holds the marks of its
    terms of offsets MARK_LANES and more in the first `ranges` ranges (the others clear); its terms
    of smaller offsets, whose sources are in its batch, are added, and the least code unmarked is
@@ -310,24 +275,17 @@ static inline uint32_t heap_mex(const code_t *g, uint8_t *marks, uint8_t *stamp,
    leave unmarked, the first unless that term marks it (a compare and a select after the previous
    heap).  A heap whose least unmarked code lies past its ranges lacks the lanes' terms there: it is
    marked again bytewise in marks (the next stamp; every term).  MEX_SIZE or more: no code fits. */
-{% set first_terms = terms | selectattr(1, "equalto", 1) | list %}
-{% set taken_last = first_terms[0] if first_terms | length == 1 else None %}
 static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g, uint32_t (*words)[MARK_LANES],
                                                                  uint32_t j, uint32_t ranges, uint32_t previous,
                                                                  uint8_t *marks, uint8_t *stamp)
 {
     /* Its marks as one vector, a range a lane; a term adds its code's bit to every lane by a shift
-       (32 or more, or below 0, in the other ranges: 0).  As words in memory, ORed at an index that
-       depends on the values, the step took 49 clock ticks a heap against 37. */
+       (32 or more, or below 0, in the other ranges: 0).  Words in memory, ORed at an index that
+       depends on the values, would put a store and a load on the chain from heap to heap. */
     const __m256i one = _mm256_set1_epi32(1), low = _mm256_setr_epi32(0, 32, 64, 96, 128, 160, 192, 224);
     __m256i marked = _mm256_setr_epi32((int)words[0][j], (int)words[1][j], (int)words[2][j], (int)words[3][j],
                                        (int)words[4][j], (int)words[5][j], (int)words[6][j], (int)words[7][j]);
-{% for term in terms if term[1] < 16 and term != taken_last %}
-    if ({{ term[1] }}u < MARK_LANES) {
-        const int x = g[-{{ term[1] }}] ^ {{ term[2] }};
-        marked = _mm256_or_si256(marked, _mm256_sllv_epi32(one, _mm256_sub_epi32(_mm256_set1_epi32(x), low)));
-    }
-{% endfor %}
+    marked = mark_near_terms(g, marked, one, low);
     uint32_t m[10] __attribute__((aligned(32)));  /* 8 and 9 (codes 256 ...) unmarked: none fits */
     _mm256_store_si256((__m256i *)m, marked);
     m[8] = m[9] = 0;
@@ -335,14 +293,16 @@ static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g
     const uint32_t held = (~(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(full)) & 0xffu) | 0x300u;
     const uint32_t r = (uint32_t)__builtin_ctz(held), unmarked = ~m[r];
     uint32_t v = 32u * r + (uint32_t)__builtin_ctz(unmarked);
-{% if taken_last %}
+#if defined(TAKEN_LAST_CODE)
     const uint32_t rest = unmarked & (unmarked - 1u), next = (uint32_t)__builtin_ctz(held & ~((2u << r) - 1u));
     const uint32_t second = rest ? 32u * r + (uint32_t)__builtin_ctz(rest) : 32u * next + (uint32_t)__builtin_ctz(~m[next]);
-    v = (previous ^ {{ taken_last[2] }}u) == v ? second : v;
-{% endif %}
+    v = (previous ^ TAKEN_LAST_CODE) == v ? second : v;
+#endif
     (void)previous;
     if (__builtin_expect(v >= 32u * ranges, 0))
         v = ranges == 8u ? MEX_SIZE : heap_mex(g, marks, stamp, COMMON_ROW(0));
     return v;
 }
 #endif
+
+#endif /* OCTALGEN_MARKS_H */
