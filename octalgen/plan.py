@@ -18,6 +18,14 @@ G(n - k), k beans taken, is common at n only for even k.  For odd k it is rare
 at n: not a mark of the kernel, but an option the verifier counts among the
 rare ones (:attr:`KernelPlan.rare_options`).
 
+A rare position found far out, at heap m, is a term at offset m + k (a *far term*), and a u8
+kernel could start again only once no term reads a rare position: past m + k + m.  A plan that
+starts *early* (:attr:`KernelPlan.early`) starts at m + k + 1 instead: the heaps from there on at
+which a term reads a rare position, its *crossings* (:attr:`KernelPlan.crossings`: about a term
+per rare position and a rare position per term, a few thousand), are speculated apart
+(:meth:`KernelPlan.crossing_code`: such a term marks nothing, its option being the XOR of two
+rare values, a rare one), and the verifier is told them.
+
 Storage (:class:`Encoding`): when every common value is below 512 the values
 are stored in one byte by deleting the lowest bit b of the rare mask and
 shifting the higher bits down.  This is XOR-linear (``enc(x ^ y) = enc(x) ^
@@ -191,12 +199,17 @@ class KernelPlan:
         Offsets k of the one-heap options G(n - k) that are rare at n (positional rarity, odd
         k; see the module docstring), decreasing: the verifier counts them with the rare options
         its scan finds; the kernel does not mark them.
+    early : bool
+        A u8 plan under range rarity that starts past its window and its last rare position, not
+        past both together: its :attr:`crossings` are speculated and proven apart (see the module
+        docstring).
     """
 
     table: RareTable
     encoding: Encoding
     terms: tuple[Term, ...]
     rare_options: tuple[int, ...] = ()
+    early: bool = False
 
     @property
     def game(self):
@@ -222,9 +235,9 @@ class KernelPlan:
         rare code marked is one the mex never looks at (:attr:`mex_order`), while the
         verifier's scan, which compares values, counts it as the option it is.  A rare value
         found at heap m thus moves this first heap to m plus the game's largest take, and the
-        u8 one past 2m (see :func:`octalgen.engine.planning.plan_for`).
+        u8 one past 2m, but for an :attr:`early` plan, which starts where a u16 one does.
         """
-        if self.encoding.kind == "u16" and self.table.kind == "range":
+        if self.table.kind == "range" and (self.encoding.kind == "u16" or self.early):
             return max(self.window, self.table.last_position) + 1
         start = self.window + max(self.table.last_position, 0) + 1
         if self.table.kind == "positions":
@@ -280,6 +293,41 @@ class KernelPlan:
         """``(offset, encode(constant))`` for every term."""
         return tuple((t.offset, self.encoding.encode(t.constant)) for t in self.terms)
 
+    @cached_property
+    def crossings(self) -> np.ndarray:
+        """The heaps from :attr:`start` on at which a term reads a rare position (p + o for a rare
+        position p >= 1 and a term's offset o), ascending, uint64.  Empty for u16 storage (a rare
+        code a term marks is one the mex never takes), and for a plan that starts past its window
+        from its last rare position (every plan but an :attr:`early` one)."""
+        if self.encoding.kind != "u8":
+            return np.zeros(0, dtype=np.uint64)
+        positions, start = self._positions, self.start
+        heaps = [positions[np.searchsorted(positions, start - o):] + o for o in np.unique(self._terms[0])]
+        return np.unique(np.concatenate([np.zeros(0, np.int64), *heaps])).astype(np.uint64)
+
+    def crossing_code(self, codes: np.ndarray, at: int, heap: int) -> int:
+        """The kernel's code at the crossing ``heap``, whose code is ``codes[at]`` (the codes before it
+        precede it): the least code no term marks, where a term that reads a rare position marks
+        nothing (its option, the XOR of two rare values, is a rare value, which no code stands for).
+        :attr:`~Encoding.capacity` where every code is marked (the value does not fit)."""
+        offsets, constants = self._terms
+        positions, sources = self._positions, heap - offsets
+        common = positions[np.minimum(np.searchsorted(positions, sources), len(positions) - 1)] != sources
+        marked = np.zeros(self.encoding.capacity + 1, dtype=bool)
+        marked[codes[at - offsets[common]].astype(np.int64) ^ constants[common]] = True
+        return int(np.argmin(marked))
+
+    @cached_property
+    def _terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """The terms' offsets and encoded constants, int64 arrays."""
+        encoded = np.array(self.encoded_terms(), dtype=np.int64).reshape(-1, 2)
+        return encoded[:, 0], encoded[:, 1]
+
+    @cached_property
+    def _positions(self) -> np.ndarray:
+        """The rare positions from 1 on, int64 (a term reads heaps from 1 on)."""
+        return np.array([p for p in self.table.positions if p >= 1], dtype=np.int64)
+
     def provenance(self, **options) -> list[str]:
         """``key: value`` lines for the header of generated files (no timestamps)."""
         table = self.table
@@ -292,6 +340,8 @@ class KernelPlan:
             f"storage: {self.encoding.describe()}",
             f"terms: {len(self.terms)}, window {self.window}, first heap {self.start}{rare_options}",
         ]
+        if self.early:
+            lines.append(f"early start: {len(self.crossings)} crossing heaps, speculated and proven apart")
         lines += [f"{key}: {value}" for key, value in sorted(options.items())]
         return lines
 
@@ -335,7 +385,8 @@ def no_kernel_reason(table: RareTable) -> str | None:
     return None
 
 
-def make_plan(table: RareTable, max_common: int | None = None, storage: str | None = None) -> KernelPlan:
+def make_plan(table: RareTable, max_common: int | None = None, storage: str | None = None,
+              early: bool = False) -> KernelPlan:
     """Plan the speculative kernel for ``table``.
 
     Parameters
@@ -346,6 +397,8 @@ def make_plan(table: RareTable, max_common: int | None = None, storage: str | No
         storage is chosen only if it is below 512.
     storage : {"u8", "u16"}, optional
         Force a storage kind (u8 raises if it cannot hold the known values).
+    early : bool
+        Start a u8 plan under range rarity early (:attr:`KernelPlan.early`); no effect otherwise.
 
     Raises
     ------
@@ -370,4 +423,5 @@ def make_plan(table: RareTable, max_common: int | None = None, storage: str | No
             raise InputError(f"{game.code}: a rare value exceeds 16 bits; no speculative kernel")
     else:
         encoding = u8
-    return KernelPlan(table, encoding, terms, plan_rare_options(table))
+    early = early and encoding.kind == "u8" and table.kind == "range"
+    return KernelPlan(table, encoding, terms, plan_rare_options(table), early)

@@ -113,10 +113,11 @@ def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, ca
 
 
 def test_a_second_failure_at_the_switch_is_decided_exactly(values, caplog):
-    with caplog.at_level(logging.WARNING, logger="octalgen"):
+    with caplog.at_level(logging.INFO, logger="octalgen"):
         engine, summary = _run(values, failures=2)
     assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
-    assert f"verification corrected G({HEAP})" in caplog.text  # decided: a common value after all
+    # Decided from every value before it: the kernel's value after all (the double's failure was false).
+    assert f"G({HEAP}) = {values[HEAP]}, the kernel's value, proven from every value before it" in caplog.text
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
 
 
@@ -235,10 +236,10 @@ def test_a_survey_game_switches_its_mask_where_a_late_rare_value_appears(values)
     assert result["rare_count"] == RareTable.from_values(GAME, values[: 1 << 14], mask=0x3d).count
 
 
-# -- where no mask helps: .034 under 0x1ff, G(71,722) = 116 past a prefix of 2^16 values ------------------
+# -- where no mask helps: .034 under 0x1ff, G(71,722) = 116 and G(374,473) = 102 past a prefix of 2^16 ----
 
-FAR = 71_722
-FAR_UNTIL = 300_000
+FAR, FAR_2 = 71_722, 374_473
+FAR_UNTIL = 450_000
 
 
 @pytest.fixture(scope="module")
@@ -246,10 +247,11 @@ def values_034():
     return exact_solver(parse_game(".034"), None).extend(FAR_UNTIL).astype(np.int64)
 
 
-def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0):
-    """.034 from its first 2^16 values under 0x1ff, a prefix of 2^16 and 2^14 recent values: the proof of
-    G(71,722) fails, no mask helps, and G(71,722) = 116 becomes a term at offsets 71,723 ... (the exact
-    steps recorded, and what the run held in memory: the longest run of recent values and prefix)."""
+def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0, **options):
+    """.034 from its first 2^16 values under 0x1ff, a prefix of 2^16 and 2^14 recent values: the proofs of
+    G(71,722) and G(374,473) fail, no mask helps, and each becomes a term at offsets m + 1 and m + 3 (the
+    exact steps recorded, and what the run held in memory: the most recent values once past the first
+    event, and the longest prefix)."""
     from octalgen.engine.exact_steps import ExactSteps
 
     steps = []
@@ -262,11 +264,11 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0):
     monkeypatch.setattr(ExactSteps, "values", recorded)
     game = parse_game(".034")
     tally = Tally(0, RecurrenceProof(game.max_take))
-    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=workers, chunk=1 << 14, prefix_limit=1 << 16,
-                                        recent_limit=1 << 14, checkpoint_every=0),
+    options = {"prefix_limit": 1 << 16, "recent_limit": 1 << 14, **options}
+    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=workers, chunk=1 << 14, checkpoint_every=0, **options),
                     [tally], table=RareTable.from_values(game, values[: 1 << 16], mask=0x1ff), directory=directory,
                     identity={"command": "run", "digest_from": 0})
-    engine.held = [0, 0]  # the most recent values (past the event) and the longest prefix held at once
+    engine.held = [0, 0]
     for _ in engine.steps():
         recent = sum(len(v) for _, v in engine.history.recent) if engine.position > FAR + (1 << 15) else 0
         engine.held = [max(engine.held[0], recent), max(engine.held[1], len(engine.history.prefix))]
@@ -275,92 +277,95 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0):
     return engine, summarize(engine, tally), steps
 
 
-def test_a_far_rare_value_no_mask_helps_with_is_a_term_of_a_u16_kernel_from_the_next_heaps(values_034, monkeypatch,
-                                                                                          caplog):
+def test_far_rare_values_no_mask_helps_with_are_terms_of_a_kernel_that_starts_at_once(values_034, monkeypatch,
+                                                                                      tmp_path, caplog):
     assert find_late_switch(values_034[: 1 << 16], np.unique(values_034[1 << 16: FAR + 1]), Rarity(0x1ff),
                             below=117) is None
     with caplog.at_level(logging.INFO, logger="octalgen"):
-        engine, summary, steps = _run_034(values_034, monkeypatch)
-    assert engine.recovery.rare_found == [(FAR, 116)] and engine.recovery.mask_switches == []
+        engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
+    assert engine.recovery.rare_found == [(FAR, 116), (FAR_2, 102)] and engine.recovery.mask_switches == []
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
-    # The u16 kernel's first heap is past its window (the far term's offset, FAR + the largest take, 3):
-    # the exact solver computes G(FAR) and three heaps more, not the 71,726 up to the u8 kernel's first heap ...
-    assert [(a, b) for a, b in steps if a >= FAR] == [(FAR, FAR + 4)]
+    # The exact solver computed the values up to the kernel's first heap, 62,054, and none after: each
+    # decision computed G(m) ... G(m + 3) itself, and the kernel went on at m + 4, past its window (the
+    # far term's offset, m + the largest take, 3); not at the 2m + 4 where no term reads a rare position.
+    assert max(b for _, b in steps) == 62_054
     plans = [r.getMessage() for r in caplog.records if r.getMessage().startswith("kernel plan for .034")]
-    assert plans[-2:] == ["kernel plan for .034: 1078 terms, window 71725, first heap 71726, storage u16",
-                          "kernel plan for .034: 1078 terms, window 71725, first heap 143448, storage u8"]
-    # ... and the u8 kernel takes over at its own first heap.
-    assert engine.planning.plan.encoding.kind == "u8" and engine.planning.storage is None
+    assert plans[-2:] == ["kernel plan for .034: 1078 terms, window 71725, first heap 71726, storage u8",
+                          "kernel plan for .034: 1079 terms, window 374476, first heap 374477, storage u8"]
+    plan = engine.planning.plan
+    assert plan.early and plan.start == FAR_2 + 4 and len(plan.crossings) < 2000
+    # Decided from the values on disk (the run keeps them: a byte a heap), none recomputed.
+    assert "recomputing" not in caplog.text
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["in-process", "processes"])
 def test_a_far_terms_window_is_on_a_tape_not_in_memory(values_034, monkeypatch, workers):
-    """The window, 71,725 values, is longer than the 2^14 recent values: the kernel and the verifiers
-    (in worker processes, by mapping it) read it from the tape, and the run holds its prefix and
-    its recent values only (the rare position G(71,722) is past the prefix: a far one)."""
+    """The window, 374,476 values, is longer than the 2^14 recent values: the kernel and the verifiers
+    (in worker processes, by mapping it) read it from the tape, and the run holds its prefix and its
+    recent values only (the rare positions G(71,722) and G(374,473) are past the prefix: far ones)."""
     engine, summary, _ = _run_034(values_034, monkeypatch, workers=workers)
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
     tape = engine.producer.tape
-    assert tape is not None and tape.encoding == engine.planning.plan.encoding and tape.first == 1 << 16
+    assert tape is not None and tape.encoding == engine.planning.plan.encoding and tape.first == 1
     assert np.array_equal(tape.values(tape.first, FAR_UNTIL), values_034[tape.first: FAR_UNTIL])
     recent, prefix = engine.held
     assert prefix == 1 << 16 and recent < (1 << 14) + 2 * (1 << 14)  # the limit, and the pieces past it
 
 
-@pytest.mark.parametrize("stop_after", [FAR + 20_000, 150_000], ids=["u16", "u8"])
-def test_a_run_stopped_on_the_u16_kernel_or_after_it_goes_on_to_the_same_values(values_034, monkeypatch, tmp_path,
-                                                                                stop_after):
+@pytest.mark.parametrize("stop_after", [FAR + 2_000, FAR + 50_000, FAR_2 + 2_000, 420_000],
+                         ids=["crossings", "after", "second-crossings", "after-second"])
+def test_a_run_stopped_during_or_after_an_event_goes_on_to_the_same_values(values_034, monkeypatch, tmp_path,
+                                                                          stop_after):
     with pytest.raises(Interrupted):
         _run_034(values_034, monkeypatch, tmp_path, stop_after=stop_after)
     engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
     assert not steps  # resumed on a kernel: no exact step, no value recomputed
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
-    assert engine.recovery.rare_found == [(FAR, 116)] and engine.planning.plan.encoding.kind == "u8"
+    assert engine.recovery.rare_found == [(FAR, 116), (FAR_2, 102)] and engine.planning.plan.early
 
 
-def test_deciding_a_far_rare_value_holds_the_values_before_it_on_disk(values_034, monkeypatch, tmp_path):
-    # Past SPILL_FROM values (2^16 here) G(0) ... G(m - 1) go to a file on disk in the checkpoint
-    # directory, written in pieces from the history (a recomputation writes them there in pieces
-    # too: the next test), and the solver that decides G(m) and takes the exact steps after it
-    # holds its values in files too: no array of m values in memory.  The values stay exact.
-    import mmap
+def test_a_sigterm_while_a_far_value_is_decided_stops_the_run_and_it_goes_on(values_034, monkeypatch, tmp_path):
+    import signal
 
-    import octalgen.cpu.exact
-    import octalgen.engine.history
-    import octalgen.engine.recovery
-    from octalgen import mapped
+    sent = _stop_during(monkeypatch, "octalgen.engine.recovery.exact_value")
+    with pytest.raises(Interrupted) as stopped:
+        _run_034(values_034, monkeypatch, tmp_path)
+    assert sent and stopped.value.signal_number == signal.SIGTERM and stopped.value.checkpoint == tmp_path
+    monkeypatch.undo()
+    engine, summary, _ = _run_034(values_034, monkeypatch, tmp_path)
+    assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
+    assert engine.recovery.rare_found == [(FAR, 116), (FAR_2, 102)]
+
+
+def test_deciding_a_far_rare_value_reads_the_values_before_it_in_pieces(values_034, monkeypatch, tmp_path):
+    # No exact solver, and no array of the values below m: each value G(m), G(m + 1), ... is decided
+    # from the values read a piece at a time from the run's files and its tape.
     from octalgen.cpu.exact import CExactSolver
+    from octalgen.engine import exact_heap
+    from octalgen.engine.history import History
 
-    for module in (octalgen.cpu.exact, octalgen.engine.history, octalgen.engine.recovery):
-        monkeypatch.setattr(module, "SPILL_FROM", 1 << 16)
-    spilled, made, joined = [], mapped.mapped_array, []
+    solvers, reads, before = [], [], []
+    made = CExactSolver.__init__
 
-    def recorded(count, dtype, directory=None, what="values"):
-        spilled.append((count, what, directory))
-        return made(count, dtype, directory, what)
-
-    for module in (octalgen.cpu.exact, octalgen.engine.history):
-        monkeypatch.setattr(module, "mapped_array", recorded)
-    continued = CExactSolver.__init__
-
-    def on_disk(array) -> bool:
-        while isinstance(array, np.ndarray):
-            array = array.base
-        return isinstance(array, memoryview) and isinstance(array.obj, mmap.mmap)
-
-    def solver(self, game, *args, values=(), **kwargs):  # what each solver was given: on disk, or in memory
-        joined.append((len(values), on_disk(values)))
-        continued(self, game, *args, values=values, **kwargs)
-        joined[-1] += (on_disk(self._values), on_disk(self._reversed))
+    def solver(self, game, *args, values=(), **kwargs):
+        solvers.append(len(values))
+        made(self, game, *args, values=values, **kwargs)
 
     monkeypatch.setattr(CExactSolver, "__init__", solver)
-    engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
-    assert engine.recovery.rare_found == [(FAR, 116)]
+    every = History.values_before
+    monkeypatch.setattr(History, "values_before", lambda self, heap: before.append(heap) or every(self, heap))
+    monkeypatch.setattr(exact_heap, "PIECE", 1 << 14)
+    scan = exact_heap.scan
+
+    def counted(rests, need, read):
+        return scan(rests, need, lambda lo, hi: reads.append(hi - lo) or read(lo, hi))
+
+    monkeypatch.setattr(exact_heap, "scan", counted)
+    engine, summary, _ = _run_034(values_034, monkeypatch, tmp_path)
+    assert engine.recovery.rare_found == [(FAR, 116), (FAR_2, 102)]
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
-    assert [(a, b) for a, b in steps if a >= FAR] == [(FAR, FAR + 4)]
-    assert (FAR, f"values before G({FAR})", tmp_path) in spilled
-    assert [what for count, what, _ in spilled if count >= FAR].count("exact solver's values") == 2  # both ways
-    assert (FAR, True, True, True) in joined and all(all(held[1:]) for held in joined if held[0] >= FAR)
+    assert max(before) <= 62_054 and max(solvers) <= 62_054 and max(reads) <= 1 << 14  # the exact steps' only
+    assert sum(reads) >= FAR_2  # the new rare values: every pair, both ways
 
 
 def test_a_recomputation_writes_the_values_into_the_array_it_is_given(values_034):
@@ -390,8 +395,37 @@ def test_a_full_disk_under_the_tape_is_one_error_and_the_run_goes_on_from_its_ch
         patch.setattr(os, "posix_fallocate", full)
         with pytest.raises(ComputationError, match="cannot write the far term's tape in .*: No space left on device"):
             _run_034(values_034, monkeypatch, tmp_path)
-    # The exact values before the kernel's first heap (62,054), where the tape is made, were kept.
+    # The exact values before the kernel's first heap (62,054), where the tape is made (the window,
+    # 31,028 values, is longer than the recent ones), were kept.
     assert read_checkpoint(tmp_path)["position"] == 62_054
     engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
-    assert steps[0][0] == 71_722  # resumed from the kernel's first heap: the first exact step is G(m)'s
+    assert not steps  # resumed at the kernel's first heap
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
+
+
+def _rogalski_counts(directory: Path, heaps: int) -> dict[int, int]:
+    rows = (line.split() for line in (directory / str(heaps)).read_text().splitlines() if line.strip())
+    return {int(value): int(count) for value, count in rows if int(count)}
+
+
+@pytest.mark.slow
+def test_034_past_both_events_has_rogalskis_counts_in_bounded_memory(tmp_path):
+    """``octalgen run .034`` to 2^24 as a user runs it: both late rare values found (no mask helps with
+    either), the kernel going on after each, the count tables equal to rogalski's at every power of two,
+    and the largest process's peak RSS well within the bound the history and the chunks set."""
+    import resource
+
+    heaps = 1 << 24
+    tables = tmp_path / "tables"
+    result = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".034", "--until", str(heaps + 1),
+                             "--checkpoint", str(tmp_path / "run"), "--counts", str(tables), "--json"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    figures = json.loads(result.stdout)
+    assert figures["rare_found"] == [{"heap": FAR, "value": 116}, {"heap": FAR_2, "value": 102}]
+    assert figures["mask_switches"] == []
+    published = Path(__file__).parent / "data" / "rogalski" / "0.034"
+    for n in sorted(int(p.name) for p in published.iterdir()):
+        assert _rogalski_counts(tables / "0.034", n) == _rogalski_counts(published, n), n
+    assert peak_mb < 400, peak_mb

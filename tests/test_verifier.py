@@ -141,9 +141,10 @@ def test_a_read_only_prefix_is_checked_once(monkeypatch):
     assert len(checks) == 3  # once for the read-only prefix, at every call for the writable one
 
 
-def test_u8_codes_past_the_prefix_must_start_past_its_far_rare_positions():
+def test_u8_codes_over_a_far_rare_position_are_proven_by_its_table_entry():
     """G(71,722) = 116 of .034 is rare under 0x1ff, past a prefix of 2^16: a far rare position, whose u8
-    code would stand for a common value.  Codes from past it are taken; codes from before it are refused."""
+    code stands for a common value.  The scan takes its pairs apart (an option only with another rare
+    heap), so codes from before it prove the values as codes from past it do."""
     from octalgen.engine.exact_steps import exact_solver
     from octalgen.game import parse_game
     from octalgen.rare import RareTable
@@ -152,10 +153,13 @@ def test_u8_codes_past_the_prefix_must_start_past_its_far_rare_positions():
     values = exact_solver(game, None).extend(150_000).astype(np.int64)
     plan = make_plan(RareTable.from_values(game, values[: 1 << 16], mask=0x1ff).with_entry(71_722, 116), storage="u8")
     verifier, a = Verifier(plan), plan.start
-    codes = plan.encoding.encode_array(values[: a]).astype(np.uint8)
-    assert verifier.verify(codes[a - plan.window:], a - plan.window, values[: 1 << 16], a, a).proven
-    with pytest.raises(InputError, match="must start past its far rare positions"):
-        verifier.verify(codes[71_000:], 71_000, values[: 1 << 16], a, a)
+    codes = plan.encoding.encode_array(values).astype(np.uint8)
+    for base in (a - plan.window, 71_000, 1):
+        assert verifier.verify(codes[base:], base, values[: 1 << 16], a, len(values)).proven
+    wrong = codes.copy()
+    wrong[a + 100] ^= 1
+    result = verifier.verify(wrong[1:], 1, values[: 1 << 16], a, len(values))
+    assert (result.status, result.heap, result.true_value) == ("failed", a + 100, values[a + 100])
 
 
 # -- far out: 64 heaps a batch, the dense round in lanes -----------------------------------------------

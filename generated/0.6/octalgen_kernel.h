@@ -29,10 +29,13 @@ int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, u
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
    prefix: the stored codes of G(0) ... G(prefix_length - 1); rare[x] (u8 codes only, x < rare_length):
-   0xff where heap x is a rare position, else 0.
+   0xff where heap x is a rare position, else 0.  far: the rare positions past the prefix; crossings: the
+   heaps of [first, end) at which a term reads a rare position, ascending (a plan that starts early); the
+   scan reads values past the prefix from scan_from on only.
    result: [status (0 proven, 1 failed, 2 undecided), heap, true value or -1, options scanned]. */
 void octalgen_verify(const uint8_t *prefix, uint64_t prefix_length, const uint8_t *rare, uint64_t rare_length,
-                     const uint8_t *values, uint64_t base, uint64_t length,
+                     const uint8_t *values, uint64_t base, uint64_t length, const uint64_t *far,
+                     uint64_t far_count, const uint64_t *crossings, uint64_t crossing_count, uint64_t scan_from,
                      uint64_t first, uint64_t end, int64_t *result);
 
 #endif /* OCTALGEN_KERNEL_H */

@@ -15,7 +15,7 @@ class CKernels:
     backend = DEFAULT_BACKEND
     verify_here = False
     verify_piece = IN_PROCESS_PIECE
-    storages = ("u8", "u16")
+    early_start = True
 
     def __init__(self):
         self._made: dict[KernelPlan, tuple[SpeculativeKernel, Verifier]] = {}

@@ -15,9 +15,12 @@ table, chosen by the heap's class), never per term.
 Step 1 is only right if the rare positions below n are exactly the table's.  The verifier
 checks that against the prefix it is given (the exact values G(0) ... G(P-1)) and requires the
 values after the prefix to be common but at the table's far rare positions (those past P, found
-far out): stored u8 codes always are common, and must start past them; u16 values are checked.
-A read-only prefix (the memory map that worker processes share) is checked once per process, not
-once per call: a run hands every task the same one, of up to 2^23 values.
+far out): u16 values are checked; a u8 code stands for a common value, and the scan takes the
+pairs of a far rare position apart, by the table.  A term that reads a rare position (at the
+crossing heaps of a plan that starts early, :attr:`~octalgen.plan.KernelPlan.crossings`) marks
+nothing there: its option is rare.  A read-only prefix (the memory map that worker processes
+share) is checked once per process, not once per call: a run hands every task the same one, of up
+to 2^23 values.
 
 Memory is bounded: ``values`` may hold only a recent stretch G(base) ... of a long run.  The
 scan then uses only pairs whose two heaps are both in the prefix or the stretch.  The result
@@ -59,6 +62,12 @@ _STATUS = {0: PROVEN, 1: FAILED, 2: UNDECIDED}
 
 #: Heaps before the interval whose u16 values :meth:`Verifier.verify` checks against the table.
 CHECKED_BEFORE = 1 << 20
+
+#: The proof scan reads the values given at most this many heaps before the interval (and the whole
+#: prefix): a far term's window, which the terms read, is hundreds of millions of heaps, whose pages
+#: a deep scan would all bring in.  A scan that needs more stays undecided; the engine decides such a
+#: heap from the values read in pieces (:mod:`octalgen.engine.exact_heap`).
+SCAN_REACH = 1 << 24
 
 #: Read-only prefixes already checked and stored as the scan reads them, by (id, table digest,
 #: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few
@@ -141,9 +150,10 @@ class Verifier:
         prefix : array_like of int
             Exact values G(0) ... G(P-1), whose rare positions must be the table's below P.
             The table's entries at P or past it are *far* rare positions (found far out, where
-            the engine keeps its prefix short): ``values`` then hold their values (u16), or
-            start past them (u8, whose codes are common values).  With ``base <= P`` the history
-            is complete and the answer always decisive.
+            the engine keeps its prefix short): ``values`` hold their values (u16) or the codes
+            of their values (u8: bit b deleted, as for the prefix's).  With ``base <= P`` and
+            ``a - P`` at most :data:`SCAN_REACH` the history is complete and the answer always
+            decisive.
         a, b : int
             The interval; ``a >= plan.start``.
 
@@ -165,19 +175,18 @@ class Verifier:
                              f"not {base} to {base + len(values) - 1}")
         if self.dtype == np.uint16:
             self._check_common(values, base, len(prefix[0]), a)
-        elif len(prefix[0]) <= plan.table.last_position and any(  # far rare positions, whose codes are no values
-                max(base, len(prefix[0])) <= p < base + len(values) for p in plan.table.positions):
-            raise InputError(f"verify [{a}, {b}): u8 codes past the prefix must start past its far rare positions, "
-                             f"not at {base}")
         if a == b:
             return VerifyResult(PROVEN)
         stored, rare = prefix
+        far = np.array([p for p in plan.table.positions if p >= len(stored)], dtype=np.uint64)
+        crossings = plan.crossings[np.searchsorted(plan.crossings, a): np.searchsorted(plan.crossings, b)]
         result = np.zeros(4, dtype=np.int64)
         ffi, lib = self.module.ffi, self.module.lib
         codes = f"{code_ctype(self.dtype)}[]"
         lib.octalgen_verify(ffi.from_buffer(codes, stored), len(stored), ffi.from_buffer("uint8_t[]", rare), len(rare),
-                            ffi.from_buffer(codes, values), base, len(values), a, b,
-                            ffi.from_buffer("int64_t[]", result))
+                            ffi.from_buffer(codes, values), base, len(values), ffi.from_buffer("uint64_t[]", far),
+                            len(far), ffi.from_buffer("uint64_t[]", crossings), len(crossings), max(base, a - SCAN_REACH),
+                            a, b, ffi.from_buffer("int64_t[]", result))
         status = _STATUS[int(result[0])]
         if status == PROVEN:
             return VerifyResult(PROVEN, options_scanned=int(result[3]))

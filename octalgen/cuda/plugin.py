@@ -361,8 +361,9 @@ class StreamingKernels:
     verify_here = True
     #: Heaps per verification call: the device's share of a chunk (each call uploads its history).
     verify_piece = 1 << 21
-    #: Only byte storage exists on the GPU: a rare value found far out leaves exact steps to about 2m.
-    storages = ("u8",)
+    #: The device's verifier takes no crossing heaps: a rare value found far out leaves exact steps to
+    #: about 2m.
+    early_start = False
 
     def __init__(self, window: int | None, options: CudaOptions, asynchronous: bool = True):
         self.window = window

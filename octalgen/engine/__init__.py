@@ -13,7 +13,8 @@ The loop and its rooms:
 * :mod:`.pipeline` — chunks produced ahead, proven by the executors (this process, local
   processes, Dask: :mod:`.executors`; the local worker processes and the files they map:
   :mod:`.workers`; the split of the cores: :mod:`.split`), taken back in order.
-* :mod:`.recovery` — a proof that did not go through, tried again in order; G(m) decided exactly.
+* :mod:`.recovery` — a proof that did not go through, tried again in order; G(m) decided exactly
+  (:mod:`.exact_heap`: one heap's value from the values before it, read in pieces).
 * :mod:`.seams` — the protocols of what plugs in: the kernel plug-in (handed out by the
   :mod:`octalgen.backends` registry) and the consumers.
 * :mod:`.history` — the proven values a proof scan or a recovery may need again, bounded in

@@ -37,25 +37,24 @@ class ConsumerSet:
         """The run is over at ``position``: at its goal, or a consumer is finished."""
         return position >= self.until or any(c.finished for c in self.members)
 
-    def compute_to(self, position: int, pause_at: int | None = None) -> int:
-        """Where computing stops for now, from ``position``: the goal, or before it at ``pause_at`` (the
-        engine's own: a new plan there) or where a consumer expects to be finished."""
-        return min([self.until, *_still_to_come(position, [pause_at, *(c.finishes_at for c in self.members)])])
+    def compute_to(self, position: int) -> int:
+        """Where computing stops for now, from ``position``: the goal, or before it where a consumer
+        expects to be finished."""
+        return min([self.until, *_still_to_come(position, (c.finishes_at for c in self.members))])
 
-    def piece_end(self, position: int, pause_at: int | None = None) -> int:
+    def piece_end(self, position: int) -> int:
         """Where the piece of values handed on from ``position`` ends: :meth:`compute_to`, or before it
         where a consumer looks at the values so far."""
-        return min([self.compute_to(position, pause_at), *_still_to_come(position, (c.looks_at for c in self.members))])
+        return min([self.compute_to(position), *_still_to_come(position, (c.looks_at for c in self.members))])
 
-    def hand_on(self, history: History, values: np.ndarray, encoding=None, codes: np.ndarray | None = None,
-                pause_at: int | None = None) -> None:
+    def hand_on(self, history: History, values: np.ndarray, encoding=None, codes: np.ndarray | None = None) -> None:
         """Append proven ``values`` (G(history.position) ...) to ``history`` and hand them to every
         consumer, in pieces (:meth:`piece_end`); once the run is done, the rest is dropped.
         ``codes``: the kernel's codes of the values under ``encoding``, for the store."""
         start = 0
         while start < len(values) and not self.done(history.position):
             first = history.position
-            stop = min(len(values), start + self.piece_end(first, pause_at) - first)
+            stop = min(len(values), start + self.piece_end(first) - first)
             piece = values[start: stop]
             history.append(piece, encoding, codes=codes[start: stop] if codes is not None else None)
             for consumer in self.members:
@@ -73,14 +72,18 @@ class ConsumerSet:
         a kernel :data:`~.tally.UNSPARSE_WINDOW`): see :meth:`~.seams.Consumer.restart`.
 
         ``held``: the last W values where they are at hand (the exact solver's), else read from the
-        history, which holds them from here on.  Period anchors start at ``anchor_from`` (default:
-        the heap before the kernel's first, or G(0) without a kernel).
+        history, which holds them from here on (a far term's window in pieces:
+        :meth:`~.history.History.window_reader`).  Period anchors start at ``anchor_from``
+        (default: the heap before the kernel's first, or G(0) without a kernel).
         """
         window = plan.window if plan is not None else UNSPARSE_WINDOW
         if anchor_from is None:
             anchor_from = plan.start - 1 if plan is not None else 0
-        tail = held if held is not None else history.tail(window)
-        history.cover(tail)  # the period search reads the values leaving its window from the history
+        if held is not None:
+            tail = held
+            history.cover(held)  # the period search reads the values leaving its window from the history
+        else:
+            tail = history.tail(window) if window <= history.recent_limit else history.window_reader(window)
         for consumer in self.members:
             consumer.restart(window, tail, anchor_from)
 

@@ -92,7 +92,7 @@ class Engine:
         self.kernels = kernels or CKernels()
         self.stop = stop or StopRequest()
         # The rooms; the run's state is the plan's, the history's, the consumers' and the recoveries'.
-        self.planning = Planning(game, options.storage, self.kernels.storages)
+        self.planning = Planning(game, options.storage, self.kernels.early_start)
         self.history: History | None = None
         self.checkpoints = Checkpoints(self.directory, {"game": game.code, "table": table_identity(game, table),
                                                         "keep_values": keep_all, **(identity or {})},
@@ -100,7 +100,7 @@ class Engine:
         self.exact = ExactSteps(game, self.directory)
         self.producer = Producer(self.kernels, self.stop.check)
         self.far_tape = FarTermTape(self.directory, self.stop.check)
-        self.recovery = Recovery(self.producer.kernels, self.planning, self.exact, self.directory)
+        self.recovery = Recovery(self.producer.kernels, self.planning, self.stop.check)
         self.pipeline: Pipeline | None = None
         self.session = Accounting()  # the run's wall seconds, and CPU seconds per role this session
         self.threads = options.threads or 1
@@ -192,8 +192,9 @@ class Engine:
         table = state.rare_table(self.game, self.directory) if state is not None else None
         self.history = self.checkpoints.history(state, self.keep_all, options.prefix_limit, options.recent_limit,
                                                 self.far_tape, self.recompute)
+        self.history.keep_late = options.keep_late
         if state is not None:
-            self.planning.restore(table, state.storage, self.history, self.position)
+            self.planning.restore(table, state.storage, self.history)
             self.checkpoints.restore_consumers(state, self.consumers.members)
             self.recovery.rare_found, self.recovery.mask_switches = list(state.rare_found), list(state.mask_switches)
             self.session.elapsed = state.elapsed
@@ -219,7 +220,7 @@ class Engine:
             self._replan(restart=True)
             return
         stop, rarity = exact_target(planning.table, planning.plan, self.position,
-                                    self.consumers.piece_end(self.position, planning.u8_start))
+                                    self.consumers.piece_end(self.position))
         prefix = planning.plan is not None or planning.table is None  # the kernel takes over after it: no ETA
         self._phase("exact prefix" if prefix else "exact values", eta=not prefix)
         self._accept(self.exact.values(self.position, stop, rarity, self.history.values_before))
@@ -237,9 +238,8 @@ class Engine:
                 self.exact.forget()  # the kernel takes over: the solver's values (all of them) are let go
 
     def _replan(self, restart: bool = False) -> bool:
-        """Planning's plan from the position, what the history keeps for it, and (``restart``) the
-        consumers following its recurrence; True when the plan changed."""
-        changed = self.planning.replan(self.history, self.position)
+        """Planning's plan, what the history keeps for it, and (``restart``) the consumers following it."""
+        changed = self.planning.replan(self.history)
         self.history.follow(self.planning.plan)
         if restart:
             self._restart_consumers()
@@ -271,7 +271,7 @@ class Engine:
         # ends (a proof scan pairs G(x) with G(n - 1 - x)), so it gets every code the ring holds;
         # otherwise its scans would stop undecided and be retried here alone.
         proof_history = 0 if not self.options.verify else VERIFY_HISTORY if self.history.prefix_complete else None
-        until = self.consumers.compute_to(self.position, self.planning.u8_start)
+        until = self.consumers.compute_to(self.position)
         for chunk, result in self.pipeline.step(until, self.options.chunk, self.threads, proof_history,
                                                 self.history.prefix):
             if result is not None and result.status != PROVEN:
@@ -309,7 +309,8 @@ class Engine:
             if found.needs_u16:
                 self._replan()
             self._restart_consumers(found.heap + 1)
-            self._accept(np.array([found.value], dtype=np.uint16))
+        if found is not None:
+            self._accept(found.values)
         self._consistent = True
         self._reset_producer()
 
@@ -323,7 +324,7 @@ class Engine:
             return
         self._consistent = False
         began = time.thread_time()
-        self.consumers.hand_on(self.history, values, encoding, codes, self.planning.u8_start)
+        self.consumers.hand_on(self.history, values, encoding, codes)
         if codes is not None:  # a chunk's codes: on the tape, where the producer writes on one
             self.far_tape.proven(self.position)
         self.session.consumers += time.thread_time() - began

@@ -78,8 +78,7 @@ class ExactSteps:
         return values
 
     def held(self, position: int) -> np.ndarray | None:
-        """G(0) ... G(position-1) when the solver holds those values (and perhaps a few more: see
-        :meth:`adopt`), else None."""
+        """G(0) ... G(position-1) when the solver holds those values (and perhaps more), else None."""
         if self._solver is not None and len(self._solver) >= position:
             return self._solver.values[:position]
         return None
@@ -87,11 +86,6 @@ class ExactSteps:
     def continue_from(self, rarity: Rarity | None, values: np.ndarray) -> None:
         """Go on after ``values`` (G(0) ...) under ``rarity``."""
         self._solver, self._rarity = exact_solver(self.game, rarity, values, self.spill_dir), rarity
-
-    def adopt(self, rarity: Rarity | None, solver: CExactSolver) -> None:
-        """Go on with ``solver`` under ``rarity`` (after a recovery found a new rare value: the solver
-        that decided it, holding one value past the position)."""
-        self._solver, self._rarity = solver, rarity
 
     def forget(self) -> None:
         """Let the solver and every value it holds go (the kernel took over; a later exact step starts

@@ -14,16 +14,19 @@ every value below m.  :class:`History` holds
   every later value common (:func:`~octalgen.sparse.find_late_switch`);
 * with a checkpoint directory, the **store** (:mod:`.store`): the same values on disk, so
   that a resumed run holds exactly what the uninterrupted run held at that position — by
-  construction, not by luck.  With ``keep_all`` every value stays on disk.
+  construction, not by luck.  With ``keep_all`` or :attr:`History.keep_late` every value stays on
+  disk (a byte a value under u8 storage), so that a rare value found far out is decided from them
+  (:mod:`.exact_heap`), not from a recomputation.
 
-Whatever falls between the prefix and the recent values is read back from the store when it
-kept them, or from the far term's tape; otherwise :meth:`History.values` answers None.
+Whatever falls between the prefix and the recent values is read back from the far term's tape, or
+from the store where it kept them; otherwise :meth:`History.values` answers None.
 :meth:`History.values_before` always answers: from :data:`~octalgen.mapped.SPILL_FROM` values on
 in a file on disk, written in pieces (a rare value decided far out does not hold every value in
 memory), and where the history no longer holds them, computed anew by a run of their own (the
 history's ``recompute``: :meth:`~octalgen.engine.core.Engine.recompute`).  Memory: two bytes a
-value for ``prefix_limit + recent_limit`` values (32 MiB by default), whatever N.  While a far
-term is live the store keeps every value on disk, so that a resumed run writes its tape anew.
+value for ``prefix_limit + recent_limit`` values (32 MiB by default), whatever N: a far term's
+window is never held (:meth:`History.window_reader` reads it in pieces).  While a far term is live
+the store keeps every value on disk, so that a resumed run writes its tape anew.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..errors import InternalError
 from ..mapped import SPILL_FROM, SPILL_PIECE, mapped_array
 from ..plan import Encoding, KernelPlan
 from .scan import mark_present
@@ -74,6 +78,12 @@ class History:
         Where :meth:`values_before` writes many values (default: the temporary directory).
     recompute : Recompute, optional
         What :meth:`values_before` falls back on where the history no longer holds the values.
+
+    Attributes
+    ----------
+    keep_late : bool
+        Keep every value past the prefix in the store too (the engine's
+        :attr:`~.options.EngineOptions.keep_late`; False: only what it needs).
     """
 
     def __init__(self, store: ValueStore | None = None, keep_all: bool = False,
@@ -86,6 +96,8 @@ class History:
         self.far_tape = far_tape
         self.spill_dir = spill_dir
         self.recompute = recompute
+        self.keep_late = False
+        self.recomputed: np.ndarray | None = None  # G(0) ... of the last recomputation (values_before)
         self._prefix = np.zeros(1 << 16, dtype=np.uint16)
         self._prefix_length = 0
         self.recent: deque[tuple[int, np.ndarray]] = deque()
@@ -134,7 +146,9 @@ class History:
     def cover(self, tail: np.ndarray) -> None:
         """Hold the last ``len(tail)`` values (``tail``: G(position - len) ... G(position - 1), zeros before
         heap 0) where they are not held yet: a new plan's window reaches further back than the recent
-        values did."""
+        values did.  A window longer than the recent values is a far term's, which its tape holds."""
+        if len(tail) > self.recent_limit:
+            return
         start = max(self.position - len(tail), self._prefix_length)
         if start < self.recent_first:
             offset = len(tail) - (self.position - start)
@@ -193,14 +207,15 @@ class History:
             parts.append(self.prefix[position: min(stop, self._prefix_length)])
             position = min(stop, self._prefix_length)
         first = self.recent_first
-        if position < stop and position < first:
-            if self.store is not None and self.store.covers(position, min(stop, first)):
-                parts.append(self.store.read(position, min(stop, first)))
-            else:  # proven codes on the tape, below the position
-                taped = self.far_tape.values(position, min(stop, first)) if self.far_tape is not None else None
-                if taped is None:
-                    return None
-                parts.append(taped)
+        if position < stop and position < first:  # proven codes on the tape, else the store's files
+            taped = self.far_tape.values(position, min(stop, first)) if self.far_tape is not None else None
+            if taped is None and self.store is not None and self.store.covers(position, min(stop, first)):
+                taped = self.store.read(position, min(stop, first))
+            if taped is None and self.recomputed is not None and min(stop, first) <= len(self.recomputed):
+                taped = self.recomputed[position: min(stop, first)]
+            if taped is None:
+                return None
+            parts.append(taped)
             position = min(stop, first)
         if position < stop:
             parts.extend(self._recent_parts(position, stop))
@@ -235,7 +250,8 @@ class History:
                 return values
         log.warning("G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
                     "(keep every value with --keep-values to avoid this)", heap - 1)
-        return self.recompute(heap, out)
+        self.recomputed = self.recompute(heap, out)  # read from here on too: the decision's aftermath needs them
+        return self.recomputed
 
     def copy_values(self, out: np.ndarray) -> bool:
         """Copy G(0) ... G(len(out) - 1) into ``out`` in pieces; False where this history lacks some."""
@@ -254,11 +270,28 @@ class History:
             out[count - have:] = self.values(self.position - have, self.position)
         return out
 
+    def window_reader(self, count: int):
+        """The last ``count`` values as ``read(lo, hi)``, the values ``lo`` ... ``hi - 1`` of them (zeros
+        before heap 0): a far term's window, read in pieces rather than held."""
+        first = self.position - count
+
+        def read(lo: int, hi: int) -> np.ndarray:
+            out = np.zeros(hi - lo, dtype=np.uint16)
+            start = max(first + lo, 0)
+            if start < first + hi:
+                values = self.values(start, first + hi)
+                if values is None:
+                    raise InternalError(f"G({start}) ... G({first + hi - 1}) of a far window are not held")
+                out[start - first - lo:] = values
+            return out
+
+        return read
+
     # -- on disk --------------------------------------------------------------------------
 
     def needed(self, first: int, stop: int) -> bool:
         """Whether a stored stretch [first, stop) must stay on disk."""
-        return (self.keep_all or first < max(self.prefix_limit, self._prefix_length)
+        return (self.keep_all or self.keep_late or first < max(self.prefix_limit, self._prefix_length)
                 or self.window > self.recent_limit  # a far term: a resumed run writes its tape from them
                 or stop > self.position - self.recent_limit - 1)
 

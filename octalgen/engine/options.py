@@ -48,6 +48,10 @@ class EngineOptions:
         Seconds between checkpoints.
     prefix_limit, recent_limit : int
         How many values the history keeps in memory (see :class:`~.history.History`).
+    keep_late : bool
+        With a checkpoint directory, keep every proven value in its files (a byte a value under u8
+        storage), so that a rare value found far out is decided from them, not recomputed (False:
+        the prefix and the recent values only; :attr:`~.history.History.keep_late`).
     """
 
     until: int
@@ -61,3 +65,4 @@ class EngineOptions:
     checkpoint_every: float = CHECKPOINT_EVERY
     prefix_limit: int = PREFIX_LIMIT
     recent_limit: int = RECENT_LIMIT
+    keep_late: bool = True

@@ -240,13 +240,14 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
     """The pipeline from the proven position on, and the automatic split of the cores where one is made."""
     chosen = None
     began = time.process_time()  # the measurements below: the kernel's threads spin in this process
+    far = plan.window > history.recent_limit  # a far term's window: on the tape, filled by one thread
     if not options.verify or kernels.verify_here:
         workers = 0
     elif options.workers is not None:
         workers = options.workers
     elif options.scheduler is None and options.until - history.position <= SMALL_JOB:
         workers = 0  # starting worker processes would cost more than they save
-    elif options.threads is None and options.scheduler is None:
+    elif options.threads is None and options.scheduler is None and not far:
         kernel, verifier = kernels(plan)
         chosen = split.choose(plan, kernel, verifier, _window(plan, kernel, history), history.prefix,
                               history.position, backend=kernels.backend)
@@ -254,7 +255,7 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
         workers = chosen.workers
     else:
         workers = default_threads()
-    if chosen is None and (options.threads or 1) > 1:  # threads chosen by hand: their block length
+    if chosen is None and (options.threads or 1) > 1 and not far:  # threads chosen by hand: their block length
         kernel, _ = kernels(plan)
         split.tune_blocks(plan, kernel, _window(plan, kernel, history), history.position,
                           min(options.threads, kernel.max_threads), kernels.backend)

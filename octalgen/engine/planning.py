@@ -1,8 +1,7 @@
 """Planning: the one owner of a run's plan and of every decision about it.
 
-The plan of a run is its rare table, the value storage of its kernel (u8 or u16), the
-:class:`~octalgen.plan.KernelPlan` made from them, and the heap where a u16 plan chosen because
-it starts sooner gives way to the u8 one.  :class:`Planning` holds that state and is the only
+The plan of a run is its rare table, the value storage of its kernel (u8 or u16) and the
+:class:`~octalgen.plan.KernelPlan` made from them.  :class:`Planning` holds that state and is the only
 code that changes it; the engine tells it what happened (exact values computed, a recovery's
 decision, a value the producer's storage cannot hold) and takes the plan it answers with.  The
 producer decides nothing: where a value does not fit its storage it stops and reports the
@@ -35,6 +34,11 @@ log = logging.getLogger("octalgen")
 #: still appear past 6 million) is one for an exact backend.
 PLAN_LIMIT = 1 << 21
 
+#: A crossing heap of a plan that starts early (:attr:`~octalgen.plan.KernelPlan.crossings`) costs
+#: the producer a speculation in numpy between kernel calls, and the verifier its terms from a
+#: table: about as much as this many exact steps.
+CROSSING_STEPS = 32
+
 
 class Planning:
     """The plan state of one run, and every decision about it (see the module docstring).
@@ -44,9 +48,8 @@ class Planning:
     game : OctalGame
     storage : {"u8", "u16"} or None
         A forced storage (None: the plan's choice, until a value needs 16 bits).
-    storages : tuple of str
-        The storages the kernel plug-in has: a u16 plan that starts sooner is taken only where it
-        has one (:attr:`~.seams.KernelPlugin.storages`).
+    early : bool
+        The kernel plug-in takes plans that start early (:attr:`~.seams.KernelPlugin.early_start`).
 
     Attributes
     ----------
@@ -56,31 +59,25 @@ class Planning:
         The forced storage: given, or ``"u16"`` once a value needed it.
     plan : KernelPlan or None
         The kernel plan (None before there is a table, or for a game without a kernel).
-    u8_start : int or None
-        Where the u16 plan chosen because it starts sooner gives way to the u8 one (None: it does not).
     """
 
-    def __init__(self, game: OctalGame, storage: str | None = None, storages: tuple[str, ...] = ("u8", "u16")):
+    def __init__(self, game: OctalGame, storage: str | None = None, early: bool = True):
         self.game = game
         self.table: RareTable | None = None
         self.storage = storage
         self.plan: KernelPlan | None = None
-        self.u8_start: int | None = None
-        self.sooner_u16 = "u16" in storages
+        self.early = early
 
-    def restore(self, table: RareTable | None, storage: str | None, history, position: int) -> None:
-        """The plan of a run resumed at ``position`` from its checkpoint's table and storage."""
+    def restore(self, table: RareTable | None, storage: str | None, history) -> None:
+        """The plan of a run resumed from its checkpoint's table and storage."""
         self.table, self.storage = table, storage
         if table is not None:
-            known = self.known_values(history)
-            self.plan = self._plan_at(known, history, position)
-            self.u8_start = self._u8_start(known)
+            self.plan = plan_for(table, self.known_values(history), storage, early=self.early)
 
-    def replan(self, history, position: int) -> bool:
-        """Plan the kernel for the current table and storage at ``position`` (the run's
-        :class:`~.history.History` tells what storage must hold); True when the plan changed."""
-        known = self.known_values(history)
-        plan = self._plan_at(known, history, position)
+    def replan(self, history) -> bool:
+        """Plan the kernel for the current table and storage (the run's :class:`~.history.History`
+        tells what storage must hold); True when the plan changed."""
+        plan = plan_for(self.table, self.known_values(history), self.storage, early=self.early)
         if plan is None:
             log.info("%s has no sparse space or no move leaving a heap: the exact solver computes every value",
                      self.game.code)
@@ -88,18 +85,16 @@ class Planning:
             log_plan(plan, self.plan)
         changed = plan != self.plan
         self.plan = plan
-        self.u8_start = self._u8_start(known)
         return changed
 
     def change_due(self, position: int, overflow=None) -> bool:
         """Whether the plan changes at ``position`` (then :meth:`replan`): the producer reported a value
         its storage cannot hold (``overflow``, a :class:`~octalgen.cpu.kernel.StorageOverflow`) and
-        every heap before it is proven, so storage widens to 16 bits; or the u8 plan takes over from
-        the u16 one that started sooner."""
+        every heap before it is proven, so storage widens to 16 bits."""
         if overflow is not None and position >= overflow.heap:
             self.widen_storage(overflow)
             return True
-        return self.u8_start is not None and position >= self.u8_start
+        return False
 
     def first_table(self, table: RareTable | None) -> None:
         """The table a fresh run starts from: ``table``, else the shipped one (None: the first values decide)."""
@@ -129,24 +124,12 @@ class Planning:
     def plan_with(self, table: RareTable, values) -> KernelPlan | None:
         """The plan of ``table`` under the current storage, from the exact ``values`` (a table the
         run may switch to)."""
-        return plan_for(table, values, self.storage)
+        return plan_for(table, values, self.storage, early=self.early)
 
     def known_values(self, history) -> np.ndarray:
         """The prefix, and under a mask the values that appeared past it: what u8 storage must hold."""
         late = history.late_values() if self.table.kind == "range" else None
         return history.prefix if late is None else np.concatenate([history.prefix, late])
-
-    def _plan_at(self, known: np.ndarray, history, position: int) -> KernelPlan | None:
-        """The plan from ``position`` on (:func:`plan_for`: u16 where the u8 kernel could not start
-        until far on, past the values the history holds from G(0))."""
-        far_from = history.prefix_limit if self.sooner_u16 else None
-        return plan_for(self.table, known, self.storage, position=position, far_from=far_from)
-
-    def _u8_start(self, known: np.ndarray) -> int | None:
-        if self.plan is None or self.plan.encoding.kind != "u16" or self.storage is not None:
-            return None
-        narrower = plan_for(self.table, known, self.storage)
-        return narrower.start if narrower.encoding.kind == "u8" else None
 
 
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
@@ -197,22 +180,22 @@ def reconcile(table: RareTable, values) -> RareTable:
     return table.with_entries(entries, max(table.exact_to, len(values)))
 
 
-def plan_for(table: RareTable, values, storage: str | None = None, *, position: int | None = None,
-             far_from: int | None = None) -> KernelPlan | None:
+def plan_for(table: RareTable, values, storage: str | None = None, *, early: bool = False) -> KernelPlan | None:
     """The kernel plan of ``table`` (u8 storage only if the exact ``values`` so far allow it).
 
     None when the game has no speculative kernel: mask 0 (no sparse space) or no move that
     leaves a heap.  ``values``: exact values G(0) ... (under a mask, any values that appeared:
     only the largest common one matters).
 
-    A rare value found far out, at heap m, moves the u8 kernel's first heap past 2m, and the
-    u16 kernel's only to m plus the game's largest take (:attr:`~octalgen.plan.KernelPlan.start`;
-    under a mask).  So, with no forced ``storage``, a run at ``position`` below the u8 plan's first
-    heap whose table has a rare position at ``far_from`` or beyond (the engine gives the end of
-    the values its history holds from G(0)) gets the u16 plan: the exact solver, which holds
-    every value it computes, then steps over a few heaps, not m.  The engine goes back to u8
-    at that plan's first heap.  Nearer rare values keep the u8 plan: where they come thick
-    (``.14`` near G(100,000)) the exact solver finds them faster than a kernel built for each.
+    A rare value found far out, at heap m, is a term at offset m + k, and a u8 kernel could start
+    again only past 2m, once no term reads a rare position (:attr:`~octalgen.plan.KernelPlan.start`):
+    the exact solver would step from m to 2m, holding every value it computes.  With ``early``
+    (the kernel plug-in takes such plans) the u8 plan that starts early, at m plus the game's
+    largest take, is taken instead where its crossings, which the producer and the verifier take
+    apart, cost less than those exact steps (:data:`CROSSING_STEPS`): a rare value found far past
+    the last one.  Where rare values come thick (a table's first ones; ``.14`` near G(100,000))
+    nearly every heap up to 2m is a crossing, and the exact solver finds the next ones faster
+    than a kernel built for each.
     """
     if no_kernel_reason(table) is not None:
         return None
@@ -222,10 +205,9 @@ def plan_for(table: RareTable, values, storage: str | None = None, *, position: 
     if storage == "u8" and max_common is not None and max_common >= 512:
         raise InputError(f"{table.game.code}: G values of 512 or more cannot be stored in u8")
     plan = make_plan(table, max_common=max_common, storage=storage)
-    if (storage is None and position is not None and far_from is not None and table.kind == "range"
-            and plan.encoding.kind == "u8" and position < plan.start and table.last_position >= far_from):
-        sooner = make_plan(table, storage="u16")
-        if sooner.start < plan.start:
+    if early and plan.encoding.kind == "u8" and table.kind == "range":
+        sooner = make_plan(table, max_common=max_common, storage=storage, early=True)
+        if len(sooner.crossings) * CROSSING_STEPS < plan.start - sooner.start:
             return sooner
     return plan
 

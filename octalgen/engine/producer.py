@@ -155,16 +155,11 @@ class Producer:
         else:
             buffer = np.empty(w + b - a, dtype=kernel.dtype)
             buffer[:w] = self.ring[len(self.ring) - w:]
-        kernel_threads = min(threads, kernel.max_threads)
+        # Threads copy the window into each of them: a far term's, on the tape, is filled by one.
+        kernel_threads = 1 if tape is not None else min(threads, kernel.max_threads)
         began = self._cpu(kernel_threads)
         try:
-            for lo in range(0, b - a, FILL_STEP):
-                self.check_stop()
-                hi = min(b - a, lo + FILL_STEP)
-                fell_back = kernel.fill(buffer[lo: w + hi], a + lo, min(threads, kernel.max_threads))
-                if fell_back is not None:
-                    self.fallbacks += 1
-                    self.first_fallback = fell_back if self.first_fallback is None else self.first_fallback
+            self._fill(kernel, buffer, a, b, kernel_threads)
         except StorageOverflow as exc:
             self.overflow, b = exc, exc.heap
         finally:
@@ -185,6 +180,30 @@ class Producer:
             self.ring_base = b - len(self.ring)
             chunk = Chunk(a, b, plan, codes, start, before)
         return chunk
+
+    def _fill(self, kernel, buffer: np.ndarray, a: int, b: int, threads: int) -> None:
+        """Heaps ``a`` ... ``b - 1`` into ``buffer`` (the window, then their codes), :data:`FILL_STEP` at a
+        time; the plan's crossings apart (:meth:`~octalgen.plan.KernelPlan.crossing_code`)."""
+        plan, w = self.plan, self.plan.window
+        crossings = plan.crossings
+        crossings = crossings[np.searchsorted(crossings, a): np.searchsorted(crossings, b)].tolist()
+        done = a
+        for crossing in [*crossings, None]:
+            stop = b if crossing is None else crossing
+            for lo in range(done, stop, FILL_STEP):
+                self.check_stop()
+                hi = min(stop, lo + FILL_STEP)
+                fell_back = kernel.fill(buffer[lo - a: w + hi - a], lo, threads)
+                if fell_back is not None:
+                    self.fallbacks += 1
+                    self.first_fallback = fell_back if self.first_fallback is None else self.first_fallback
+            if crossing is None:
+                return
+            code = plan.crossing_code(buffer, w + crossing - a, crossing)
+            if code >= plan.encoding.capacity:
+                raise StorageOverflow(crossing, plan)
+            buffer[w + crossing - a] = code
+            done = crossing + 1
 
     def _cpu(self, threads: int) -> float:
         if not self.own_thread:

@@ -12,10 +12,12 @@ task held) or *failed* at heap m.  :meth:`Recovery.try_again` tries, in this ord
    that fails, another mask as in 2.
 
 What does not go through after that is decided (:meth:`Recovery.go_on`): G(m) computed exactly
-(:func:`decide_failure`, or the verifier's own value where it is a common one), and the
-:class:`Decision` says what follows — a new rare value (a new table, a new kernel, exact steps
-from m), or a correction of the kernel's value (16-bit storage where it does not fit).  A
-second failure at the heap where this session switched its mask is decided, not switched again.
+from the values before it, read in pieces (:func:`decide`, :mod:`.exact_heap`), and the
+:class:`Decision` says what follows — a new rare value (a new table and kernel, the heaps up to
+its first decided too), or a correction of the kernel's value (16-bit storage where it does not
+fit).  A second failure at the heap where this session switched its mask is decided, not
+switched again.  Nothing here holds the values below m: a far decision reads them from the run's
+files or its far term's tape, as the scans go.
 """
 
 from __future__ import annotations
@@ -23,17 +25,17 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
-from ..cpu.exact import CExactSolver
 from ..cpu.verify import FAILED, PROVEN, UNDECIDED, VerifyResult
 from ..errors import InternalError
 from ..mapped import SPILL_FROM
 from ..plan import Encoding
 from ..rare import RareTable
 from ..sparse import find_late_switch
-from .exact_steps import ExactSteps, exact_solver
+from .exact_heap import exact_value
 from .history import History
 from .planning import Planning
 from .producer import Chunk
@@ -46,17 +48,16 @@ class Recovery:
     """The tries after a proof that did not go through, G(m) decided, and what the run found so.
 
     It applies what it decides to the plan state (:class:`~.planning.Planning`: a table under
-    another mask, a new rare value, 16-bit storage) and to the exact steps (the solver that decided
-    a new rare value goes on); the engine then re-plans and restarts its consumers.
+    another mask, a new rare value, 16-bit storage); the engine then re-plans, restarts its
+    consumers and hands the decided values on.
 
     Parameters
     ----------
     kernels : KernelPlugin
         Gives each chunk's verifier.
     planning : Planning
-    exact : ExactSteps
-    spill_dir : path, optional
-        Where deciding far out holds every value below m (the run's directory, else the temporary one).
+    check_stop : callable
+        Called between the pieces a decision reads; raises to stop.
 
     Attributes
     ----------
@@ -70,11 +71,10 @@ class Recovery:
         The heap of this session's last mask switch.
     """
 
-    def __init__(self, kernels: KernelPlugin, planning: Planning, exact: ExactSteps, spill_dir=None):
+    def __init__(self, kernels: KernelPlugin, planning: Planning, check_stop: Callable[[], None] = lambda: None):
         self.kernels = kernels
         self.planning = planning
-        self.exact = exact
-        self.spill_dir = spill_dir
+        self.check_stop = check_stop
         self.rare_found: list[tuple[int, int]] = []
         self.mask_switches: list[tuple[int, int, int]] = []
         self.cpu_seconds = 0.0
@@ -88,7 +88,7 @@ class Recovery:
         if result.status == UNDECIDED:
             result = self._verify_again(verifier, chunk, result, history, every_value=False)
         switch = self._late_switch(chunk, result, history) if result.status != PROVEN else None
-        if switch is None and result.status == UNDECIDED:
+        if switch is None and result.status == UNDECIDED and chunk.first < SPILL_FROM:  # else decided in pieces
             result = self._verify_again(verifier, chunk, result, history, every_value=True)
             switch = self._late_switch(chunk, result, history) if result.status == FAILED else None
         return result, switch
@@ -104,12 +104,12 @@ class Recovery:
             self.switched_at = m  # a second failure there is decided
             self.planning.adopt(switch)
             return None
-        found = decide(table, chunk.plan.encoding, history, failure, self.spill_dir)
-        announce(found, table.game.code)
+        speculated = int(chunk.plan.encoding.decode_array(chunk.codes[m - chunk.first: m - chunk.first + 1], m)[0])
+        found = decide(table, chunk.plan.encoding, history, failure, self.check_stop)
+        announce(found, table.game.code, speculated)
         if found.new_rare:
-            self.rare_found.append((m, found.value))
+            self.rare_found.extend((n, v) for n, v in found.table.entries if n >= m)
             self.planning.adopt(found.table)
-            self.exact.adopt(found.table.rarity, found.solver)
         elif found.needs_u16:
             self.planning.widen_storage()
         return found
@@ -205,14 +205,15 @@ class Decision:
     heap, value : int
         m and the exact G(m).
     table : RareTable
-        With G(m) added where it is a new rare value; else the table the run had.
+        With G(m) added where it is a new rare value (and any other among :attr:`values`); else the
+        table the run had.
     new_rare : bool
-        G(m) is rare: a new kernel, and exact steps from m.
+        G(m) is rare: a new kernel, whose first heap comes after :attr:`values`.
     needs_u16 : bool
         A common G(m) too large for the kernel's 8-bit storage.
-    solver : CExactSolver or None
-        The exact solver holding G(0) ... G(m), where deciding needed every value (always for a
-        new rare value): the exact steps from m go on with it.
+    values : numpy.ndarray
+        G(m), and after a new rare value G(m + 1) ... up to m plus the game's largest take (the
+        first heap of the kernel that goes on: :attr:`~octalgen.plan.KernelPlan.start`), uint16.
     """
 
     heap: int
@@ -220,51 +221,58 @@ class Decision:
     table: RareTable
     new_rare: bool
     needs_u16: bool
-    solver: CExactSolver | None
+    values: np.ndarray
 
 
 def decide(table: RareTable, encoding: Encoding, history: History, failure: VerifyResult,
-           spill_dir=None) -> Decision:
+           check_stop: Callable[[], None] = lambda: None) -> Decision:
     """Decide G(m) at ``failure.heap`` (m = the proven position) under ``table`` and the kernel's ``encoding``.
 
-    G(0) ... G(m-1) come from the history (past :data:`~octalgen.mapped.SPILL_FROM` values in a
-    file on disk, or recomputed), and the solver that decides G(m) holds them in files in
-    ``spill_dir`` from there on.
-    """
-    m = failure.heap
-    known = history.values(0, m) if m < SPILL_FROM else None  # far out: read in pieces, not joined here
-    if known is None and failure.true_value is not None and not table.is_rare(failure.true_value, m):
-        # The verifier decided a common value: recomputing every value below m would only confirm it.
-        value = failure.true_value
-        return Decision(m, value, table, False, not encoding.fits(value), None)
-    if known is None:
-        known = history.values_before(m)
-    value, decided, needs_u16, solver = decide_failure(table, encoding, known, failure, spill_dir)
-    return Decision(m, value, decided, decided is not table, needs_u16, solver)
-
-
-def decide_failure(table: RareTable, encoding: Encoding, values, failure: VerifyResult,
-                   spill_dir=None) -> tuple[int, RareTable, bool, CExactSolver]:
-    """The exact G(m) where a proof failed (m = ``len(values)``), and what follows from it.
-
-    ``values`` are the proven G(0) ... G(m-1).  Returns ``(value, table, needs_u16, solver)``: a
-    rare value is added to the table (a new kernel is needed); a common one is a correction of the
-    kernel's value (``needs_u16`` when it does not fit the storage).  ``solver``: the exact solver,
-    holding G(0) ... G(m), for the exact steps that follow (one copy of the values, not two).
+    Each value is computed by :func:`~.exact_heap.exact_value` from the values before it, read from
+    the history (memory, the run's files or the far term's tape), or, where it no longer holds them,
+    from a recomputation (:meth:`~.history.History.values_before`).  A new rare value is followed by
+    the heaps up to m plus the game's largest take, so that the kernel goes on after it at once.
+    ``check_stop`` is called before each piece is read.
 
     Raises
     ------
     InternalError
-        Where the verifier's value of G(m) is not the exact solver's.
+        Where the verifier's value of G(m) is not the exact one.
     """
     m = failure.heap
-    solver = exact_solver(table.game, table.rarity, values, spill_dir)
-    value = int(solver.extend(m + 1)[m])
+    if failure.true_value is not None and not table.is_rare(failure.true_value, m):
+        # The verifier decided a common value: reading every value below m would only confirm it.
+        value = failure.true_value
+        return Decision(m, value, table, False, not encoding.fits(value), np.array([value], np.uint16))
+    decided: list[int] = []
+    source = history.values  # G(lo) ... G(hi - 1) below m: the history's, or all of them recomputed
+
+    def read(lo: int, hi: int) -> np.ndarray | None:
+        check_stop()
+        below = source(lo, min(hi, m)) if lo < m else np.zeros(0, np.uint16)
+        after = np.array(decided[max(lo, m) - m: max(hi, m) - m], dtype=np.uint16)
+        return None if below is None else np.concatenate([below, after]) if len(after) else below
+
+    value = exact_value(table, m, read)
+    if value is None:  # not held: read back, or recomputed, once
+        everything = history.values_before(m)
+
+        def source(lo: int, hi: int) -> np.ndarray:
+            return everything[lo: hi]
+
+        value = exact_value(table, m, read)
     if failure.true_value is not None and failure.true_value != value:
-        raise InternalError(f"the verifier says G({m}) = {failure.true_value}, the exact solver {value}")
-    if table.is_rare(value, m):
-        return value, table.with_entry(m, value), False, solver
-    return value, table, not encoding.fits(value), solver
+        raise InternalError(f"the verifier says G({m}) = {failure.true_value}, the exact value is {value}")
+    decided.append(value)
+    if not table.is_rare(value, m):
+        return Decision(m, value, table, False, not encoding.fits(value), np.array(decided, np.uint16))
+    decided_table = table.with_entry(m, value)
+    for n in range(m + 1, m + 1 + table.game.max_take):
+        value = exact_value(decided_table, n, read)
+        decided.append(value)
+        if decided_table.is_rare(value, n):
+            decided_table = decided_table.with_entry(n, value)
+    return Decision(m, decided[0], decided_table, True, False, np.array(decided, np.uint16))
 
 
 def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: int, game_code: str) -> None:
@@ -276,12 +284,15 @@ def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: in
                 prefix_length, prefix_length, new.mask, new.count, prefix_length, banner)
 
 
-def announce(decision: Decision, game_code: str) -> None:
-    """Tell what a decision found: a banner for a new rare value, a warning for a corrected one."""
+def announce(decision: Decision, game_code: str, speculated: int | None = None) -> None:
+    """Tell what a decision found: a banner for a new rare value, a warning for a corrected one (the
+    kernel's value, ``speculated``, proven exactly after all: a line at info level)."""
     if decision.new_rare:
         banner = "!" * 72
         log.warning("%s\nNEW RARE VALUE: G(%d) = %d of %s, found by verification; added to the rare table, "
                     "kernel regenerated\n%s", banner, decision.heap, decision.value, game_code, banner)
+    elif decision.value == speculated:
+        log.info("G(%d) = %d, the kernel's value, proven from every value before it", decision.heap, decision.value)
     else:
         log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", decision.heap,
                     decision.value)

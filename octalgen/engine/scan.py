@@ -254,18 +254,23 @@ class Scanner:
     def rewindow(self, window: int, history, anchor_from: int = 0) -> None:
         """Cover ``window`` values from now on (a new kernel plan): H is rebuilt, the anchor dropped.
 
-        ``history`` is G(position - window) ... G(position - 1) (zeros before heap 0).
+        ``history`` is G(position - window) ... G(position - 1) (zeros before heap 0), or where the
+        window is too long to hold (a far term's) ``read(lo, hi)``, giving its values lo ... hi - 1.
         """
-        history = np.ascontiguousarray(history, dtype=np.uint16)
-        if len(history) != window:
-            raise ValueError(f"rewindow needs the last {window} values, not {len(history)}")
+        if callable(history):
+            read = history
+        else:
+            held = np.ascontiguousarray(history, dtype=np.uint16)
+            if len(held) != window:
+                raise ValueError(f"rewindow needs the last {window} values, not {len(held)}")
+            read = lambda lo, hi: held[lo: hi]  # noqa: E731 - the one way it is read, in pieces
         fresh = Scanner(window, source=self.source)
         # No anchor while the window is folded: an anchor is an event, which ends a fold at its heap (the
         # anchor at heap 0 that next_anchor = 0 set ended it after one value, and H was that value's).
         fresh.state.next_anchor = (1 << 64) - 1
         zeros = np.zeros(min(window, _STEP), np.uint16)
         for lo in range(0, window, _STEP):  # zeros leaving: folding the window gives its H (in pieces: a far
-            piece = history[lo: lo + _STEP]  # term's window is m values)
+            piece = np.ascontiguousarray(read(lo, min(window, lo + _STEP)), dtype=np.uint16)  # term's window: m values
             event, folded = fresh._fold_raw(zeros[: len(piece)], piece)
             if event != FOLDED or folded != len(piece):
                 raise InternalError("the period search's hash stopped at an event while a window was folded")
@@ -274,7 +279,7 @@ class Scanner:
         s.next_anchor = first_anchor(max(anchor_from, self.position, window - 1))
         self._tables = fresh._tables
         if self.source is None:
-            self._tail = history.copy()
+            self._tail = np.array(read(0, window), dtype=np.uint16)
 
     # -- scanning -----------------------------------------------------------------------
 

@@ -75,15 +75,16 @@ class KernelPlugin(Protocol):
         The verifier must run in this process (a GPU's): no worker processes are started.
     verify_piece : int
         Heaps per verification call in this process (a stop request is noticed between calls).
-    storages : tuple of str
-        The value storages its kernels have (``"u8"``, ``"u16"``): the engine takes a u16 plan
-        that starts sooner (:func:`~.planning.plan_for`) only where the plug-in has one.
+    early_start : bool
+        Its verifiers take the crossing heaps of a plan that starts early
+        (:attr:`~octalgen.plan.KernelPlan.crossings`): the engine plans one after a rare value
+        found far out (:func:`~.planning.plan_for`) only for such a plug-in.
     """
 
     backend: str
     verify_here: bool
     verify_piece: int
-    storages: tuple[str, ...]
+    early_start: bool
 
     def __call__(self, plan: KernelPlan) -> tuple[ChunkFiller, ProofVerifier]:
         """The kernel and the verifier of ``plan``, ready to run (built now, or loaded from the cache)."""

@@ -133,6 +133,16 @@ class Tape:
             return self.view(start, stop).copy()
         return self.view(start, stop)
 
+    def forget(self, start: int, stop: int) -> None:
+        """Let go of every page that holds any of heaps ``start`` ... ``stop - 1``: they stay in the file (a
+        heap on the same page that is read again is read back), and pieces read one after the other
+        leave none behind."""
+        size = self.dtype.itemsize
+        lo = (start - self.first) * size // PAGE * PAGE
+        hi = min(-(-(stop - self.first) * size // PAGE) * PAGE, len(self._map))
+        if lo < hi:
+            self._map.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
     def release(self, keep: list[tuple[int, int]]) -> None:
         """Let go of the pages of every heap before the last range in ``keep`` that no range covers
         (they stay in the file; reading them again reads them back)."""
@@ -261,11 +271,14 @@ class FarTermTape:
             self.proven_to = position
 
     def values(self, start: int, stop: int) -> np.ndarray | None:
-        """Proven G(start) ... G(stop-1) decoded from the tape, or None where it does not hold them."""
+        """Proven G(start) ... G(stop-1) decoded from the tape, or None where it does not hold them.  The
+        pages read go back (a far decision or window reads the whole tape, a piece at a time)."""
         tape = self.tape
-        if tape is None or tape.first > start:
+        if tape is None or tape.first > start or stop > self.proven_to:
             return None
-        return tape.values(start, stop)
+        values = tape.values(start, stop)
+        tape.forget(start, stop)
+        return values
 
     def _recoded(self, tape: Tape, encoding: Encoding, first: int, until: int) -> Tape:
         """A new tape of heaps ``first`` ... ``until - 1`` under ``encoding``, with the proven values of

@@ -28,6 +28,11 @@
  * 0; every heap past rare_length is common), whose code would name a rare value that is no
  * option.
  *
+ * A rare position found far out, past the prefix (far[]: the table's few), has no flag: the u8
+ * scan takes its pairs one by one, counting the option only where the other heap is rare too.
+ * Where a term reads a rare position (a *crossing* heap of a plan that starts early, listed in
+ * crossings[]), it marks nothing: its option, the XOR of two rare values, is rare (crossing_mex).
+ *
  * The heaps go AGREE_HEAPS at a time (BATCH_MARKS: their marks in vector lanes; else one by one), a
  * heap that the batch's check does not pass marked again by itself (heap_mex), which finds its value.
  */
@@ -36,6 +41,57 @@ static inline uint64_t min_u64(uint64_t a, uint64_t b)
 {
     return a < b ? a : b;
 }
+
+/* Heap h is a rare position: flagged in the prefix (u8), or a far one. */
+static int rare_heap(const scan_t *s, uint64_t h)
+{
+    if (h < s->rare_length)
+        return s->rare[h] != 0;
+    for (uint64_t i = 0; i < s->far_count; i++)
+        if (s->far[i] == h)
+            return 1;
+    return 0;
+}
+
+/* The mex of the crossing heap g = G(n): the terms that read a common heap, marked from the term
+   tables; a term that reads a rare position marks nothing. */
+static uint32_t crossing_mex(const scan_t *s, const code_t *g, uint64_t n, uint8_t *marks, uint8_t *stamp)
+{
+    *stamp = next_stamp(*stamp, marks);
+    for (uint32_t t = 0; t < TERMS; t++)
+        if (!rare_heap(s, n - TERM_OFFSET[t]))
+            marks[(uint32_t)(g[-(long)TERM_OFFSET[t]] ^ TERM_CODE[t])] = *stamp;
+    return mex(marks, *stamp, COMMON_ROW(n));
+}
+
+#if STORAGE_U8
+/* The first x in [x, stop) whose pair (x, rest - x) holds a far rare position (stop if none). */
+static uint64_t far_pair(const scan_t *s, uint64_t x, uint64_t stop, uint64_t rest)
+{
+    for (uint64_t i = 0; i < s->far_count; i++) {
+        const uint64_t f = s->far[i];
+        if (f >= x && f < stop)
+            stop = f;
+        if (f <= rest && rest - f >= x && rest - f < stop)
+            stop = rest - f;
+    }
+    return stop;
+}
+
+/* The pair of heaps x and y (codes cx, cy) that holds a far rare position: its option is rare, and
+   taken off need, only where both heaps are rare.  Returns 1 once nothing is missing. */
+static int take_far_pair(scan_t *s, uint64_t x, uint64_t y, uint32_t cx, uint32_t cy)
+{
+    s->scanned++;
+    if (rare_heap(s, x) != rare_heap(s, y))
+        return 0;
+    uint8_t *byte = s->need + NEED_BYTE(cx ^ cy);
+    if (!(*byte & NEED_BIT(cx ^ cy)))
+        return 0;
+    *byte &= (uint8_t)~NEED_BIT(cx ^ cy);
+    return --s->missing == 0;
+}
+#endif
 
 /* Scan x in [lo, hi) for the pairs (x, rest - x); returns 1 once nothing is missing.  A heap is
    read from the prefix where it has it (it is exact), else from the values. */
@@ -77,6 +133,18 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
             x = min_u64(rest - s->prefix_length + 1, hi);
             continue;
         }
+#if STORAGE_U8
+        if (s->far_count) {
+            const uint64_t cut = far_pair(s, x, stop, rest);
+            if (cut == x) {
+                if (take_far_pair(s, x, y, xs[0], ys[0]))
+                    return 1;
+                x++;
+                continue;
+            }
+            stop = cut;
+        }
+#endif
         if (scan_run(s, xs, ys, stop - x, xf, yf))
             return 1;
         x = stop;
@@ -175,29 +243,39 @@ static int dense_terms(dense_terms_t *dense, const code_t *prefix, uint64_t pref
 }
 
 /* Whether the dense round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes: it is whole for
-   each (rest / 2 past it), and every y = rest - x of it lies in the values, past the rare positions. */
+   each (rest / 2 past it), and every y = rest - x of it lies in the values, past the rare positions (a far
+   one among them is taken pair by pair, by scan_pairs). */
 static int dense_in_lanes(const scan_t *s, uint64_t n)
 {
     const uint64_t reach = REGION_START[REGIONS - 1] + DENSE_PAIRS;  /* every x of the round is below it */
     const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
-    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
         if (n < TAKES[t] + 2 * reach || n - TAKES[t] - reach + 1 < low || n + AGREE_HEAPS - TAKES[t] > s->base + s->length)
             return 0;
+        for (uint64_t i = 0; i < s->far_count; i++)
+            if (s->far[i] + TAKES[t] + reach > n && s->far[i] + TAKES[t] < n + AGREE_HEAPS)
+                return 0;
+    }
     return 1;
 }
 #endif
 
 void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t *rare, uint64_t rare_length,
-                     const code_t *values, uint64_t base, uint64_t length,
-                     uint64_t first, uint64_t end, int64_t *result)
+                     const code_t *values, uint64_t base, uint64_t length, const uint64_t *far, uint64_t far_count,
+                     const uint64_t *crossings, uint64_t crossing_count, uint64_t scan_from, uint64_t first,
+                     uint64_t end, int64_t *result)
 {
     uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));
     uint8_t stamp = 0;
     memset(marks, 0, MARK_SIZE);
-    /* Pairs of heaps below end only: values after it are never read. */
+    /* Pairs of heaps below end only: values after it are never read; nor, but for the prefix, before
+       scan_from (the terms read them: a far term's window, whose pages a deep scan would all touch). */
     length = end - base < length ? end - base : length;
+    const uint64_t skip = scan_from > base ? (scan_from - base < length ? scan_from - base : length) : 0;
     scan_t s = {.prefix = prefix, .prefix_length = prefix_length, .rare = rare, .rare_length = rare_length,
-                .values = values, .base = base, .length = length};
+                .values = values + skip, .base = base + skip, .length = length - skip, .far = far,
+                .far_count = far_count};
+    uint64_t crossing = 0;  /* the next of crossings[], ascending, from first on */
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
@@ -216,6 +294,8 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
         const code_t *g = values + (n - base);
         uint32_t code;
         int dense = 0;
+        const int crossed = crossing < crossing_count && crossings[crossing] == n;
+        crossing += (uint64_t)crossed;
 #if defined(BATCH_MARKS)
         if (n >= batch_end && n + AGREE_HEAPS <= end) {
             batch = n;
@@ -230,9 +310,15 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
 #endif
                 agree = batch_marks(g, n, NULL, found);
         }
-        if (n < batch_end && (agree >> (n - batch) & 1u)) {  /* (a) for this heap */
+        if (crossed) {  /* its lane's check is not looked at, nor its dense round's finds */
+            code = crossing_mex(&s, g, n, marks, &stamp);
+        } else if (n < batch_end && (agree >> (n - batch) & 1u)) {  /* (a) for this heap */
             code = *g;
             dense = (int)(dense_done >> (n - batch) & 1u);
+        } else
+#else
+        if (crossed) {
+            code = crossing_mex(&s, g, n, marks, &stamp);
         } else
 #endif
         {

@@ -80,6 +80,8 @@ typedef struct {
     uint64_t rare_length;
     const code_t *values;  /* the codes of heaps base ... base + length - 1 */
     uint64_t base, length;
+    const uint64_t *far;   /* the rare positions past the prefix (found far out), and how many */
+    uint64_t far_count;
     uint64_t missing;      /* rare values still missing */
     uint64_t scanned;
     int incomplete;        /* some pair was skipped: a heap of it is in neither array */
