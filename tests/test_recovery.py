@@ -7,13 +7,12 @@ from __future__ import annotations
 import logging
 
 import pytest
+from engine_helpers import c_values, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine.run_summary import summary_of_checkpoint
 from octalgen.rare import RareTable, shipped_table
 from octalgen.reference import exact_values
-
-from engine_helpers import c_values, run_engine
 
 
 def _cut_16():

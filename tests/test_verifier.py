@@ -10,7 +10,7 @@ the table once, and that must never let a wrong prefix through.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pytest
@@ -26,7 +26,7 @@ from octalgen.reference import exact_values
 GAMES = [(".6", None, 56_000), (".16", None, 50_000), (".104", None, 20_000), (".6", "u16", 56_000)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _truth(code: str, count: int) -> np.ndarray:
     values = exact_values(code, count, mask=shipped_table(code).mask)
     values.flags.writeable = False
@@ -169,7 +169,7 @@ def test_u8_codes_over_a_far_rare_position_are_proven_by_its_table_entry():
 FAR_FROM, FAR_TO = 1 << 17, (1 << 17) + 4096
 
 
-@lru_cache(maxsize=None)
+@cache
 def _far_truth(code: str) -> np.ndarray:
     from octalgen.cpu.exact import exact_values_c
 

@@ -23,6 +23,6 @@ class CKernels:
     def __call__(self, plan: KernelPlan) -> tuple[SpeculativeKernel, Verifier]:
         if plan not in self._made:
             kernel = SpeculativeKernel(plan)
-            kernel.module  # built (or loaded) now, while the engine shows "building kernel"
+            _ = kernel.module  # built (or loaded) now, while the engine shows "building kernel"
             self._made = {plan: (kernel, Verifier(plan))}  # only the current one
         return self._made[plan]

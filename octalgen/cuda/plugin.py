@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
+from typing import ClassVar
 
 import numpy as np
 
@@ -146,7 +147,7 @@ class FixedPointProducer:
 
     max_threads = 1
     dtype = np.dtype(np.uint8)
-    tuned_blocks: dict[int, int] = {}
+    tuned_blocks: ClassVar[dict[int, int]] = {}
     #: The split of the cores never measures it: the plug-in verifies in this process.
     code = "cuda fixed-point producer"
 
@@ -302,7 +303,7 @@ class AsynchronousHybridVerifier(HybridVerifier):
     """A :class:`HybridVerifier` that also starts proofs without waiting for them (the engine's
     :class:`~octalgen.engine.executors.AsynchronousVerifier`): the default of the plug-ins."""
 
-    def submit(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> "DeviceProof":
+    def submit(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> DeviceProof:
         """Start the device's proof of ``[a, b)`` as :func:`~octalgen.engine.executors.verify_task` would
         (from the recent codes first) and return at once."""
         began = time.thread_time()

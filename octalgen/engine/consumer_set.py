@@ -9,7 +9,7 @@ says where computing stops for now.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

@@ -116,7 +116,7 @@ class Engine:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self) -> "Engine":
+    def run(self) -> Engine:
         """Run to the end (``until``, or a consumer finished); returns the engine."""
         for _ in self.steps():
             pass
@@ -275,9 +275,9 @@ class Engine:
         for chunk, result in self.pipeline.step(until, self.options.chunk, self.threads, proof_history,
                                                 self.history.prefix):
             if result is not None and result.status != PROVEN:
-                result, switch = self.recovery.try_again(chunk, result, self.history)
-                if result.status != PROVEN:
-                    self._recover(chunk, result, switch)
+                retried, switch = self.recovery.try_again(chunk, result, self.history)
+                if retried.status != PROVEN:
+                    self._recover(chunk, retried, switch)
                     return
             self._accept(decode_codes(chunk.plan.encoding, chunk.codes, chunk.first), chunk.plan.encoding,
                          chunk.codes)

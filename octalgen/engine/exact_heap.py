@@ -19,7 +19,7 @@ from its files or its far term's tape (:meth:`~.history.History.values`); None w
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

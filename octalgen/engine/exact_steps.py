@@ -11,7 +11,7 @@ after a resume or when the rarity it works under changes.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -298,7 +298,7 @@ class History:
     @classmethod
     def restore(cls, store: ValueStore, position: int, prefix_length: int, window: int, keep_all: bool,
                 late_values, prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT,
-                **connections) -> "History":
+                **connections) -> History:
         """The history of a checkpoint: the prefix and the recent values read back from ``store``
         (``late_values``: :meth:`late_values` when it was written; ``connections``: ``far_tape``,
         ``spill_dir`` and ``recompute``, as for a new history)."""

@@ -17,10 +17,11 @@ the run does not end on one process proving it alone.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import deque
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -160,7 +161,7 @@ class Pipeline:
         else:
             staged = self.executor.stage(chunk.before, chunk.codes)  # written once, read by every piece
         futures = []
-        for a, b in zip(bounds, bounds[1:]):
+        for a, b in itertools.pairwise(bounds):
             # Each piece gets the history up to its own end: what the whole chunk's task would read.
             codes = staged[: b - base] if isinstance(staged, np.ndarray) else staged.head(b - base)
             futures.append(self.executor.submit(verify_task, verifier, codes, base, self._shared[1], a, b))
@@ -227,7 +228,7 @@ class _Pieces:
         return VerifyResult(PROVEN, options_scanned=scanned), seconds
 
     def cancel(self) -> bool:
-        return all([f.cancel() for f in self._futures])
+        return all([f.cancel() for f in self._futures])  # noqa: C419 (cancel every one, not up to the first False)
 
 
 def _window(plan: KernelPlan, kernel, history: History) -> np.ndarray:

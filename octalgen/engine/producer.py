@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable
 
 import numpy as np
 
@@ -170,7 +170,7 @@ class Producer:
         if tape is not None:  # every code on the tape: mapped, not copied, and no scan stops short of them
             chunk = Chunk(a, b, plan, codes, tape.first, tape.view(tape.first, a), tape)
             # What the next fill reads stays mapped; the rest of the pages go back (the file keeps them).
-            tape.release(term_reads(plan, b, b + min(size, self._next_size)) + [(b, tape.stop)])
+            tape.release([*term_reads(plan, b, b + min(size, self._next_size)), (b, tape.stop)])
         else:
             start = self.ring_base if proof_history is None else max(self.ring_base, a - w - proof_history)
             before = self.ring[start - self.ring_base:]

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -94,7 +94,7 @@ class Recovery:
         return result, switch
 
     def go_on(self, chunk: Chunk, failure: VerifyResult, switch: RareTable | None,
-              history: History) -> "Decision | None":
+              history: History) -> Decision | None:
         """Go on past the heap m where the proof of ``chunk`` did not go through: under ``switch`` (then
         None is returned), or with G(m) decided (its :class:`Decision`); each said as it is found."""
         m, table = failure.heap, self.planning.table

@@ -240,7 +240,7 @@ class Scanner:
                  "next_anchor", "hash_matches")}
 
     @classmethod
-    def from_dict(cls, state: dict, counts, first_seen, last_seen) -> "Scanner":
+    def from_dict(cls, state: dict, counts, first_seen, last_seen) -> Scanner:
         """A scanner with the state of :meth:`to_dict` and the value statistics; it reads the values
         leaving its window from the source it is given next (:meth:`read_from`)."""
         scanner = cls(state["window"], source=_NOT_YET)

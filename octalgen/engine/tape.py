@@ -27,11 +27,12 @@ resumed run writes its tape anew from the values on disk).
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -117,7 +118,7 @@ class Tape:
             self.write(lo, read(lo, hi))
             self.release([(hi, self.stop)])
 
-    def slice(self, start: int, stop: int) -> "TapeSlice":
+    def slice(self, start: int, stop: int) -> TapeSlice:
         """A handle by which a worker process maps heaps ``start`` ... ``stop - 1``."""
         self.view(start, stop)  # checked
         return TapeSlice(os.getpid(), self.fd, self.dtype.str, self.first, start, stop)
@@ -160,10 +161,8 @@ class Tape:
     def close(self) -> None:
         """Drop the file (views made earlier keep their pages readable; a task given a slice before
         must have opened it: close a tape once its tasks are over)."""
-        try:
+        with contextlib.suppress(OSError):
             os.close(self.fd)
-        except OSError:
-            pass
 
 
 @dataclass(frozen=True)
@@ -177,7 +176,7 @@ class TapeSlice:
     start: int
     stop: int
 
-    def head(self, length: int) -> "TapeSlice":
+    def head(self, length: int) -> TapeSlice:
         """Its first ``length`` codes (a piece of a chunk reads the history up to its own end)."""
         return TapeSlice(self.pid, self.fd, self.dtype, self.first, self.start, self.start + length)
 
