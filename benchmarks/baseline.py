@@ -98,8 +98,9 @@ def unavailable(commit: str = BASELINE_COMMIT) -> str | None:
         return "git is not installed"
     if not (ROOT / ".git").exists():
         return "this octalgen is not a git checkout (an installed copy has no history)"
-    found = subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True,
-                           check=False)
+    found = subprocess.run(
+        ["git", "-C", str(ROOT), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True, check=False
+    )
     return None if found.returncode == 0 else f"this checkout's history has no commit {commit}"
 
 
@@ -108,17 +109,27 @@ def unpack(commit: str, folder: Path) -> Path:
     reason = unavailable(commit)
     if reason is not None:
         raise ToolMissingError(f"cannot build the verifier of {commit}: {reason}")
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "octalgen", "templates"],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit, "octalgen", "templates"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     (folder / "templates").rename(folder / "octalgen" / "templates")
     (folder / "octalgen" / "templates" / "__init__.py").touch()
     return folder
 
 
-def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chunk: int, history: int,
-                      rounds: int, commit: str = BASELINE_COMMIT, prefix_length: int | None = None,
-                      storage: str | None = None) -> tuple[VerifierTiming, VerifierTiming]:
+def compare_verifiers(
+    code: str,
+    values: np.ndarray,
+    first: int,
+    count: int,
+    chunk: int,
+    history: int,
+    rounds: int,
+    commit: str = BASELINE_COMMIT,
+    prefix_length: int | None = None,
+    storage: str | None = None,
+) -> tuple[VerifierTiming, VerifierTiming]:
     """``commit``'s verifier and this checkout's, each proving heaps ``first`` ... ``first + count - 1``
     of ``code`` from ``values`` (exact: G(0) ... at least to the last heap), ``rounds`` times,
     alternating, each in a child process of its own.  ``history``: heaps before each call beyond the
@@ -136,15 +147,23 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
     with tempfile.TemporaryDirectory(prefix="octalgen-baseline-") as temp:
         data = Path(temp)
         np.asarray(values[: first if prefix_length is None else prefix_length], dtype=np.uint16).tofile(
-            data / "prefix.u16")
-        plan.encoding.encode_array(values[base: first + count]).astype(plan.encoding.dtype).tofile(
-            data / f"codes.{storage}")
+            data / "prefix.u16"
+        )
+        plan.encoding.encode_array(values[base : first + count]).astype(plan.encoding.dtype).tofile(
+            data / f"codes.{storage}"
+        )
         old_tree = unpack(commit, Path(tempfile.mkdtemp(dir=temp)))
         arguments = [str(data), code, storage, str(first), str(base), str(count), str(chunk), str(history), "1"]
 
         def child(tree: Path) -> dict:
-            done = subprocess.run([sys.executable, "-c", CHILD, *arguments], env=dict(os.environ, PYTHONPATH=str(tree)),
-                                  capture_output=True, text=True, cwd=temp, check=False)
+            done = subprocess.run(
+                [sys.executable, "-c", CHILD, *arguments],
+                env=dict(os.environ, PYTHONPATH=str(tree)),
+                capture_output=True,
+                text=True,
+                cwd=temp,
+                check=False,
+            )
             if done.returncode:
                 last = (done.stderr.strip().splitlines() or ["no message"])[-1]
                 raise ComputationError(f"the verifier of {tree} failed: {last}")
@@ -157,5 +176,7 @@ def compare_verifiers(code: str, values: np.ndarray, first: int, count: int, chu
         for _ in range(rounds):  # alternating: both share whatever load there is
             old.append(child(old_tree))
             new.append(child(ROOT))
-    return (VerifierTiming(commit, tuple(r["seconds"][0] for r in old), old[0]["scanned"]),
-            VerifierTiming("this tree", tuple(r["seconds"][0] for r in new), new[0]["scanned"]))
+    return (
+        VerifierTiming(commit, tuple(r["seconds"][0] for r in old), old[0]["scanned"]),
+        VerifierTiming("this tree", tuple(r["seconds"][0] for r in new), new[0]["scanned"]),
+    )

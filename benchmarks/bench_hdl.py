@@ -39,8 +39,10 @@ def main():
             result = compare(run, reference, plan.start)
             assert result.ok and result.checked == count, result.mismatch
             rates[style, simulator] = run.cycles_per_second
-            print(f"{code} fold {fold} {style:8} {simulator:10} {count:>9,} values  "
-                  f"{run.cycles_per_second:12,.0f} cycles/s")
+            print(
+                f"{code} fold {fold} {style:8} {simulator:10} {count:>9,} values  "
+                f"{run.cycles_per_second:12,.0f} cycles/s"
+            )
     for simulator in ("verilator", "amaranth"):
         print(f"{simulator}: compare/shift = {rates['compare', simulator] / rates['shift', simulator]:.2f}")
 

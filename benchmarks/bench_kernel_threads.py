@@ -91,8 +91,9 @@ print(json.dumps({"rate": statistics.median(rates), "cpu": statistics.median(cpu
 def baseline_tree(folder: Path) -> Path:
     """c62a57f's package and templates, extracted into ``folder`` (the templates also where the
     package looks for them when installed, so that nothing of this tree's is picked up)."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", BASELINE, "octalgen", "templates"],
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", BASELINE, "octalgen", "templates"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     subprocess.run(["cp", "-r", str(folder / "templates"), str(folder / "octalgen" / "templates")], check=True)
     return folder
@@ -103,8 +104,18 @@ def row(args, threads: int, block: int, tree: Path | None) -> dict:
     env = dict(os.environ)
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
-    command = [sys.executable, "-c", ROW, args.game, str(args.heaps), str(threads), str(args.rounds), str(block),
-               str(PIECE), str(ROUND_SECONDS)]
+    command = [
+        sys.executable,
+        "-c",
+        ROW,
+        args.game,
+        str(args.heaps),
+        str(threads),
+        str(args.rounds),
+        str(block),
+        str(PIECE),
+        str(ROUND_SECONDS),
+    ]
     done = subprocess.run(command, check=False, env=env, cwd=str(tree or ROOT), capture_output=True, text=True)
     if done.returncode:
         raise SystemExit(f"row failed ({'c62a57f' if tree else 'this tree'}, {threads} threads):\n{done.stderr}")
@@ -137,13 +148,13 @@ def clock(args, threads: int, block: int) -> str:
 
     kernel = Clocked(plan, block_heaps=block or None)
     prefix = exact_values_c(args.game, plan.start, mask=plan.table.mask)
-    window = plan.encoding.encode_array(prefix[plan.start - plan.window:]).astype(kernel.dtype)
+    window = plan.encoding.encode_array(prefix[plan.start - plan.window :]).astype(kernel.dtype)
     counts = np.zeros(buckets + 4, dtype=np.uint64)
     lib, ffi = kernel.module.lib, kernel.module.ffi
     lib.octalgen_baton_clock(ffi.from_buffer("uint64_t[]", counts))  # clear
     kernel.run(window, plan.start, min(args.heaps, 1 << 20), threads, patient=True)
     lib.octalgen_baton_clock(ffi.from_buffer("uint64_t[]", counts))
-    heaps, ticks, ns = (int(c) for c in counts[buckets + 1:])
+    heaps, ticks, ns = (int(c) for c in counts[buckets + 1 :])
     if not heaps:
         return "no block waited for a baton"
     bucket_ns = tick * ns / ticks
@@ -151,8 +162,10 @@ def clock(args, threads: int, block: int) -> str:
     middle = int(np.searchsorted(cumulative, 0.5 * heaps))
     mean = float(np.dot(counts[:buckets].astype(float), np.arange(buckets) + 0.5) / heaps * bucket_ns)
     work = int(counts[buckets]) / heaps  # all threads' CPU time less their waits (and the stages), per heap
-    return (f"critical path median {(middle + 0.5) * bucket_ns:5.1f} ns, mean {mean:5.1f} ns per heap;  "
-            f"work {work:6.1f} CPU ns per heap in all, {work / threads:6.1f} per thread")
+    return (
+        f"critical path median {(middle + 0.5) * bucket_ns:5.1f} ns, mean {mean:5.1f} ns per heap;  "
+        f"work {work:6.1f} CPU ns per heap in all, {work / threads:6.1f} per thread"
+    )
 
 
 def main() -> None:
@@ -168,8 +181,10 @@ def main() -> None:
     threads = [int(t) for t in args.threads.split(",")]
     blocks = [int(b) for b in args.blocks.split(",")]
     cores = len(os.sched_getaffinity(0))
-    print(f"bench_kernel_threads: {args.game}, N = {args.heaps} heaps a round (cut at {ROUND_SECONDS:.0f} s), "
-          f"median of {args.rounds}; {cores} cores here, load average {os.getloadavg()[0]:.2f} at start")
+    print(
+        f"bench_kernel_threads: {args.game}, N = {args.heaps} heaps a round (cut at {ROUND_SECONDS:.0f} s), "
+        f"median of {args.rounds}; {cores} cores here, load average {os.getloadavg()[0]:.2f} at start"
+    )
     digests = set()
     with tempfile.TemporaryDirectory() as folder:
         tree = None if args.no_baseline else baseline_tree(Path(folder))
@@ -186,8 +201,11 @@ def main() -> None:
                 if t == 1:
                     ones[name] = result["rate"]
                 ratio = f"{result['rate'] / ones[name]:5.2f}x one thread" if name in ones else ""
-                print(f"  {name:<28} {t:>3} thread{'s' if t > 1 else ' '}  {result['rate'] / 1e6:7.3f} M values/s  "
-                      f"{result['cpu'] * 1e9:7.1f} CPU ns/heap  {ratio}{over}", flush=True)
+                print(
+                    f"  {name:<28} {t:>3} thread{'s' if t > 1 else ' '}  {result['rate'] / 1e6:7.3f} M values/s  "
+                    f"{result['cpu'] * 1e9:7.1f} CPU ns/heap  {ratio}{over}",
+                    flush=True,
+                )
     if args.clock:
         for t in threads:
             if t > 1:
@@ -195,8 +213,10 @@ def main() -> None:
                     print(f"  this tree, B={b or 'default'}, {t} threads: {clock(args, t, b)}", flush=True)
     lengths = {d[0] for d in digests}
     agree = len(digests) == len(lengths)  # one digest per length: every row that got so far agrees
-    print(f"values: {'the same' if agree else 'DIFFERENT'} in every row (sha256 of the decoded values of the first "
-          f"{min(lengths)} to {max(lengths)} heaps, every row against every other as far as both got)")
+    print(
+        f"values: {'the same' if agree else 'DIFFERENT'} in every row (sha256 of the decoded values of the first "
+        f"{min(lengths)} to {max(lengths)} heaps, every row against every other as far as both got)"
+    )
     print(f"load average {os.getloadavg()[0]:.2f} at end")
     if not agree:
         raise SystemExit(1)

@@ -123,8 +123,9 @@ def _naive(module, rule: str, game, count: int) -> np.ndarray:
     if rule == "asymmetric":
         left, right = np.array(game.left, dtype=np.int64), np.array(game.right, dtype=np.int64)
         loses = np.zeros((2, count), dtype=np.uint8)
-        lib.naive_asymmetric(count, pointer(left), len(left), pointer(right), len(right),
-                             pointer(loses[0]), pointer(loses[1]))
+        lib.naive_asymmetric(
+            count, pointer(left), len(left), pointer(right), len(right), pointer(loses[0]), pointer(loses[1])
+        )
         return loses.astype(bool)
     moves = np.array(game.moves, dtype=np.int64)
     matrix = np.zeros(len(moves) * count, dtype=np.uint8)
@@ -158,11 +159,15 @@ def main() -> None:
 
         seconds = _seconds(run_naive, 1)
         assert np.array_equal(naive_bits, ours), f"naive C and generated C disagree on {game.describe()}"
-        print(f"  naive C      N = 10^7: {seconds:8.4f} s  {NAIVE_COUNT / seconds:.3g} pile sizes/s;"
-              f" generated C is {rates[NAIVE_COUNT] * seconds / NAIVE_COUNT:.1f}x faster")
+        print(
+            f"  naive C      N = 10^7: {seconds:8.4f} s  {NAIVE_COUNT / seconds:.3g} pile sizes/s;"
+            f" generated C is {rates[NAIVE_COUNT] * seconds / NAIVE_COUNT:.1f}x faster"
+        )
         if rule == "asymmetric":
-            print(f"  the paper's Game 1 at N = 10^7: {PAPER_GAME_1_SECONDS} s (700 MHz Athlon, 2003); "
-                  f"generated C here {NAIVE_COUNT / rates[NAIVE_COUNT]:.4f} s")
+            print(
+                f"  the paper's Game 1 at N = 10^7: {PAPER_GAME_1_SECONDS} s (700 MHz Athlon, 2003); "
+                f"generated C here {NAIVE_COUNT / rates[NAIVE_COUNT]:.4f} s"
+            )
 
         python_count = PYTHON_COUNT[rule]
         reference = None
@@ -174,8 +179,10 @@ def main() -> None:
         seconds = _seconds(run_reference, 1)
         channels = np.array([reference.second_wins[c] for c in game.channels])
         assert np.array_equal(channels, ours[:, :python_count]), "reference and generated C disagree"
-        print(f"  python       N = {python_count}: {seconds:8.4f} s  {python_count / seconds:.3g} pile sizes/s;"
-              f" generated C (N = 10^7) is {rates[NAIVE_COUNT] * seconds / python_count:.0f}x faster")
+        print(
+            f"  python       N = {python_count}: {seconds:8.4f} s  {python_count / seconds:.3g} pile sizes/s;"
+            f" generated C (N = 10^7) is {rates[NAIVE_COUNT] * seconds / python_count:.0f}x faster"
+        )
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -48,34 +48,65 @@ def _exact(code: str, count: int) -> np.ndarray:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("games", nargs="*", default=[".6", ".172:u16"],
-                        help="games, each CODE or CODE:STORAGE (u8 or u16; default .6 and .172:u16)")
-    parser.add_argument("-n", "--count", type=lambda t: int(float(t)), default=1 << 21,
-                        help="heaps proven per round (default 2^21)")
-    parser.add_argument("--prefix", type=lambda t: int(float(t)), default=1 << 23,
-                        help="prefix length P, the first heap proven (default 2^23, the engine's)")
-    parser.add_argument("--chunk", type=lambda t: int(float(t)), default=1 << 21,
-                        help="heaps per verify call (default 2^21, the engine's chunk)")
+    parser.add_argument(
+        "games",
+        nargs="*",
+        default=[".6", ".172:u16"],
+        help="games, each CODE or CODE:STORAGE (u8 or u16; default .6 and .172:u16)",
+    )
+    parser.add_argument(
+        "-n", "--count", type=lambda t: int(float(t)), default=1 << 21, help="heaps proven per round (default 2^21)"
+    )
+    parser.add_argument(
+        "--prefix",
+        type=lambda t: int(float(t)),
+        default=1 << 23,
+        help="prefix length P, the first heap proven (default 2^23, the engine's)",
+    )
+    parser.add_argument(
+        "--chunk",
+        type=lambda t: int(float(t)),
+        default=1 << 21,
+        help="heaps per verify call (default 2^21, the engine's chunk)",
+    )
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--baseline", default=BASELINE_COMMIT,
-                        help=f"the commit whose verifier is measured beside this tree's (default {BASELINE_COMMIT})")
+    parser.add_argument(
+        "--baseline",
+        default=BASELINE_COMMIT,
+        help=f"the commit whose verifier is measured beside this tree's (default {BASELINE_COMMIT})",
+    )
     args = parser.parse_args()
-    print(f"verifier: heaps {args.prefix} ... {args.prefix + args.count - 1} (N = {args.count}) in calls of "
-          f"{args.chunk}, prefix P = {args.prefix} (read-only map), one thread; CPU time of the verifying "
-          f"thread; {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"verifier: heaps {args.prefix} ... {args.prefix + args.count - 1} (N = {args.count}) in calls of "
+        f"{args.chunk}, prefix P = {args.prefix} (read-only map), one thread; CPU time of the verifying "
+        f"thread; {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}"
+    )
     for game in args.games:
         code, _, storage = game.partition(":")
         values = _exact(code, args.prefix + args.count)
-        old, new = compare_verifiers(code, values, args.prefix, args.count, args.chunk, VERIFY_HISTORY,
-                                     args.rounds, args.baseline, storage=storage or None)
+        old, new = compare_verifiers(
+            code,
+            values,
+            args.prefix,
+            args.count,
+            args.chunk,
+            VERIFY_HISTORY,
+            args.rounds,
+            args.baseline,
+            storage=storage or None,
+        )
         print(f"{code} ({storage or 'plan storage'}):")
         for timing in (old, new):
             per_heap = timing.median / args.count * 1e9
-            print(f"  {timing.version:<10} {args.count / timing.median / 1e6:7.3f} M values/CPU-s  "
-                  f"{per_heap:7.1f} ns/heap  {timing.scanned / args.count:7.0f} options/heap  "
-                  f"{per_heap * args.count / timing.scanned:6.3f} ns/option  (median of {args.rounds})")
-        print(f"  CPU per value: {new.median / old.median:.2f} of {args.baseline}'s ({old.median / new.median:.2f}x); "
-              f"all proven")
+            print(
+                f"  {timing.version:<10} {args.count / timing.median / 1e6:7.3f} M values/CPU-s  "
+                f"{per_heap:7.1f} ns/heap  {timing.scanned / args.count:7.0f} options/heap  "
+                f"{per_heap * args.count / timing.scanned:6.3f} ns/option  (median of {args.rounds})"
+            )
+        print(
+            f"  CPU per value: {new.median / old.median:.2f} of {args.baseline}'s ({old.median / new.median:.2f}x); "
+            f"all proven"
+        )
     print(f"load {os.getloadavg()[0]:.2f} at end")
     return 0
 

@@ -35,8 +35,9 @@ def main() -> int:
     parser.add_argument("--game", default=".6")
     parser.add_argument("--count", type=count_type, default=10**8)
     parser.add_argument("--window", type=int, help="positions per round (default: 32 per SM)")
-    parser.add_argument("--scan-steps", type=count_type,
-                        help=f"verifier scan table length (default {CudaOptions.scan_steps})")
+    parser.add_argument(
+        "--scan-steps", type=count_type, help=f"verifier scan table length (default {CudaOptions.scan_steps})"
+    )
     parser.add_argument("--sweep", action="store_true", help="also sweep window sizes and warps per block")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
@@ -56,32 +57,42 @@ def main() -> int:
             json.dump(runs, out, indent=1, default=str)
 
     print(after["resource_usage"])
-    print(f"\n{'game':>5} {'count':>11} {'window':>7} {'warps':>5} {'cache':>5} {'spec M/s':>9} {'verified M/s':>12} "
-          f"{'kernel M/s':>10} {'rounds':>8} {'us/round':>8} {'adv/round':>9} {'rounds/window p50 p90 max':>27} "
-          f"{'recomputed/value':>16}")
+    print(
+        f"\n{'game':>5} {'count':>11} {'window':>7} {'warps':>5} {'cache':>5} {'spec M/s':>9} {'verified M/s':>12} "
+        f"{'kernel M/s':>10} {'rounds':>8} {'us/round':>8} {'adv/round':>9} {'rounds/window p50 p90 max':>27} "
+        f"{'recomputed/value':>16}"
+    )
     for run in runs:
         rpw = run["rounds_per_window"]
         verified = run.get("verified_values_per_s")
-        print(f"{run['game']:>5} {run['count']:>11} {run['window']:>7} {run['term_groups']:>5} "
-              f"{run['cache_final']!s:>5} {run['speculative_values_per_s'] / 1e6:9.2f} "
-              f"{(verified / 1e6 if verified else float('nan')):12.2f} {(run['kernel_values_per_s'] or 0) / 1e6:10.2f} "
-              f"{run['rounds']:>8} {run['microseconds_per_round']:8.2f} {run['advance_per_round']['mean']:9.1f} "
-              f"{rpw.get('p50', 0):>9.0f} {rpw.get('p90', 0):>5.0f} {rpw.get('p100', 0):>5.0f} "
-              f"{run['recomputed_per_value']:16.2f}")
+        print(
+            f"{run['game']:>5} {run['count']:>11} {run['window']:>7} {run['term_groups']:>5} "
+            f"{run['cache_final']!s:>5} {run['speculative_values_per_s'] / 1e6:9.2f} "
+            f"{(verified / 1e6 if verified else float('nan')):12.2f} {(run['kernel_values_per_s'] or 0) / 1e6:10.2f} "
+            f"{run['rounds']:>8} {run['microseconds_per_round']:8.2f} {run['advance_per_round']['mean']:9.1f} "
+            f"{rpw.get('p50', 0):>9.0f} {rpw.get('p90', 0):>5.0f} {rpw.get('p100', 0):>5.0f} "
+            f"{run['recomputed_per_value']:16.2f}"
+        )
     speculative = after["speculative_values_per_s"] / before["speculative_values_per_s"]
     for run in (before, after):
-        print(f"{run['cache_final']!s:>5}: steady state (second half) speculative "
-              f"{(run['speculative_steady_values_per_s'] or 0) / 1e6:.2f} M/s, verified "
-              f"{(run['verified_steady_values_per_s'] or 0) / 1e6:.2f} M/s")
-    print(f"\ncached / default: speculative {speculative:.2f}x, "
-          f"verified {after['verified_values_per_s'] / before['verified_values_per_s']:.2f}x, kernel "
-          f"{(after['kernel_values_per_s'] or 0) / (before['kernel_values_per_s'] or 1):.2f}x, positions recomputed "
-          f"per value {after['recomputed_per_value'] / before['recomputed_per_value']:.2f}x")
+        print(
+            f"{run['cache_final']!s:>5}: steady state (second half) speculative "
+            f"{(run['speculative_steady_values_per_s'] or 0) / 1e6:.2f} M/s, verified "
+            f"{(run['verified_steady_values_per_s'] or 0) / 1e6:.2f} M/s"
+        )
+    print(
+        f"\ncached / default: speculative {speculative:.2f}x, "
+        f"verified {after['verified_values_per_s'] / before['verified_values_per_s']:.2f}x, kernel "
+        f"{(after['kernel_values_per_s'] or 0) / (before['kernel_values_per_s'] or 1):.2f}x, positions recomputed "
+        f"per value {after['recomputed_per_value'] / before['recomputed_per_value']:.2f}x"
+    )
     for run in (before, after):
-        print(f"cache_final={run['cache_final']}: verification {run['verification_seconds']:.2f} s on the GPU, scan "
-              f"steps mean {run['scan_steps_mean']:.0f} max {run['scan_steps_max']}; "
-              f"{len(run['settled_on_cpu'])} heaps settled on the CPU; checksum G(0..{args.count - 1}) "
-              f"{run['checksum']} (agreed: {run['checksum_known']}) {'OK' if run['checksum_ok'] else 'MISMATCH'}")
+        print(
+            f"cache_final={run['cache_final']}: verification {run['verification_seconds']:.2f} s on the GPU, scan "
+            f"steps mean {run['scan_steps_mean']:.0f} max {run['scan_steps_max']}; "
+            f"{len(run['settled_on_cpu'])} heaps settled on the CPU; checksum G(0..{args.count - 1}) "
+            f"{run['checksum']} (agreed: {run['checksum_known']}) {'OK' if run['checksum_ok'] else 'MISMATCH'}"
+        )
     return 0 if before["checksum_ok"] and after["checksum_ok"] else 1
 
 

@@ -50,10 +50,11 @@ def timed(solver: CExactSolver, count: int) -> float:
 
 def per_heap(method: str, game: str, values: np.ndarray, end: int, threads: int = 1) -> float:
     """Seconds per heap of ``method`` on heaps [end - WINDOW, end), from the exact values before."""
-    solver = CExactSolver(game, mask=0 if method == "classic" else None, values=values[: end - WINDOW],
-                          method=method, threads=threads)
+    solver = CExactSolver(
+        game, mask=0 if method == "classic" else None, values=values[: end - WINDOW], method=method, threads=threads
+    )
     seconds = timed(solver, end)
-    assert np.array_equal(solver.values[end - WINDOW:], values[end - WINDOW: end]), (game, method, end)
+    assert np.array_equal(solver.values[end - WINDOW :], values[end - WINDOW : end]), (game, method, end)
     return seconds / WINDOW
 
 
@@ -81,13 +82,18 @@ def bench(game: str, n: int, n_classic: int, quick: bool, threads: int) -> None:
     line(game, name, n, large, f"(mask {blocked.mask:#x}{parity} at the end)")
     new_heap = per_heap("blocked", game, values, n, threads)
     costs = {m: per_heap("classic", game, values, m) for m in (n // 8, n // 4, n // 2, n)}
-    print(f"      window   heaps [{n - WINDOW:,}, {n:,}): {name} {new_heap * 1e6:,.1f} us/heap, "
-          f"classic {costs[n] * 1e6:,.1f} us/heap: {costs[n] / new_heap:.1f}x at equal N")
+    print(
+        f"      window   heaps [{n - WINDOW:,}, {n:,}): {name} {new_heap * 1e6:,.1f} us/heap, "
+        f"classic {costs[n] * 1e6:,.1f} us/heap: {costs[n] / new_heap:.1f}x at equal N"
+    )
     # Piecewise-linear per-heap cost from 0 through the measured points, integrated to N.
     points = [(0, 0.0), *sorted(costs.items())]
     estimate = sum((b - a) * (ca + cb) / 2 for (a, ca), (b, cb) in itertools.pairwise(points))
-    print(f"      estimate classic to N={n:,}: {estimate:,.0f} s (not timed), "
-          f"{name} {large:.1f} s: {estimate / large:.1f}x\n", flush=True)
+    print(
+        f"      estimate classic to N={n:,}: {estimate:,.0f} s (not timed), "
+        f"{name} {large:.1f} s: {estimate / large:.1f}x\n",
+        flush=True,
+    )
 
 
 def main(argv: list[str]) -> None:

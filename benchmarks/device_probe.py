@@ -45,10 +45,19 @@ def shell(command: str, limit: float) -> dict:
     try:
         done = subprocess.run(command, check=False, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired as stopped:
-        return {"command": command, "failed": f"no result in {limit} s", "seconds": time.perf_counter() - began,
-                "stdout": (stopped.stdout or b"")[-4000:].decode(errors="replace") if stopped.stdout else ""}
-    return {"command": command, "status": done.returncode, "seconds": round(time.perf_counter() - began, 2),
-            "stdout": done.stdout[-20000:], "stderr": done.stderr[-3000:]}
+        return {
+            "command": command,
+            "failed": f"no result in {limit} s",
+            "seconds": time.perf_counter() - began,
+            "stdout": (stopped.stdout or b"")[-4000:].decode(errors="replace") if stopped.stdout else "",
+        }
+    return {
+        "command": command,
+        "status": done.returncode,
+        "seconds": round(time.perf_counter() - began, 2),
+        "stdout": done.stdout[-20000:],
+        "stderr": done.stderr[-3000:],
+    }
 
 
 def octalgen_run(arguments: str, limit: float) -> dict:
@@ -74,31 +83,49 @@ def main() -> int:
     def save(name: str, record: dict) -> None:
         figures[name] = record
         (OUT / "device.json").write_text(json.dumps(figures, indent=1, default=str))
-        print(f"[{time.strftime('%H:%M:%S')}] {name}: {record.get('seconds', '')} s "
-              f"{record.get('failed', '')}{'status ' + str(record['status']) if record.get('status') else ''}",
-              flush=True)
+        print(
+            f"[{time.strftime('%H:%M:%S')}] {name}: {record.get('seconds', '')} s "
+            f"{record.get('failed', '')}{'status ' + str(record['status']) if record.get('status') else ''}",
+            flush=True,
+        )
 
-    save("machine", {key: shell(command, 30)["stdout"] for key, command in {
-        "lscpu": "lscpu", "nvidia_smi": "nvidia-smi", "nproc": "nproc", "python": f"{sys.executable} -VV",
-        "cc": "cc --version | head -1", "nvcc": "nvcc --version | tail -2"}.items()})
+    save(
+        "machine",
+        {
+            key: shell(command, 30)["stdout"]
+            for key, command in {
+                "lscpu": "lscpu",
+                "nvidia_smi": "nvidia-smi",
+                "nproc": "nproc",
+                "python": f"{sys.executable} -VV",
+                "cc": "cc --version | head -1",
+                "nvcc": "nvcc --version | tail -2",
+            }.items()
+        },
+    )
     save("gpu_1e9", octalgen_run(f".6 --until 1e9 --backend cuda --checkpoint {scratch}/g9", 150))
     save("cpu_3e8", octalgen_run(f".6 --until 3e8 --checkpoint {scratch}/c3", 150))
     begun = octalgen_run(f".6 --until 3e7 --backend c --checkpoint {scratch}/cc", 60)
-    save("c_then_cuda", {"c": begun, "cuda": octalgen_run(f".6 --until 1e8 --backend cuda --checkpoint {scratch}/cc",
-                                                          90)})
+    save(
+        "c_then_cuda",
+        {"c": begun, "cuda": octalgen_run(f".6 --until 1e8 --backend cuda --checkpoint {scratch}/cc", 90)},
+    )
     save("gpu_probe", shell(f"{sys.executable} benchmarks/gpu_probe.py --count 1e8 --out {OUT}/gpu_probe.json", 240))
-    save("kernel_threads", shell(f"{sys.executable} benchmarks/bench_kernel_threads.py --threads 1,2,4,8,12,16 "
-                                 "--no-baseline", 100))
+    save(
+        "kernel_threads",
+        shell(f"{sys.executable} benchmarks/bench_kernel_threads.py --threads 1,2,4,8,12,16 --no-baseline", 100),
+    )
     save("scaling", shell(f"{sys.executable} benchmarks/scaling.py", 180))
 
     print("\nstep            seconds  digest             values/s")
     for name in ("gpu_1e9", "cpu_3e8"):
         summary = figures[name].get("summary", {})
-        print(f"{name:<15} {figures[name].get('seconds', 0):>7}  {summary.get('fnv1a64', '-'):<18} "
-              f"{summary.get('session', {}).get('values_per_second', '-')}  {figures[name].get('failed', '')}")
+        print(
+            f"{name:<15} {figures[name].get('seconds', 0):>7}  {summary.get('fnv1a64', '-'):<18} "
+            f"{summary.get('session', {}).get('values_per_second', '-')}  {figures[name].get('failed', '')}"
+        )
     cuda = figures["c_then_cuda"]["cuda"].get("summary", {})
-    print(f"c then cuda     {'':>7}  {cuda.get('fnv1a64', '-'):<18} "
-          f"(agreed {DIGESTS[10**8]})")
+    print(f"c then cuda     {'':>7}  {cuda.get('fnv1a64', '-'):<18} (agreed {DIGESTS[10**8]})")
     for name in ("gpu_probe", "kernel_threads", "scaling"):
         print(f"--- {name} ({figures[name].get('seconds')} s) ---")
         print(figures[name].get("stdout", "")[-2500:])

@@ -121,9 +121,14 @@ def run(path: Path, game: str, until: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="octalgen-far-") as scratch:
         script = Path(scratch) / "far.py"
         script.write_text(CHILD)
-        done = subprocess.run([sys.executable, str(script), game, str(until), str(Path(scratch) / "run")], cwd=scratch,
-                              check=False, capture_output=True, text=True,
-                              env=dict(os.environ, PYTHONPATH=str(path)))
+        done = subprocess.run(
+            [sys.executable, str(script), game, str(until), str(Path(scratch) / "run")],
+            cwd=scratch,
+            check=False,
+            capture_output=True,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(path)),
+        )
     if done.returncode != 0:
         return {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -135,13 +140,17 @@ def show(name: str, row: dict) -> None:
         return
     ratio = f"{row['after'] / row['before']:.2f}x" if row["before"] and row["after"] else "-"
     stretch = row["stretch"]
-    print(f"{name:10} {row['seconds']:7.1f} s  {row['values_per_second'] / 1e6:6.2f} M values/s;  "
-          f"before G({stretch[0]:,}) "
-          f"{(row['before'] or 0) / 1e6:6.2f} M/s, G({stretch[0]:,}) ... G({(stretch[1] or 1) - 1:,}) "
-          f"{(row['after'] or 0) / 1e6:6.2f} M/s ({ratio})")
-    print(f"{'':10} peak RSS: coordinating process {row['rss_main_mb']:.0f} MB (ru_maxrss {row['maxrss_mb']:.0f} MB), "
-          f"largest other {row['rss_other_mb']:.0f} MB; disk {row['disk_mb']:,.0f} MB; rare found {row['events']}; "
-          f"digest {row['digest']}; kernel threads {row['threads']}")
+    print(
+        f"{name:10} {row['seconds']:7.1f} s  {row['values_per_second'] / 1e6:6.2f} M values/s;  "
+        f"before G({stretch[0]:,}) "
+        f"{(row['before'] or 0) / 1e6:6.2f} M/s, G({stretch[0]:,}) ... G({(stretch[1] or 1) - 1:,}) "
+        f"{(row['after'] or 0) / 1e6:6.2f} M/s ({ratio})"
+    )
+    print(
+        f"{'':10} peak RSS: coordinating process {row['rss_main_mb']:.0f} MB (ru_maxrss {row['maxrss_mb']:.0f} MB), "
+        f"largest other {row['rss_other_mb']:.0f} MB; disk {row['disk_mb']:,.0f} MB; rare found {row['events']}; "
+        f"digest {row['digest']}; kernel threads {row['threads']}"
+    )
 
 
 def main() -> None:

@@ -35,11 +35,16 @@ from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
 def run(plan, codes, first, span, window, cache_final):
     """The twin over [first, first + span): its log and changes, checked against ``codes``."""
     w = plan.kernel.window
-    speculator = twin.Speculator(plan, window, ring=twin.ring_size(plan, window, span + w + window),
-                                 cache_final=cache_final, keep_changes=not cache_final)
-    speculator.reset(codes[first - w: first])
+    speculator = twin.Speculator(
+        plan,
+        window,
+        ring=twin.ring_size(plan, window, span + w + window),
+        cache_final=cache_final,
+        keep_changes=not cache_final,
+    )
+    speculator.reset(codes[first - w : first])
     speculator.advance(w + span)
-    if not np.array_equal(speculator.read(w, w + span), codes[first: first + span]):
+    if not np.array_equal(speculator.read(w, w + span), codes[first : first + span]):
         raise AssertionError("the fixed point differs from the values")
     return speculator
 
@@ -49,7 +54,7 @@ def frontier(speculator, offsets):
     total, changed, hi_prev = 0, np.zeros(0, np.int64), 0
     for (front, hi, _), moved in zip(speculator.log, speculator.changes):
         dirty = np.zeros(hi - front, dtype=bool)
-        dirty[max(hi_prev, front) - front:] = True
+        dirty[max(hi_prev, front) - front :] = True
         targets = (changed[:, None] + offsets[None, :]).ravel()
         targets = targets[(targets >= front) & (targets < hi)]
         dirty[targets - front] = True
@@ -79,9 +84,11 @@ def main():
     parser.add_argument("--windows", default="1056,2112,4224", help="positions per round, comma-separated")
     args = parser.parse_args()
     windows = [int(w) for w in args.windows.split(",")]
-    print(f"{'game':>5} {'from':>8} {'window':>6} {'rounds':>6} {'adv/round':>9} {'rounds/window p50 p90 max':>26} "
-          f"{'recomputed/value: before':>25} {'after':>6} {'after*':>6} {'changes/value':>13} "
-          f"{'dist p50 p90':>13} {'frontier/value':>14} {'busiest block':>13}")
+    print(
+        f"{'game':>5} {'from':>8} {'window':>6} {'rounds':>6} {'adv/round':>9} {'rounds/window p50 p90 max':>26} "
+        f"{'recomputed/value: before':>25} {'after':>6} {'after*':>6} {'changes/value':>13} "
+        f"{'dist p50 p90':>13} {'frontier/value':>14} {'busiest block':>13}"
+    )
     for game in args.games:
         table = rare_table(game)
         plan = make_cuda_plan(table)
@@ -91,8 +98,14 @@ def main():
         for window in windows:
             began = time.perf_counter()
             before = run(plan, codes, first, args.span, window, cache_final=False)
-            after = run(make_cuda_plan(table, options=CudaOptions(cache_final=True)), codes, first, args.span, window,
-                        cache_final=True)
+            after = run(
+                make_cuda_plan(table, options=CudaOptions(cache_final=True)),
+                codes,
+                first,
+                args.span,
+                window,
+                cache_final=True,
+            )
             assert [row[:2] for row in before.log] == [row[:2] for row in after.log]  # the same rounds
             fronts = np.array([front for front, _, _ in before.log] + [before.front])
             advances = np.diff(fronts)
@@ -102,17 +115,21 @@ def main():
             marks_after = sum(m for *_, m in after.log)
             steady = sum(m for *_, m in after.log[1:])  # without round 0's marking of the history
             changes = np.concatenate(before.changes)
-            print(f"{game:>5} {first:>8} {window:>6} {len(before.log):>6} {advances.mean():>9.1f} "
-                  f"{per_window.get('p50', 0):>16.0f} {per_window.get('p90', 0):>4.0f} "
-                  f"{per_window.get('p100', 0):>4.0f} "
-                  f"{marks_before / terms / made:>25.2f} {marks_after / terms / made:>6.2f} "
-                  f"{steady / terms / made:>6.2f} {len(changes) / made:>13.2f} "
-                  f"{np.percentile(changes, 50):>6.0f} {np.percentile(changes, 90):>6.0f} "
-                  f"{frontier(before, plan.offsets) / made:>14.2f} "
-                  f"{busiest_block(after, window) / (32 * terms):>13.2f}   ({time.perf_counter() - began:.0f} s)",
-                  flush=True)
-    print("\nafter* leaves out round 0, which marks the W values of the history once per (re)start; busiest "
-          "block: after / before.")
+            print(
+                f"{game:>5} {first:>8} {window:>6} {len(before.log):>6} {advances.mean():>9.1f} "
+                f"{per_window.get('p50', 0):>16.0f} {per_window.get('p90', 0):>4.0f} "
+                f"{per_window.get('p100', 0):>4.0f} "
+                f"{marks_before / terms / made:>25.2f} {marks_after / terms / made:>6.2f} "
+                f"{steady / terms / made:>6.2f} {len(changes) / made:>13.2f} "
+                f"{np.percentile(changes, 50):>6.0f} {np.percentile(changes, 90):>6.0f} "
+                f"{frontier(before, plan.offsets) / made:>14.2f} "
+                f"{busiest_block(after, window) / (32 * terms):>13.2f}   ({time.perf_counter() - began:.0f} s)",
+                flush=True,
+            )
+    print(
+        "\nafter* leaves out round 0, which marks the W values of the history once per (re)start; busiest "
+        "block: after / before."
+    )
 
 
 if __name__ == "__main__":

@@ -68,15 +68,33 @@ def run_command(checkout: Path, until: int, directory: Path) -> dict:
     """``octalgen run .6 --until N --backend cuda --checkpoint DIR --json`` in ``checkout``: its JSON and wall time."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]))
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".6", "--until", str(until), "--backend",
-                           "cuda", "--checkpoint", str(directory), "--json"], check=False, cwd=checkout, env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octalgen",
+            "-q",
+            "run",
+            ".6",
+            "--until",
+            str(until),
+            "--backend",
+            "cuda",
+            "--checkpoint",
+            str(directory),
+            "--json",
+        ],
+        check=False,
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.perf_counter() - began
     if done.returncode:
         return {"failed": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"], "seconds": seconds}
     summary = json.loads(done.stdout)
-    return {"seconds": seconds, "values_per_s": until / seconds, "summary": summary,
-            "digest": _find(summary, "digest")}
+    return {"seconds": seconds, "values_per_s": until / seconds, "summary": summary, "digest": _find(summary, "digest")}
 
 
 def _find(tree, key):
@@ -97,8 +115,14 @@ def old_bench(checkout: Path, until: int, scratch: Path) -> dict:
     """The old checkout's ``benchmarks/cuda_bench.py --count N --json``."""
     out = scratch / "old-bench.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "benchmarks/cuda_bench.py", "--count", str(until), "--json", str(out)],
-                          check=False, cwd=checkout, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "benchmarks/cuda_bench.py", "--count", str(until), "--json", str(out)],
+        check=False,
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode or not out.exists():
         return {"failed": done.stderr.strip().splitlines()[-1:] or [f"exit {done.returncode}"]}
     return {"runs": json.loads(out.read_text()), "stdout": done.stdout}
@@ -123,8 +147,13 @@ def child_step(step: str, until: int, scratch: Path) -> dict:
     """Run ``--step STEP`` of this script in a child process (a hang or crash costs that step only)."""
     out = scratch / f"{step}.json"
     try:
-        done = subprocess.run([sys.executable, __file__, "--step", step, "--count", str(until), "--out", str(out)],
-                              check=False, capture_output=True, text=True, timeout=STEP_LIMIT[step])
+        done = subprocess.run(
+            [sys.executable, __file__, "--step", step, "--count", str(until), "--out", str(out)],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=STEP_LIMIT[step],
+        )
     except subprocess.TimeoutExpired:
         return {"failed": [f"no result in {STEP_LIMIT[step]} s"]}
     if done.returncode or not out.exists():
@@ -155,12 +184,14 @@ def print_barrier(barrier: dict) -> None:
     if "failed" in barrier:
         print(f"barrier microbenchmark failed: {barrier['failed']}")
         return
-    print(f"barrier ({barrier['blocks']} blocks of {barrier['threads_per_block']} threads, "
-          f"{barrier['rounds']} rounds): "
-          f"alone {barrier['barrier_alone_us_per_round']:.2f} us/round (without mapped memory "
-          f"{barrier['barrier_without_host_us_per_round']:.2f}), with one group's marks "
-          f"{barrier['barrier_and_one_group_us_per_round']:.2f} us/round (target <= "
-          f"{barrier['target_us_per_round']} us: {'met' if barrier['worth_building_on'] else 'missed'})")
+    print(
+        f"barrier ({barrier['blocks']} blocks of {barrier['threads_per_block']} threads, "
+        f"{barrier['rounds']} rounds): "
+        f"alone {barrier['barrier_alone_us_per_round']:.2f} us/round (without mapped memory "
+        f"{barrier['barrier_without_host_us_per_round']:.2f}), with one group's marks "
+        f"{barrier['barrier_and_one_group_us_per_round']:.2f} us/round (target <= "
+        f"{barrier['target_us_per_round']} us: {'met' if barrier['worth_building_on'] else 'missed'})"
+    )
 
 
 def main() -> int:
@@ -190,8 +221,13 @@ def main() -> int:
 
     arch, window = device_defaults()
     old_options = CudaOptions(cache_final=True, arch=arch)
-    figures = {"device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(), "arch": arch, "window": window,
-               "count": args.count, "agreed_digests": AGREED.get(args.count)}
+    figures = {
+        "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+        "arch": arch,
+        "window": window,
+        "count": args.count,
+        "agreed_digests": AGREED.get(args.count),
+    }
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:  # after every step: a step that fails or hangs loses only itself
@@ -204,15 +240,19 @@ def main() -> int:
         print_barrier(figures["barrier"])
         if args.barrier_only:
             return 0 if "failed" not in figures["barrier"] else 1
-        figures["resources"] = {"new": resources(CudaOptions(arch=arch)), "old_options": resources(old_options),
-                                "persistent": resources(CudaOptions(persistent=True, arch=arch))}
+        figures["resources"] = {
+            "new": resources(CudaOptions(arch=arch)),
+            "old_options": resources(old_options),
+            "persistent": resources(CudaOptions(persistent=True, arch=arch)),
+        }
         save()
         figures["run"] = {"new": run_command(ROOT, args.count, scratch / "new")}
         save()
         figures["bench"] = {"new": run_benchmark(".6", args.count, make_kernels=CudaKernels)}
         save()
-        figures["bench"]["old_options"] = run_benchmark(".6", args.count, make_kernels=lambda: CudaKernels(
-            options=old_options, asynchronous=False))
+        figures["bench"]["old_options"] = run_benchmark(
+            ".6", args.count, make_kernels=lambda: CudaKernels(options=old_options, asynchronous=False)
+        )
         save()
         figures["bench"]["persistent"] = child_step("bench-persistent", args.count, scratch)
         save()
@@ -223,18 +263,22 @@ def main() -> int:
 
     print(f"{figures['device']} ({arch}), .6 to {args.count:.3g}; JSON in {args.out}")
     for name, run in figures["run"].items():
-        print(f"run {name:>12}: digest {run.get('digest')} {run.get('values_per_s', 0) / 1e6:8.2f} M verified "
-              f"values/s over {run.get('seconds', 0):.1f} s {run.get('failed', '')}")
+        print(
+            f"run {name:>12}: digest {run.get('digest')} {run.get('values_per_s', 0) / 1e6:8.2f} M verified "
+            f"values/s over {run.get('seconds', 0):.1f} s {run.get('failed', '')}"
+        )
     print_barrier(figures["barrier"])
     for name, bench in figures["bench"].items():
         if "runs" in bench or "failed" in bench:
             print(f"bench {name:>10}: see the JSON {bench.get('failed', '')}")
             continue
-        print(f"bench {name:>10}: speculative {bench['speculative_values_per_s'] / 1e6:.2f} M/s "
-              f"(steady {(bench.get('speculative_steady_values_per_s') or 0) / 1e6:.2f}), verified "
-              f"{bench['verified_values_per_s'] / 1e6:.2f} M/s (steady "
-              f"{(bench.get('verified_steady_values_per_s') or 0) / 1e6:.2f}), {bench['microseconds_per_round']:.2f} "
-              f"us/round, {bench['rounds']} rounds, checksum {bench['checksum']}")
+        print(
+            f"bench {name:>10}: speculative {bench['speculative_values_per_s'] / 1e6:.2f} M/s "
+            f"(steady {(bench.get('speculative_steady_values_per_s') or 0) / 1e6:.2f}), verified "
+            f"{bench['verified_values_per_s'] / 1e6:.2f} M/s (steady "
+            f"{(bench.get('verified_steady_values_per_s') or 0) / 1e6:.2f}), {bench['microseconds_per_round']:.2f} "
+            f"us/round, {bench['rounds']} rounds, checksum {bench['checksum']}"
+        )
     for name, kernels in figures["resources"].items():
         print(f"registers {name:>11}: " + ", ".join(f"{k} {v['registers']}" for k, v in kernels.items()))
     agreed = set(AGREED.get(args.count, ()))

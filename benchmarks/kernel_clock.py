@@ -32,6 +32,10 @@ def clocked_unit(plan, block_heaps: int | None = None) -> CUnit:
     clock = (Path(__file__).parent / "c" / "baton_clock.h").read_text()
     if unit.source.count(KERNEL_INCLUDE) != 1:
         raise RuntimeError(f"the kernel unit no longer includes {KERNEL_INCLUDE.strip()} once")
-    return dataclasses.replace(unit, name="octalgen_kernel_clocked",
-                               source=unit.source.replace(KERNEL_INCLUDE, clock + "\n" + KERNEL_INCLUDE),
-                               declarations=unit.declarations + CLOCK_API, what=unit.what + " with the baton clock")
+    return dataclasses.replace(
+        unit,
+        name="octalgen_kernel_clocked",
+        source=unit.source.replace(KERNEL_INCLUDE, clock + "\n" + KERNEL_INCLUDE),
+        declarations=unit.declarations + CLOCK_API,
+        what=unit.what + " with the baton clock",
+    )

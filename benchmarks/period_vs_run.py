@@ -41,18 +41,24 @@ def main() -> int:
     args = parser.parse_args()
     cores = ["--threads", "1", "--workers", str(len(os.sched_getaffinity(0)))]
     with tempfile.TemporaryDirectory(prefix="octalgen-bench-") as scratch:
-        period_s, period_mb, out = measure(["period", args.game, "--max", args.max, "--checkpoint",
-                                            os.path.join(scratch, "period"), *cores])
+        period_s, period_mb, out = measure(
+            ["period", args.game, "--max", args.max, "--checkpoint", os.path.join(scratch, "period"), *cores]
+        )
         print(out.strip())
         computed = int(re.search(r"computed (\d+) values", out).group(1))
-        run_s, run_mb, _ = measure(["run", args.game, "--until", str(computed), "--checkpoint",
-                                    os.path.join(scratch, "run"), *cores])
+        run_s, run_mb, _ = measure(
+            ["run", args.game, "--until", str(computed), "--checkpoint", os.path.join(scratch, "run"), *cores]
+        )
     print(f"{'command':<44} {'seconds':>8} {'peak MB':>8} {'values/s':>12}")
-    for name, seconds, megabytes in ((f"octalgen period {args.game} --max {args.max}", period_s, period_mb),
-                                     (f"octalgen run {args.game} --until {computed}", run_s, run_mb)):
+    for name, seconds, megabytes in (
+        (f"octalgen period {args.game} --max {args.max}", period_s, period_mb),
+        (f"octalgen run {args.game} --until {computed}", run_s, run_mb),
+    ):
         print(f"{name:<44} {seconds:8.1f} {megabytes:8.0f} {computed / seconds:12,.0f}")
-    print(f"period / run: {period_s / run_s:.2f}x the time (goal: at most 1.5x) over the same {computed} values; "
-          f"load average {os.getloadavg()[0]:.2f} at the end")
+    print(
+        f"period / run: {period_s / run_s:.2f}x the time (goal: at most 1.5x) over the same {computed} values; "
+        f"load average {os.getloadavg()[0]:.2f} at the end"
+    )
     return 0
 
 

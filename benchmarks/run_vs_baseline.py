@@ -49,9 +49,15 @@ def run_once(path: Path, game: str, until: str, extra: list[str], timeout: float
     with tempfile.TemporaryDirectory(prefix="octalgen-vs-") as scratch:  # cwd: not the checkout (python -m)
         began = time.monotonic()
         try:
-            done = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", game, "--until", until, "--json",
-                                   *extra], check=False, cwd=scratch, env=env, capture_output=True, text=True,
-                                   timeout=timeout)
+            done = subprocess.run(
+                [sys.executable, "-m", "octalgen", "-q", "run", game, "--until", until, "--json", *extra],
+                check=False,
+                cwd=scratch,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
         except subprocess.TimeoutExpired:
             return {"error": f"over {timeout:.0f} s"}
         wall = time.monotonic() - began
@@ -59,8 +65,13 @@ def run_once(path: Path, game: str, until: str, extra: list[str], timeout: float
         return {"error": (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]}
     summary = json.loads(done.stdout)
     coordinator = summary.get("cpu_roles", {}).get("coordinator", {}).get("per_1e8_values")
-    return {"rate": summary["session"]["values_per_second"], "wall": wall, "coordinator": coordinator,
-            "digest": summary["fnv1a64"], "module": path}
+    return {
+        "rate": summary["session"]["values_per_second"],
+        "wall": wall,
+        "coordinator": coordinator,
+        "digest": summary["fnv1a64"],
+        "module": path,
+    }
 
 
 def main() -> int:
@@ -86,12 +97,16 @@ def main() -> int:
                 continue
             rates[name].append(row["rate"])
             coordinator = f"{row['coordinator']:.2f}" if row["coordinator"] is not None else "-"
-            print(f"{name:>10} {row['rate']:>12,} {row['wall']:>8.1f} {coordinator:>17} {row['digest']:>17} "
-                  f"{load:>5.2f}", flush=True)
+            print(
+                f"{name:>10} {row['rate']:>12,} {row['wall']:>8.1f} {coordinator:>17} {row['digest']:>17} {load:>5.2f}",
+                flush=True,
+            )
     new, old = (rates[name] for name, _ in versions)
     if new and old:
-        print(f"median values/s: this tree {statistics.median(new):,.0f}, {args.baseline} "
-              f"{statistics.median(old):,.0f}: ratio {statistics.median(new) / statistics.median(old):.2f}")
+        print(
+            f"median values/s: this tree {statistics.median(new):,.0f}, {args.baseline} "
+            f"{statistics.median(old):,.0f}: ratio {statistics.median(new) / statistics.median(old):.2f}"
+        )
     return 0 if new and old else 1
 
 

@@ -38,18 +38,40 @@ def main() -> int:
     args = parser.parse_args()
     available = sorted(os.sched_getaffinity(0))
     counts = [c for c in (1, 2, 4, 8, 16, 32, 64) if c <= len(available)]
-    print(f"octalgen run {args.game} --until {args.count}, automatic split; {len(available)} cores here, "
-          f"load average {os.getloadavg()[0]:.2f} at start")
-    print(f"{'cores':>5} {'N':>11} {'threads':>7} {'verifiers':>9} {'speculative/s':>14} {'verified/s':>12} "
-          f"{'predicted/s':>12} {'expected/s':>11} {'x 1 core':>9}")
+    print(
+        f"octalgen run {args.game} --until {args.count}, automatic split; {len(available)} cores here, "
+        f"load average {os.getloadavg()[0]:.2f} at start"
+    )
+    print(
+        f"{'cores':>5} {'N':>11} {'threads':>7} {'verifiers':>9} {'speculative/s':>14} {'verified/s':>12} "
+        f"{'predicted/s':>12} {'expected/s':>11} {'x 1 core':>9}"
+    )
     base = None
     for cores in counts:
         cpus = ",".join(str(c) for c in available[:cores])
         count = max(int(float(args.count)), cores * CHUNKS_PER_WORKER * CHUNK)
         with tempfile.TemporaryDirectory(prefix="octalgen-scaling-") as scratch:
-            done = subprocess.run(["taskset", "-c", cpus, sys.executable, "-m", "octalgen", "-q", "run", args.game,
-                                   "--until", str(count), "--checkpoint", scratch, "--json"],
-                                  check=False, capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    "taskset",
+                    "-c",
+                    cpus,
+                    sys.executable,
+                    "-m",
+                    "octalgen",
+                    "-q",
+                    "run",
+                    args.game,
+                    "--until",
+                    str(count),
+                    "--checkpoint",
+                    scratch,
+                    "--json",
+                ],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
         if done.returncode != 0:
             sys.exit(f"{cores} cores: {done.stderr.strip()}")
         figures = json.loads(done.stdout)
@@ -57,11 +79,15 @@ def main() -> int:
         threads = split["kernel_threads"] if split else 1
         speculative = split["kernel_values_per_second"][str(threads)] if split else None
         base = base or rate
-        print(f"{cores:>5} {count:>11,} {threads:>7} {split['verifying_processes'] if split else 0:>9} "
-              f"{speculative or 0:>14,} {rate:>12,} {split['predicted_values_per_second'] if split else 0:>12,} "
-              f"{(split or {}).get('expected_values_per_second') or 0:>11,} {rate / base:>9.2f}")
-        print(f"      digest {figures['fnv1a64']}; CPU seconds per 10^8 values: " + ", ".join(
-            f"{role} {r['per_1e8_values']}" for role, r in figures["cpu_roles"].items() if r["cpu_seconds"]))
+        print(
+            f"{cores:>5} {count:>11,} {threads:>7} {split['verifying_processes'] if split else 0:>9} "
+            f"{speculative or 0:>14,} {rate:>12,} {split['predicted_values_per_second'] if split else 0:>12,} "
+            f"{(split or {}).get('expected_values_per_second') or 0:>11,} {rate / base:>9.2f}"
+        )
+        print(
+            f"      digest {figures['fnv1a64']}; CPU seconds per 10^8 values: "
+            + ", ".join(f"{role} {r['per_1e8_values']}" for role, r in figures["cpu_roles"].items() if r["cpu_seconds"])
+        )
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     return 0
 

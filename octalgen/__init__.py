@@ -3,18 +3,19 @@
 The Python interface (:mod:`octalgen.api`) is available from the package itself::
 
     import octalgen
-    octalgen.values("officers", 20)       # exact G(0) ... G(19), a uint16 NumPy array
-    octalgen.period(".137")               # least period and preperiod, proven
+
+    octalgen.values("officers", 20)  # exact G(0) ... G(19), a uint16 NumPy array
+    octalgen.period(".137")  # least period and preperiod, proven
     octalgen.run(".6", 10**7, "runs/six")  # a resumable proven run: digest, counts, period search
-    octalgen.rare_table(".6")             # the rare-value table
-    octalgen.info("kayles")               # moves, rare mask, known period
+    octalgen.rare_table(".6")  # the rare-value table
+    octalgen.info("kayles")  # moves, rare mask, known period
 
 Those names are loaded on first use, so ``import octalgen`` stays cheap (no NumPy, no compiler,
 no Amaranth).  The errors they raise are in :mod:`octalgen.errors`, loaded with the package::
 
     try:
         octalgen.values(".6", n)
-    except octalgen.errors.InputError as exc:   # bad input: one line says what is wrong
+    except octalgen.errors.InputError as exc:  # bad input: one line says what is wrong
         print(exc)
 """
 
@@ -27,8 +28,19 @@ if TYPE_CHECKING:  # what a type checker sees of the names loaded on first use
 
 __version__ = "0.3.0"
 
-__all__ = ["GameInfo", "PeriodCandidate", "PeriodResult", "__version__", "errors", "info", "iter_values", "period",
-           "rare_table", "run", "values"]
+__all__ = [
+    "GameInfo",
+    "PeriodCandidate",
+    "PeriodResult",
+    "__version__",
+    "errors",
+    "info",
+    "iter_values",
+    "period",
+    "rare_table",
+    "run",
+    "values",
+]
 
 #: Names of :mod:`octalgen.api` offered here, loaded when first asked for.
 _API = tuple(name for name in __all__ if name not in ("__version__", "errors"))

@@ -75,8 +75,9 @@ def as_game(game) -> OctalGame:
     if isinstance(game, OctalGame):
         return game
     if not isinstance(game, str):
-        raise GameCodeError(f"a game is an octal code, a name or S(...) as text, or an OctalGame, "
-                            f"not {type(game).__name__} {game!r}")
+        raise GameCodeError(
+            f"a game is an octal code, a name or S(...) as text, or an OctalGame, not {type(game).__name__} {game!r}"
+        )
     return parse_game(game)
 
 
@@ -94,8 +95,7 @@ def _span(n, start) -> tuple[int, int]:
     """``(n, start)`` checked: each a count, and G(start + n - 1) within :data:`~octalgen.limits.MAX_HEAP`."""
     n, start = _count("n", n), _count("start", start)
     if start + n > MAX_HEAP:
-        raise InputError(f"start + n must be at most {largest(MAX_HEAP)} (the largest heap accepted), "
-                         f"not {start + n}")
+        raise InputError(f"start + n must be at most {largest(MAX_HEAP)} (the largest heap accepted), not {start + n}")
     return n, start
 
 
@@ -115,8 +115,9 @@ def _checked_table(table, game: OctalGame):
     if table is None:
         return None
     if not isinstance(table, RareTable):
-        raise TableError(f"table must be a RareTable (octalgen.rare.RareTable.load(path) reads a file), "
-                         f"not {type(table).__name__}")
+        raise TableError(
+            f"table must be a RareTable (octalgen.rare.RareTable.load(path) reads a file), not {type(table).__name__}"
+        )
     if table.game != game:
         raise TableError(f"the rare table is for {table.game.code}, not {game.code}")
     return table
@@ -125,8 +126,17 @@ def _checked_table(table, game: OctalGame):
 # -- values ------------------------------------------------------------------------------------
 
 
-def iter_values(game, n: int, start: int = 0, *, backend: str | None = None, table=None, threads: int | None = None,
-                workers: int | None = None, progress=None) -> Iterator[np.ndarray]:
+def iter_values(
+    game,
+    n: int,
+    start: int = 0,
+    *,
+    backend: str | None = None,
+    table=None,
+    threads: int | None = None,
+    workers: int | None = None,
+    progress=None,
+) -> Iterator[np.ndarray]:
     """Stream G(start) ... G(start+n-1) in chunks, in bounded memory whatever ``n``.
 
     The parameters are those of :func:`values`.  They are checked, and the backend chosen,
@@ -154,8 +164,15 @@ def iter_values(game, n: int, start: int = 0, *, backend: str | None = None, tab
     chosen = _backend(backend)
     if not chosen.exact:
         log.warning("backend %s gives speculative values: they are NOT proven", chosen.name)
-    log.debug("%s: G(%d) ... G(%d) by the %s backend (threads %s, workers %s)", game.code, start, start + n - 1,
-              chosen.name, threads or "default", "default" if workers is None else workers)
+    log.debug(
+        "%s: G(%d) ... G(%d) by the %s backend (threads %s, workers %s)",
+        game.code,
+        start,
+        start + n - 1,
+        chosen.name,
+        threads or "default",
+        "default" if workers is None else workers,
+    )
     # Only the exact C backend verifies in worker processes; the others have no such option.
     options = {"workers": workers} if workers is not None and chosen.name == "c" else {}
     if n == 0:
@@ -171,8 +188,10 @@ def _as_uint16(chunks, start: int) -> Iterator[np.ndarray]:
         too_big = np.flatnonzero(chunk > LARGEST_VALUE)
         if len(too_big):
             at = int(too_big[0])
-            raise ComputationError(f"G({position + at}) = {int(chunk[at])} does not fit the uint16 values of "
-                                   "octalgen.values and iter_values")
+            raise ComputationError(
+                f"G({position + at}) = {int(chunk[at])} does not fit the uint16 values of "
+                "octalgen.values and iter_values"
+            )
         yield chunk.astype(np.uint16, copy=False)
         position += len(chunk)
 
@@ -184,10 +203,12 @@ def _room_for(n: int) -> np.ndarray:
         physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # not every system says
         physical = None
-    refusal = InputError(f"{n} values need {needed / 2**30:,.1f} GiB of memory"
-                         + (f", more than this machine's {physical / 2**30:,.1f} GiB" if physical else "")
-                         + ": stream them with octalgen.iter_values, or write them to a file with "
-                         "octalgen values -o FILE")
+    refusal = InputError(
+        f"{n} values need {needed / 2**30:,.1f} GiB of memory"
+        + (f", more than this machine's {physical / 2**30:,.1f} GiB" if physical else "")
+        + ": stream them with octalgen.iter_values, or write them to a file with "
+        "octalgen values -o FILE"
+    )
     if physical is not None and needed > physical:
         raise refusal
     try:
@@ -196,8 +217,16 @@ def _room_for(n: int) -> np.ndarray:
         raise refusal from None
 
 
-def values(game, n: int, start: int = 0, *, backend: str | None = None, table=None, threads: int | None = None,
-           workers: int | None = None) -> np.ndarray:
+def values(
+    game,
+    n: int,
+    start: int = 0,
+    *,
+    backend: str | None = None,
+    table=None,
+    threads: int | None = None,
+    workers: int | None = None,
+) -> np.ndarray:
     """The exact values G(start) ... G(start+n-1) of a game, as ``octalgen values`` computes them.
 
     Parameters
@@ -239,7 +268,7 @@ def values(game, n: int, start: int = 0, *, backend: str | None = None, table=No
     chunks = iter_values(game, n, start, backend=backend, table=table, threads=threads, workers=workers)
     position = 0
     for chunk in chunks:
-        result[position: position + len(chunk)] = chunk
+        result[position : position + len(chunk)] = chunk
         position += len(chunk)
     if position != len(result):  # a backend that stopped short would leave garbage in the array
         raise InternalError(f"the backend gave {position} values, not {len(result)}")
@@ -353,9 +382,20 @@ def period_limit(game, max: int | None = None, claim: tuple[int, int] | None = N
     return proof_length(*claim, game.max_take) if claim else DEFAULT_PERIOD_MAX
 
 
-def period(game, max: int | None = None, *, claim: tuple[int, int] | None = None, table=None,
-           checkpoint=None, threads: int | None = None, workers: int | None = None, scheduler: str | None = None,
-           chunk: int | None = None, checkpoint_every: float | None = None, progress=None) -> PeriodResult:
+def period(
+    game,
+    max: int | None = None,
+    *,
+    claim: tuple[int, int] | None = None,
+    table=None,
+    checkpoint=None,
+    threads: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    chunk: int | None = None,
+    checkpoint_every: float | None = None,
+    progress=None,
+) -> PeriodResult:
     """Find and prove the least period and preperiod of a game, as ``octalgen period`` does.
 
     Values are proven by the engine and kept on disk (in ``checkpoint``, else in a temporary
@@ -407,29 +447,60 @@ def period(game, max: int | None = None, *, claim: tuple[int, int] | None = None
 
     game, claim = as_game(game), _claim(claim)
     limit = period_limit(game, max, claim)
-    options = _engine_options(limit, threads=threads, workers=workers, scheduler=scheduler, chunk=chunk,
-                              checkpoint_every=checkpoint_every)
+    options = _engine_options(
+        limit, threads=threads, workers=workers, scheduler=scheduler, chunk=chunk, checkpoint_every=checkpoint_every
+    )
     tally = Tally(0, ExactProof(game.max_take, claim, until=limit))
-    engine, summary = summarized_run(game, options, tally,
-                                     table=_checked_table(table, game), directory=checkpoint,
-                                     identity={"command": "period", "claim": list(claim) if claim else None},
-                                     keep_all=True, progress=progress)
+    engine, summary = summarized_run(
+        game,
+        options,
+        tally,
+        table=_checked_table(table, game),
+        directory=checkpoint,
+        identity={"command": "period", "claim": list(claim) if claim else None},
+        keep_all=True,
+        progress=progress,
+    )
     found = summary.period
-    candidates = tuple(PeriodCandidate(c["period"], c["preperiod"], c["proof_length"], c["checked_to"], c["outcome"])
-                       for c in tally.prover.seen)
-    return PeriodResult(game=game.code, period=found["period"] if found else None,
-                        preperiod=found["preperiod"] if found else None, proven=found is not None,
-                        values=engine.position, limit=limit, proof_length=found["proof_length"] if found else None,
-                        refuted=summary.refuted, candidates=candidates, session_values=summary.session_values,
-                        seconds=summary.seconds, session_seconds=summary.session_seconds)
+    candidates = tuple(
+        PeriodCandidate(c["period"], c["preperiod"], c["proof_length"], c["checked_to"], c["outcome"])
+        for c in tally.prover.seen
+    )
+    return PeriodResult(
+        game=game.code,
+        period=found["period"] if found else None,
+        preperiod=found["preperiod"] if found else None,
+        proven=found is not None,
+        values=engine.position,
+        limit=limit,
+        proof_length=found["proof_length"] if found else None,
+        refuted=summary.refuted,
+        candidates=candidates,
+        session_values=summary.session_values,
+        seconds=summary.seconds,
+        session_seconds=summary.session_seconds,
+    )
 
 
 # -- runs --------------------------------------------------------------------------------------
 
 
-def run(game, until: int, checkpoint=None, *, backend: str = "c", table=None, keep_values: bool = False,
-        digest_from: int = 0, threads: int | None = None, workers: int | None = None, scheduler: str | None = None,
-        chunk: int | None = None, checkpoint_every: float | None = None, progress=None):
+def run(
+    game,
+    until: int,
+    checkpoint=None,
+    *,
+    backend: str = "c",
+    table=None,
+    keep_values: bool = False,
+    digest_from: int = 0,
+    threads: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    chunk: int | None = None,
+    checkpoint_every: float | None = None,
+    progress=None,
+):
     """Prove G(0) ... G(until-1) of a game and report on them, as ``octalgen run`` does.
 
     The values are proven by the engine (the speculative kernel, verifying processes, exact
@@ -480,8 +551,9 @@ def run(game, until: int, checkpoint=None, *, backend: str = "c", table=None, ke
     from .engine.tally import RecurrenceProof, Tally
 
     game = as_game(game)
-    options = _engine_options(until, threads=threads, workers=workers, scheduler=scheduler, chunk=chunk,
-                              checkpoint_every=checkpoint_every)
+    options = _engine_options(
+        until, threads=threads, workers=workers, scheduler=scheduler, chunk=chunk, checkpoint_every=checkpoint_every
+    )
     digest_from = whole("digest_from", digest_from, 0, MAX_HEAP)
     if not isinstance(keep_values, bool):
         raise InputError(f"keep_values must be True or False, not {keep_values!r}")
@@ -493,9 +565,17 @@ def run(game, until: int, checkpoint=None, *, backend: str = "c", table=None, ke
         raise InputError(f"backend must be a name as text (c or cuda), not {backend!r}")
     kernels = kernel_plugin(backend)
     tally = Tally(digest_from, RecurrenceProof(game.max_take))
-    _, summary = summarized_run(game, options, tally, table=_checked_table(table, game), directory=checkpoint,
-                                identity={"command": "run", "digest_from": digest_from}, keep_all=keep_values,
-                                progress=progress, kernels=kernels)
+    _, summary = summarized_run(
+        game,
+        options,
+        tally,
+        table=_checked_table(table, game),
+        directory=checkpoint,
+        identity={"command": "run", "digest_from": digest_from},
+        keep_all=keep_values,
+        progress=progress,
+        kernels=kernels,
+    )
     return summary
 
 
@@ -508,11 +588,15 @@ def _engine_options(until: int, *, threads=None, workers=None, scheduler=None, c
     if scheduler is not None and not isinstance(scheduler, str):
         raise InputError(f"scheduler must be a Dask scheduler's address as text (tcp://host:8786), not {scheduler!r}")
     return EngineOptions(
-        until=whole("until", until, 1, MAX_HEAP), threads=_processes("threads", threads, 1),
-        workers=_processes("workers", workers, 0), scheduler=scheduler,
+        until=whole("until", until, 1, MAX_HEAP),
+        threads=_processes("threads", threads, 1),
+        workers=_processes("workers", workers, 0),
+        scheduler=scheduler,
         chunk=CHUNK if chunk is None else whole("chunk", chunk, *CHUNK_RANGE),
-        checkpoint_every=CHECKPOINT_EVERY if checkpoint_every is None else seconds("checkpoint_every",
-                                                                                   checkpoint_every))
+        checkpoint_every=CHECKPOINT_EVERY
+        if checkpoint_every is None
+        else seconds("checkpoint_every", checkpoint_every),
+    )
 
 
 # -- rare values and what is known -------------------------------------------------------------
@@ -633,11 +717,17 @@ def info(game) -> GameInfo:
     table = shipped_table(game)
     solved = solved_games().get(game)
     return GameInfo(
-        code=game.code, name=game.name, moves=tuple(game.describe()),
+        code=game.code,
+        name=game.name,
+        moves=tuple(game.describe()),
         sparse_space=table.describe() if table is not None and table.mask else None,
         mask=table.mask if table is not None else None,
         rare_count=table.count if table is not None else None,
         last_rare=table.entries[-1] if table is not None and table.entries else None,
         exact_to=table.exact_to if table is not None else None,
-        period=solved.period if solved else None, preperiod=solved.preperiod if solved else None,
-        max_value=solved.max_value if solved else None, game=game, table=table)
+        period=solved.period if solved else None,
+        preperiod=solved.preperiod if solved else None,
+        max_value=solved.max_value if solved else None,
+        game=game,
+        table=table,
+    )

@@ -176,8 +176,9 @@ def _lock(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def cached_build(prefix: str, material: dict, builder: Callable[[Path, str], None],
-                 what: str | None = None) -> Artefact:
+def cached_build(
+    prefix: str, material: dict, builder: Callable[[Path, str], None], what: str | None = None
+) -> Artefact:
     """Return the artefact for ``material``, building it with ``builder(staging_dir, name)`` on a miss.
 
     Parameters
@@ -248,8 +249,9 @@ def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> str:
     build cancelled in a worker process, which ignores Ctrl-C and so does its compiler) leaves
     none elsewhere.
     """
-    result = subprocess.run(command, check=False, cwd=cwd, capture_output=True, text=True,
-                            env={**os.environ, "TMPDIR": str(cwd)})
+    result = subprocess.run(
+        command, check=False, cwd=cwd, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(cwd)}
+    )
     if result.returncode < 0:
         number = -result.returncode
         if number == signal.SIGINT:
@@ -257,8 +259,9 @@ def run_compiler(command: list[str], cwd: Path, name: str, source: Path) -> str:
         if number == signal.SIGTERM:
             raise Terminated
         why = " (out of memory?)" if number == signal.SIGKILL else ""
-        raise BuildError(f"compiling {source.name}: the compiler {command[0]} was killed by "
-                         f"{signal.Signals(number).name}{why}")
+        raise BuildError(
+            f"compiling {source.name}: the compiler {command[0]} was killed by {signal.Signals(number).name}{why}"
+        )
     if result.returncode != 0:
         output = (result.stdout + result.stderr).strip()
         (cwd / "compile.log").write_text(" ".join(map(shlex.quote, command)) + "\n" + output + "\n")
@@ -355,8 +358,17 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
             (staging / header).write_text(text)
         target = staging / f"{name}{sysconfig.get_config_var('EXT_SUFFIX')}"
         link = ["-bundle", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
-        command = [*compiler, *flags, "-fPIC", *link, "-I.", f"-I{sysconfig.get_paths()['include']}",
-                   wrapper.name, "-o", target.name]
+        command = [
+            *compiler,
+            *flags,
+            "-fPIC",
+            *link,
+            "-I.",
+            f"-I{sysconfig.get_paths()['include']}",
+            wrapper.name,
+            "-o",
+            target.name,
+        ]
         run_compiler(command, staging, name, wrapper)
 
     for attempt in (1, 2):

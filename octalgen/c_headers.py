@@ -52,7 +52,9 @@ def inline_headers(source: str) -> str:
             return f"/* {name}: inlined above */"
         done.add(name)
         body = _INCLUDE.sub(expand, shipped_header(name)).rstrip("\n")
-        return (f"/* ---- {name}, inlined from octalgen's templates/c/include/ ---- */\n{body}\n"
-                f"/* ---- end of {name} ---- */")
+        return (
+            f"/* ---- {name}, inlined from octalgen's templates/c/include/ ---- */\n{body}\n"
+            f"/* ---- end of {name} ---- */"
+        )
 
     return _INCLUDE.sub(expand, source)

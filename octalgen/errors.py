@@ -17,9 +17,24 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pathlib import Path
 
-__all__ = ["INTERNAL_ERROR_EXIT", "BuildError", "CheckpointError", "ComputationError", "GameCodeError", "InputError",
-           "InternalError", "Interrupted", "OctalgenError", "OutputError", "OutputPathError", "TableError",
-           "Terminated", "ToolMissingError", "stop_signal", "stopped_by"]
+__all__ = [
+    "INTERNAL_ERROR_EXIT",
+    "BuildError",
+    "CheckpointError",
+    "ComputationError",
+    "GameCodeError",
+    "InputError",
+    "InternalError",
+    "Interrupted",
+    "OctalgenError",
+    "OutputError",
+    "OutputPathError",
+    "TableError",
+    "Terminated",
+    "ToolMissingError",
+    "stop_signal",
+    "stopped_by",
+]
 
 #: The exit status of the command line for an :class:`InternalError` (or any other bug).
 INTERNAL_ERROR_EXIT = 70
@@ -144,8 +159,9 @@ class Interrupted(OctalgenError):
     its message then says nothing of one, rather than that none was asked for.
     """
 
-    def __init__(self, signal_number: int, proven: int | None, checkpoint=None, what: str | None = None,
-                 checkpoints: bool = True):
+    def __init__(
+        self, signal_number: int, proven: int | None, checkpoint=None, what: str | None = None, checkpoints: bool = True
+    ):
         self.signal_number, self.proven, self.checkpoint = signal_number, proven, checkpoint
         self.exit_code = 128 + signal_number
         done = what or (f"G(0) ... G({proven - 1}) proven" if proven else "nothing proven yet")

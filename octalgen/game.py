@@ -20,8 +20,16 @@ from dataclasses import dataclass
 
 from .errors import GameCodeError
 
-__all__ = ["ACCEPTED_FORMS", "LEAVE_NONE", "LEAVE_ONE", "LEAVE_TWO", "NAMED_GAMES", "OctalGame", "parse_game",
-           "subtraction_game"]
+__all__ = [
+    "ACCEPTED_FORMS",
+    "LEAVE_NONE",
+    "LEAVE_ONE",
+    "LEAVE_TWO",
+    "NAMED_GAMES",
+    "OctalGame",
+    "parse_game",
+    "subtraction_game",
+]
 
 #: Names accepted wherever a code is, with their octal codes.
 NAMED_GAMES = {
@@ -188,8 +196,7 @@ def parse_game(text: str) -> OctalGame:
     for position, char in enumerate(fraction, start=len(whole) + 2):
         if char not in "01234567":
             raise GameCodeError(
-                f"bad game code {raw!r}: {char!r} at position {position} is not an octal digit; "
-                f"{ACCEPTED_FORMS}"
+                f"bad game code {raw!r}: {char!r} at position {position} is not an octal digit; {ACCEPTED_FORMS}"
             )
     return OctalGame((4 if whole == "4" else 0, *tuple(int(c) for c in fraction)))
 

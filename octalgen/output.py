@@ -128,8 +128,12 @@ def output_file(path) -> Iterator[OutputWriter]:
         if temporary is not None:
             _guarded(path, os.replace, temporary, target)
             _sync_directory(target.parent)
-        log.debug("wrote %s: %d bytes, %s", path, writer.written,
-                  "in place" if temporary is None else f"renamed into place from {temporary.name}")
+        log.debug(
+            "wrote %s: %d bytes, %s",
+            path,
+            writer.written,
+            "in place" if temporary is None else f"renamed into place from {temporary.name}",
+        )
     except BaseException:
         _discard(handle, temporary)
         raise

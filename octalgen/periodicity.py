@@ -21,8 +21,20 @@ import numpy as np
 
 from .game import OctalGame, parse_game
 
-__all__ = ["SEARCH_BLOCK", "SEARCH_WINDOW", "PeriodSearch", "Repetition", "SolvedGame", "is_proven_period",
-           "last_mismatch", "least_preperiod", "prime_factors", "proof_length", "search_periods", "solved_games"]
+__all__ = [
+    "SEARCH_BLOCK",
+    "SEARCH_WINDOW",
+    "PeriodSearch",
+    "Repetition",
+    "SolvedGame",
+    "is_proven_period",
+    "last_mismatch",
+    "least_preperiod",
+    "prime_factors",
+    "proof_length",
+    "search_periods",
+    "solved_games",
+]
 
 
 def proof_length(period: int, preperiod: int, max_take: int) -> int:
@@ -159,8 +171,7 @@ def search_periods(read: Reader, length: int, max_take: int, max_candidates: int
     periodic_tails: list[tuple[int, int]] = []  # (p, a(p)) with a(p) + 3p <= length: multiples are skipped
     candidates: list[Repetition] = []
     for first in range(1, longest + 1, SEARCH_BLOCK):
-        periods = _window_recurrences(read, length, tail, first, min(longest, first + SEARCH_BLOCK - 1),
-                                      periodic_tails)
+        periods = _window_recurrences(read, length, tail, first, min(longest, first + SEARCH_BLOCK - 1), periodic_tails)
         while len(periods):
             period, periods = int(periods[0]), periods[1:]
             half_proven_from = (2 * length - 3 * period - max_take) // 3  # a(p) at most this: half-proven
@@ -181,8 +192,9 @@ def search_periods(read: Reader, length: int, max_take: int, max_candidates: int
     return PeriodSearch(None, tuple(candidates))
 
 
-def _window_recurrences(read: Reader, length: int, tail: np.ndarray, first: int, last: int,
-                        periodic_tails: list[tuple[int, int]]) -> np.ndarray:
+def _window_recurrences(
+    read: Reader, length: int, tail: np.ndarray, first: int, last: int, periodic_tails: list[tuple[int, int]]
+) -> np.ndarray:
     """Every p in [first, last], ascending, with G(n - p) = G(n) for the last len(tail) heaps n.
 
     Multiples that ``periodic_tails`` rule out are dropped after the first compare, so that a
@@ -192,7 +204,7 @@ def _window_recurrences(read: Reader, length: int, tail: np.ndarray, first: int,
     base = length - window - last
     segment = read(base, length - first)  # G(length - window - p) ... G(length - 1 - p) for every p here
     # The last value first, as one contiguous compare (reversed, so index 0 is p = first).
-    periods = first + np.flatnonzero(segment[window - 1:][::-1] == tail[-1])
+    periods = first + np.flatnonzero(segment[window - 1 :][::-1] == tail[-1])
     for period, preperiod in periodic_tails:
         periods = _without_multiples(periods, period, preperiod, length)
     for back in range(2, window + 1):

@@ -285,8 +285,10 @@ class KernelPlan:
             For u16 storage under positional rarity, where the common codes depend on the heap.
         """
         if self.encoding.kind == "u16" and self.heap_classes == 2:
-            raise InputError(f"{self.game.code}: with positional rarity, 16-bit codes that are common depend "
-                             "on the heap; one mex order does not fit every heap")
+            raise InputError(
+                f"{self.game.code}: with positional rarity, 16-bit codes that are common depend "
+                "on the heap; one mex order does not fit every heap"
+            )
         return self.common_codes(0)
 
     def encoded_terms(self) -> tuple[tuple[int, int], ...]:
@@ -302,7 +304,7 @@ class KernelPlan:
         if self.encoding.kind != "u8":
             return np.zeros(0, dtype=np.uint64)
         positions, start = self._positions, self.start
-        heaps = [positions[np.searchsorted(positions, start - o):] + o for o in np.unique(self._terms[0])]
+        heaps = [positions[np.searchsorted(positions, start - o) :] + o for o in np.unique(self._terms[0])]
         return np.unique(np.concatenate([np.zeros(0, np.int64), *heaps])).astype(np.uint64)
 
     def crossing_code(self, codes: np.ndarray, at: int, heap: int) -> int:
@@ -385,8 +387,9 @@ def no_kernel_reason(table: RareTable) -> str | None:
     return None
 
 
-def make_plan(table: RareTable, max_common: int | None = None, storage: str | None = None,
-              early: bool = False) -> KernelPlan:
+def make_plan(
+    table: RareTable, max_common: int | None = None, storage: str | None = None, early: bool = False
+) -> KernelPlan:
     """Plan the speculative kernel for ``table``.
 
     Parameters

@@ -108,8 +108,17 @@ class Progress:
     :meth:`close` in a ``finally``: on a terminal it stops the drawing thread and erases the line.
     """
 
-    def __init__(self, goal: int | None, *, label: str = "", stream=None, interactive: bool | None = None,
-                 every: float = 10.0, enabled: bool = True, items: str | None = None):
+    def __init__(
+        self,
+        goal: int | None,
+        *,
+        label: str = "",
+        stream=None,
+        interactive: bool | None = None,
+        every: float = 10.0,
+        enabled: bool = True,
+        items: str | None = None,
+    ):
         self.goal = goal
         self.label = label
         self.items = items
@@ -146,8 +155,9 @@ class Progress:
         """
         if text != self._phase:  # the new phase's rate starts here, from where the last one left off
             at = f" at {self._proven:,}" if self._proven is not None else ""
-            log.debug("%s%s%s (%s in)", f"{self.label}: " if self.label else "", text, at,
-                      duration(_clock() - self._began))
+            log.debug(
+                "%s%s%s (%s in)", f"{self.label}: " if self.label else "", text, at, duration(_clock() - self._began)
+            )
             self._samples.clear()
             self._phase_first_sample, self._phase_steps, self._rate = None, 0, None
             if self._proven is not None:
@@ -193,18 +203,27 @@ class Progress:
 
     def _eta_established(self) -> bool:
         """True once the current phase's rate predicts the end (see the module's docstring)."""
-        if not (self._rate and self._phase_leads_to_goal and self._phase_first_sample is not None
-                and self._updated is not None and self._proven is not None):
+        if not (
+            self._rate
+            and self._phase_leads_to_goal
+            and self._phase_first_sample is not None
+            and self._updated is not None
+            and self._proven is not None
+        ):
             return False
         began, first = self._phase_first_sample
-        return (self._updated - began >= ETA_SETTLE and self._proven > first
-                and self._phase_steps >= ETA_MIN_STEPS)
+        return self._updated - began >= ETA_SETTLE and self._proven > first and self._phase_steps >= ETA_MIN_STEPS
 
     def _eta(self) -> str | None:
         """The ETA field: None while it cannot be estimated."""
         rate = self._rate
-        if (self.goal is None or self._proven is None or self._proven >= self.goal or not rate
-                or not self._eta_established()):
+        if (
+            self.goal is None
+            or self._proven is None
+            or self._proven >= self.goal
+            or not rate
+            or not self._eta_established()
+        ):
             return None
         remaining = (self.goal - self._proven) / rate
         return "ETA > 10 years" if remaining > HORIZON else f"ETA {duration(remaining)}"
@@ -217,8 +236,10 @@ class Progress:
         if self.items is not None:  # counting things (games), not positions in a sequence
             return self._count_fields(full)
         number = (lambda n: f"G({n:,})") if full else compact
-        found = [("phase", " ".join(filter(None, (self.label, self._phase)))),
-                 ("elapsed", f"{'elapsed ' if full else ''}{duration(_clock() - self._began)}")]
+        found = [
+            ("phase", " ".join(filter(None, (self.label, self._phase)))),
+            ("elapsed", f"{'elapsed ' if full else ''}{duration(_clock() - self._began)}"),
+        ]
         if self._proven is not None:
             if self.goal:
                 found.append(("percent", f"{100 * min(self._proven, self.goal) / self.goal:.1f}%"))
@@ -234,8 +255,10 @@ class Progress:
         return found
 
     def _count_fields(self, full: bool) -> list[tuple[str, str]]:
-        found = [("phase", " ".join(filter(None, (self.label, self._phase)))),
-                 ("elapsed", f"{'elapsed ' if full else ''}{duration(_clock() - self._began)}")]
+        found = [
+            ("phase", " ".join(filter(None, (self.label, self._phase)))),
+            ("elapsed", f"{'elapsed ' if full else ''}{duration(_clock() - self._began)}"),
+        ]
         if self._proven is not None:
             of = f" of {self.goal:,}" if self.goal else ""
             found.append(("proven", f"{self._proven:,}{of} {self.items} done"))
@@ -271,10 +294,16 @@ class Progress:
         self._spinner = Spinner("dots", style="green")
         console = Console(file=self.stream, force_terminal=True, highlight=False, soft_wrap=False)
         to_stderr = self.stream is sys.stderr
-        self._live = Live(console=console, auto_refresh=True, refresh_per_second=REFRESH_PER_SECOND,
-                          transient=True, get_renderable=self._line,
-                          # warnings logged meanwhile go above the line, not through it
-                          redirect_stderr=to_stderr, redirect_stdout=to_stderr and is_terminal(sys.stdout))
+        self._live = Live(
+            console=console,
+            auto_refresh=True,
+            refresh_per_second=REFRESH_PER_SECOND,
+            transient=True,
+            get_renderable=self._line,
+            # warnings logged meanwhile go above the line, not through it
+            redirect_stderr=to_stderr,
+            redirect_stdout=to_stderr and is_terminal(sys.stdout),
+        )
         self._live.start(refresh=True)
 
     def _line(self):

@@ -44,8 +44,16 @@ from .output import write_output
 from .reference import exact_values
 from .sparse import Rarity, find_rare_space
 
-__all__ = ["DEFAULT_TABLE_UPTO", "KINDS", "SCHEMA", "SCHEMA_1", "RareTable", "compute_table", "shipped_table",
-           "table_filename"]
+__all__ = [
+    "DEFAULT_TABLE_UPTO",
+    "KINDS",
+    "SCHEMA",
+    "SCHEMA_1",
+    "RareTable",
+    "compute_table",
+    "shipped_table",
+    "table_filename",
+]
 
 SCHEMA = "octalgen-rare-table/2"
 
@@ -97,8 +105,11 @@ class RareTable:
             raise TableError(f"{where}: mask {self.mask} is negative")
         if self.parity is not None:
             if self.parity != self.game.take_parity:
-                need = "its two-heap moves take beans of both parities" if self.game.take_parity is None \
+                need = (
+                    "its two-heap moves take beans of both parities"
+                    if self.game.take_parity is None
                     else f"its two-heap moves take beans of parity {self.game.take_parity}"
+                )
                 raise TableError(f"{where}: positional rarity with parity {self.parity} does not fit the game ({need})")
             if self.mask == 0:
                 raise TableError(f"{where}: positional rarity needs a mask")
@@ -175,8 +186,9 @@ class RareTable:
     def with_entry(self, position: int, value: int, exact_to: int | None = None) -> RareTable:
         """A new table with one more rare value (as found by a verifier)."""
         entries = sorted((dict(self.entries) | {position: value}).items())
-        return RareTable(self.game, self.mask, tuple(entries), max(exact_to or 0, self.exact_to, position + 1),
-                         self.parity)
+        return RareTable(
+            self.game, self.mask, tuple(entries), max(exact_to or 0, self.exact_to, position + 1), self.parity
+        )
 
     def with_entries(self, entries, exact_to: int) -> RareTable:
         """A new table of the same game and rarity with these entries."""
@@ -211,9 +223,11 @@ class RareTable:
             "digest": self.digest,
             "rare": [list(e) for e in self.entries],
         }
-        header = (f"# octalgen rare-value table: {self.game.code}, sparse space {self.describe()}, "
-                  f"{self.count} {'rare values' if self.parity is None else 'rare positions'}, "
-                  f"exact below {self.exact_to}\n")
+        header = (
+            f"# octalgen rare-value table: {self.game.code}, sparse space {self.describe()}, "
+            f"{self.count} {'rare values' if self.parity is None else 'rare positions'}, "
+            f"exact below {self.exact_to}\n"
+        )
         return header + yaml.dump(document, Dumper=_SafeDumper, default_flow_style=None, sort_keys=False, width=120)
 
     @classmethod

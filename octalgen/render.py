@@ -47,4 +47,3 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 def render(template: str, **context) -> str:
     """Render ``template`` (a path under ``templates/``, e.g. ``c/kernel.c.j2``) with ``context``."""
     return environment().get_template(template).render(**context)
-

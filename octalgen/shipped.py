@@ -45,5 +45,6 @@ def shipped_folder(package: str, folder: str) -> Traversable:
         checkout = Path(__file__).resolve().parent.parent / folder
         if checkout.is_dir():
             return checkout
-        raise OctalgenError(f"octalgen is installed without its {folder}/ files ({package}); "
-                            "reinstall it with: pip install .") from None
+        raise OctalgenError(
+            f"octalgen is installed without its {folder}/ files ({package}); reinstall it with: pip install ."
+        ) from None

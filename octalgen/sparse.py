@@ -94,7 +94,7 @@ class Rarity:
         if self.parity is not None:
             if first is None:
                 raise ValueError("positional rarity depends on the heap: give the first one")
-            odd[1 - ((int(first) + self.parity) & 1)::2] ^= np.uint8(1)  # + n + t: the heaps of odd n + t
+            odd[1 - ((int(first) + self.parity) & 1) :: 2] ^= np.uint8(1)  # + n + t: the heaps of odd n + t
         return odd == 0
 
     def describe(self, take: int | None = None) -> str:
@@ -104,8 +104,12 @@ class Rarity:
         return f"popcount(G(n) & {self.mask:#x}) + n + {self.parity if take is None else take} even"
 
 
-def find_rare_space(values, take_parity: int | None = None, max_bits: int = MASK_SEARCH_BITS,
-                    tail_fraction: float = SPARSE_TAIL_FRACTION) -> Rarity:
+def find_rare_space(
+    values,
+    take_parity: int | None = None,
+    max_bits: int = MASK_SEARCH_BITS,
+    tail_fraction: float = SPARSE_TAIL_FRACTION,
+) -> Rarity:
     """The sparse space of a nim-sequence prefix: range or positional rarity, or mask 0 if none.
 
     Parameters
@@ -216,8 +220,9 @@ def _rarity_of(scored_mask: int, take_parity: int | None) -> Rarity:
     return Rarity(scored_mask >> 1, take_parity if scored_mask & 1 else None)
 
 
-def find_solver_mask(values, take_parity: int | None, budget: float,
-                     max_bits: int = MASK_SEARCH_BITS) -> tuple[int, bool]:
+def find_solver_mask(
+    values, take_parity: int | None, budget: float, max_bits: int = MASK_SEARCH_BITS
+) -> tuple[int, bool]:
     """The mask under which the exact rare-value algorithm goes fastest on the next values.
 
     Unlike a table's mask, this one need not make rare values die out: every heap's candidate
@@ -252,7 +257,7 @@ def find_solver_mask(values, take_parity: int | None, budget: float,
         return 0, False
     values, max_bits = _with_parity(values, take_parity, max_bits)
     bits = min(max(int(values.max()).bit_length(), 1), max_bits)
-    score = _rare_counts(values, bits) + _rare_counts(values[len(values) // 2:], bits)
+    score = _rare_counts(values, bits) + _rare_counts(values[len(values) // 2 :], bits)
     score[: 2 if take_parity is not None else 1] = np.iinfo(np.int64).max  # no split (or parity alone)
     best = int(np.argmin(score))
     if score[best] > budget * len(values):

@@ -86,8 +86,14 @@ class GameResult:
     group: str | None = None
 
 
-def survey_game(code: str, limit: int, *, table: RareTable | None = None, options: EngineOptions | None = None,
-                kernels: KernelPlugin | None = None) -> dict:
+def survey_game(
+    code: str,
+    limit: int,
+    *,
+    table: RareTable | None = None,
+    options: EngineOptions | None = None,
+    kernels: KernelPlugin | None = None,
+) -> dict:
     """Compute one game up to ``limit`` values and prove its period if one shows (a survey task).
 
     Runs in a worker process: verification in this process, the values on a temporary disk.  The
@@ -99,11 +105,22 @@ def survey_game(code: str, limit: int, *, table: RareTable | None = None, option
     began = time.perf_counter()
     prover = ExactProof(game.max_take, until=limit)
     tally = Tally(0, prover)
-    options = replace(options, until=limit) if options is not None else EngineOptions(
-        until=limit, threads=1, workers=0, checkpoint_every=1e9)
+    options = (
+        replace(options, until=limit)
+        if options is not None
+        else EngineOptions(until=limit, threads=1, workers=0, checkpoint_every=1e9)
+    )
     with tempfile.TemporaryDirectory(prefix="octalgen-survey-") as directory:
-        engine, summary = summarized_run(game, options, tally, table=table, directory=directory,
-                                         identity={"command": "survey"}, keep_all=True, kernels=kernels)
+        engine, summary = summarized_run(
+            game,
+            options,
+            tally,
+            table=table,
+            directory=directory,
+            identity={"command": "survey"},
+            keep_all=True,
+            kernels=kernels,
+        )
         stats = summary.statistics
         proven = summary.period
         digest = stats.digest
@@ -115,17 +132,24 @@ def survey_game(code: str, limit: int, *, table: RareTable | None = None, option
     # The repetition closest to a proof, for the hint that more values may prove it.
     candidate = min(summary.candidates, key=lambda c: c["proof_length"], default=None) if sparse else None
     result = GameResult(
-        code=game.code, status="periodic" if proven else "open", values=engine.position, largest=largest,
-        largest_at=largest_at, sparse_space=stats.sparse_space if sparse else None,
+        code=game.code,
+        status="periodic" if proven else "open",
+        values=engine.position,
+        largest=largest,
+        largest_at=largest_at,
+        sparse_space=stats.sparse_space if sparse else None,
         mask=f"{stats.mask:#x}" if sparse and stats.mask is not None else None,
         rare_count=stats.rare_positions if sparse else None,
-        last_rare=stats.last_rare[0] if sparse and stats.last_rare else None, digest=digest,
-        period=proven["period"] if proven else None, preperiod=proven["preperiod"] if proven else None,
+        last_rare=stats.last_rare[0] if sparse and stats.last_rare else None,
+        digest=digest,
+        period=proven["period"] if proven else None,
+        preperiod=proven["preperiod"] if proven else None,
         proof_values=proven["proof_length"] if proven else None,
         candidate_period=candidate["period"] if candidate else None,
         candidate_preperiod=candidate["preperiod"] if candidate else None,
         candidate_proof_values=candidate["proof_length"] if candidate else None,
-        seconds=round(time.perf_counter() - began, 3))
+        seconds=round(time.perf_counter() - began, 3),
+    )
     return asdict(result)
 
 
@@ -183,8 +207,10 @@ class Survey:
         except (IndexError, ValueError):
             raise CheckpointError(f"{path} is not a survey record (remove it to start again)") from None
         if isinstance(header, dict) and header.get("survey") == 1:
-            raise CheckpointError(f"{path} was written by an earlier octalgen, whose period search left some provable "
-                                  "periods open: remove it (or use another --out) to survey again")
+            raise CheckpointError(
+                f"{path} was written by an earlier octalgen, whose period search left some provable "
+                "periods open: remove it (or use another --out) to survey again"
+            )
         if header != self.header:
             raise CheckpointError(f"{path} belongs to another survey (other games or --max); use another --out")
         for line in lines[1:]:
@@ -208,8 +234,9 @@ class Survey:
 
     def interrupted(self, signal_number: int) -> Interrupted:
         """What a survey stopped by Ctrl-C or SIGTERM says: the games done, and where they are kept."""
-        return Interrupted(signal_number, None, self.done_path,
-                           what=f"{len(self.results)} of {len(self.games)} games done")
+        return Interrupted(
+            signal_number, None, self.done_path, what=f"{len(self.results)} of {len(self.games)} games done"
+        )
 
     def pending(self) -> list[OctalGame]:
         return [g for g in self.games if g.code not in self.results]
@@ -232,18 +259,25 @@ class Survey:
         groups: dict[str, list[str]] = {}
         for r in results:
             groups.setdefault(r["group"], []).append(r["code"])
-        document = {"limit": self.limit, "counts": self.counts(), "games": results,
-                    "identical_sequences": [codes for codes in groups.values() if len(codes) > 1]}
+        document = {
+            "limit": self.limit,
+            "counts": self.counts(),
+            "games": results,
+            "identical_sequences": [codes for codes in groups.values() if len(codes) > 1],
+        }
         write_output(path, json.dumps(document, indent=1) + "\n")
         return [tsv, path]
 
     def counts(self) -> dict:
         results = self.finished()
         groups = {r["group"] for r in results}
-        return {"games": len(self.games), "finished": len(results),
-                "periodic": sum(r["status"] == "periodic" for r in results),
-                "open": sum(r["status"] == "open" for r in results),
-                "distinct_sequences": len(groups)}
+        return {
+            "games": len(self.games),
+            "finished": len(results),
+            "periodic": sum(r["status"] == "periodic" for r in results),
+            "open": sum(r["status"] == "open" for r in results),
+            "distinct_sequences": len(groups),
+        }
 
 
 def run_survey(survey: Survey, executor, progress=None, should_stop=lambda: False) -> None:
@@ -297,4 +331,3 @@ def parse_wholes(text: str) -> tuple[int, ...]:
     if not wholes or any(w not in (0, 4) for w in wholes):
         raise InputError(f"--whole {text!r}: the whole-number digit of an octal game is 0 or 4")
     return wholes
-

@@ -32,17 +32,35 @@ class StopAt(Consumer):
             os.kill(os.getpid(), self.signal_number)
 
 
-def run_engine(code, until, directory=None, stop_at=None, table=None, keep_all=False, digest_from=0,
-               prover=RecurrenceProof, kernels=None, **options):
+def run_engine(
+    code,
+    until,
+    directory=None,
+    stop_at=None,
+    table=None,
+    keep_all=False,
+    digest_from=0,
+    prover=RecurrenceProof,
+    kernels=None,
+    **options,
+):
     """A run as ``octalgen run`` makes it (:func:`~octalgen.engine.run_summary.summarized_run`), in this
     process, with any engine option (``prover``: the tally's; ``stop_at``: a Ctrl-C there); returns its
     summary."""
     game = parse_game(code)
     tally = Tally(digest_from, prover(game.max_take) if prover else None)
     stop = (StopAt(stop_at),) if stop_at is not None else ()
-    return summarized_run(game, EngineOptions(until=until, **options), tally, stop, table=table,
-                          directory=directory, identity={"command": "run", "digest_from": digest_from},
-                          keep_all=keep_all, kernels=kernels)[1]
+    return summarized_run(
+        game,
+        EngineOptions(until=until, **options),
+        tally,
+        stop,
+        table=table,
+        directory=directory,
+        identity={"command": "run", "digest_from": digest_from},
+        keep_all=keep_all,
+        kernels=kernels,
+    )[1]
 
 
 def c_values(code, count):
@@ -51,8 +69,25 @@ def c_values(code, count):
 
 
 def _command(directory, until, *extra):
-    return [sys.executable, "-m", "octalgen", "-q", "run", ".6", "--until", str(until), "--checkpoint",
-            str(directory), "--chunk", str(1 << 16), "--checkpoint-every", "0.2", "--keep-values", "--json", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "octalgen",
+        "-q",
+        "run",
+        ".6",
+        "--until",
+        str(until),
+        "--checkpoint",
+        str(directory),
+        "--chunk",
+        str(1 << 16),
+        "--checkpoint-every",
+        "0.2",
+        "--keep-values",
+        "--json",
+        *extra,
+    ]
 
 
 def _position(directory) -> int:

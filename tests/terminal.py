@@ -23,8 +23,14 @@ def run_in_terminal(columns: int, script: str, *arguments, timeout: float = 120)
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
     environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     environment["TERM"] = "xterm-256color"
-    child = subprocess.Popen([sys.executable, "-c", script, *map(str, arguments)], stdin=secondary,
-                             stdout=secondary, stderr=secondary, env=environment, close_fds=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, arguments)],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=environment,
+        close_fds=True,
+    )
     os.close(secondary)
     output = b""
     while True:

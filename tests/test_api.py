@@ -143,8 +143,10 @@ def test_results_are_frozen():
 
 
 def test_import_octalgen_stays_cheap():
-    code = ("import sys, octalgen; heavy = [m for m in ('numpy', 'cffi', 'amaranth', 'octalgen.api') "
-            "if m in sys.modules]; print(heavy); octalgen.info; print('amaranth' in sys.modules)")
+    code = (
+        "import sys, octalgen; heavy = [m for m in ('numpy', 'cffi', 'amaranth', 'octalgen.api') "
+        "if m in sys.modules]; print(heavy); octalgen.info; print('amaranth' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[:2] == ["[]", "False"]
 
@@ -152,39 +154,53 @@ def test_import_octalgen_stays_cheap():
 # -- the command line's limits, in the API ------------------------------------------------------
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: octalgen.values(".6", 5, start=10**16), "start must be at most 1e15, not 10000000000000000"),
-    (lambda: octalgen.values(".6", 10, start=10**15 - 5), "start + n must be at most 1e15"),
-    (lambda: octalgen.values(".6", 10**15 + 1), "n must be at most 1e15"),
-    (lambda: octalgen.values(".6", True), "n must be a whole number, not True"),
-    (lambda: octalgen.values(".6", 5, start=False), "start must be a whole number, not False"),
-    (lambda: octalgen.values(".6", np.bool_(True)), "n must be a whole number"),
-    (lambda: octalgen.values(".6", float("nan")), "n must be a whole number, not nan"),
-    (lambda: octalgen.values(".6", float("inf")), "n must be a whole number, not inf"),
-    (lambda: octalgen.values(".6", "10"), "n must be a whole number, not '10'"),
-    (lambda: octalgen.values(".6", 5, threads=0), "threads must be at least 1, not 0"),
-    (lambda: octalgen.values(".6", 5, threads=True), "threads must be a whole number, not True"),
-    (lambda: octalgen.values(".6", 5, workers=2000), "workers must be at most 1024, not 2000"),
-    (lambda: octalgen.values(".6", 5, backend=3), "backend must be a backend's name as text"),
-    (lambda: list(octalgen.iter_values(".6", 5, start=-1)), "start must be at least 0, not -1"),
-    (lambda: octalgen.period(".137", max=True), "max must be a whole number, not True"),
-    (lambda: octalgen.period(".137", max=10**16), "max must be at most 1e15"),
-    (lambda: octalgen.period(".137", claim=(True, 52)), "the claimed period must be a whole number"),
-    (lambda: octalgen.period(".137", chunk=100), "chunk must be at least 1024, not 100"),
-    (lambda: octalgen.period(".137", chunk=1 << 27), "chunk must be at most 67108864"),
-    (lambda: octalgen.period(".137", checkpoint_every=float("nan")), "checkpoint_every must be a number of seconds"),
-    (lambda: octalgen.period(".137", checkpoint_every=True), "checkpoint_every must be a number of seconds"),
-    (lambda: octalgen.period(".137", scheduler=8786), "scheduler must be a Dask scheduler's address as text"),
-    (lambda: octalgen.rare_table(".6", upto=0), "upto must be at least 1, not 0"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: octalgen.values(".6", 5, start=10**16), "start must be at most 1e15, not 10000000000000000"),
+        (lambda: octalgen.values(".6", 10, start=10**15 - 5), "start + n must be at most 1e15"),
+        (lambda: octalgen.values(".6", 10**15 + 1), "n must be at most 1e15"),
+        (lambda: octalgen.values(".6", True), "n must be a whole number, not True"),
+        (lambda: octalgen.values(".6", 5, start=False), "start must be a whole number, not False"),
+        (lambda: octalgen.values(".6", np.bool_(True)), "n must be a whole number"),
+        (lambda: octalgen.values(".6", float("nan")), "n must be a whole number, not nan"),
+        (lambda: octalgen.values(".6", float("inf")), "n must be a whole number, not inf"),
+        (lambda: octalgen.values(".6", "10"), "n must be a whole number, not '10'"),
+        (lambda: octalgen.values(".6", 5, threads=0), "threads must be at least 1, not 0"),
+        (lambda: octalgen.values(".6", 5, threads=True), "threads must be a whole number, not True"),
+        (lambda: octalgen.values(".6", 5, workers=2000), "workers must be at most 1024, not 2000"),
+        (lambda: octalgen.values(".6", 5, backend=3), "backend must be a backend's name as text"),
+        (lambda: list(octalgen.iter_values(".6", 5, start=-1)), "start must be at least 0, not -1"),
+        (lambda: octalgen.period(".137", max=True), "max must be a whole number, not True"),
+        (lambda: octalgen.period(".137", max=10**16), "max must be at most 1e15"),
+        (lambda: octalgen.period(".137", claim=(True, 52)), "the claimed period must be a whole number"),
+        (lambda: octalgen.period(".137", chunk=100), "chunk must be at least 1024, not 100"),
+        (lambda: octalgen.period(".137", chunk=1 << 27), "chunk must be at most 67108864"),
+        (
+            lambda: octalgen.period(".137", checkpoint_every=float("nan")),
+            "checkpoint_every must be a number of seconds",
+        ),
+        (lambda: octalgen.period(".137", checkpoint_every=True), "checkpoint_every must be a number of seconds"),
+        (lambda: octalgen.period(".137", scheduler=8786), "scheduler must be a Dask scheduler's address as text"),
+        (lambda: octalgen.rare_table(".6", upto=0), "upto must be at least 1, not 0"),
+    ],
+)
 def test_the_api_holds_numbers_to_the_command_lines_limits_in_one_line(call, message):
     with pytest.raises(InputError) as raised:
         call()
     assert message in str(raised.value) and "\n" not in str(raised.value)
 
 
-@pytest.mark.parametrize("args", [("-n", 5, "--start", "1e16"), ("-n", "1e15", "--start", 10), ("-n", "2e15"),
-                                  ("-n", 5, "--threads", 0), ("-n", 5, "--workers", 2000)])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("-n", 5, "--start", "1e16"),
+        ("-n", "1e15", "--start", 10),
+        ("-n", "2e15"),
+        ("-n", 5, "--threads", 0),
+        ("-n", 5, "--workers", 2000),
+    ],
+)
 def test_the_command_line_refuses_what_the_api_refuses(cli, args):
     result = cli("values", ".6", *args)
     assert result.code == 2 and result.err.count("\n") == 1 and result.out == ""
@@ -206,7 +222,8 @@ def test_period_candidates_hold_every_candidate_seen_with_its_outcome():
     assert proven.open_candidates == ()
     short = octalgen.period(".16", 400_000)  # seen, but its proof needs 509,622 values
     assert [(c.period, c.preperiod, c.proof_length, c.outcome) for c in short.candidates] == [
-        (149459, 105351, 509_622, "open")]
+        (149459, 105351, 509_622, "open")
+    ]
     assert short.open_candidates == short.candidates and not short.proven
     refuted = octalgen.period(".137", claim=(68, 52))  # a multiple of the least period, 34
     assert [(c.period, c.outcome) for c in refuted.candidates] == [(68, "reduced")] and refuted.refuted
@@ -249,11 +266,16 @@ print("candidates", [(c.period, c.preperiod, c.outcome) for c in r.candidates])
 def test_the_api_from_a_users_script(tmp_path):
     script = tmp_path / "user.py"
     script.write_text(USER_SCRIPT)
-    done = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, cwd=tmp_path,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "errors InputError", "refused 1 line", "refused 1 line", "refused 1 line",
+        "errors InputError",
+        "refused 1 line",
+        "refused 1 line",
+        "refused 1 line",
         "dtypes ['uint16'] uint16",
         "values " + " ".join(map(str, naive_values(".6", 20630)[20620:])),
-        "candidates [(149459, 105351, 'proven')]"]
+        "candidates [(149459, 105351, 'proven')]",
+    ]

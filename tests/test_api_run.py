@@ -34,40 +34,63 @@ def test_a_run_from_a_script_resumes_and_extends_in_a_checkpoint_the_command_sha
     line going on in the same checkpoint directory."""
     checkpoint = tmp_path / "six"
     script = tmp_path / "six.py"
-    script.write_text(textwrap.dedent(f"""\
+    script.write_text(
+        textwrap.dedent(f"""\
         import octalgen
         first = octalgen.run(".6", 100_000, {str(checkpoint)!r}, workers=0)
         again = octalgen.run(".6", {UNTIL}, {str(checkpoint)!r}, workers=0)
         print(first.statistics.values, again.statistics.values, again.statistics.digest)
-        """))
+        """)
+    )
     result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["100000", str(UNTIL), fnv1a64(c_values(".6", UNTIL))]
-    command = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".6", "--until", str(UNTIL),
-                              "--checkpoint", str(checkpoint), "--workers", "0", "--json"],
-                             check=False, capture_output=True, text=True, timeout=300)
+    command = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octalgen",
+            "-q",
+            "run",
+            ".6",
+            "--until",
+            str(UNTIL),
+            "--checkpoint",
+            str(checkpoint),
+            "--workers",
+            "0",
+            "--json",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert command.returncode == 0, command.stderr
     figures = json.loads(command.stdout)
     assert figures["fnv1a64"] == fnv1a64(c_values(".6", UNTIL)) and figures["session"]["values"] == 0
 
 
-@pytest.mark.parametrize("arguments, options, message", [
-    ((".6", True), {}, "until must be a whole number, not True"),
-    ((".6", 0), {}, "until must be at least 1"),
-    ((".6", 10**15 + 1), {}, "until must be at most 1e15"),
-    ((".6", 2.5), {}, "until must be a whole number"),
-    ((".6", 1000), {"threads": 0}, "threads must be at least 1"),
-    ((".6", 1000), {"workers": 5000}, "workers must be at most 1024"),
-    ((".6", 1000), {"chunk": 100}, "chunk must be at least 1024"),
-    ((".6", 1000), {"checkpoint_every": True}, "checkpoint_every must be a number of seconds"),
-    ((".6", 1000), {"checkpoint_every": -1}, "checkpoint_every must be a number of seconds"),
-    ((".6", 1000), {"digest_from": False}, "digest_from must be a whole number"),
-    ((".6", 1000), {"keep_values": True}, "keep_values needs a checkpoint directory"),
-    ((".6", 1000, 7), {}, "checkpoint must be a directory's path"),
-    ((".6", 1000), {"backend": "reference"}, "does not prove values through the engine"),
-    ((".6", 1000), {"table": shipped_table(".16")}, "the rare table is for .16, not .6"),
-    (("nonsense", 1000), {}, "nonsense"),
-])
+@pytest.mark.parametrize(
+    "arguments, options, message",
+    [
+        ((".6", True), {}, "until must be a whole number, not True"),
+        ((".6", 0), {}, "until must be at least 1"),
+        ((".6", 10**15 + 1), {}, "until must be at most 1e15"),
+        ((".6", 2.5), {}, "until must be a whole number"),
+        ((".6", 1000), {"threads": 0}, "threads must be at least 1"),
+        ((".6", 1000), {"workers": 5000}, "workers must be at most 1024"),
+        ((".6", 1000), {"chunk": 100}, "chunk must be at least 1024"),
+        ((".6", 1000), {"checkpoint_every": True}, "checkpoint_every must be a number of seconds"),
+        ((".6", 1000), {"checkpoint_every": -1}, "checkpoint_every must be a number of seconds"),
+        ((".6", 1000), {"digest_from": False}, "digest_from must be a whole number"),
+        ((".6", 1000), {"keep_values": True}, "keep_values needs a checkpoint directory"),
+        ((".6", 1000, 7), {}, "checkpoint must be a directory's path"),
+        ((".6", 1000), {"backend": "reference"}, "does not prove values through the engine"),
+        ((".6", 1000), {"table": shipped_table(".16")}, "the rare table is for .16, not .6"),
+        (("nonsense", 1000), {}, "nonsense"),
+    ],
+)
 def test_bad_arguments_are_one_input_error_line(arguments, options, message):
     with pytest.raises(InputError, match=message) as raised:
         octalgen.run(*arguments, **options)

@@ -164,8 +164,10 @@ def test_no_compiler_is_one_clear_line(monkeypatch):
 
 def test_compiler_failure_keeps_the_source(monkeypatch, tmp_path):
     fake = tmp_path / "failing-cc"
-    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "failing-cc 1.0"; exit 0; fi\n'
-                    'echo "generated.c:7:1: error: the compiler says no" >&2\nexit 1\n')
+    fake.write_text(
+        '#!/bin/sh\nif [ "$1" = "--version" ]; then echo "failing-cc 1.0"; exit 0; fi\n'
+        'echo "generated.c:7:1: error: the compiler says no" >&2\nexit 1\n'
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CC", str(fake))
     monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path / "cache"))

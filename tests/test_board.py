@@ -48,9 +48,18 @@ def expected_summary(values, window: int) -> dict:
             last_match = event.heap
     state = scanner.to_dict()
     values = np.asarray(values)
-    return {"heap": len(values), "digest": int(fnv1a64(values), 16), "largest": int(values.max()),
-            "largest_at": int(np.argmax(values)), "crc": crc_of_window(values, window), "anchor": state["anchor"],
-            "anchor_crc": state["anchor_crc"], "matches": state["hash_matches"], "last_match": last_match, "flags": 0}
+    return {
+        "heap": len(values),
+        "digest": int(fnv1a64(values), 16),
+        "largest": int(values.max()),
+        "largest_at": int(np.argmax(values)),
+        "crc": crc_of_window(values, window),
+        "anchor": state["anchor"],
+        "anchor_crc": state["anchor_crc"],
+        "matches": state["hash_matches"],
+        "last_match": last_match,
+        "flags": 0,
+    }
 
 
 def board_session(code, fold, cycles, requests, settings=SIM_SETTINGS, window_bank=WINDOW_BANK, **options):
@@ -310,9 +319,12 @@ def test_requests_around_the_heap_reached_are_answered_late_or_exactly(fold):
     late = []
     for start in range(arrival - 2, arrival + 7):
         # The request and its answer take about 1,600 clocks of the serial link whatever the fold.
-        run = simulate_board(ResultStreamer(kernel, reference[: plan.start], settings), 1_600 + 400 * (fold - 1),
-                             [(0, request(start, 4))])
-        answer, = [r for r in run.records if isinstance(r, Values)]
+        run = simulate_board(
+            ResultStreamer(kernel, reference[: plan.start], settings),
+            1_600 + 400 * (fold - 1),
+            [(0, request(start, 4))],
+        )
+        (answer,) = [r for r in run.records if isinstance(r, Values)]
         assert answer.start == start
         assert answer.late or list(answer.values) == list(reference[start : start + 4])
         late.append(answer.late)
@@ -320,8 +332,10 @@ def test_requests_around_the_heap_reached_are_answered_late_or_exactly(fold):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
-                         [(None, 8, "vector"), (12, 4, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 4, "rows")])
+@pytest.mark.parametrize(
+    "fold, lanes_per_stage, mark_chain",
+    [(None, 8, "vector"), (12, 4, "vector"), (11, 3, "vector"), (10, 2, "vector"), (8, 4, "rows")],
+)
 def test_officers_board_session_at_its_fold(fold, lanes_per_stage, mark_chain):
     """.6 at the fold `synth` chooses, and at the folds and stages of its ULX3S-85F builds (folds
     10, 11 and 12 with 2, 3 and 4 lanes per stage, fold 8 with 4 and rows: hdl/reports): the first
@@ -330,8 +344,9 @@ def test_officers_board_session_at_its_fold(fold, lanes_per_stage, mark_chain):
     fold = fold or choose_fold(plan, TARGETS["ecp5-85k"])[0]
     # G(start - 1) is preloaded, never computed: late at every latency (a request for G(start) is
     # late or not by whether the pipeline's latency ends before the request's 11 bytes arrive).
-    plan, reference, run = board_session(".6", fold, 6_000, [(0, request(plan.start - 1, 4))],
-                                         lanes_per_stage=lanes_per_stage, mark_chain=mark_chain)
+    plan, reference, run = board_session(
+        ".6", fold, 6_000, [(0, request(plan.start - 1, 4))], lanes_per_stage=lanes_per_stage, mark_chain=mark_chain
+    )
     assert run.rejected == 0
     summary = next(r for r in run.records if isinstance(r, BoardSummary))
     assert summary.__dict__ == expected_summary(reference[: summary.heap], plan.window)

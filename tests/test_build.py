@@ -60,7 +60,7 @@ def test_a_shipped_header_is_compiled_beside_the_source_and_keys_it(cache, monke
     from octalgen import c_headers
 
     source = '#include "octalgen/prelude.h"\n#include "octalgen/answer.h"\n'
-    texts = {"octalgen/answer.h": "#include \"octalgen/prelude.h\"\nint answer(int x) { return x * 6 + 4; }\n"}
+    texts = {"octalgen/answer.h": '#include "octalgen/prelude.h"\nint answer(int x) { return x * 6 + 4; }\n'}
     shipped = c_headers.shipped_header
     monkeypatch.setattr(c_headers, "shipped_header", lambda name: texts.get(name) or shipped(name))
     first = build.build_module("octalgen_t", source, CDEF)
@@ -70,7 +70,7 @@ def test_a_shipped_header_is_compiled_beside_the_source_and_keys_it(cache, monke
     second = build.build_module("octalgen_t", source, CDEF)
     assert second.artefact.name != first.artefact.name and second.lib.answer(7) == 47
     standalone = c_headers.inline_headers(source)
-    assert "#include \"octalgen/" not in standalone and standalone.count("#define OCTALGEN_PRELUDE_H") == 1
+    assert '#include "octalgen/' not in standalone and standalone.count("#define OCTALGEN_PRELUDE_H") == 1
     assert build.build_module("octalgen_t", standalone, CDEF).lib.answer(7) == 47
 
 
@@ -86,8 +86,14 @@ def build_in_new_process(cache: Path) -> dict:
                            "path": str(built.artefact.path)}}))
         """
     )
-    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "OCTALGEN_CACHE_DIR": str(cache)})
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OCTALGEN_CACHE_DIR": str(cache)},
+    )
     assert done.returncode == 0, done.stderr
     return {**json.loads(done.stdout), "log": done.stderr}
 
@@ -123,16 +129,19 @@ def test_failed_compile_keeps_the_source_and_caches_nothing(cache):
     assert artefacts(cache) == []
 
 
-@pytest.mark.parametrize("signal_name, raised", [("INT", KeyboardInterrupt), ("TERM", Terminated),
-                                                  ("KILL", BuildError)])
+@pytest.mark.parametrize(
+    "signal_name, raised", [("INT", KeyboardInterrupt), ("TERM", Terminated), ("KILL", BuildError)]
+)
 def test_a_compiler_killed_by_a_signal_keeps_nothing(cache, tmp_path, monkeypatch, signal_name, raised):
     """Ctrl-C or SIGTERM to the process group reaches the compiler: the build is cancelled, as the
     command is; killed otherwise (out of memory), it failed, but not on the source.  Either way no
     failed/ entry, no staging directory, and the compiler's temporary files stay in the staging
     directory (gone with it)."""
     compiler = tmp_path / "cc"
-    compiler.write_text(f"#!/bin/sh\n[ \"$1\" = --version ] && echo 'a stand-in' && exit 0\n"
-                        f"touch \"$TMPDIR/ccTEMP.s\"\nkill -{signal_name} $$\n")
+    compiler.write_text(
+        f"#!/bin/sh\n[ \"$1\" = --version ] && echo 'a stand-in' && exit 0\n"
+        f'touch "$TMPDIR/ccTEMP.s"\nkill -{signal_name} $$\n'
+    )
     compiler.chmod(0o755)
     monkeypatch.setenv("CC", str(compiler))
     with pytest.raises(raised) as stopped:

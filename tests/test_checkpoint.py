@@ -49,8 +49,10 @@ def _refused(cli, directory, *args):
 
 
 def test_a_checkpoint_of_another_game_is_refused(cli, small_checkpoint):
-    assert "belongs to another run: it is a run of .6, not .16;" in _refused(cli, small_checkpoint, ".16", "--until",
-                                                                             200_000).err
+    assert (
+        "belongs to another run: it is a run of .6, not .16;"
+        in _refused(cli, small_checkpoint, ".16", "--until", 200_000).err
+    )
 
 
 def test_a_checkpoint_of_other_parameters_is_refused(cli, small_checkpoint):
@@ -97,8 +99,20 @@ def test_a_full_disk_stops_the_run_with_one_line_and_loses_no_proven_work(cli, t
         real(path, data)
 
     monkeypatch.setattr(checkpoint_module, "write_file_atomically", filling_up)
-    result = cli("run", ".6", "--until", 600_000, "--checkpoint", tmp_path, "--workers", 0, "--chunk", 1 << 15,
-                 "--checkpoint-every", 0)
+    result = cli(
+        "run",
+        ".6",
+        "--until",
+        600_000,
+        "--checkpoint",
+        tmp_path,
+        "--workers",
+        0,
+        "--chunk",
+        1 << 15,
+        "--checkpoint-every",
+        0,
+    )
     last = result.err.strip().splitlines()[-1]
     assert result.code == 2 and last.startswith("octalgen: error: cannot write checkpoint")
     assert "the disk is full" in result.err
@@ -181,7 +195,7 @@ def test_a_sealed_segment_that_loses_a_file_is_written_anew(tmp_path, monkeypatc
     values = np.arange(2000, dtype=np.uint16) % 777
     store = ValueStore(tmp_path)
     for first in range(0, 2000, 100):
-        store.append(first, values[first: first + 100])
+        store.append(first, values[first : first + 100])
     store.sync()
     assert len(store.sealed) == 5 and len(store.inline) == 5  # 20 files: 5 segments of 3, 5 inline
     old = [s["file"] for s in store.sealed]

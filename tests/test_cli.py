@@ -43,9 +43,15 @@ def test_default_backend_is_exact(cli):
 
 @pytest.mark.parametrize(
     "args",
-    [("values", ".6", "-n", "ten"), ("values", ".6", "-n", -1), ("values", ".6"),
-     ("values", ".6", "-n", 5, "--backend", "abacus"),
-     ("values", ".6", "-n", 5, "--format", "u8"), ("rare", ".9"), ("nonsense",)],
+    [
+        ("values", ".6", "-n", "ten"),
+        ("values", ".6", "-n", -1),
+        ("values", ".6"),
+        ("values", ".6", "-n", 5, "--backend", "abacus"),
+        ("values", ".6", "-n", 5, "--format", "u8"),
+        ("rare", ".9"),
+        ("nonsense",),
+    ],
 )
 def test_usage_errors_are_one_line_exit_2(cli, args):
     result = cli(*args)
@@ -102,8 +108,12 @@ def test_entry_points():
 def test_text_lines_are_what_str_gives():
     from octalgen.cli.values import decimal_lines
 
-    for values in (np.arange(1 << 16), np.random.default_rng(3).integers(0, 1 << 16, 50_000), np.array([7, 1 << 20]),
-                   np.zeros(0, np.int64)):
+    for values in (
+        np.arange(1 << 16),
+        np.random.default_rng(3).integers(0, 1 << 16, 50_000),
+        np.array([7, 1 << 20]),
+        np.zeros(0, np.int64),
+    ):
         assert decimal_lines(values) == "".join(f"{v}\n" for v in values.tolist()).encode()
 
 
@@ -135,8 +145,9 @@ def test_a_mistyped_command_or_choice_gets_the_one_meant(cli):
     assert "did you mean cuda?" in one_line_usage_error(cli("run", ".6", "--until", 10, "--backend", "cudda"))
 
 
-@pytest.mark.parametrize("name, meant", [("officer", "officers"), ("Kayle", "kayles"),
-                                         ("dawsons kayles", "dawsons-kayles")])
+@pytest.mark.parametrize(
+    "name, meant", [("officer", "officers"), ("Kayle", "kayles"), ("dawsons kayles", "dawsons-kayles")]
+)
 def test_a_mistyped_game_name_gets_the_name_meant(cli, name, meant):
     error = one_line_usage_error(cli("values", name, "-n", 3))
     assert f"no game is named {name!r}: did you mean {meant}?" in error and "bad character" not in error
@@ -181,8 +192,10 @@ def test_a_stopped_values_says_its_file_was_not_written(cli, monkeypatch, tmp_pa
     out.write_text("the old content\n")
     result = cli("values", ".6", "-n", 100_000, "-o", out)
     assert result.code == 143 and result.out == ""
-    assert result.err == (f"octalgen: stopped by SIGTERM: G(0) ... G(41255) proven; nothing written to {out} (a file "
-                          "is written only once complete)\n")
+    assert result.err == (
+        f"octalgen: stopped by SIGTERM: G(0) ... G(41255) proven; nothing written to {out} (a file "
+        "is written only once complete)\n"
+    )
     assert out.read_text() == "the old content\n" and [p.name for p in tmp_path.iterdir()] == ["g.txt"]
 
 
@@ -223,8 +236,23 @@ def kept_run(tmp_path_factory):
     from octalgen.cli import main
 
     directory = tmp_path_factory.mktemp("kept04")
-    assert main(["run", ".04", "--until", str(1 << 17), "--keep-values", "--checkpoint", str(directory), "-q",
-                 "--workers", "0"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                ".04",
+                "--until",
+                str(1 << 17),
+                "--keep-values",
+                "--checkpoint",
+                str(directory),
+                "-q",
+                "--workers",
+                "0",
+            ]
+        )
+        == 0
+    )
     return directory
 
 
@@ -303,11 +331,17 @@ def terminal_rows(columns: int, *arguments) -> list[str]:
     return shown[-1]
 
 
-@pytest.mark.parametrize("arguments, status, start", [
-    (("values", ".9", "-n", 3), 2, BAD_CODE),
-    (("values", ".6", "-n", 3, "-o", "/nonexistent/d/some-rather-long-file-name-for-the-values.txt"), 2,
-     "octalgen: error: cannot write /nonexistent/d/"),
-])
+@pytest.mark.parametrize(
+    "arguments, status, start",
+    [
+        (("values", ".9", "-n", 3), 2, BAD_CODE),
+        (
+            ("values", ".6", "-n", 3, "-o", "/nonexistent/d/some-rather-long-file-name-for-the-values.txt"),
+            2,
+            "octalgen: error: cannot write /nonexistent/d/",
+        ),
+    ],
+)
 def test_errors_are_wrapped_to_the_terminal_and_one_line_elsewhere(cli, arguments, status, start):
     rows = terminal_rows(80, *arguments)
     assert rows[-1] == f"exit {status}" and len(rows) > 2
@@ -336,14 +370,17 @@ def test_export_refuses_binary_on_a_terminal(tmp_path):
     assert rows[-1] == "exit 2" and rows[0].startswith("octalgen: error: --format npy is binary")
 
 
-@pytest.mark.parametrize("command", [
-    ("values", ".6", "-n", 5, "-o", "{missing}/values.txt"),
-    ("rare", ".6", "-o", "{missing}/6.yaml"),
-    ("survey", "--digits", 1, "--max", 1000, "--out", "{missing}/survey"),
-    ("run", ".6", "--until", 1000, "--checkpoint", "{missing}/ck"),
-    ("period", ".137", "--checkpoint", "{missing}/ck"),
-    ("emit", "c", ".16", "-o", "{missing}/generated"),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("values", ".6", "-n", 5, "-o", "{missing}/values.txt"),
+        ("rare", ".6", "-o", "{missing}/6.yaml"),
+        ("survey", "--digits", 1, "--max", 1000, "--out", "{missing}/survey"),
+        ("run", ".6", "--until", 1000, "--checkpoint", "{missing}/ck"),
+        ("period", ".137", "--checkpoint", "{missing}/ck"),
+        ("emit", "c", ".16", "-o", "{missing}/generated"),
+    ],
+)
 def test_a_missing_parent_directory_is_refused_the_same_way_everywhere(cli, tmp_path, command):
     missing = tmp_path / "no" / "such"
     result = cli(*(str(part).format(missing=missing) for part in command))
@@ -411,8 +448,11 @@ def test_a_resumed_period_reports_this_sessions_values(cli, tmp_path):
     assert first.code == 0 and re.search(r"^computed 300000 values in [\d.]+ s$", first.out, re.MULTILINE)
     second = cli("period", ".16", "--max", 600_000, "--checkpoint", tmp_path / "p", "--workers", 0, "-q")
     assert second.code == 0 and second.out.startswith("period 149459 preperiod 105351")
-    assert re.search(r"^computed 209622 values in [\d.]+ s; G\(0\) \.\.\. G\(299999\) were proven before, in [\d.]+ s$",
-                     second.out, re.MULTILINE)
+    assert re.search(
+        r"^computed 209622 values in [\d.]+ s; G\(0\) \.\.\. G\(299999\) were proven before, in [\d.]+ s$",
+        second.out,
+        re.MULTILINE,
+    )
     as_json = json.loads(cli("period", ".16", "--max", 600_000, "--checkpoint", tmp_path / "p", "--json").out)
     assert as_json["values"] == 509_622 and as_json["session"]["values"] == 0
     assert [(c["period"], c["outcome"]) for c in as_json["candidates"]] == [(149459, "proven")]

@@ -27,8 +27,12 @@ def test_emit_writes_and_prints_paths(cli, tmp_path):
     result = cli("emit", "c", ".6", "-o", tmp_path)
     assert result.code == 0
     written = [Path(line) for line in result.out.split()]
-    assert [p.name for p in written] == ["octalgen_exact.c", "octalgen_exact.h", "octalgen_kernel.c",
-                                         "octalgen_kernel.h"]
+    assert [p.name for p in written] == [
+        "octalgen_exact.c",
+        "octalgen_exact.h",
+        "octalgen_kernel.c",
+        "octalgen_kernel.h",
+    ]
     assert all(p.parent == tmp_path / "0.6" and p.is_file() for p in written)
     kernel = written[2].read_text()
     assert f"rare table: {shipped_table('.6').digest}" in kernel and "timestamp" not in kernel
@@ -45,8 +49,17 @@ def test_emitted_c_compiles_with_the_flags_its_header_names(cli, tmp_path):
         flags = line.split(" cc ", 1)[1].split()
         assert flags[-2:] == ["-c", path.name] and "-std=c11" in flags
         for std in ("-std=c11", "-std=gnu11"):
-            command = [*find_compiler(), *[std if f == "-std=c11" else f for f in flags[:-2]], "-Wall", "-Wextra",
-                       "-Werror", "-c", str(path), "-o", str(tmp_path / "out.o")]
+            command = [
+                *find_compiler(),
+                *[std if f == "-std=c11" else f for f in flags[:-2]],
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-c",
+                str(path),
+                "-o",
+                str(tmp_path / "out.o"),
+            ]
             done = subprocess.run(command, check=False, capture_output=True, text=True)
             assert done.returncode == 0, f"{' '.join(command)}:\n{done.stderr}"
 
@@ -87,8 +100,9 @@ def test_values_backend_c(cli, caplog):
 
 def test_values_backend_c_speculative_says_so(cli, tmp_path, caplog):
     out = tmp_path / "v.u16"
-    result = cli("values", ".6", "-n", 50_000, "--backend", "c-speculative", "--format", "u16", "--threads", 1,
-                 "-o", out)
+    result = cli(
+        "values", ".6", "-n", 50_000, "--backend", "c-speculative", "--format", "u16", "--threads", 1, "-o", out
+    )
     assert result.code == 0 and "NOT proven" in caplog.text
     values = np.fromfile(out, "<u2")
     assert len(values) == 50_000 and values[:20].tolist() == OFFICERS_20
@@ -105,9 +119,19 @@ def test_bench_reports_every_figure(cli):
     """Every row, the verifier's options scanned per heap and time per option, all within 80 columns."""
     result = cli("bench", ".16", "-n", 100_000, "--threads", 2)
     assert result.code == 0, result.err
-    for label in ("speculative kernel, 1 thread", "speculative kernel, 2 threads", "naive C", "verifier, 1 process",
-                  "options/heap", "ns an option scanned", "verifier, plain C proof scan",
-                  "exact --backend c, 2 threads", "Python reference", "all agree", "load average"):
+    for label in (
+        "speculative kernel, 1 thread",
+        "speculative kernel, 2 threads",
+        "naive C",
+        "verifier, 1 process",
+        "options/heap",
+        "ns an option scanned",
+        "verifier, plain C proof scan",
+        "exact --backend c, 2 threads",
+        "Python reference",
+        "all agree",
+        "load average",
+    ):
         assert label in result.out
     assert result.out.count("M values/s") == 7
     assert max(map(len, result.out.splitlines())) <= 80, result.out  # a report that fits a terminal

@@ -17,8 +17,9 @@ def test_quiet_by_default_and_verbose_on_request(cli):
         assert "octalgen: kernel plan for .6: 1584 terms" in verbose.err
 
 
-@pytest.mark.parametrize("args", [("-q", "values", ".6", "-n", 10), ("values", ".6", "-n", 10, "-q"),
-                                  ("emit", "-q", "c", ".6", "--help")])
+@pytest.mark.parametrize(
+    "args", [("-q", "values", ".6", "-n", 10), ("values", ".6", "-n", 10, "-q"), ("emit", "-q", "c", ".6", "--help")]
+)
 def test_quiet_goes_before_or_after_the_command(cli, args):
     result = cli(*args)
     assert result.code == 0 and result.err == ""
@@ -29,9 +30,24 @@ def test_quiet_and_verbose_together_is_a_usage_error(cli):
     assert result.code == 2 and result.err.count("\n") == 1 and "-q and -v" in result.err
 
 
-COMMANDS = [("info",), ("values",), ("rare",), ("emit",), ("emit", "c"), ("emit", "cuda"), ("emit", "hdl"),
-            ("bench",), ("stones",), ("run",), ("period",), ("stats",), ("synth",), ("export",), ("survey",),
-            ("fpga",)]
+COMMANDS = [
+    ("info",),
+    ("values",),
+    ("rare",),
+    ("emit",),
+    ("emit", "c"),
+    ("emit", "cuda"),
+    ("emit", "hdl"),
+    ("bench",),
+    ("stones",),
+    ("run",),
+    ("period",),
+    ("stats",),
+    ("synth",),
+    ("export",),
+    ("survey",),
+    ("fpga",),
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
@@ -114,15 +130,20 @@ def test_help_pages_and_a_run_fit_an_80_column_terminal():
 def test_help_prose_is_reflowed_and_examples_kept_or_split_where_they_may_be():
     from octalgen.cli import HelpFormatter
 
-    text = ("A description written with\nits line breaks anywhere, which the page\nreflows.\n\nexamples:\n"
-            "  octalgen values .6 -n 10                  short enough: kept as written\n"
-            "  octalgen run .6 --until 1e9 --checkpoint runs/officers   # too wide for 40 columns\n")
+    text = (
+        "A description written with\nits line breaks anywhere, which the page\nreflows.\n\nexamples:\n"
+        "  octalgen values .6 -n 10                  short enough: kept as written\n"
+        "  octalgen run .6 --until 1e9 --checkpoint runs/officers   # too wide for 40 columns\n"
+    )
     lines = HelpFormatter("octalgen", width=40)._fill_text(text, 40, "").splitlines()
     assert lines[:2] == ["A description written with its line", "breaks anywhere, which the page reflows."]
     assert all(len(line) <= 40 for line in lines), lines
     # the command, continued as a shell reads it, then its explanation below it
-    assert lines[-3:] == ["  octalgen run .6 --until 1e9 \\", "      --checkpoint runs/officers",
-                          "      # too wide for 40 columns"]
+    assert lines[-3:] == [
+        "  octalgen run .6 --until 1e9 \\",
+        "      --checkpoint runs/officers",
+        "      # too wide for 40 columns",
+    ]
     wide = HelpFormatter("octalgen", width=120)._fill_text(text, 120, "").splitlines()
     assert "  octalgen values .6 -n 10                  short enough: kept as written" in wide
 

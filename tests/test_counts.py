@@ -48,6 +48,7 @@ def one_line_error(result, code, message):
 
 # -- the tables a tally takes, against numpy's counts of the exact values ------------------------------
 
+
 @pytest.fixture(scope="module")
 def values_167():
     return exact_solver(parse_game(".167"), None).extend(70_000).astype(np.int64)
@@ -55,14 +56,14 @@ def values_167():
 
 def expected_table(values: np.ndarray, n: int) -> np.ndarray:
     """The counts of each value among G(1) ... G(n), 0 ... the largest, from numpy."""
-    return np.bincount(values[1: n + 1]).astype(np.uint64)
+    return np.bincount(values[1 : n + 1]).astype(np.uint64)
 
 
 def test_a_tally_takes_a_table_at_every_power_of_two_whatever_its_pieces(values_167):
     rng = np.random.default_rng(7)
     tally, first = Tally(), 0
     while first < len(values_167):  # pieces of random lengths: most cross a power of two or end at one
-        piece = values_167[first: first + int(rng.integers(1, 5000))]
+        piece = values_167[first : first + int(rng.integers(1, 5000))]
         tally.accept(first, piece.astype(np.uint16))
         first += len(piece)
     tables = tally.tables()
@@ -82,7 +83,7 @@ class Held:
         self._values = values.astype(np.uint16)
 
     def values(self, start, stop):
-        return self._values[start: stop]
+        return self._values[start:stop]
 
 
 def test_a_restored_tally_goes_on_to_the_same_tables(values_167):
@@ -97,8 +98,9 @@ def test_a_restored_tally_goes_on_to_the_same_tables(values_167):
         resumed.attach(Held(values_167))
         resumed.accept(stop, values_167[stop:].astype(np.uint16))
         assert resumed.count_tables.since == 0
-        assert {n: format_table(t) for n, t in resumed.tables().items()} == \
-            {n: format_table(t) for n, t in whole.tables().items()}
+        assert {n: format_table(t) for n, t in resumed.tables().items()} == {
+            n: format_table(t) for n, t in whole.tables().items()
+        }
 
 
 def test_a_state_without_tables_takes_them_from_where_it_was_resumed(values_167):
@@ -117,6 +119,7 @@ def test_a_state_without_tables_takes_them_from_where_it_was_resumed(values_167)
 
 # -- whole runs against rogalski's tables --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("code", [".161", pytest.param(".172", marks=pytest.mark.slow)])
 def test_run_counts_are_rogalskis_tables_to_2_20(cli, tmp_path, code):
     result = cli("-q", "run", code, "--until", TO_2_20, "--checkpoint", tmp_path / "run", "--counts", tmp_path / "out")
@@ -124,8 +127,9 @@ def test_run_counts_are_rogalskis_tables_to_2_20(cli, tmp_path, code):
     assert f"wrote 20 tables (n = 2 ... 1048576) of {code} to {tmp_path / 'out' / ('0' + code)}" in result.err
     assert written(tmp_path / "out", code) == rogalski(code)  # byte for byte, every power of two
     compared = cli("stats", tmp_path / "run", "--compare", ROGALSKI)
-    assert compared.code == 0 and compared.out == \
-        f"equal: 20 tables (n = 2 ... 1048576) match {ROGALSKI / ('0' + code)}\n"
+    assert (
+        compared.code == 0 and compared.out == f"equal: 20 tables (n = 2 ... 1048576) match {ROGALSKI / ('0' + code)}\n"
+    )
     # export writes the same tables from the checkpoint.
     assert cli("export", tmp_path / "run", "--counts", tmp_path / "exported").code == 0
     assert written(tmp_path / "exported", code) == rogalski(code)
@@ -135,8 +139,24 @@ def test_034_past_both_rare_values_no_mask_helps_with_from_a_script(tmp_path):
     # G(71,722) = 116 and G(374,473) = 102 become terms: the tables on both sides of each are rogalski's.
     # Run as a user runs it: a separate process.
     out = tmp_path / "tables"
-    result = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".034", "--until", str(TO_2_20),
-                             "--counts", str(out), "--json"], check=False, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octalgen",
+            "-q",
+            "run",
+            ".034",
+            "--until",
+            str(TO_2_20),
+            "--counts",
+            str(out),
+            "--json",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert [e["heap"] for e in json.loads(result.stdout)["rare_found"]] == [71_722, 374_473]
     assert written(out, ".034") == rogalski(".034")
@@ -163,8 +183,12 @@ def test_a_run_stopped_by_a_smaller_until_writes_the_tables_of_an_unbroken_one(c
     assert cli("-q", "run", ".167", "--until", 300_001, "--checkpoint", run, "--workers", 0).code == 0
     assert cli("export", run, "--counts", tmp_path / "early").code == 0
     assert list(written(tmp_path / "early", ".167")) == [1 << k for k in range(1, 19)] + [300_000]
-    assert cli("-q", "run", ".167", "--until", until, "--checkpoint", run, "--workers", 0, "--counts",
-               tmp_path / "out").code == 0
+    assert (
+        cli(
+            "-q", "run", ".167", "--until", until, "--checkpoint", run, "--workers", 0, "--counts", tmp_path / "out"
+        ).code
+        == 0
+    )
     assert written(tmp_path / "out", ".167") == unbroken_167[until]
     assert cli("export", run, "--counts", tmp_path / "exported").code == 0
     assert written(tmp_path / "exported", ".167") == unbroken_167[until]
@@ -189,11 +213,14 @@ def test_a_run_resumed_from_a_checkpoint_without_tables_says_which_it_lacks(cli,
     body = read_checkpoint(run)
     del body["consumers"]["tally"]["count_tables"]  # as an octalgen that took no tables wrote it
     write_checkpoint(run, body)
-    result = cli("-q", "run", ".167", "--until", 70_000, "--checkpoint", run, "--workers", 0, "--counts",
-                 tmp_path / "out")
+    result = cli(
+        "-q", "run", ".167", "--until", 70_000, "--checkpoint", run, "--workers", 0, "--counts", tmp_path / "out"
+    )
     assert result.code == 0, result.err
-    assert "resumed at G(5000) from a checkpoint that kept no count tables: the powers of two below 5000 have none" \
+    assert (
+        "resumed at G(5000) from a checkpoint that kept no count tables: the powers of two below 5000 have none"
         in result.err
+    )
     assert list(written(tmp_path / "out", ".167")) == [8192, 16384, 32768, 65536, 69_999]
     compared = cli("stats", run, "--compare", ROGALSKI)
     assert compared.code == 0 and compared.out.startswith("equal: 4 tables (n = 8192 ... 65536) match")
@@ -201,14 +228,17 @@ def test_a_run_resumed_from_a_checkpoint_without_tables_says_which_it_lacks(cli,
 
 # -- the comparison ------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def run_161(tmp_path_factory):
     """A checkpoint of .161 to 2^16 + 1."""
     from octalgen.cli import main
 
     directory = tmp_path_factory.mktemp("run161")
-    assert main(["-q", "run", ".161", "--until", str((1 << 16) + 1), "--checkpoint", str(directory),
-                 "--workers", "0"]) == 0
+    assert (
+        main(["-q", "run", ".161", "--until", str((1 << 16) + 1), "--checkpoint", str(directory), "--workers", "0"])
+        == 0
+    )
     return directory
 
 
@@ -224,8 +254,14 @@ def test_compare_says_where_the_tables_first_differ(cli, tmp_path, run_161):
     result = cli("stats", run_161, "--compare", tmp_path)  # the directory that holds 0.161/
     assert result.code == 1 and result.out == f"differ at n = 1024, value 5: ours 72, {theirs}'s 73\n"
     as_json = json.loads(cli("stats", run_161, "--compare", theirs, "--json").out)
-    assert as_json == {"equal": False, "compared": 10, "first_n": 2, "last_n": 1024, "directory": str(theirs),
-                       "difference": {"n": 1024, "value": 5, "ours": "5 72\n", "theirs": "5 73\n"}}
+    assert as_json == {
+        "equal": False,
+        "compared": 10,
+        "first_n": 2,
+        "last_n": 1024,
+        "directory": str(theirs),
+        "difference": {"n": 1024, "value": 5, "ours": "5 72\n", "theirs": "5 73\n"},
+    }
     (theirs / "1024").write_text((ROGALSKI / "0.161" / "1024").read_text())
     result = cli("stats", run_161, "--compare", theirs)
     assert result.code == 1 and result.out == f"differ at n = 4096, value 105: ours no line, {theirs}'s 0\n"
@@ -239,16 +275,21 @@ def test_compare_and_export_refuse_bad_input_in_one_line(cli, tmp_path, run_161)
     one_line_error(cli("stats", run_161, "--compare", tmp_path), 2, "holds no count tables of .161")
     one_line_error(cli("stats", run_161, "--compare", ROGALSKI, "--histogram"), 2, "leave out --plot")
     one_line_error(cli("stats", tmp_path, "--compare", ROGALSKI), 2, "holds no run checkpoint")
-    one_line_error(cli("export", run_161, "--counts", tmp_path / "t", "--format", "npy"), 2,
-                   "--format does not go with it")
+    one_line_error(
+        cli("export", run_161, "--counts", tmp_path / "t", "--format", "npy"), 2, "--format does not go with it"
+    )
     one_line_error(cli("export", tmp_path / "missing", "--counts", tmp_path / "t"), 2, "no such directory")
     (tmp_path / "file").write_text("")
     one_line_error(cli("export", run_161, "--counts", tmp_path / "file"), 2, "as a directory: it is a file")
     # run checks where its tables go before it computes anything
-    one_line_error(cli("run", ".161", "--until", 1000, "--counts", tmp_path / "file"), 2,
-                   "as a directory: it is a file")
-    one_line_error(cli("run", ".161", "--until", 1000, "--counts", tmp_path / "no" / "t"), 2,
-                   f"the directory {tmp_path / 'no'} does not exist")
+    one_line_error(
+        cli("run", ".161", "--until", 1000, "--counts", tmp_path / "file"), 2, "as a directory: it is a file"
+    )
+    one_line_error(
+        cli("run", ".161", "--until", 1000, "--counts", tmp_path / "no" / "t"),
+        2,
+        f"the directory {tmp_path / 'no'} does not exist",
+    )
 
 
 def test_tables_are_compared_over_the_n_both_have():
@@ -261,15 +302,36 @@ def test_tables_are_compared_over_the_n_both_have():
 
 # -- further out (minutes) -----------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("code", [".161", ".167"])
 def test_run_counts_are_rogalskis_tables_to_2_24(tmp_path, code):
     heaps = 1 << 24
-    result = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", code, "--until", str(heaps + 1),
-                             "--checkpoint", str(tmp_path / "run"), "--counts", str(tmp_path / "out")],
-                            check=False, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octalgen",
+            "-q",
+            "run",
+            code,
+            "--until",
+            str(heaps + 1),
+            "--checkpoint",
+            str(tmp_path / "run"),
+            "--counts",
+            str(tmp_path / "out"),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     assert written(tmp_path / "out", code) == rogalski(code, heaps)
-    compared = subprocess.run([sys.executable, "-m", "octalgen", "stats", str(tmp_path / "run"), "--compare",
-                               str(ROGALSKI)], check=False, capture_output=True, text=True)
+    compared = subprocess.run(
+        [sys.executable, "-m", "octalgen", "stats", str(tmp_path / "run"), "--compare", str(ROGALSKI)],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert compared.returncode == 0 and compared.stdout.startswith("equal: 24 tables (n = 2 ... 16777216)")

@@ -67,6 +67,7 @@ def test_refuses_position_parity_when_takes_differ_in_parity():
 
 # -- games without a sparse space (issue 11): known answers of tczajka's tables -------------------
 
+
 def _rare_count_and_last(values, mask):
     rare = np.flatnonzero(np.bitwise_count(values.astype(np.int64) & mask) % 2 == 0)
     return len(rare), int(rare[-1])
@@ -85,8 +86,10 @@ def test_06_to_2_17_under_its_range_mask():
     values = solver.extend(1 << 17)
     assert values.max() == 1045 and int(np.argmax(values == 1045)) == 127083
     assert _rare_count_and_last(values, 0x5A0) == (52923, 131070)
-    assert solver.rare_positions.tolist() == np.flatnonzero(
-        np.bitwise_count(values.astype(np.int64) & 0x5A0) % 2 == 0).tolist()
+    assert (
+        solver.rare_positions.tolist()
+        == np.flatnonzero(np.bitwise_count(values.astype(np.int64) & 0x5A0) % 2 == 0).tolist()
+    )
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -156,8 +159,8 @@ def test_a_spilling_solver_holds_its_values_on_disk_and_gives_the_same(monkeypat
     import octalgen.cpu.exact
 
     monkeypatch.setattr(octalgen.cpu.exact, "SPILL_FROM", 1 << 12)
-    expected = CExactSolver(".6", mask=0x1ee).extend(30_000).copy()
-    solver = CExactSolver(".6", mask=0x1ee, values=expected[:20_000], spill=True, spill_dir=tmp_path)
+    expected = CExactSolver(".6", mask=0x1EE).extend(30_000).copy()
+    solver = CExactSolver(".6", mask=0x1EE, values=expected[:20_000], spill=True, spill_dir=tmp_path)
     for buffer in (solver._values, solver._reversed):
         assert isinstance(buffer.base, memoryview) and isinstance(buffer.base.obj, mmap.mmap)
     assert np.array_equal(solver.extend(30_000), expected)
@@ -167,6 +170,7 @@ def test_a_spilling_solver_holds_its_values_on_disk_and_gives_the_same(monkeypat
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "posix_fallocate", full)
-    with pytest.raises(ComputationError, match=f"cannot hold the exact solver's values on disk in {tmp_path}: "
-                                               "No space left on device"):
-        CExactSolver(".6", mask=0x1ee, values=expected[:20_000], spill=True, spill_dir=tmp_path)
+    with pytest.raises(
+        ComputationError, match=f"cannot hold the exact solver's values on disk in {tmp_path}: No space left on device"
+    ):
+        CExactSolver(".6", mask=0x1EE, values=expected[:20_000], spill=True, spill_dir=tmp_path)

@@ -36,7 +36,7 @@ class Officers:
         """Stored codes of heaps start - window ... stop - 1 (window from the prefix, rest by the kernel)."""
         plan = self.plan
         buffer = np.empty(stop - plan.start + plan.window, dtype=self.kernel.dtype)
-        buffer[: plan.window] = plan.encoding.encode_array(self.prefix[plan.start - plan.window:])
+        buffer[: plan.window] = plan.encoding.encode_array(self.prefix[plan.start - plan.window :])
         self.kernel.fill(buffer, plan.start, threads, patient=True)  # all heaps by all threads
         return buffer
 
@@ -56,16 +56,17 @@ def officers_codes(officers):
 
 
 def test_kernel_matches_the_published_checksum(officers, officers_codes):
-    values = np.concatenate([officers.prefix,
-                             officers.plan.encoding.decode_array(officers_codes[officers.plan.window:])])
-    assert fnv1a64(values[65536:1 << 21]) == OFFICERS_FNV_65536_2097152
+    values = np.concatenate(
+        [officers.prefix, officers.plan.encoding.decode_array(officers_codes[officers.plan.window :])]
+    )
+    assert fnv1a64(values[65536 : 1 << 21]) == OFFICERS_FNV_65536_2097152
 
 
 def test_threaded_kernel_matches_the_published_checksum(officers):
     # Independent of the one-thread kernel: 2 threads in blocks against the agreed digest.
     codes = officers.codes(1 << 21, threads=2)
-    values = np.concatenate([officers.prefix, officers.plan.encoding.decode_array(codes[officers.plan.window:])])
-    assert fnv1a64(values[65536:1 << 21]) == OFFICERS_FNV_65536_2097152
+    values = np.concatenate([officers.prefix, officers.plan.encoding.decode_array(codes[officers.plan.window :])])
+    assert fnv1a64(values[65536 : 1 << 21]) == OFFICERS_FNV_65536_2097152
 
 
 @pytest.mark.parametrize("threads", [2, 3, 8])
@@ -91,11 +92,11 @@ def _fill_at(kernel, values, first, count, threads, shift, patient=True, block=N
     plan, size = kernel.plan, kernel.dtype.itemsize
     room = np.zeros((plan.window + count) * size + 128, np.uint8)
     lead = (-room.ctypes.data + shift) % 64
-    buffer = room[lead: lead + (plan.window + count) * size].view(kernel.dtype)
+    buffer = room[lead : lead + (plan.window + count) * size].view(kernel.dtype)
     assert buffer.ctypes.data % 64 == shift
-    buffer[: plan.window] = plan.encoding.encode_array(values[first - plan.window: first])
+    buffer[: plan.window] = plan.encoding.encode_array(values[first - plan.window : first])
     kernel.fill(buffer, first, threads, patient=patient, block=block)
-    return plan.encoding.decode_array(buffer[plan.window:])
+    return plan.encoding.decode_array(buffer[plan.window :])
 
 
 @pytest.mark.parametrize("block", [64, 128, 192])
@@ -105,11 +106,22 @@ def test_blocks_of_every_length_give_the_exact_values(block):
     # outputs starting anywhere in a cache line give the exact values.
     plan, exact = _small()
     kernel = SpeculativeKernel(plan, block_heaps=block)
-    for threads, count, shift in [(2, 20_001, 0), (2, 9_999, 1), (3, 12_345, 37), (4, 4_097, 63),
-                                  (5, 1_000, 13), (2, 1, 5), (3, 2, 0), (8, 3 * block + 1, 61)]:
+    for threads, count, shift in [
+        (2, 20_001, 0),
+        (2, 9_999, 1),
+        (3, 12_345, 37),
+        (4, 4_097, 63),
+        (5, 1_000, 13),
+        (2, 1, 5),
+        (3, 2, 0),
+        (8, 3 * block + 1, 61),
+    ]:
         first = plan.start + 7 * threads + shift  # a start of any parity and line position
-        assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift),
-                              exact[first: first + count]), (threads, count, shift)
+        assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift), exact[first : first + count]), (
+            threads,
+            count,
+            shift,
+        )
 
 
 def test_a_call_may_hand_its_threads_shorter_blocks_than_the_kernel_was_built_for():
@@ -121,11 +133,12 @@ def test_a_call_may_hand_its_threads_shorter_blocks_than_the_kernel_was_built_fo
     for block in kernel.blocks():
         for threads, count, shift in [(2, 9_999, 1), (4, 4_097, 63), (8, 8 * block + 65, 17)]:
             first = plan.start + 5 * threads + shift
-            assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift, block=block),
-                                  exact[first: first + count]), (block, threads, count)
+            assert np.array_equal(
+                _fill_at(kernel, exact, first, count, threads, shift, block=block), exact[first : first + count]
+            ), (block, threads, count)
     kernel.tuned_blocks = {3: 64}
     first = plan.start + 11
-    assert np.array_equal(_fill_at(kernel, exact, first, 20_001, 3, 5), exact[first: first + 20_001])
+    assert np.array_equal(_fill_at(kernel, exact, first, 20_001, 3, 5), exact[first : first + 20_001])
     for wrong in (0, 32, 96, 512):
         with pytest.raises(InputError, match="this kernel takes 256, 128, 64"):
             kernel.fill(np.zeros(plan.window + 10, kernel.dtype), plan.start, 2, block=wrong)
@@ -137,8 +150,9 @@ def test_u16_blocks_give_the_exact_values():
         kernel = SpeculativeKernel(plan, block_heaps=block)
         for threads, count, shift in [(2, 15_001, 2), (3, 7_777, 62)]:
             first = plan.start + 3
-            assert np.array_equal(_fill_at(kernel, exact, first, count, threads, shift),
-                                  exact[first: first + count]), (block, threads, count, shift)
+            assert np.array_equal(
+                _fill_at(kernel, exact, first, count, threads, shift), exact[first : first + count]
+            ), (block, threads, count, shift)
 
 
 def test_blocks_under_positional_rarity_give_the_exact_values():
@@ -149,9 +163,9 @@ def test_blocks_under_positional_rarity_give_the_exact_values():
     for threads, shift in [(2, 3), (3, 0)]:
         first = plan.start + shift
         buffer = np.empty(plan.window + 40_000 - first, kernel.dtype)
-        buffer[: plan.window] = plan.encoding.encode_array(exact[first - plan.window: first])
+        buffer[: plan.window] = plan.encoding.encode_array(exact[first - plan.window : first])
         kernel.fill(buffer, first, threads, patient=True)
-        assert np.array_equal(plan.encoding.decode_array(buffer[plan.window:], first), exact[first:])
+        assert np.array_equal(plan.encoding.decode_array(buffer[plan.window :], first), exact[first:])
 
 
 def test_a_split_fill_with_blocks_gives_the_same_values():
@@ -186,9 +200,9 @@ def test_block_lengths_must_be_whole_cache_lines():
 def test_kernel_resumes_from_its_window(officers, officers_codes):
     plan, w = officers.plan, officers.plan.window
     middle = plan.start + 123_457  # resume in the middle: the state is the heap and the window before it
-    window = officers_codes[middle - w - officers.base: middle - officers.base]
+    window = officers_codes[middle - w - officers.base : middle - officers.base]
     resumed = officers.kernel.run(window, middle, 20_000, threads=2, patient=True)
-    assert np.array_equal(resumed, officers_codes[middle - officers.base: middle + 20_000 - officers.base])
+    assert np.array_equal(resumed, officers_codes[middle - officers.base : middle + 20_000 - officers.base])
 
 
 def test_u16_storage_gives_the_same_values(officers, officers_codes):
@@ -198,8 +212,12 @@ def test_u16_storage_gives_the_same_values(officers, officers_codes):
     assert wide.plan.encoding.kind == "u16" and wide.plan.start == wide.plan.window + 1 < officers.plan.start
     stop = officers.plan.start + 100_000
     codes = wide.codes(stop, threads=1)
-    truth = np.concatenate([officers.prefix[wide.base: officers.base],
-                            officers.plan.encoding.decode_array(officers_codes[: stop - officers.base])])
+    truth = np.concatenate(
+        [
+            officers.prefix[wide.base : officers.base],
+            officers.plan.encoding.decode_array(officers_codes[: stop - officers.base]),
+        ]
+    )
     assert np.array_equal(codes.astype(np.int64), truth)
     assert np.array_equal(wide.codes(wide.plan.start + 20_000, threads=2), codes[: 20_000 + wide.plan.window])
     assert wide.verifier.verify(codes, wide.base, wide.prefix, wide.plan.start, stop).proven
@@ -251,8 +269,9 @@ def test_verifier_finds_a_planted_error(officers, officers_codes, heap):
     bad = officers_codes.copy()
     truth = int(bad[heap - officers.base])
     bad[heap - officers.base] ^= 0x21
-    result = officers.verifier.verify(bad, officers.base, officers.prefix, max(officers.plan.start, heap - 5000),
-                                      min(heap + 5000, 1 << 21))
+    result = officers.verifier.verify(
+        bad, officers.base, officers.prefix, max(officers.plan.start, heap - 5000), min(heap + 5000, 1 << 21)
+    )
     assert (result.status, result.heap) == ("failed", heap)
     assert result.true_value == officers.plan.encoding.decode(truth)
 
@@ -262,7 +281,7 @@ def test_verifier_with_bounded_memory_never_proves_what_it_cannot(officers, offi
     plan, base = officers.plan, officers.base
     verifier = Verifier(plan, flags=SCANS[scan])
     a, b = 1_900_000, 1_910_000
-    recent = officers_codes[a - plan.window - base: b - base]
+    recent = officers_codes[a - plan.window - base : b - base]
     short_prefix = officers.prefix[: plan.table.last_position + 1]  # as short as allowed
     undecided = []
     n = a
@@ -277,7 +296,7 @@ def test_verifier_with_bounded_memory_never_proves_what_it_cannot(officers, offi
     values = plan.encoding.decode_array(officers_codes)
     for heap in undecided:
         # A rare value below G(heap) is missing from the options whose heaps were both given ...
-        given = _given_options(plan.game, heap, short_prefix, values[a - plan.window - base:], a - plan.window)
+        given = _given_options(plan.game, heap, short_prefix, values[a - plan.window - base :], a - plan.window)
         below = {v for v in range(values[heap - base]) if plan.table.is_rare(v)}
         assert below - given
         # ... and with all of the history the heap is proven.
@@ -295,8 +314,11 @@ def _given_options(game, n, prefix, recent, recent_base):
         pair = []
         for heaps in (x, rest - x):
             in_prefix, in_recent = heaps < len(prefix), (heaps >= recent_base) & (heaps < recent_base + len(recent))
-            value = np.where(in_prefix, prefix[np.minimum(heaps, len(prefix) - 1)],
-                             recent[np.clip(heaps - recent_base, 0, len(recent) - 1)])
+            value = np.where(
+                in_prefix,
+                prefix[np.minimum(heaps, len(prefix) - 1)],
+                recent[np.clip(heaps - recent_base, 0, len(recent) - 1)],
+            )
             pair.append((value, in_prefix | in_recent))
         (gx, x_given), (gy, y_given) = pair
         found.update((gx ^ gy)[x_given & y_given].tolist())
@@ -311,7 +333,7 @@ def test_verifier_finds_a_missing_rare_value():
     plan = make_plan(cut)
     exact = exact_values_c(".16", 20_000, mask=table.mask)
     codes = np.empty(20_000 - plan.start + plan.window, np.uint8)
-    codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start])
+    codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window : plan.start])
     SpeculativeKernel(plan).fill(codes, plan.start)
     result = Verifier(plan).verify(codes, plan.start - plan.window, exact[: plan.start], plan.start, 20_000)
     assert (result.status, result.heap, result.true_value) == ("failed", 13932, exact[13932])
@@ -327,8 +349,9 @@ def test_verifier_refuses_a_prefix_that_contradicts_the_table(officers, officers
 
 def test_verifier_needs_the_window_before_the_interval(officers, officers_codes):
     with pytest.raises(InputError, match="must cover heaps"):
-        officers.verifier.verify(officers_codes[100:], officers.base + 100, officers.prefix, officers.plan.start,
-                                 50_000)
+        officers.verifier.verify(
+            officers_codes[100:], officers.base + 100, officers.prefix, officers.plan.start, 50_000
+        )
 
 
 def test_u16_verifier_rejects_a_rare_value_in_its_history():
@@ -360,8 +383,13 @@ SCANS = {
     "32-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=32"),
     "64-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-Wno-psabi"),
     "64-byte vectors, no compress": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-mno-avx512vbmi2", "-Wno-psabi"),
-    "64-byte vectors, no byte permutes": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=64", "-mno-avx512vbmi",
-                                          "-mno-avx512vbmi2", "-Wno-psabi"),
+    "64-byte vectors, no byte permutes": (
+        *DEFAULT_CFLAGS,
+        "-DSCAN_VECTOR_BYTES=64",
+        "-mno-avx512vbmi",
+        "-mno-avx512vbmi2",
+        "-Wno-psabi",
+    ),
 }
 
 #: Games (code, storage, heaps) whose reference values take seconds: u8 and u16 storage.
@@ -380,7 +408,8 @@ class Reference:
         self.plan = make_plan(shipped_table(code), storage=storage)
         self.values = _reference(code, count)
         self.codes = self.plan.encoding.encode_array(self.values).astype(
-            np.uint8 if self.plan.encoding.kind == "u8" else np.uint16)
+            np.uint8 if self.plan.encoding.kind == "u8" else np.uint16
+        )
 
     def verify(self, scan, codes=None, a=None, b=None, prefix_length=None):
         """Verify [a, b) (default: every kernel heap) from all codes after the shortest allowed base."""
@@ -388,8 +417,9 @@ class Reference:
         base = plan.start - plan.window
         codes = self.codes if codes is None else codes
         prefix = self.values[: prefix_length or plan.start]
-        return Verifier(plan, flags=SCANS[scan]).verify(codes[base:], base, prefix, a or plan.start,
-                                                        b or len(self.values))
+        return Verifier(plan, flags=SCANS[scan]).verify(
+            codes[base:], base, prefix, a or plan.start, b or len(self.values)
+        )
 
 
 @pytest.fixture(scope="module", params=REFERENCE_GAMES, ids=lambda g: f"{g[0]} {g[1] or 'u8'}")
@@ -399,8 +429,9 @@ def reference(request):
 
 def test_every_proof_scan_proves_the_reference(reference):
     shortest = reference.plan.table.last_position + 1  # the prefix as short as allowed: x runs into values
-    results = {(scan, length): reference.verify(scan, prefix_length=length)
-               for scan in SCANS for length in (None, shortest)}
+    results = {
+        (scan, length): reference.verify(scan, prefix_length=length) for scan in SCANS for length in (None, shortest)
+    }
     assert all(result.proven for result in results.values()), results
     # Every path scans the same pairs: the vector blocks take their matches in order.
     for length in (None, shortest):
@@ -443,14 +474,17 @@ def test_a_wrong_code_is_caught_in_every_lane_of_the_marks(scan):
 FLAG_SETS = [
     ("-O2", "-march=native", "-std=gnu11"),
     ("-O2", "-march=x86-64-v3", "-std=gnu11"),  # AVX2 paths
-    ("-O2", "-march=x86-64", "-std=gnu11"),     # portable C paths
+    ("-O2", "-march=x86-64", "-std=gnu11"),  # portable C paths
     ("-O2", "-march=native", "-std=gnu11", "-DOCTALGEN_PORTABLE"),
     ("-O2", "-march=native", "-std=gnu11", "-DOCTALGEN_PLAIN_SCAN"),
 ]
 # Strict C11 (POSIX names by the units' own feature-test macro), and the AVX-512 paths without and
 # with the verifier's compress (VBMI2), which this CPU may lack
-COMPILE_ONLY_FLAG_SETS = [("-O2", "-march=native", "-std=c11"), ("-O2", "-march=x86-64-v4", "-std=c11"),
-                          ("-O2", "-march=x86-64-v4", "-std=gnu11", "-mavx512vbmi2")]
+COMPILE_ONLY_FLAG_SETS = [
+    ("-O2", "-march=native", "-std=c11"),
+    ("-O2", "-march=x86-64-v4", "-std=c11"),
+    ("-O2", "-march=x86-64-v4", "-std=gnu11", "-mavx512vbmi2"),
+]
 
 
 def _table_106():
@@ -488,9 +522,25 @@ def test_generated_c_compiles_without_warnings(tmp_path, flags):
         header = tmp_path / f"{unit.name}.h"
         header.write_text(unit.header)
         for path in (source, header):
-            done = subprocess.run([*compiler, "-pthread", "-Wall", "-Wextra", "-Werror", *flags,
-                                   "-c", "-x", "c", str(path), "-o", str(tmp_path / "out.o")],
-                                  check=False, capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    *compiler,
+                    "-pthread",
+                    "-Wall",
+                    "-Wextra",
+                    "-Werror",
+                    *flags,
+                    "-c",
+                    "-x",
+                    "c",
+                    str(path),
+                    "-o",
+                    str(tmp_path / "out.o"),
+                ],
+                check=False,
+                capture_output=True,
+                text=True,
+            )
             assert done.returncode == 0, f"{name} ({path.name}):\n{done.stderr}"
 
 
@@ -509,14 +559,16 @@ def test_portable_builds_compute_the_same(flags):
     results = []
     for build_flags in (("-O3", "-march=native", "-std=gnu11", "-pthread"), (*flags, "-pthread")):
         codes = np.empty(60_000 - plan.start + plan.window, np.uint8)
-        codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start])
+        codes[: plan.window] = plan.encoding.encode_array(exact[plan.start - plan.window : plan.start])
         SpeculativeKernel(plan, flags=build_flags).fill(codes, plan.start)
-        verdict = Verifier(plan, flags=build_flags).verify(codes, plan.start - plan.window, exact[: plan.start],
-                                                           plan.start, 60_000)
+        verdict = Verifier(plan, flags=build_flags).verify(
+            codes, plan.start - plan.window, exact[: plan.start], plan.start, 60_000
+        )
         results.append((codes.tobytes(), verdict.status, verdict.options_scanned))
     assert results[0] == results[1]
-    assert np.array_equal(plan.encoding.decode_array(np.frombuffer(results[0][0], np.uint8)[plan.window:]),
-                          exact[plan.start:])
+    assert np.array_equal(
+        plan.encoding.decode_array(np.frombuffer(results[0][0], np.uint8)[plan.window :]), exact[plan.start :]
+    )
 
 
 def _benchmark_module(name: str):

@@ -29,12 +29,19 @@ needs_nvcc = pytest.mark.skipif(not _has_nvcc(), reason="nvcc (CUDA toolkit) not
 
 
 @needs_nvcc
-@pytest.mark.parametrize("game, options", [(".6", CudaOptions()), (".16", CudaOptions()),
-                                           (".16", CudaOptions(cache_final=True, term_groups=8)),
-                                           (".104", CudaOptions()), (".106", CudaOptions()),
-                                           (".6", CudaOptions(persistent=True)), (".644", CudaOptions(term_groups=1))],
-                         ids=[".6", ".16", ".16-cached", ".104-positions", ".106-positions-rare-options",
-                              ".6-persistent", ".644-one-warp"])
+@pytest.mark.parametrize(
+    "game, options",
+    [
+        (".6", CudaOptions()),
+        (".16", CudaOptions()),
+        (".16", CudaOptions(cache_final=True, term_groups=8)),
+        (".104", CudaOptions()),
+        (".106", CudaOptions()),
+        (".6", CudaOptions(persistent=True)),
+        (".644", CudaOptions(term_groups=1)),
+    ],
+    ids=[".6", ".16", ".16-cached", ".104-positions", ".106-positions-rare-options", ".6-persistent", ".644-one-warp"],
+)
 def test_generated_cuda_compiles_without_warnings_or_spills(game, options):
     assert "--Werror" in NVCC_FLAGS and "all-warnings" in NVCC_FLAGS
     compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
@@ -185,16 +192,22 @@ CUOBJDUMP_LOOPS = """
 
 
 def test_the_sass_reader_finds_terms_loops_in_either_listing():
-    nvdisasm = CUOBJDUMP_LOOPS.replace("@!P1 BRA 0x80", "@!P1 BRA `(.L_x_1)").replace(
-        "@!P2 BRA 0x100", "@!P2 BRA `(.L_x_2)").replace("        /*0080*/", ".L_x_1:\n        /*0080*/").replace(
-        "        /*0100*/", ".L_x_2:\n        /*0100*/")
+    nvdisasm = (
+        CUOBJDUMP_LOOPS.replace("@!P1 BRA 0x80", "@!P1 BRA `(.L_x_1)")
+        .replace("@!P2 BRA 0x100", "@!P2 BRA `(.L_x_2)")
+        .replace("        /*0080*/", ".L_x_1:\n        /*0080*/")
+        .replace("        /*0100*/", ".L_x_2:\n        /*0100*/")
+    )
     for listing in (CUOBJDUMP_LOOPS, nvdisasm):
         loops = term_loops(listing)
         assert len(loops) == 1  # the zeroing loop stores words, loads nothing: not a terms loop
         loop = loops[0]
-        assert (loop.start, loop.end, loop.terms, loop.xors) == (0x100, 0x1a0, 1, 1)
-        assert loop.counts == {"LDC": 1, "IADD3": 2, "LDG": 1, "LOP3": 2, "IMAD": 1, "STS": 1, "VIADD": 1,
-                               "ISETP": 1, "BRA": 1} and loop.per_term == 11
+        assert (loop.start, loop.end, loop.terms, loop.xors) == (0x100, 0x1A0, 1, 1)
+        assert (
+            loop.counts
+            == {"LDC": 1, "IADD3": 2, "LDG": 1, "LOP3": 2, "IMAD": 1, "STS": 1, "VIADD": 1, "ISETP": 1, "BRA": 1}
+            and loop.per_term == 11
+        )
 
 
 def test_the_experimental_persistent_kernel_is_off_by_default():
@@ -205,8 +218,10 @@ def test_the_experimental_persistent_kernel_is_off_by_default():
     assert "octal_persistent" not in render_kernels(plan) and "octal_barrier_probe" not in render_kernels(plan)
     asked = render_kernels(make_cuda_plan(rare_table(".6"), options=CudaOptions(persistent=True)))
     assert "octal_persistent(" in asked and "octal_barrier_probe(" in asked
-    code = ("import sys, octalgen.cuda, octalgen.cuda.plugin, octalgen.cuda.runtime, octalgen.cuda.bench, "
-            "octalgen.cuda.sass, octalgen.backends; octalgen.backends.backends(); "
-            "print('octalgen.cuda.persistent' in sys.modules)")
+    code = (
+        "import sys, octalgen.cuda, octalgen.cuda.plugin, octalgen.cuda.runtime, octalgen.cuda.bench, "
+        "octalgen.cuda.sass, octalgen.backends; octalgen.backends.backends(); "
+        "print('octalgen.cuda.persistent' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"

@@ -36,17 +36,21 @@ def plan_of(game, options):
 def test_gpu_rounds_are_the_twin_rounds(options, game, span):
     plan = plan_of(game, options)
     w, first = plan.kernel.window, plan.start + 500  # a stretch of a run, not its first heap
-    codes = plan.kernel.encoding.encode_array(exact_values(game, first + span, mask=plan.table.mask,
-                                                           parity=plan.table.parity))
+    codes = plan.kernel.encoding.encode_array(
+        exact_values(game, first + span, mask=plan.table.mask, parity=plan.table.parity)
+    )
     runs, ring = {}, 1 << 20  # the limit never binds: the GPU's queued rounds run ahead as the twin's would
-    for name, speculator in (("gpu", runtime.GpuSpeculator(plan, 256, ring, rounds_per_launch=12, lookahead=1 << 14)),
-                             ("twin", twin.Speculator(plan, 256, ring, options.cache_final))):
-        speculator.reset(codes[first - w: first].astype(np.uint8))
+    for name, speculator in (
+        ("gpu", runtime.GpuSpeculator(plan, 256, ring, rounds_per_launch=12, lookahead=1 << 14)),
+        ("twin", twin.Speculator(plan, 256, ring, options.cache_final)),
+    ):
+        speculator.reset(codes[first - w : first].astype(np.uint8))
         served = w
         for piece in (1000, 17, span - 1017):
             speculator.advance(served + piece)
-            assert np.array_equal(speculator.read(served, served + piece), codes[first + served - w: first + served - w
-                                                                                   + piece])
+            assert np.array_equal(
+                speculator.read(served, served + piece), codes[first + served - w : first + served - w + piece]
+            )
             served += piece
             speculator.release(served)
         runs[name] = speculator.take_log()
@@ -100,20 +104,22 @@ def test_gpu_persistent_kernel_gives_the_exact_codes(game, span):
 
     plan = plan_of(game, CudaOptions(persistent=True))
     w, first = plan.kernel.window, plan.start + 500
-    codes = plan.kernel.encoding.encode_array(exact_values(game, first + span, mask=plan.table.mask,
-                                                           parity=plan.table.parity))
+    codes = plan.kernel.encoding.encode_array(
+        exact_values(game, first + span, mask=plan.table.mask, parity=plan.table.parity)
+    )
     window = runtime.device_defaults()[1]  # one block per multiprocessor
     ring = 1 << (w + window + 256).bit_length()
     speculator = GpuPersistentSpeculator(plan, window, ring, idle_rounds=64)
     try:
-        speculator.reset(codes[first - w: first].astype(np.uint8))
+        speculator.reset(codes[first - w : first].astype(np.uint8))
         served, pieces = w, [1000, 17]
         while sum(pieces) < span:
             pieces.append(min(span - sum(pieces), ring // 2))
         for piece in pieces:
             speculator.advance(served + piece)
-            assert np.array_equal(speculator.read(served, served + piece),
-                                  codes[first + served - w: first + served - w + piece])
+            assert np.array_equal(
+                speculator.read(served, served + piece), codes[first + served - w : first + served - w + piece]
+            )
             served += piece
             speculator.release(served)
         log = speculator.take_log()

@@ -33,8 +33,17 @@ from octalgen.reference import exact_values
 def run_twin(code, until, directory=None, stop_at=None, table=None, kernels=None, prover=None, **options):
     """``octalgen run`` in this process with the twin plug-in; returns (summary, kernels)."""
     kernels = kernels or plugin.TwinKernels(256)
-    summary = run_engine(code, until, directory, stop_at, table, prover=prover, kernels=kernels,
-                         chunk=options.pop("chunk", 1 << 13), **options)
+    summary = run_engine(
+        code,
+        until,
+        directory,
+        stop_at,
+        table,
+        prover=prover,
+        kernels=kernels,
+        chunk=options.pop("chunk", 1 << 13),
+        **options,
+    )
     return summary, kernels
 
 
@@ -43,13 +52,16 @@ def reference_digest(code: str, count: int) -> str:
     return fnv1a64(exact_values(code, count))
 
 
-@pytest.mark.parametrize("code, until, options", [
-    (".644", 6_000, CudaOptions()),
-    (".644", 6_000, CudaOptions(cache_final=True)),
-    (".16", 40_000, CudaOptions()),
-    (".16", 40_000, CudaOptions(scan_chunk=32, scan_bound=64)),  # most scans go through the tail queue
-    (".6", 48_000, CudaOptions()),
-])
+@pytest.mark.parametrize(
+    "code, until, options",
+    [
+        (".644", 6_000, CudaOptions()),
+        (".644", 6_000, CudaOptions(cache_final=True)),
+        (".16", 40_000, CudaOptions()),
+        (".16", 40_000, CudaOptions(scan_chunk=32, scan_bound=64)),  # most scans go through the tail queue
+        (".6", 48_000, CudaOptions()),
+    ],
+)
 def test_run_with_the_twin_gives_the_reference_digest(code, until, options):
     summary, kernels = run_twin(code, until, kernels=plugin.TwinKernels(128, options))
     assert summary.statistics.digest == reference_digest(code, until)
@@ -84,8 +96,14 @@ def test_the_persistent_kernel_stops_resumes_and_continues_a_c_run(sixteen_60k, 
     """Stopped (as Ctrl-C) and resumed from its checkpoint, and a ``--backend c`` run continued on it."""
     options = CudaOptions(persistent=True)
     with pytest.raises(Interrupted):
-        run_twin(".16", 60_000, tmp_path / "a", stop_at=33_000, chunk=1 << 12,
-                 kernels=plugin.TwinKernels(128, options, seed=7))
+        run_twin(
+            ".16",
+            60_000,
+            tmp_path / "a",
+            stop_at=33_000,
+            chunk=1 << 12,
+            kernels=plugin.TwinKernels(128, options, seed=7),
+        )
     resumed = run_twin(".16", 60_000, tmp_path / "a", chunk=1 << 12, kernels=plugin.TwinKernels(128, options, seed=8))
     assert resumed[0].statistics == sixteen_60k
     run_twin(".16", 30_000, tmp_path / "b", kernels=CKernels())
@@ -113,8 +131,7 @@ def test_stops_and_resumes_give_the_uninterrupted_figures(sixteen_60k, tmp_path)
 
 
 def test_run_proves_the_period_of_16_and_stops():
-    summary, _ = run_twin(".16", 2_000_000, kernels=plugin.TwinKernels(1024), prover=RecurrenceProof,
-                          chunk=1 << 16)
+    summary, _ = run_twin(".16", 2_000_000, kernels=plugin.TwinKernels(1024), prover=RecurrenceProof, chunk=1 << 16)
     period = summary.period
     assert period["period"] == 149459 and period["from"] >= 105351
     values = summary.statistics.values
@@ -286,7 +303,7 @@ def test_the_producer_raises_storage_overflow_with_the_values_before_it():
     with pytest.raises(StorageOverflow) as raised:
         producer.fill(buffer, plan.start)
     assert raised.value.heap == plan.start + 10
-    assert np.array_equal(buffer[w: w + 10], before)
+    assert np.array_equal(buffer[w : w + 10], before)
 
 
 def test_the_producer_goes_on_from_its_last_call_and_restarts_from_other_history(monkeypatch):
@@ -300,9 +317,9 @@ def test_the_producer_goes_on_from_its_last_call_and_restarts_from_other_history
     w = plan.window
     for first in (plan.start, plan.start + 1000, plan.start + 2000, plan.start + 500):
         buffer = np.zeros(w + 1000 if first != plan.start + 500 else w + 200, dtype=np.uint8)
-        buffer[:w] = codes[first - w: first]
+        buffer[:w] = codes[first - w : first]
         producer.fill(buffer, first)
-        assert np.array_equal(buffer[w:], codes[first: first + len(buffer) - w])
+        assert np.array_equal(buffer[w:], codes[first : first + len(buffer) - w])
     assert len(resets) == 2  # the first call, and the jump back to start + 500
 
 

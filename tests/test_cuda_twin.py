@@ -55,8 +55,8 @@ def test_streaming_fixed_point_is_the_exact_sequence(game, cache_final, window):
     plan = make_cuda_plan(plan.table, options=CudaOptions(cache_final=cache_final))
     w, first = plan.kernel.window, plan.start + 300  # any heap past the first: not the plan's start
     speculator = twin.Speculator(plan, window, cache_final=cache_final)
-    got = stream(speculator, codes[first - w: first], SPAN[game], [1, 700, 33])
-    assert np.array_equal(got, codes[first: first + SPAN[game]])
+    got = stream(speculator, codes[first - w : first], SPAN[game], [1, 700, 33])
+    assert np.array_equal(got, codes[first : first + SPAN[game]])
     fronts = np.array([front for front, _, _ in speculator.log] + [speculator.front])
     computed = np.array([hi > front for front, hi, _ in speculator.log])
     assert np.all(np.diff(fronts)[computed] >= 1)  # a round with a window makes a position final
@@ -64,7 +64,8 @@ def test_streaming_fixed_point_is_the_exact_sequence(game, cache_final, window):
     # The marks counted in the kernel's way are the ones the twin made.
     previous = [0, *fronts[:-2]]
     assert [marks for _, _, marks in speculator.log] == [
-        twin.round_marks(speculator.terms, p, f, h, cache_final) for p, (f, h, _) in zip(previous, speculator.log)]
+        twin.round_marks(speculator.terms, p, f, h, cache_final) for p, (f, h, _) in zip(previous, speculator.log)
+    ]
 
 
 @pytest.mark.parametrize("game", [".6", ".16"])
@@ -74,7 +75,7 @@ def test_cached_marks_change_nothing_but_the_work(game):
     runs = {}
     for cache_final in (True, False):
         speculator = twin.Speculator(plan, 256, cache_final=cache_final)
-        got = stream(speculator, codes[first - w: first], SPAN[game], [])
+        got = stream(speculator, codes[first - w : first], SPAN[game], [])
         # Round 0 caches the marks of the whole history once; the rounds after it repeat.
         runs[cache_final] = (got, [(f, h) for f, h, _ in speculator.log], sum(m for *_, m in speculator.log[1:]))
     assert np.array_equal(runs[True][0], runs[False][0]) and runs[True][1] == runs[False][1]
@@ -85,8 +86,8 @@ def test_a_small_ring_wraps_many_times():
     plan, _, codes = exact(".356")
     w = plan.kernel.window
     speculator = twin.Speculator(plan, 64, ring=128)  # W + window = 110 codes in use
-    got = stream(speculator, codes[plan.start - w: plan.start], SPAN[".356"], [5, 100])
-    assert np.array_equal(got, codes[plan.start: plan.start + SPAN[".356"]])
+    got = stream(speculator, codes[plan.start - w : plan.start], SPAN[".356"], [5, 100])
+    assert np.array_equal(got, codes[plan.start : plan.start + SPAN[".356"]])
     with pytest.raises(ValueError, match="power of two holding"):
         twin.Speculator(plan, 64, ring=64)
 
@@ -95,7 +96,7 @@ def test_reading_past_the_front_or_the_limit_is_refused():
     plan, _, codes = exact(".644")
     w = plan.kernel.window
     speculator = twin.Speculator(plan, 64)
-    speculator.reset(codes[plan.start - w: plan.start])
+    speculator.reset(codes[plan.start - w : plan.start])
     with pytest.raises(ValueError, match="final only below"):
         speculator.read(w, w + 10)
     with pytest.raises(ValueError, match="past the limit"):
@@ -106,16 +107,16 @@ def test_reading_past_the_front_or_the_limit_is_refused():
 def test_a_wrong_history_value_changes_the_fixed_point(game):
     plan, _, codes = exact(game)
     w = plan.kernel.window
-    history = codes[plan.start - w: plan.start].copy()
+    history = codes[plan.start - w : plan.start].copy()
     history[-1] ^= 1  # read by every term of the smallest offset
     got = stream(twin.Speculator(plan, 256), history, SPAN[game], [])
-    assert not np.array_equal(got, codes[plan.start: plan.start + SPAN[game]])
+    assert not np.array_equal(got, codes[plan.start : plan.start + SPAN[game]])
 
 
 def test_a_value_too_large_for_a_byte_stops_the_front():
     plan, _, codes = exact(".6")
     w = plan.kernel.window
-    history = codes[plan.start - w: plan.start].copy()
+    history = codes[plan.start - w : plan.start].copy()
     # Make the terms of the first position mark every one of the 256 codes.
     for code, (offset, constant) in zip(range(CODES), plan.kernel.encoded_terms()):
         history[w - offset] = code ^ constant
@@ -133,7 +134,7 @@ def stretch(game, extra=0):
     plan, values, codes = exact(game)
     lo, hi = plan.start + 300, plan.start + 300 + SPAN[game]
     base = lo - plan.kernel.window - extra
-    return plan, codes[base: hi], base, plan.scan_table(values[:lo]), lo, hi
+    return plan, codes[base:hi], base, plan.scan_table(values[:lo]), lo, hi
 
 
 @pytest.mark.parametrize("game", GAMES)
@@ -168,8 +169,10 @@ def test_bounded_scans_and_their_tail_queue_decide_as_one_long_scan(game):
     """A bound of one chunk queues almost every heap for the tail pass: the same decisions and steps."""
     plan, codes, base, scan, lo, hi = stretch(game, extra=lo_extra(game))
     chunk = 16
-    bounded, unbounded = (make_cuda_plan(plan.table, options=CudaOptions(scan_chunk=chunk, scan_bound=bound))
-                          for bound in (chunk, 1 << 20))
+    bounded, unbounded = (
+        make_cuda_plan(plan.table, options=CudaOptions(scan_chunk=chunk, scan_bound=bound))
+        for bound in (chunk, 1 << 20)
+    )
     fault = lo + (hi - lo) // 2
     wrong = codes.copy()
     wrong[fault - base] ^= 2
@@ -191,7 +194,7 @@ def test_a_pair_before_the_stretch_is_skipped_not_guessed():
     n = lo + int(np.argmax(steps))
     assert scan[steps.max() - 1, 0] > plan.kernel.window  # its scan reaches past W
     near = n - plan.kernel.window
-    assert twin.verify(plan, codes[near - base:], near, scan, n, n + 1).first_bad == n
+    assert twin.verify(plan, codes[near - base :], near, scan, n, n + 1).first_bad == n
     assert twin.verify(plan, codes, base, scan, n, n + 1).first_bad is None
 
 
@@ -260,10 +263,9 @@ def test_persistent_rounds_give_the_exact_sequence_under_random_schedules(game, 
     plan, (_, _, codes) = persistent_plan(game), exact(game)
     w, first = plan.kernel.window, plan.start + 300
     ring = 1 << (w + 128 + 160 + 400).bit_length()  # a few hundred positions a launch: many relaunches
-    speculator = persistent.PersistentSpeculator(plan, 128, ring=ring, seed=seed, idle_rounds=3,
-                                                      keep_writers=True)
-    got = stream(speculator, codes[first - w: first], SPAN[game], [1, 700, 33])
-    assert np.array_equal(got, codes[first: first + SPAN[game]])
+    speculator = persistent.PersistentSpeculator(plan, 128, ring=ring, seed=seed, idle_rounds=3, keep_writers=True)
+    got = stream(speculator, codes[first - w : first], SPAN[game], [1, 700, 33])
+    assert np.array_equal(got, codes[first : first + SPAN[game]])
     # Launches end at the ring's turn (or idle at the limit) and the host starts the next.
     assert speculator.launches >= 1 + SPAN[game] // (ring - w)
     assert all(blocks == {(p // 32) % speculator.blocks} for p, blocks in speculator.writers.items())
@@ -281,7 +283,7 @@ def test_schedules_change_the_rounds_not_the_values(game):
     runs = []
     for seed in (None, 0, 1, 2):
         speculator = persistent.PersistentSpeculator(plan, 256, seed=seed)
-        runs.append((stream(speculator, codes[first - w: first], SPAN[game], []), len(speculator.log)))
+        runs.append((stream(speculator, codes[first - w : first], SPAN[game], []), len(speculator.log)))
     assert all(np.array_equal(values, runs[0][0]) for values, _ in runs)
     assert len({rounds for _, rounds in runs}) > 1  # the schedules really differ
 
@@ -294,7 +296,7 @@ def test_persistent_windows_start_at_whole_groups_and_cost_at_most_a_group():
     w, first = plan.kernel.window, plan.start
     aligned = persistent.PersistentSpeculator(plan, 256, seed=None)
     jacobi = twin.Speculator(plan, 256, ring=aligned.ring)
-    got = [stream(s, codes[first - w: first], SPAN[".6"], []) for s in (aligned, jacobi)]
+    got = [stream(s, codes[first - w : first], SPAN[".6"], []) for s in (aligned, jacobi)]
     assert np.array_equal(got[0], got[1])
     assert [m for *_, m in aligned.log] == [max(hi - front, 0) * len(plan.offsets) for front, hi, _ in aligned.log]
     assert len(jacobi.log) <= len(aligned.log) <= len(jacobi.log) + len(jacobi.log) // 8 + 1
@@ -307,8 +309,10 @@ def test_the_barrier_takes_the_least_candidate_and_only_a_real_overflow():
     assert combine(64, [9, 30], [none, 5], [False, True]) == persistent.RoundOutcome(69, 69, True)
     # One at or past it may still change: not an overflow yet.
     assert combine(64, [9, 30], [none, 9], [False, False]).overflow is None
-    assert persistent.owned_group(4096, 3, 8) % 8 == 3 and 4096 // 32 <= persistent.owned_group(
-        4096, 3, 8) < 4096 // 32 + 8
+    assert (
+        persistent.owned_group(4096, 3, 8) % 8 == 3
+        and 4096 // 32 <= persistent.owned_group(4096, 3, 8) < 4096 // 32 + 8
+    )
     with pytest.raises(ValueError, match="whole groups"):
         persistent.blocks_for(100)
     # Flags: the kernel's 64-bit word; a zeroed flag (before a launch) is no round's, round 0's included.
@@ -324,7 +328,7 @@ def test_the_barrier_takes_the_least_candidate_and_only_a_real_overflow():
 def test_a_value_too_large_for_a_byte_stops_the_persistent_front():
     plan, (_, _, codes) = persistent_plan(".6"), exact(".6")
     w = plan.kernel.window
-    history = codes[plan.start - w: plan.start].copy()
+    history = codes[plan.start - w : plan.start].copy()
     for code, (offset, constant) in zip(range(CODES), plan.kernel.encoded_terms()):
         history[w - offset] = code ^ constant
     for seed in (None, 5):

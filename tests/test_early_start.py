@@ -35,7 +35,7 @@ def values():
 @pytest.fixture(scope="module")
 def plans(values):
     """The early plans after each late rare value (the table from the first 2^16 values)."""
-    table = RareTable.from_values(GAME, values[: 1 << 16], mask=0x1ff)
+    table = RareTable.from_values(GAME, values[: 1 << 16], mask=0x1FF)
     first = make_plan(table.with_entry(FAR, 116), early=True)
     return first, make_plan(first.table.with_entry(FAR_2, 102), early=True)
 
@@ -53,7 +53,7 @@ def test_an_early_plan_starts_past_its_window_and_lists_every_heap_whose_term_re
             crossed |= rare[heaps - offset]
         crossing, listed = heaps[crossed].tolist(), plan.crossings.tolist()
         assert listed[: len(crossing)] == crossing  # then those of far pairs only (2 x 71,722 + 2, ...)
-        assert all(n >= plan.window + late + 1 for n in listed[len(crossing):])
+        assert all(n >= plan.window + late + 1 for n in listed[len(crossing) :])
     assert not len(make_plan(plans[1].table).crossings) and not len(make_plan(plans[1].table, storage="u16").crossings)
 
 
@@ -72,11 +72,11 @@ def test_the_producer_speculates_the_crossings_apart_and_produces_the_true_codes
     tape = None
     if on_tape:
         tape = Tape(plan.encoding, 1, UNTIL - 1, tmp_path)
-        tape.write(1, values[1: plan.start])
-    producer.reset(plan, plan.start, values[plan.start - plan.window: plan.start], tape)
+        tape.write(1, values[1 : plan.start])
+    producer.reset(plan, plan.start, values[plan.start - plan.window : plan.start], tape)
     while producer.produced_to < UNTIL:
         chunk = producer.produce(UNTIL, 1 << 16, 2, None)
-        assert np.array_equal(chunk.codes, codes[chunk.first: chunk.stop]), chunk.first
+        assert np.array_equal(chunk.codes, codes[chunk.first : chunk.stop]), chunk.first
 
 
 def test_the_verifier_proves_the_true_codes_and_finds_a_fault_at_a_crossing(plans, values):
@@ -84,7 +84,7 @@ def test_the_verifier_proves_the_true_codes_and_finds_a_fault_at_a_crossing(plan
     codes = plan.encoding.encode_array(values).astype(np.uint8)
     verifier, prefix = Verifier(plan), values[: 1 << 16]  # both rare values past the prefix: far ones
     for length in (1 << 16, FAR_2 + 1):  # ... or within it
-        assert verifier.verify(codes[1:], 1, values[: length], plan.start, UNTIL).proven
+        assert verifier.verify(codes[1:], 1, values[:length], plan.start, UNTIL).proven
     for n in (plan.crossings[0], plan.crossings[len(plan.crossings) // 2], plan.crossings[-1], plan.start + 1):
         wrong = codes.copy()
         wrong[n] ^= 1
@@ -92,8 +92,9 @@ def test_the_verifier_proves_the_true_codes_and_finds_a_fault_at_a_crossing(plan
         assert (result.status, result.heap, result.true_value) == ("failed", n, values[n])
     # The first plan, without G(374,473): its verifier finds the rare value it lacks.
     first = plans[0]
-    result = Verifier(first).verify(plan.encoding.encode_array(values).astype(np.uint8)[1:], 1, prefix, first.start,
-                                    UNTIL)
+    result = Verifier(first).verify(
+        plan.encoding.encode_array(values).astype(np.uint8)[1:], 1, prefix, first.start, UNTIL
+    )
     assert (result.status, result.heap, result.true_value) == ("failed", FAR_2, 102)
 
 
@@ -104,8 +105,19 @@ def test_planning_starts_early_only_where_the_crossings_cost_less_than_the_exact
     assert plan_for(six, [], early=True) == make_plan(six)
 
 
-@pytest.mark.parametrize("code, count", [(".6", 60_000), (".034", 400_000), (".167", 100_000), (".104", 20_000),
-                                         (".77", 3_000), (".051", 2_000), (".72", 5_000), (".16", 30_000)])
+@pytest.mark.parametrize(
+    "code, count",
+    [
+        (".6", 60_000),
+        (".034", 400_000),
+        (".167", 100_000),
+        (".104", 20_000),
+        (".77", 3_000),
+        (".051", 2_000),
+        (".72", 5_000),
+        (".16", 30_000),
+    ],
+)
 def test_one_heap_decided_from_the_values_read_in_pieces_is_the_exact_solvers(code, count, monkeypatch):
     from octalgen.engine import exact_heap
 
@@ -116,6 +128,6 @@ def test_one_heap_decided_from_the_values_read_in_pieces_is_the_exact_solvers(co
     table = RareTable.from_values(game, truth, rarity.mask, rarity.parity)
     heaps = set(np.random.default_rng(7).integers(1, count, 60).tolist()) | {1, 2, 3, count - 1}
     heaps |= set(table.positions[-10:])  # rare values: every pair scanned
-    read = lambda lo, hi: truth[lo: hi]  # noqa: E731
+    read = lambda lo, hi: truth[lo:hi]  # noqa: E731
     assert {h: exact_value(table, h, read) for h in sorted(heaps)} == {h: int(truth[h]) for h in sorted(heaps)}
     assert exact_value(table, count - 1, lambda lo, hi: None) is None

@@ -24,9 +24,11 @@ def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
     none comes back undecided to be verified again in this process."""
     retried = []
     again = recovery.verify_again
-    monkeypatch.setattr(recovery, "verify_again",
-                        lambda verifier, chunk, result, *more: retried.append(result.heap) or again(verifier, chunk,
-                                                                                                   result, *more))
+    monkeypatch.setattr(
+        recovery,
+        "verify_again",
+        lambda verifier, chunk, result, *more: retried.append(result.heap) or again(verifier, chunk, result, *more),
+    )
     until = 1_500_000
     summary = run_engine(".6", until, workers=1, chunk=1 << 18, backlog=8)  # all produced ahead
     assert retried == []
@@ -51,8 +53,15 @@ def test_dask_cluster_gives_the_local_digest(recent_limit):
     distributed = pytest.importorskip("distributed")
     local = run_engine(".6", 1 << 20, workers=0, chunk=1 << 18)
     options = {} if recent_limit is None else {"recent_limit": recent_limit}
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, protocol="tcp",
-                                  host="127.0.0.1", scheduler_port=0, dashboard_address=":0") as cluster:
+    with distributed.LocalCluster(
+        n_workers=1,
+        threads_per_worker=2,
+        processes=False,
+        protocol="tcp",
+        host="127.0.0.1",
+        scheduler_port=0,
+        dashboard_address=":0",
+    ) as cluster:
         remote = run_engine(".6", 1 << 20, scheduler=cluster.scheduler_address, chunk=1 << 18, **options)
     assert remote.statistics.digest == local.statistics.digest
     assert remote.statistics.counts == local.statistics.counts
@@ -102,7 +111,8 @@ def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when
     seconds = n / chosen.predicted + first / 4e6 + chunk / (4 * 1e6)
     assert chosen.expected(n, chunk, first) == pytest.approx(n / seconds)
     assert chosen.expected(1000, chunk, first) == pytest.approx(
-        1000 / (1000 / chosen.predicted + 1000 / 4e6 + 1000 / 4e6))
+        1000 / (1000 / chosen.predicted + 1000 / 4e6 + 1000 / 4e6)
+    )
     # The summary gives both, and a line of its own where they differ by more than a quarter.
     summary = run_engine(".6", 60_000, workers=0)
     expected = chosen.expected(n, chunk, first)
@@ -125,7 +135,7 @@ def test_the_split_measures_every_block_length_and_the_kernel_keeps_the_fastest(
     plan = make_plan(shipped_table(".16"))
     kernel, verifier = SpeculativeKernel(plan), Verifier(plan)
     exact = exact_values_c(".16", plan.start + 10, mask=plan.table.mask)
-    window = plan.encoding.encode_array(exact[plan.start - plan.window: plan.start]).astype(kernel.dtype)
+    window = plan.encoding.encode_array(exact[plan.start - plan.window : plan.start]).astype(kernel.dtype)
     tried, fill = [], kernel.fill
 
     def counted(buffer, first_heap, threads, patient=False, block=None):
@@ -167,8 +177,9 @@ def test_the_splits_measurement_is_a_role_of_its_own_not_the_coordinators():
     # would have cached it as the coordinator's cost per value.
     from octalgen.engine.accounting import Accounting
 
-    session = Accounting(kernel=2.0, verifiers_here=1.0, consumers=0.5, exact=0.25, measuring=3.0, process=10.0,
-                         values=1 << 27)
+    session = Accounting(
+        kernel=2.0, verifiers_here=1.0, consumers=0.5, exact=0.25, measuring=3.0, process=10.0, values=1 << 27
+    )
     assert session.coordinator == pytest.approx(3.25)
     assert session.roles()["split measurement"]["cpu_seconds"] == 3.0
     assert session.measured_rates()[2] == pytest.approx(3.25 / (1 << 27))
@@ -188,7 +199,7 @@ def test_a_staged_history_reaches_the_worker_whole_and_its_file_serves_the_next_
     plan = make_plan(shipped_table(".6"))
     kernel, verifier = CKernels()(plan)
     until = plan.start + 50_000
-    codes = plan.encoding.encode_array(c_values(".6", until)[plan.start - plan.window:]).astype(kernel.dtype)
+    codes = plan.encoding.encode_array(c_values(".6", until)[plan.start - plan.window :]).astype(kernel.dtype)
     prefix = c_values(".6", plan.start)
     base = plan.start - plan.window
     pool = LocalProcesses(1)
@@ -200,8 +211,9 @@ def test_a_staged_history_reaches_the_worker_whole_and_its_file_serves_the_next_
         shared = pool.share(prefix[:5000])
         grown = pool.share(prefix)
         assert grown.path == shared.path and np.array_equal(grown.array(), prefix)
-        there = pool.submit(verify_task, verifier, staged.head(len(codes) - 10_000), base, grown, plan.start,
-                            until - 10_000).result(timeout=60)[0]
+        there = pool.submit(
+            verify_task, verifier, staged.head(len(codes) - 10_000), base, grown, plan.start, until - 10_000
+        ).result(timeout=60)[0]
         here = verify_task(verifier, codes[: len(codes) - 10_000], base, prefix, plan.start, until - 10_000)[0]
         assert there == here and there.status == "proven"
         pool.release(staged)

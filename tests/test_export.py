@@ -23,8 +23,25 @@ GAME = ".356"
 def kept(tmp_path_factory):
     """(directory, N, the reference's G(0) ... G(N-1)) of a run with --keep-values."""
     directory = tmp_path_factory.mktemp("kept")
-    assert main(["-q", "run", GAME, "--until", "40000", "--checkpoint", str(directory), "--keep-values",
-                 "--workers", "0", "--chunk", "8192"]) == 0
+    assert (
+        main(
+            [
+                "-q",
+                "run",
+                GAME,
+                "--until",
+                "40000",
+                "--checkpoint",
+                str(directory),
+                "--keep-values",
+                "--workers",
+                "0",
+                "--chunk",
+                "8192",
+            ]
+        )
+        == 0
+    )
     files = sorted(p.name for p in (directory / "values").iterdir())
     assert files[0] == "G000000000000000.u16" and len(files) >= 2 and files[-1].endswith(".u8")
     count = KeptValues(directory).stop
@@ -162,8 +179,11 @@ def test_stats_csv_alone(cli, kept, tmp_path):
 
 def test_bad_requests_are_one_line(cli, kept, tmp_path):
     directory, count, _reference = kept
-    one_line_error(cli("export", directory, "--start", count - 5, "-n", 10), 2,
-                   f"kept G(0) ... G({count - 1}); G({count - 5}) ... G({count + 4}) goes beyond it")
+    one_line_error(
+        cli("export", directory, "--start", count - 5, "-n", 10),
+        2,
+        f"kept G(0) ... G({count - 1}); G({count - 5}) ... G({count + 4}) goes beyond it",
+    )
     one_line_error(cli("export", directory, "-n", 0), 2, "-n 0 asks for no values")
     one_line_error(cli("export", tmp_path / "missing"), 2, "no such directory")
     one_line_error(cli("export", tmp_path), 2, "holds no run checkpoint")

@@ -8,8 +8,19 @@ from octalgen.game import NAMED_GAMES, parse_game, subtraction_game
 
 @pytest.mark.parametrize(
     "text, code",
-    [(".6", ".6"), ("0.6", ".6"), ("0.60", ".6"), ("0.77", ".77"), (".137", ".137"), (".007", ".007"),
-     ("4.07", "4.07"), ("4.0", "4."), ("4.00", "4."), (" .6 ", ".6"), (".0", ".0")],
+    [
+        (".6", ".6"),
+        ("0.6", ".6"),
+        ("0.60", ".6"),
+        ("0.77", ".77"),
+        (".137", ".137"),
+        (".007", ".007"),
+        ("4.07", "4.07"),
+        ("4.0", "4."),
+        ("4.00", "4."),
+        (" .6 ", ".6"),
+        (".0", ".0"),
+    ],
 )
 def test_codes_parse_to_canonical_text(text, code):
     expected = code if code != "4." else "4.0"
@@ -54,8 +65,18 @@ def test_subtraction_sets(text, code):
 
 @pytest.mark.parametrize(
     "text, culprit",
-    [(".8", "'8'"), ("6", "no point"), (".6.6", "more than one point"), ("abc", "'a'"), (".", "no digits"),
-     ("", "empty"), ("5.1", "'5'"), ("S()", "empty"), ("S(0)", "count 0"), ("S(1,x)", "'x'")],
+    [
+        (".8", "'8'"),
+        ("6", "no point"),
+        (".6.6", "more than one point"),
+        ("abc", "'a'"),
+        (".", "no digits"),
+        ("", "empty"),
+        ("5.1", "'5'"),
+        ("S()", "empty"),
+        ("S(0)", "count 0"),
+        ("S(1,x)", "'x'"),
+    ],
 )
 def test_bad_codes_name_the_problem(text, culprit):
     with pytest.raises(GameCodeError) as info:

@@ -50,10 +50,23 @@ def run_kernel(code, fold, values, references, **options):
 
 
 @pytest.mark.parametrize("code", (*SMALL_GAMES, ".6"))
-@pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
-                         [(1, 8, "vector"), (2, 8, "vector"), (5, 8, "vector"), (25, 8, "vector"), (12, 4, "vector"),
-                          (11, 5, "vector"), (11, 3, "vector"), (10, 2, "vector"), (3, 1, "vector"),
-                          (2, 8, "rows"), (3, 1, "rows"), (8, 2, "rows")])
+@pytest.mark.parametrize(
+    "fold, lanes_per_stage, mark_chain",
+    [
+        (1, 8, "vector"),
+        (2, 8, "vector"),
+        (5, 8, "vector"),
+        (25, 8, "vector"),
+        (12, 4, "vector"),
+        (11, 5, "vector"),
+        (11, 3, "vector"),
+        (10, 2, "vector"),
+        (3, 1, "vector"),
+        (2, 8, "rows"),
+        (3, 1, "rows"),
+        (8, 2, "rows"),
+    ],
+)
 def test_layout_places_every_term_once_and_in_time(code, fold, lanes_per_stage, mark_chain):
     plan = plan_of(code)
     layout = layout_pipeline(plan, fold, lanes_per_stage, mark_chain)
@@ -94,12 +107,18 @@ def test_layout_one_value_per_clock_keeps_memory_close_to_the_window():
 # -- simulation against the reference ----------------------------------------
 
 
-@pytest.mark.parametrize("code", [
-    ".356", ".156", ".45", ".16",
-    # .644's dense small offsets leave 37 recent terms at fold 1: a big select, slow in amaranth.sim
-    # (its fold-3 run below is in CI).
-    pytest.param(".644", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "code",
+    [
+        ".356",
+        ".156",
+        ".45",
+        ".16",
+        # .644's dense small offsets leave 37 recent terms at fold 1: a big select, slow in amaranth.sim
+        # (its fold-3 run below is in CI).
+        pytest.param(".644", marks=pytest.mark.slow),
+    ],
+)
 def test_one_value_per_clock_equals_reference(code, references):
     _kernel, run, result = run_kernel(code, 1, 2000, references)
     assert result.checked == 2000 and result.ok, result.mismatch
@@ -126,13 +145,13 @@ def test_fewer_lanes_per_stage_equal_reference(code, fold, lanes_per_stage, refe
 # fold 4: lane memories fed from other stages' reads, as with vectors.
 # .644 at fold 4 with rows is slow: its lane memories fed from other stages' reads run with the
 # vector chain (test_fewer_lanes_per_stage_equal_reference), rows with 2 lanes per stage with .156.
-@pytest.mark.parametrize("code, fold, lanes_per_stage",
-                         [(".356", 2, 1), (".45", 3, 1), pytest.param(".644", 4, 2, marks=pytest.mark.slow),
-                          (".156", 5, 2), (".16", 7, 1)])
+@pytest.mark.parametrize(
+    "code, fold, lanes_per_stage",
+    [(".356", 2, 1), (".45", 3, 1), pytest.param(".644", 4, 2, marks=pytest.mark.slow), (".156", 5, 2), (".16", 7, 1)],
+)
 def test_rows_mark_chain_equals_reference(code, fold, lanes_per_stage, references):
     """Stages that hand their marks on as rows, a group per clock (`synth --mark-chain rows`)."""
-    kernel, _, result = run_kernel(code, fold, 2000, references, lanes_per_stage=lanes_per_stage,
-                                   mark_chain="rows")
+    kernel, _, result = run_kernel(code, fold, 2000, references, lanes_per_stage=lanes_per_stage, mark_chain="rows")
     layout = kernel.layout
     assert layout.rows_per_clock * layout.drain_clocks >= layout.mark_rows > layout.rows_per_clock
     assert kernel.module_name.endswith("_rows")
@@ -179,10 +198,16 @@ def test_officers_equals_reference(fold, references):
 
 # Folds 12 and 11 with 5 lanes (earlier bitstreams' layouts) are slow: the vector chain with fewer
 # lanes per stage runs for .6 at 11-3 and 10-2, and the bitstream's 8-4-rows, in the fast suite.
-@pytest.mark.parametrize("fold, lanes_per_stage, mark_chain",
-                         [pytest.param(12, 4, "vector", marks=pytest.mark.slow),
-                          pytest.param(11, 5, "vector", marks=pytest.mark.slow),
-                          (11, 3, "vector"), (10, 2, "vector"), (8, 4, "rows")])
+@pytest.mark.parametrize(
+    "fold, lanes_per_stage, mark_chain",
+    [
+        pytest.param(12, 4, "vector", marks=pytest.mark.slow),
+        pytest.param(11, 5, "vector", marks=pytest.mark.slow),
+        (11, 3, "vector"),
+        (10, 2, "vector"),
+        (8, 4, "rows"),
+    ],
+)
 def test_officers_with_fewer_lanes_per_stage_equals_reference(fold, lanes_per_stage, mark_chain, references):
     """.6 with 2 to 5 mark units per stage: layouts built for the ULX3S-85F (hdl/reports; not all routed)."""
     _, _, result = run_kernel(".6", fold, 100, references, lanes_per_stage=lanes_per_stage, mark_chain=mark_chain)
@@ -372,11 +397,14 @@ def test_emit_hdl_writes_verilog_with_provenance(cli, tmp_path):
     assert "/work/" not in text and "src =" not in text  # no source paths: reproducible anywhere
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--fold", "0"), "--fold must be at least 1"),
-    (("--cycles", "100"), "--cycles and --simulator need --sim"),
-    (("--sim", "--cycles", "5"), "ends before the first value"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--fold", "0"), "--fold must be at least 1"),
+        (("--cycles", "100"), "--cycles and --simulator need --sim"),
+        (("--sim", "--cycles", "5"), "ends before the first value"),
+    ],
+)
 def test_emit_hdl_bad_options_are_one_line(cli, args, message):
     result = cli("emit", "hdl", ".356", *args)
     assert result.code == 2
@@ -424,8 +452,9 @@ def test_generated_officers_verilog_is_current():
     committed = path.read_text()
     header = [line for line in header_lines(kernel) if not line.startswith("toolchain:")]
     committed_header = [line[3:] for line in committed.split("\n\n")[0].splitlines()]
-    assert [line for line in committed_header if not line.startswith("toolchain:")] == header, \
+    assert [line for line in committed_header if not line.startswith("toolchain:")] == header, (
         f"generated/ is stale; {regenerate}"
+    )
     if f"// toolchain: {toolchain()}\n" not in committed:
         pytest.skip("header current; the body was emitted by another Amaranth toolchain than this one")
     assert emit_verilog(kernel) == committed, f"generated/ is stale; {regenerate}"

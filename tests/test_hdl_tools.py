@@ -94,8 +94,9 @@ def test_small_games_place_and_route(code, target, cli, tmp_path):
     assert 0 < report["luts"] <= report["luts_available"]
     assert report["fmax_mhz"] > 0 and (report["router"], report["seed"]) == ("router1", 1)
     # fmax_mhz is rounded to 0.01 MHz in the report; values/s comes from nextpnr's unrounded figure.
-    assert report["values_per_second"] == pytest.approx(report["fmax_mhz"] * 1e6 / report["fold"],
-                                                        abs=0.005e6 / report["fold"] + 1)
+    assert report["values_per_second"] == pytest.approx(
+        report["fmax_mhz"] * 1e6 / report["fold"], abs=0.005e6 / report["fold"] + 1
+    )
 
 
 def test_router2_and_another_seed_reach_nextpnr(cli, tmp_path):

@@ -13,8 +13,11 @@ from octalgen.periodicity import proof_length, solved_games
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 #: An example in the README: ``octalgen period CODE [options]   # period P preperiod I ...``.
-_EXAMPLE = re.compile(r"^octalgen period (?P<command>[^#]*?)\s+#.*?"
-                      r"\bperiod (?P<period>\d+) preperiod (?P<preperiod>\d+)", re.MULTILINE)
+_EXAMPLE = re.compile(
+    r"^octalgen period (?P<command>[^#]*?)\s+#.*?"
+    r"\bperiod (?P<period>\d+) preperiod (?P<preperiod>\d+)",
+    re.MULTILINE,
+)
 
 
 def readme_periods() -> dict[str, tuple[int, int, list[str]]]:
@@ -50,8 +53,9 @@ def test_info_knows_every_period_the_readme_states_and_the_example_reaches_its_p
     assert period_limit(code, float(given["--max"]) if "--max" in given else None) >= about.proof_length
 
 
-@pytest.mark.parametrize("row", sorted(solved_games().values(), key=lambda row: row.game.code),
-                         ids=lambda row: row.game.code)
+@pytest.mark.parametrize(
+    "row", sorted(solved_games().values(), key=lambda row: row.game.code), ids=lambda row: row.game.code
+)
 def test_infos_command_for_a_solved_game_computes_exactly_its_proof(cli, row):
     arguments = proof_command(cli, row.game.code)
     claim = (int(arguments[arguments.index("--period") + 1]), int(arguments[arguments.index("--preperiod") + 1]))

@@ -23,9 +23,13 @@ UNTIL = 2_000_000
 
 
 def _octalgen(*arguments, check=True) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "octalgen", *map(str, arguments)], check=False, capture_output=True,
-                          text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "octalgen", *map(str, arguments)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if check:
         assert done.returncode == 0, done.stderr
     return done
@@ -35,8 +39,22 @@ def _octalgen(*arguments, check=True) -> subprocess.CompletedProcess:
 def kept(tmp_path_factory):
     """A finished ``run --keep-values`` of .6 to UNTIL, with many stored files; its values."""
     directory = tmp_path_factory.mktemp("kept") / "run"
-    _octalgen("-q", "run", ".6", "--until", UNTIL, "--checkpoint", directory, "--keep-values", "--workers", 2,
-              "--chunk", 1 << 16, "--checkpoint-every", 0.2)
+    _octalgen(
+        "-q",
+        "run",
+        ".6",
+        "--until",
+        UNTIL,
+        "--checkpoint",
+        directory,
+        "--keep-values",
+        "--workers",
+        2,
+        "--chunk",
+        1 << 16,
+        "--checkpoint-every",
+        0.2,
+    )
     return directory, c_values(".6", UNTIL)
 
 
@@ -96,13 +114,13 @@ def test_values_proven_anew_that_do_not_hash_to_the_index_are_refused(kept, tmp_
     body = read_checkpoint(original)
     store = ValueStore(tmp_path, body["history"]["files"], body["history"].get("sealed", ()))
     entry = store.index[-1]
-    assert entry["kind"] == "u8" and entry["mask"] == 0x1ee
+    assert entry["kind"] == "u8" and entry["mask"] == 0x1EE
     for bit in (1, 2):  # the rare value in its place (the code drops bit 1), another common value
-        wrong = reference[entry["first"]: entry["first"] + entry["count"]].copy()
+        wrong = reference[entry["first"] : entry["first"] + entry["count"]].copy()
         wrong[7] ^= 1 << bit
         with pytest.raises(CheckpointError, match="do not match the checksum the checkpoint records") as refused:
             store.repair(entry, wrong)
         assert "\n" not in str(refused.value) and entry["file"] in str(refused.value)
         assert not (tmp_path / "values" / entry["file"]).exists()
-    store.repair(entry, reference[entry["first"]: entry["first"] + entry["count"]])
+    store.repair(entry, reference[entry["first"] : entry["first"] + entry["count"]])
     assert (tmp_path / "values" / entry["file"]).read_bytes() == (original / "values" / entry["file"]).read_bytes()

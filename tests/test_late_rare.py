@@ -37,15 +37,15 @@ def values():
 
 
 def test_the_late_value_of_167_is_common_under_rogalskis_mask(values):
-    prefix, late = values[: 1 << 16], np.unique(values[1 << 16:])
+    prefix, late = values[: 1 << 16], np.unique(values[1 << 16 :])
     assert late.max() < 64  # 64 first appears at G(332,129,728)
-    switched = find_late_switch(prefix, np.append(late, 64), Rarity(0x3d), below=65)
-    assert switched == Rarity(0x7d)
+    switched = find_late_switch(prefix, np.append(late, 64), Rarity(0x3D), below=65)
+    assert switched == Rarity(0x7D)
     assert not switched.rare_flags(np.append(late, 64)).any()
     # The same rare positions in the prefix: the kernel the run goes on with is the one it had.
-    assert (switched.rare_flags(prefix) == Rarity(0x3d).rare_flags(prefix)).all()
+    assert (switched.rare_flags(prefix) == Rarity(0x3D).rare_flags(prefix)).all()
     # A rare value below 64 cannot be made common without making a late value rare.
-    assert find_late_switch(prefix, late, Rarity(0x3d), below=64) is None
+    assert find_late_switch(prefix, late, Rarity(0x3D), below=64) is None
 
 
 def test_no_mask_helps_where_a_late_rare_value_shares_the_late_values_bits(values):
@@ -53,8 +53,8 @@ def test_no_mask_helps_where_a_late_rare_value_shares_the_late_values_bits(value
     # seen since G(65536) rare.
     game = parse_game(".034")
     v = exact_solver(game, None).extend(71723).astype(np.int64)
-    assert Rarity(0x1ff).is_rare(v[71722])
-    assert find_late_switch(v[: 1 << 16], np.unique(v[1 << 16:]), Rarity(0x1ff), below=int(v[71722]) + 1) is None
+    assert Rarity(0x1FF).is_rare(v[71722])
+    assert find_late_switch(v[: 1 << 16], np.unique(v[1 << 16 :]), Rarity(0x1FF), below=int(v[71722]) + 1) is None
 
 
 class _FailingVerifier:
@@ -87,12 +87,19 @@ class _FailingKernels(CKernels):
 def _run(values, directory=None, failures=1, until=UNTIL, stop_after=None, status=FAILED):
     """.167 from rogalski's mask 0x7d, with a prefix of 2^14 values, the proof of G(200,000) failing
     (``failures`` times; an undecided proof is also tried again with the recent values)."""
-    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
+    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7D)
     tally = Tally(0, RecurrenceProof(GAME.max_take))
-    engine = Engine(GAME, EngineOptions(until=until, workers=0, chunk=1 << 14, prefix_limit=1 << 14,
-                                        recent_limit=1 << 14, checkpoint_every=0),
-                    [tally], table=table, directory=directory, identity={"command": "run", "digest_from": 0},
-                    kernels=_FailingKernels(failures, status))
+    engine = Engine(
+        GAME,
+        EngineOptions(
+            until=until, workers=0, chunk=1 << 14, prefix_limit=1 << 14, recent_limit=1 << 14, checkpoint_every=0
+        ),
+        [tally],
+        table=table,
+        directory=directory,
+        identity={"command": "run", "digest_from": 0},
+        kernels=_FailingKernels(failures, status),
+    )
     for _ in engine.steps():
         if stop_after is not None and engine.position > stop_after:
             engine.request_stop()
@@ -104,8 +111,8 @@ def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, ca
     with caplog.at_level(logging.WARNING, logger="octalgen"):
         engine, summary = _run(values, failures=failures, status=status)
     assert f"G({HEAP}) of .167 is rare under mask 0x7d" in caplog.text
-    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
-    assert engine.planning.table.mask == 0x3d and engine.planning.table.exact_to >= HEAP
+    assert engine.recovery.mask_switches == [(HEAP, 0x7D, 0x3D)]
+    assert engine.planning.table.mask == 0x3D and engine.planning.table.exact_to >= HEAP
     assert engine.recovery.rare_found == []  # nothing recomputed, no term added
     assert "recomputing" not in caplog.text
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
@@ -115,7 +122,7 @@ def test_a_far_rare_value_switches_the_mask_and_the_values_stay_exact(values, ca
 def test_a_second_failure_at_the_switch_is_decided_exactly(values, caplog):
     with caplog.at_level(logging.INFO, logger="octalgen"):
         engine, summary = _run(values, failures=2)
-    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7D, 0x3D)]
     # Decided from every value before it: the kernel's value after all (the double's failure was false).
     assert f"G({HEAP}) = {values[HEAP]}, the kernel's value, proven from every value before it" in caplog.text
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
@@ -124,7 +131,7 @@ def test_a_second_failure_at_the_switch_is_decided_exactly(values, caplog):
 def test_an_undecided_proof_past_the_switch_is_proven_with_every_value(values, caplog):
     with caplog.at_level(logging.INFO, logger="octalgen"):
         engine, summary = _run(values, failures=4, status=UNDECIDED)
-    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7D, 0x3D)]
     assert f"G({HEAP}) needs values from further back" in caplog.text
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
 
@@ -134,9 +141,9 @@ def test_a_run_stopped_before_or_after_the_switch_goes_on_to_the_same_values(val
     with pytest.raises(Interrupted):
         _run(values, tmp_path, stop_after=stop_after)
     engine, summary = _run(values, tmp_path)  # resumed: the late values came from the checkpoint
-    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7D, 0x3D)]
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
-    assert summary_of_checkpoint(tmp_path).statistics.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert summary_of_checkpoint(tmp_path).statistics.mask_switches == [(HEAP, 0x7D, 0x3D)]
 
 
 def _published_counts(heaps: int) -> dict[int, int]:
@@ -152,8 +159,24 @@ def test_167_to_2_30_has_rogalskis_counts_and_switches_its_mask_at_the_late_64(t
     # G(332,129,728) = 64, rare under the mask the first values choose (0x3d), common under
     # rogalski's 0x7d: about two minutes on 2 cores.
     heaps = 1 << 30
-    result = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".167", "--until", str(heaps + 1),
-                             "--checkpoint", str(tmp_path), "--json"], check=False, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octalgen",
+            "-q",
+            "run",
+            ".167",
+            "--until",
+            str(heaps + 1),
+            "--checkpoint",
+            str(tmp_path),
+            "--json",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     figures = json.loads(result.stdout)
     counts = {int(v): c for v, c in figures["counts"].items()}
@@ -184,13 +207,18 @@ def _stop_during(monkeypatch, target: str):
     return sent
 
 
-@pytest.mark.parametrize("during, failures", [
-    ("octalgen.engine.recovery.announce_switch", 1),  # the plan switch
-    ("octalgen.engine.recovery.decide", 2),           # a recovery that recomputes every value below m
-    ("octalgen.engine.resume.write_checkpoint", 1),   # a checkpoint being written
-], ids=["switch", "recovery", "checkpoint"])
-def test_a_sigterm_in_each_state_stops_the_run_and_the_resumed_run_ends_the_same(values, tmp_path, monkeypatch,
-                                                                                   during, failures):
+@pytest.mark.parametrize(
+    "during, failures",
+    [
+        ("octalgen.engine.recovery.announce_switch", 1),  # the plan switch
+        ("octalgen.engine.recovery.decide", 2),  # a recovery that recomputes every value below m
+        ("octalgen.engine.resume.write_checkpoint", 1),  # a checkpoint being written
+    ],
+    ids=["switch", "recovery", "checkpoint"],
+)
+def test_a_sigterm_in_each_state_stops_the_run_and_the_resumed_run_ends_the_same(
+    values, tmp_path, monkeypatch, during, failures
+):
     import signal
 
     sent = _stop_during(monkeypatch, during)
@@ -203,21 +231,28 @@ def test_a_sigterm_in_each_state_stops_the_run_and_the_resumed_run_ends_the_same
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     # The switch was made before the recovery's stop (the proof failed at m twice); the checkpoint's
     # stop came at the first one, long before m, and the resumed run's proofs do not fail.
-    assert engine.recovery.mask_switches == ([] if during.endswith("write_checkpoint") else [(HEAP, 0x7d, 0x3d)])
+    assert engine.recovery.mask_switches == ([] if during.endswith("write_checkpoint") else [(HEAP, 0x7D, 0x3D)])
 
 
 def test_the_period_search_of_period_goes_on_over_a_switch(values, tmp_path):
     """``period``'s consumer (every value kept on disk, the least preperiod read back) across a switch."""
     from octalgen.engine.period_proof import ExactProof
 
-    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
+    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7D)
     tally = Tally(0, ExactProof(GAME.max_take, until=UNTIL))
-    engine = Engine(GAME, EngineOptions(until=UNTIL, workers=0, chunk=1 << 14, prefix_limit=1 << 14,
-                                        recent_limit=1 << 14), [tally], table=table, directory=tmp_path,
-                    identity={"command": "period"}, keep_all=True, kernels=_FailingKernels(1, FAILED))
+    engine = Engine(
+        GAME,
+        EngineOptions(until=UNTIL, workers=0, chunk=1 << 14, prefix_limit=1 << 14, recent_limit=1 << 14),
+        [tally],
+        table=table,
+        directory=tmp_path,
+        identity={"command": "period"},
+        keep_all=True,
+        kernels=_FailingKernels(1, FAILED),
+    )
     engine.run()
     summary = summarize(engine, tally)
-    assert engine.recovery.mask_switches == [(HEAP, 0x7d, 0x3d)]
+    assert engine.recovery.mask_switches == [(HEAP, 0x7D, 0x3D)]
     assert summary.statistics.digest == fnv1a64(values[:UNTIL])
     assert summary.period is None  # .167's period, if it has one, is far beyond 300,000
 
@@ -227,13 +262,25 @@ def test_a_survey_game_switches_its_mask_where_a_late_rare_value_appears(values)
     gives the one it ends under) and the values stay exact, with nothing recomputed."""
     from octalgen.survey import survey_game
 
-    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7d)
-    result = survey_game(GAME.code, UNTIL, table=table, kernels=_FailingKernels(1, FAILED),
-                         options=EngineOptions(until=UNTIL, threads=1, workers=0, chunk=1 << 14, prefix_limit=1 << 14,
-                                               recent_limit=1 << 14, checkpoint_every=1e9))
+    table = RareTable.from_values(GAME, values[: 1 << 15], mask=0x7D)
+    result = survey_game(
+        GAME.code,
+        UNTIL,
+        table=table,
+        kernels=_FailingKernels(1, FAILED),
+        options=EngineOptions(
+            until=UNTIL,
+            threads=1,
+            workers=0,
+            chunk=1 << 14,
+            prefix_limit=1 << 14,
+            recent_limit=1 << 14,
+            checkpoint_every=1e9,
+        ),
+    )
     assert (result["status"], result["values"], result["mask"]) == ("open", UNTIL, "0x3d")
     assert result["digest"] == fnv1a64(values[:UNTIL])
-    assert result["rare_count"] == RareTable.from_values(GAME, values[: 1 << 14], mask=0x3d).count
+    assert result["rare_count"] == RareTable.from_values(GAME, values[: 1 << 14], mask=0x3D).count
 
 
 # -- where no mask helps: .034 under 0x1ff, G(71,722) = 116 and G(374,473) = 102 past a prefix of 2^16 ----
@@ -265,9 +312,14 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0, **
     game = parse_game(".034")
     tally = Tally(0, RecurrenceProof(game.max_take))
     options = {"prefix_limit": 1 << 16, "recent_limit": 1 << 14, **options}
-    engine = Engine(game, EngineOptions(until=FAR_UNTIL, workers=workers, chunk=1 << 14, checkpoint_every=0, **options),
-                    [tally], table=RareTable.from_values(game, values[: 1 << 16], mask=0x1ff), directory=directory,
-                    identity={"command": "run", "digest_from": 0})
+    engine = Engine(
+        game,
+        EngineOptions(until=FAR_UNTIL, workers=workers, chunk=1 << 14, checkpoint_every=0, **options),
+        [tally],
+        table=RareTable.from_values(game, values[: 1 << 16], mask=0x1FF),
+        directory=directory,
+        identity={"command": "run", "digest_from": 0},
+    )
     engine.held = [0, 0]
     for _ in engine.steps():
         recent = sum(len(v) for _, v in engine.history.recent) if engine.position > FAR + (1 << 15) else 0
@@ -277,10 +329,13 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0, **
     return engine, summarize(engine, tally), steps
 
 
-def test_far_rare_values_no_mask_helps_with_are_terms_of_a_kernel_that_starts_at_once(values_034, monkeypatch,
-                                                                                      tmp_path, caplog):
-    assert find_late_switch(values_034[: 1 << 16], np.unique(values_034[1 << 16: FAR + 1]), Rarity(0x1ff),
-                            below=117) is None
+def test_far_rare_values_no_mask_helps_with_are_terms_of_a_kernel_that_starts_at_once(
+    values_034, monkeypatch, tmp_path, caplog
+):
+    assert (
+        find_late_switch(values_034[: 1 << 16], np.unique(values_034[1 << 16 : FAR + 1]), Rarity(0x1FF), below=117)
+        is None
+    )
     with caplog.at_level(logging.INFO, logger="octalgen"):
         engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
     assert engine.recovery.rare_found == [(FAR, 116), (FAR_2, 102)] and engine.recovery.mask_switches == []
@@ -290,8 +345,10 @@ def test_far_rare_values_no_mask_helps_with_are_terms_of_a_kernel_that_starts_at
     # far term's offset, m + the largest take, 3); not at the 2m + 4 where no term reads a rare position.
     assert max(b for _, b in steps) == 62_054
     plans = [r.getMessage() for r in caplog.records if r.getMessage().startswith("kernel plan for .034")]
-    assert plans[-2:] == ["kernel plan for .034: 1078 terms, window 71725, first heap 71726, storage u8",
-                          "kernel plan for .034: 1079 terms, window 374476, first heap 374477, storage u8"]
+    assert plans[-2:] == [
+        "kernel plan for .034: 1078 terms, window 71725, first heap 71726, storage u8",
+        "kernel plan for .034: 1079 terms, window 374476, first heap 374477, storage u8",
+    ]
     plan = engine.planning.plan
     assert plan.early and plan.start == FAR_2 + 4 and len(plan.crossings) < 2000
     # Decided from the values on disk (the run keeps them: a byte a heap), none recomputed.
@@ -307,15 +364,19 @@ def test_a_far_terms_window_is_on_a_tape_not_in_memory(values_034, monkeypatch, 
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
     tape = engine.producer.tape
     assert tape is not None and tape.encoding == engine.planning.plan.encoding and tape.first == 1
-    assert np.array_equal(tape.values(tape.first, FAR_UNTIL), values_034[tape.first: FAR_UNTIL])
+    assert np.array_equal(tape.values(tape.first, FAR_UNTIL), values_034[tape.first : FAR_UNTIL])
     recent, prefix = engine.held
     assert prefix == 1 << 16 and recent < (1 << 14) + 2 * (1 << 14)  # the limit, and the pieces past it
 
 
-@pytest.mark.parametrize("stop_after", [FAR + 2_000, FAR + 50_000, FAR_2 + 2_000, 420_000],
-                         ids=["crossings", "after", "second-crossings", "after-second"])
-def test_a_run_stopped_during_or_after_an_event_goes_on_to_the_same_values(values_034, monkeypatch, tmp_path,
-                                                                          stop_after):
+@pytest.mark.parametrize(
+    "stop_after",
+    [FAR + 2_000, FAR + 50_000, FAR_2 + 2_000, 420_000],
+    ids=["crossings", "after", "second-crossings", "after-second"],
+)
+def test_a_run_stopped_during_or_after_an_event_goes_on_to_the_same_values(
+    values_034, monkeypatch, tmp_path, stop_after
+):
     with pytest.raises(Interrupted):
         _run_034(values_034, monkeypatch, tmp_path, stop_after=stop_after)
     engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
@@ -375,13 +436,14 @@ def test_a_recomputation_writes_the_values_into_the_array_it_is_given(values_034
 
     game = parse_game(".034")
     out = mapped.mapped_array(FAR, np.uint16)
-    table = RareTable.from_values(game, values_034[: 1 << 16], mask=0x1ff)
+    table = RareTable.from_values(game, values_034[: 1 << 16], mask=0x1FF)
     got = Engine(game, EngineOptions(until=FAR, workers=0, chunk=1 << 14), table=table).recompute(FAR, out=out)
     assert got is out and np.array_equal(out, values_034[:FAR])
 
 
-def test_a_full_disk_under_the_tape_is_one_error_and_the_run_goes_on_from_its_checkpoint(values_034, monkeypatch,
-                                                                                        tmp_path):
+def test_a_full_disk_under_the_tape_is_one_error_and_the_run_goes_on_from_its_checkpoint(
+    values_034, monkeypatch, tmp_path
+):
     import errno
     import os
 
@@ -417,9 +479,26 @@ def test_034_past_both_events_has_rogalskis_counts_in_bounded_memory(tmp_path):
 
     heaps = 1 << 24
     tables = tmp_path / "tables"
-    result = subprocess.run([sys.executable, "-m", "octalgen", "-q", "run", ".034", "--until", str(heaps + 1),
-                             "--checkpoint", str(tmp_path / "run"), "--counts", str(tables), "--json"],
-                            check=False, capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octalgen",
+            "-q",
+            "run",
+            ".034",
+            "--until",
+            str(heaps + 1),
+            "--checkpoint",
+            str(tmp_path / "run"),
+            "--counts",
+            str(tables),
+            "--json",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     figures = json.loads(result.stdout)

@@ -76,8 +76,9 @@ def test_a_fifo_is_written_in_place_and_its_reader_gets_every_byte(cli, tmp_path
     assert names(tmp_path) == ["table.fifo"]
 
 
-@pytest.mark.skipif(not DEV_FULL.exists() or not stat.S_ISCHR(os.stat(DEV_FULL).st_mode),
-                    reason="no /dev/full character device here")
+@pytest.mark.skipif(
+    not DEV_FULL.exists() or not stat.S_ISCHR(os.stat(DEV_FULL).st_mode), reason="no /dev/full character device here"
+)
 def test_dev_full_stays_a_device_and_the_full_disk_is_one_line(cli, tmp_path):
     # Guard: a FIFO of our own must be written in place first, so a broken writer never gets to
     # replace the machine's /dev/full by a file.
@@ -190,10 +191,15 @@ def test_a_directory_as_target_is_refused(cli, tmp_path):
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="no /proc here")
-@pytest.mark.parametrize("command", [("rare", ".6", "-o", "/proc/octalgen-test.yaml"),
-                                     ("emit", "cuda", ".6", "-o", "/proc/octalgen-test.cu"),
-                                     ("emit", "c", ".6", "-o", "/proc/octalgen-test"),
-                                     ("emit", "hdl", ".6", "-o", "/proc/octalgen-test")])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("rare", ".6", "-o", "/proc/octalgen-test.yaml"),
+        ("emit", "cuda", ".6", "-o", "/proc/octalgen-test.cu"),
+        ("emit", "c", ".6", "-o", "/proc/octalgen-test"),
+        ("emit", "hdl", ".6", "-o", "/proc/octalgen-test"),
+    ],
+)
 def test_proc_is_one_line(cli, command):
     one_error_line(cli(*command), "/proc/octalgen-test")
     assert not Path("/proc/octalgen-test.yaml").exists() and not Path("/proc/octalgen-test").exists()

@@ -94,8 +94,9 @@ def test_the_direct_search_agrees_with_the_definition(monkeypatch):
         if rng.random() < 0.3:
             values[int(rng.integers(0, length))] = 7  # a late exception
         found = search(values, max_take).proven
-        assert (None if found is None else (found.period, found.preperiod)) == \
-            least_proven_by_definition(values, max_take), values.tolist()
+        assert (None if found is None else (found.period, found.preperiod)) == least_proven_by_definition(
+            values, max_take
+        ), values.tolist()
 
 
 @pytest.mark.parametrize("row", SMALL, ids=[row.game.code for row in SMALL])
@@ -137,9 +138,16 @@ def test_period_names_the_values_a_seen_period_still_needs(cli):
     assert "candidate period 4 preperiod 46578" in out and f"run with --max {G127_PROOF}" in out
 
 
-@pytest.mark.parametrize("code, period, preperiod, workers", [
-    (".16", 149459, 105351, 0), (".16", 149459, 105351, 1), (".127", G127_PERIOD, G127_PREPERIOD, 0),
-    (".137", 34, 52, 0), (".77", 12, 71, 0)])
+@pytest.mark.parametrize(
+    "code, period, preperiod, workers",
+    [
+        (".16", 149459, 105351, 0),
+        (".16", 149459, 105351, 1),
+        (".127", G127_PERIOD, G127_PREPERIOD, 0),
+        (".137", 34, 52, 0),
+        (".77", 12, 71, 0),
+    ],
+)
 def test_the_search_ends_as_soon_as_the_proof_is_complete(code, period, preperiod, workers):
     # Values reach the prover in chunks (.16's run proved 1,010,913 before its proof of 509,622
     # ended it); a search that ends at the proof computes exactly 2i + 2p + t values.
@@ -157,18 +165,29 @@ def test_the_search_ends_as_soon_as_the_proof_is_complete(code, period, preperio
 KAYLES = exact_values(".77", 200).tolist()
 
 
-@pytest.mark.parametrize("period, preperiod, says", [
-    (12, 71, None),
-    # Not a preperiod: the first n >= I where G(n + P) != G(n), with both values.
-    (12, 70, f"70 is not a preperiod of period 12: G(n + 12) != G(n) at n = 70 (G(82) = {KAYLES[82]}, "
-             f"G(70) = {KAYLES[70]})"),
-    (13, 71, "71 is not a preperiod of period 13: G(n + 13) != G(n) at n = "),
-    # A preperiod, not least: the witness that I - 1 is one too.
-    (12, 73, f"the preperiod 73 is not least: G(72 + 12) = G(72) = {KAYLES[72]}, so 72 is a preperiod too "
-             "(the least is 71)"),
-    # A period, not least: the shorter one.
-    (36, 71, "the period 36 is not least: 12 is also a period from G(71) (the least period)"),
-])
+@pytest.mark.parametrize(
+    "period, preperiod, says",
+    [
+        (12, 71, None),
+        # Not a preperiod: the first n >= I where G(n + P) != G(n), with both values.
+        (
+            12,
+            70,
+            f"70 is not a preperiod of period 12: G(n + 12) != G(n) at n = 70 (G(82) = {KAYLES[82]}, "
+            f"G(70) = {KAYLES[70]})",
+        ),
+        (13, 71, "71 is not a preperiod of period 13: G(n + 13) != G(n) at n = "),
+        # A preperiod, not least: the witness that I - 1 is one too.
+        (
+            12,
+            73,
+            f"the preperiod 73 is not least: G(72 + 12) = G(72) = {KAYLES[72]}, so 72 is a preperiod too "
+            "(the least is 71)",
+        ),
+        # A period, not least: the shorter one.
+        (36, 71, "the period 36 is not least: 12 is also a period from G(71) (the least period)"),
+    ],
+)
 def test_a_claim_about_kayles_is_proven_or_refuted_truly(cli, period, preperiod, says):
     result = cli("period", ".77", "--period", period, "--preperiod", preperiod)
     if says is None:
@@ -190,8 +209,10 @@ def test_the_claim_of_issue_30_on_16(cli):
     assert (int(values[105_350]), int(values[254_809])) == (16, 14)
     result = cli("period", ".16", "--period", 149459, "--preperiod", 105350)
     assert result.code == 1
-    assert result.out.splitlines()[0] == ("claim refuted: 105350 is not a preperiod of period 149459: "
-                                          "G(n + 149459) != G(n) at n = 105350 (G(254809) = 14, G(105350) = 16)")
+    assert result.out.splitlines()[0] == (
+        "claim refuted: 105350 is not a preperiod of period 149459: "
+        "G(n + 149459) != G(n) at n = 105350 (G(254809) = 14, G(105350) = 16)"
+    )
 
 
 # -- the engine's search: `octalgen period`, claims, resumes, a run that proves a period ------
@@ -200,8 +221,14 @@ def test_the_claim_of_issue_30_on_16(cli):
 def find_period(code, limit, directory=None, claim=None):
     game = parse_game(code)
     tally = Tally(0, ExactProof(game.max_take, claim, until=limit))
-    return summarized_run(game, EngineOptions(until=limit, workers=0), tally, directory=directory,
-                          identity={"command": "period", "claim": list(claim) if claim else None}, keep_all=True)[1]
+    return summarized_run(
+        game,
+        EngineOptions(until=limit, workers=0),
+        tally,
+        directory=directory,
+        identity={"command": "period", "claim": list(claim) if claim else None},
+        keep_all=True,
+    )[1]
 
 
 def test_period_of_every_solved_game():
@@ -230,12 +257,15 @@ def test_no_period_and_what_is_still_needed(cli):
     assert "candidate period 149459 preperiod 105351" in out and "--max 509622" in out
 
 
-@pytest.mark.parametrize("period, preperiod, says", [
-    (149459, 105351, None),
-    (149460, 105351, "G(n + 149460) != G(n) at n = 105351"),
-    (149459, 105352, "the preperiod 105352 is not least"),
-    (2 * 149459, 105351, "the period 298918 is not least: 149459 is also a period"),
-])
+@pytest.mark.parametrize(
+    "period, preperiod, says",
+    [
+        (149459, 105351, None),
+        (149460, 105351, "G(n + 149460) != G(n) at n = 105351"),
+        (149459, 105352, "the preperiod 105352 is not least"),
+        (2 * 149459, 105351, "the period 298918 is not least: 149459 is also a period"),
+    ],
+)
 def test_a_claimed_period_is_proven_or_refuted_where_it_fails(cli, period, preperiod, says):
     result = cli("period", ".16", "--period", period, "--preperiod", preperiod)
     if says is None:
@@ -248,8 +278,14 @@ def test_period_resumes_from_its_checkpoint(tmp_path):
     with pytest.raises(Interrupted):
         game = parse_game(".16")
         tally = Tally(0, ExactProof(game.max_take))
-        engine = Engine(game, EngineOptions(until=10**6, workers=0, chunk=1 << 15), [tally, StopAt(300_000)],
-                        directory=tmp_path, identity={"command": "period", "claim": None}, keep_all=True)
+        engine = Engine(
+            game,
+            EngineOptions(until=10**6, workers=0, chunk=1 << 15),
+            [tally, StopAt(300_000)],
+            directory=tmp_path,
+            identity={"command": "period", "claim": None},
+            keep_all=True,
+        )
         engine.run()
     found = find_period(".16", 10**6, tmp_path).period
     assert (found["period"], found["preperiod"]) == (149459, 105351)
@@ -292,6 +328,7 @@ def test_a_period_is_found_by_its_hash_after_the_search_restarts_mid_run(tmp_pat
     """A proof that fails at G(300,000) (made to: the value is decided exactly, the same) restarts the
     period search with the window's values there; its hash must be the window's, or no later window
     matches the anchor's and the period goes unseen."""
+
     class FailingOnce(CKernels):
         def __call__(self, plan):
             kernel, verifier = super().__call__(plan)

@@ -71,8 +71,10 @@ def test_a_wrong_table_is_corrected_with_one_warning_naming_the_game(caplog):
         plan, prefix = plan_game(parse_game(".16"), damaged)
     assert plan.table == shipped and np.array_equal(prefix, exact_values(".16", plan.start))
     [warning] = caplog.records
-    assert warning.getMessage() == (f".16: rare table says G({a}) = {entries[a]}, but it is {value}, and 2 more of "
-                                    f"its entries below {shipped.exact_to} are wrong; corrected")
+    assert warning.getMessage() == (
+        f".16: rare table says G({a}) = {entries[a]}, but it is {value}, and 2 more of "
+        f"its entries below {shipped.exact_to} are wrong; corrected"
+    )
 
 
 def test_a_game_without_a_kernel(caplog):

@@ -41,7 +41,7 @@ def plan():
 
 
 def _reset(producer, plan, truth, position):
-    producer.reset(plan, position, truth[position - plan.window: position])
+    producer.reset(plan, position, truth[position - plan.window : position])
 
 
 def _take(thread: ProducerThread, timeout: float = 60.0):
@@ -55,8 +55,15 @@ def _take(thread: ProducerThread, timeout: float = 60.0):
 
 
 def _key(chunk):
-    return (chunk.first, chunk.stop, chunk.plan.encoding.kind, chunk.base, chunk.codes.dtype.str,
-            chunk.codes.tobytes(), chunk.history.tobytes())
+    return (
+        chunk.first,
+        chunk.stop,
+        chunk.plan.encoding.kind,
+        chunk.base,
+        chunk.codes.dtype.str,
+        chunk.codes.tobytes(),
+        chunk.history.tobytes(),
+    )
 
 
 def _script(plan, truth, produce, reset, overflow):
@@ -79,8 +86,13 @@ def _script(plan, truth, produce, reset, overflow):
 
 def _unthreaded(plan, truth, proof_history):
     producer = Producer(CKernels(), lambda: None)
-    return _script(plan, truth, lambda: producer.produce(UNTIL, SIZE, 1, proof_history),
-                   lambda plan, position: _reset(producer, plan, truth, position), lambda: producer.overflow)
+    return _script(
+        plan,
+        truth,
+        lambda: producer.produce(UNTIL, SIZE, 1, proof_history),
+        lambda plan, position: _reset(producer, plan, truth, position),
+        lambda: producer.overflow,
+    )
 
 
 def _threaded(plan, truth, proof_history):
@@ -100,8 +112,8 @@ def _check_codes(chunks, truth, m):
     """The codes decode to the c backend's values, and every chunk's history ends with its own codes."""
     for chunk in chunks:
         values = chunk.plan.encoding.decode_values(chunk.codes, chunk.first)
-        assert np.array_equal(values, truth[chunk.first: chunk.stop])
-        assert np.array_equal(chunk.history[len(chunk.history) - len(chunk.codes):], chunk.codes)
+        assert np.array_equal(values, truth[chunk.first : chunk.stop])
+        assert np.array_equal(chunk.history[len(chunk.history) - len(chunk.codes) :], chunk.codes)
         assert chunk.base + len(chunk.history) == chunk.stop
     after = [c for c in chunks if c.first > m]
     assert after[0].first == m + 1 and after[-1].stop == UNTIL
@@ -145,7 +157,7 @@ def test_a_producer_on_a_tape_gives_the_chunks_of_the_ring(plan, truth, monkeypa
         if tape is None or tape.encoding != plan.encoding:  # the engine's keeper recodes it (tests/test_late_rare)
             tape = Tape(plan.encoding, first, UNTIL - first)
         thread.reset(plan, position, None, tape)
-        tape.write(first, truth[first: position])
+        tape.write(first, truth[first:position])
         thread.run(UNTIL, SIZE, 1, proof_history, ahead=1)
 
     try:
@@ -156,25 +168,26 @@ def test_a_producer_on_a_tape_gives_the_chunks_of_the_ring(plan, truth, monkeypa
     # The same codes; after a reset the tape's history reaches further back than the ring's (its window).
     assert [_key(c)[:3] + _key(c)[4:6] for c in taped] == [_key(c)[:3] + _key(c)[4:6] for c in ring]
     for t, r in zip(taped, ring):
-        assert t.base <= r.base and np.array_equal(t.history[r.base - t.base:], r.history)
-    assert all(c.tape is not None for c in taped) and {c.plan.encoding.kind for c in taped} == \
-        ({"u8", "u16"} if overflow else {"u8"})
+        assert t.base <= r.base and np.array_equal(t.history[r.base - t.base :], r.history)
+    assert all(c.tape is not None for c in taped) and {c.plan.encoding.kind for c in taped} == (
+        {"u8", "u16"} if overflow else {"u8"}
+    )
     _check_codes(taped, truth, m)
 
 
 @pytest.mark.parametrize("far", [False, True], ids=[".6", ".034-with-a-far-term"])
 def test_term_reads_are_the_heaps_the_terms_read(plan, far):
     if far:  # .034 under 0x1ff with G(71,722) = 116: its near terms, and the far term's cluster of offsets
-        table = RareTable.from_values(parse_game(".034"), c_values(".034", 1 << 16), mask=0x1ff)
+        table = RareTable.from_values(parse_game(".034"), c_values(".034", 1 << 16), mask=0x1FF)
         plan = make_plan(table.with_entry(71_722, 116), storage="u16")
     reads = term_reads(plan, 100_000, 100_000 + 5_000)
     assert (len(reads) > 1) == far  # clusters apart: the far term's, the near ones
     heaps = np.zeros(100_000 + 5_000, dtype=bool)
     for term in plan.terms:
-        heaps[100_000 - term.offset: 105_000 - term.offset] = True
+        heaps[100_000 - term.offset : 105_000 - term.offset] = True
     merged = np.zeros_like(heaps)
     for start, stop in reads:
-        merged[start: stop] = True
+        merged[start:stop] = True
     runs = np.count_nonzero(np.diff(np.concatenate([[0], heaps.astype(np.int8)])) == 1)
     assert np.array_equal(merged, heaps) and len(reads) == runs
     assert all(a < b for (_, a), (b, _) in itertools.pairwise(reads))
@@ -205,7 +218,9 @@ def test_the_last_chunks_pieces_decide_in_order():
     failed = VerifyResult(FAILED, heap=700, true_value=3)
     undecided = VerifyResult(UNDECIDED, heap=400)
     assert _Pieces([_Done((proven, 1.0)), _Done((proven, 2.0))]).result() == (
-        VerifyResult(PROVEN, options_scanned=10), 3.0)
+        VerifyResult(PROVEN, options_scanned=10),
+        3.0,
+    )
     assert _Pieces([_Done((proven, 1.0)), _Done((failed, 2.0))]).result() == (failed, 3.0)
     assert _Pieces([_Done((undecided, 1.0)), _Done((failed, 2.0))]).result() == (undecided, 1.0)
 
@@ -230,8 +245,9 @@ def test_runs_with_the_threaded_producer_and_the_last_chunk_split_give_the_diges
 
     tasks = []
     submit = LocalProcesses.submit
-    monkeypatch.setattr(LocalProcesses, "submit", lambda self, fn, *args: tasks.append(args[4:6]) or submit(
-        self, fn, *args))
+    monkeypatch.setattr(
+        LocalProcesses, "submit", lambda self, fn, *args: tasks.append(args[4:6]) or submit(self, fn, *args)
+    )
     until = 41_256 + (1 << 16) + 5 * (1 << 17)  # the kernel's first heap, a first chunk of 2^16, five of 2^17
     truth = fnv1a64(c_values(".6", until))
     assert run_engine(".6", until, workers=2, chunk=1 << 17).statistics.digest == truth

@@ -78,8 +78,10 @@ def test_plain_lines_come_every_so_often(clock):
         progress.update(second * 10_000, second * 10_000 + 5_000)
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2  # at 10 s and 20 s
-    assert lines[1] == ("octalgen: .6 running  elapsed 0:20  20.0%  proven to G(200,000)  "
-                        "produced to G(205,000)  10.0 k values/s  ETA 1:20")
+    assert lines[1] == (
+        "octalgen: .6 running  elapsed 0:20  20.0%  proven to G(200,000)  "
+        "produced to G(205,000)  10.0 k values/s  ETA 1:20"
+    )
     progress.update(250_000, force=True)
     assert stream.getvalue().splitlines()[-1].startswith("octalgen: .6 running  elapsed 0:25  25.0%")
 
@@ -154,6 +156,17 @@ def test_disabled_reports_nothing(clock):
 
 def test_numbers_and_durations_are_compact():
     assert [compact(n) for n in (0, 999, 1234, 21_000_000, 999_999, 3.2e12, 10**99)] == [
-        "0", "999", "1.23 k", "21.0 M", "1.00 M", "3.20 T", "1.00e+99"]
+        "0",
+        "999",
+        "1.23 k",
+        "21.0 M",
+        "1.00 M",
+        "3.20 T",
+        "1.00e+99",
+    ]
     assert [duration(s) for s in (59, 61, 3600 + 62, 3 * 86400 + 4 * 3600 + 5)] == [
-        "0:59", "1:01", "1:01:02", "3 d 4 h"]
+        "0:59",
+        "1:01",
+        "1:01:02",
+        "3 d 4 h",
+    ]

@@ -38,9 +38,18 @@ def test_a_recovery_beyond_the_values_held_recomputes_them(tmp_path, caplog, mon
     # of 2^10): deciding G(13932) needs G(7211) ... G(8811) too, which the run no longer holds (with a
     # checkpoint after every step and keep_late off, their files are gone from disk as well).
     with caplog.at_level(logging.WARNING, logger="octalgen"):
-        summary = run_engine(".16", 40_000, tmp_path if directory else None, table=_cut_16(), workers=0,
-                             chunk=1 << 10, prefix_limit=1 << 12, recent_limit=1 << 12, checkpoint_every=0,
-                             keep_late=False)
+        summary = run_engine(
+            ".16",
+            40_000,
+            tmp_path if directory else None,
+            table=_cut_16(),
+            workers=0,
+            chunk=1 << 10,
+            prefix_limit=1 << 12,
+            recent_limit=1 << 12,
+            checkpoint_every=0,
+            keep_late=False,
+        )
     assert "no longer holds them: recomputing" in caplog.text
     assert summary.statistics.digest == fnv1a64(exact_values(".16", 40_000))
 
@@ -48,8 +57,17 @@ def test_a_recovery_beyond_the_values_held_recomputes_them(tmp_path, caplog, mon
 def test_a_checkpointed_run_keeps_its_values_and_decides_far_out_from_them(tmp_path, caplog, monkeypatch):
     monkeypatch.setattr("octalgen.engine.store.FILE_VALUES", 1 << 10)
     with caplog.at_level(logging.WARNING, logger="octalgen"):
-        summary = run_engine(".16", 40_000, tmp_path, table=_cut_16(), workers=0, chunk=1 << 10,
-                             prefix_limit=1 << 12, recent_limit=1 << 12, checkpoint_every=0)
+        summary = run_engine(
+            ".16",
+            40_000,
+            tmp_path,
+            table=_cut_16(),
+            workers=0,
+            chunk=1 << 10,
+            prefix_limit=1 << 12,
+            recent_limit=1 << 12,
+            checkpoint_every=0,
+        )
     assert "NEW RARE VALUE: G(13932)" in caplog.text and "recomputing" not in caplog.text
     assert summary.statistics.digest == fnv1a64(exact_values(".16", 40_000))
 

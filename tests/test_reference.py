@@ -12,8 +12,8 @@ from octalgen.reference import ExactSolver, exact_values, naive_values
 def test_oeis_sequences(oeis_sequences):
     for seq in oeis_sequences:
         count = seq["offset"] + len(seq["data"])
-        assert naive_values(seq["game"], count)[seq["offset"]:] == seq["data"], seq["oeis"]
-        assert exact_values(seq["game"], count)[seq["offset"]:].tolist() == seq["data"], seq["oeis"]
+        assert naive_values(seq["game"], count)[seq["offset"] :] == seq["data"], seq["oeis"]
+        assert exact_values(seq["game"], count)[seq["offset"] :].tolist() == seq["data"], seq["oeis"]
 
 
 @pytest.fixture(scope="module")

@@ -59,8 +59,14 @@ def test_sigterms_in_the_exact_phase_keep_its_steps_and_the_run_ends_as_one_run(
 
     def run(directory, until, *stop):
         tally = Tally(0, RecurrenceProof(game.max_take))
-        return summarized_run(game, EngineOptions(until=until, workers=0), tally, stop, directory=directory,
-                              identity={"command": "run", "digest_from": 0})[1]
+        return summarized_run(
+            game,
+            EngineOptions(until=until, workers=0),
+            tally,
+            stop,
+            directory=directory,
+            identity={"command": "run", "digest_from": 0},
+        )[1]
 
     whole = run(None, 100_000)
     starts = [0]
@@ -91,8 +97,12 @@ class CrashAt(StopAt):
 def test_exact_steps_are_checkpointed_as_they_go(tmp_path):
     game = parse_game(".04")
     with pytest.raises(_Crash):
-        Engine(game, EngineOptions(until=100_000, workers=0, checkpoint_every=0), [Tally(), CrashAt(70_000)],
-               directory=tmp_path).run()
+        Engine(
+            game,
+            EngineOptions(until=100_000, workers=0, checkpoint_every=0),
+            [Tally(), CrashAt(70_000)],
+            directory=tmp_path,
+        ).run()
     assert 70_000 - EXACT_STEP <= read_checkpoint(tmp_path)["position"] < 70_000  # the step before the crash
     tally = Tally()
     resumed = Engine(game, EngineOptions(until=100_000, workers=0), [tally], directory=tmp_path).run()
@@ -134,8 +144,12 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_figures(tm
     targets = sorted(rng.uniform(0.02, 0.5) * until for _ in range(5))
     positions = [0]
     for target in targets:
-        process = subprocess.Popen(_command(directory, until, "--workers", "1"), stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, start_new_session=True)
+        process = subprocess.Popen(
+            _command(directory, until, "--workers", "1"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         # Each kill also waits for a checkpoint past the previous one, so every resume has work to redo.
         while process.poll() is None and _position(directory) < max(target, positions[-1] + 1):
             time.sleep(0.02)
@@ -156,9 +170,29 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_figures(tm
 
 # Stops spread over G(0) ... G(10^8): inside the first 41,256, around 2^23 and 2^24 (the history's
 # limits), and G(21,012,776), where a resumed run of octalgen 0.1 could not go on.
-SWEEP_STOPS = [20_000, 41_256, 1_000_000, 2_170_328, 5_000_000, 8_388_607, 8_388_609, 8_400_000, 12_000_000,
-               16_777_215, 16_777_217, 17_000_000, 21_012_776, 21_024_274, 30_000_000, 40_000_000, 50_000_000,
-               60_000_000, 75_000_000, 90_000_000, 99_999_999]
+SWEEP_STOPS = [
+    20_000,
+    41_256,
+    1_000_000,
+    2_170_328,
+    5_000_000,
+    8_388_607,
+    8_388_609,
+    8_400_000,
+    12_000_000,
+    16_777_215,
+    16_777_217,
+    17_000_000,
+    21_012_776,
+    21_024_274,
+    30_000_000,
+    40_000_000,
+    50_000_000,
+    60_000_000,
+    75_000_000,
+    90_000_000,
+    99_999_999,
+]
 
 
 @pytest.mark.slow
@@ -167,6 +201,6 @@ def test_resume_sweep_over_10_8_gives_the_agreed_digest(tmp_path):
         with pytest.raises(Interrupted):
             run_engine(".6", 10**8, tmp_path / "stopped", stop_at=stop)
     assert run_engine(".6", 10**8, tmp_path / "stopped").statistics.digest == "0a4a3e704932696f"
-    for until in [*SWEEP_STOPS, 10 ** 8]:
+    for until in [*SWEEP_STOPS, 10**8]:
         summary = run_engine(".6", until, tmp_path / "extended")
     assert summary.statistics.digest == "0a4a3e704932696f"

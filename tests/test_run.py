@@ -88,8 +88,14 @@ def test_run_command_prints_the_figures(cli, tmp_path):
     figures = json.loads(result.out)
     assert figures["fnv1a64"] == fnv1a64(c_values(".6", 300_000))
     assert figures["values"] == 300_000 and figures["period"] is None
-    assert set(figures["cpu_roles"]) == {"kernel", "verifiers", "exact solver", "consumers", "split measurement",
-                                         "coordinator"}
+    assert set(figures["cpu_roles"]) == {
+        "kernel",
+        "verifiers",
+        "exact solver",
+        "consumers",
+        "split measurement",
+        "coordinator",
+    }
 
 
 def test_a_game_without_sparse_space_runs_on_the_exact_solver(cli):
@@ -104,12 +110,20 @@ def test_cuda_backend_is_one_line_without_a_gpu(cli, tmp_path):
     assert not (tmp_path / "checkpoint.json").exists()
 
 
-@pytest.mark.parametrize("args", [("run", ".6", "--until", "1e99"), ("run", ".6", "--until", "nan"),
-                                  ("run", ".6", "--until", "-5"), ("values", ".6", "-n", "1e99"),
-                                  ("values", ".6", "-n", "0"), ("values", ".6", "-n", "1.5"),
-                                  ("values", ".6", "-n", "5", "--start", "1e99"),
-                                  ("values", ".6", "-n", "1e15", "--start", "1e15"), ("run", ".6", "--until", "5",
-                                                                                       "--threads", "0")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", ".6", "--until", "1e99"),
+        ("run", ".6", "--until", "nan"),
+        ("run", ".6", "--until", "-5"),
+        ("values", ".6", "-n", "1e99"),
+        ("values", ".6", "-n", "0"),
+        ("values", ".6", "-n", "1.5"),
+        ("values", ".6", "-n", "5", "--start", "1e99"),
+        ("values", ".6", "-n", "1e15", "--start", "1e15"),
+        ("run", ".6", "--until", "5", "--threads", "0"),
+    ],
+)
 def test_bad_numbers_are_one_line_exit_2(cli, args):
     result = cli(*args)
     assert result.code == 2 and result.err.count("\n") == 1 and "Traceback" not in result.err, result.err

@@ -34,7 +34,7 @@ def test_a_new_window_gives_the_hash_of_its_definition(monkeypatch, step):
     values = np.random.default_rng(3).integers(0, 700, 500).astype(np.uint16)
     scanner = Scanner(16)
     list(scanner.fold(values[:200]))
-    scanner.rewindow(64, values[200 - 64: 200])
+    scanner.rewindow(64, values[200 - 64 : 200])
     assert int(scanner.state.crc) == crc_of_window(values[:200], 64)
     list(scanner.fold(values[200:]))
     assert int(scanner.state.crc) == crc_of_window(values, 64)
@@ -59,7 +59,7 @@ def test_the_c_decoding_of_codes_is_the_encodings(parity, first):
     from octalgen.engine.scan import decode_codes
     from octalgen.plan import Encoding
 
-    encoding = Encoding("u8", 0x1ee, 1, parity)
+    encoding = Encoding("u8", 0x1EE, 1, parity)
     codes = np.random.default_rng(first).integers(0, 256, 5001).astype(np.uint8)
     expected = [encoding.decode(int(c), first + i) for i, c in enumerate(codes)]
     assert decode_codes(encoding, codes, first).tolist() == expected

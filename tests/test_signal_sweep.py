@@ -65,19 +65,23 @@ class Watched:
 
 def _loaded(name: str, *not_yet: str) -> Callable[[Watched], bool]:
     """The run has loaded the compiled module ``name`` and none of ``not_yet``."""
+
     def trigger(watched: Watched) -> bool:
         maps = watched.maps()
         return name in maps and not any(other in maps for other in not_yet)
+
     return trigger
 
 
 def _compiling(what: str = "") -> Callable[[Watched], bool]:
     """A compile (of an artefact named ``what...``) is under way: its staging directory is in the cache."""
+
     def trigger(watched: Watched) -> bool:
         try:
             return any(entry.startswith(".staging-" + what) for entry in os.listdir(watched.cache))
         except OSError:
             return False
+
     return trigger
 
 
@@ -101,6 +105,7 @@ def _games_done(count: int) -> Callable[[Watched], bool]:
             return len(watched.survey.with_name(watched.survey.name + ".done.jsonl").read_text().splitlines()) > count
         except OSError:
             return False
+
     return trigger
 
 
@@ -161,11 +166,23 @@ def _octalgen(*arguments) -> list[str]:
 def _commands(moment: Moment, until: int, checkpoint: Path, survey: Path) -> tuple[list[str], list[str]]:
     """The command stopped at ``moment``, and the one that resumes it (the same, reporting its figures)."""
     if moment.command == "survey":
-        command = _octalgen("-q", "survey", "--digits", "1", "--whole", "0", "--max", "3000", "--workers", "2",
-                            "--out", str(survey))
+        command = _octalgen(
+            "-q", "survey", "--digits", "1", "--whole", "0", "--max", "3000", "--workers", "2", "--out", str(survey)
+        )
         return command, command
-    command = _octalgen("-q", "run", ".6", "--until", str(until), "--checkpoint", str(checkpoint), "--workers",
-                        "2", "--checkpoint-every", "0.05")
+    command = _octalgen(
+        "-q",
+        "run",
+        ".6",
+        "--until",
+        str(until),
+        "--checkpoint",
+        str(checkpoint),
+        "--workers",
+        "2",
+        "--checkpoint-every",
+        "0.05",
+    )
     return command, [*command, "--json"]
 
 
@@ -181,8 +198,14 @@ class Stop:
     resumed: str  # the digest the resumed run printed (survey: its table, compared to an uninterrupted one)
 
 
-def stop_and_resume(moment: Moment, signal_number: int, until: int, tmp_path: Path, warm_cache: Path,
-                    survey_reference: Callable[[], list] | None = None) -> Stop:
+def stop_and_resume(
+    moment: Moment,
+    signal_number: int,
+    until: int,
+    tmp_path: Path,
+    warm_cache: Path,
+    survey_reference: Callable[[], list] | None = None,
+) -> Stop:
     """Start the moment's command in a process group of its own, send ``signal_number`` to the group at
     the moment, check that it ended cleanly, and resume it."""
     checkpoint, survey = tmp_path / "ck", tmp_path / "survey" / "s"
@@ -192,8 +215,9 @@ def stop_and_resume(moment: Moment, signal_number: int, until: int, tmp_path: Pa
     survey.parent.mkdir()
     environment = {**os.environ, "OCTALGEN_CACHE_DIR": str(cache), "TMPDIR": str(private_tmp)}
     command, resume = _commands(moment, until, checkpoint, survey)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
-                               start_new_session=True)  # a process group of its own, as a terminal's job
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment, start_new_session=True
+    )  # a process group of its own, as a terminal's job
     watched = Watched(process, checkpoint, cache, survey)
     deadline = time.monotonic() + PATIENCE
     while not moment.trigger(watched):
@@ -222,8 +246,9 @@ def stop_and_resume(moment: Moment, signal_number: int, until: int, tmp_path: Pa
     assert not _shared_memory_files(process.pid), where
     # The same command goes on to the end.
     environment["OCTALGEN_CACHE_DIR"] = str(warm_cache)
-    finished = subprocess.run(resume, check=False, capture_output=True, text=True, env=environment,
-                              timeout=20 * PATIENCE)
+    finished = subprocess.run(
+        resume, check=False, capture_output=True, text=True, env=environment, timeout=20 * PATIENCE
+    )
     assert finished.returncode == 0, finished.stderr
     if moment.command == "run":
         resumed = json.loads(finished.stdout)["fnv1a64"]
@@ -254,10 +279,12 @@ def survey_table(tmp_path_factory):
     def reference() -> list:
         if not table:
             out = tmp_path_factory.mktemp("survey-reference") / "s"
-            subprocess.run(_commands(MOMENTS[-1], 0, out, out)[0], check=True, capture_output=True,
-                           timeout=20 * PATIENCE)
+            subprocess.run(
+                _commands(MOMENTS[-1], 0, out, out)[0], check=True, capture_output=True, timeout=20 * PATIENCE
+            )
             table.append(_comparable(json.loads(out.with_suffix(".json").read_text())["games"]))
         return table[0]
+
     return reference
 
 
@@ -270,10 +297,14 @@ def fast_digest():
 SLOW_ONLY = ("plan", "exact steps", "checkpoint write")
 
 
-@pytest.mark.parametrize("moment", [pytest.param(m, marks=pytest.mark.slow) if m.name in SLOW_ONLY else m
-                                    for m in MOMENTS], ids=[m.name for m in MOMENTS])
-def test_ctrl_c_to_the_process_group_at_any_moment_ends_cleanly_and_resumes(moment, tmp_path, isolated_build_cache,
-                                                                           fast_digest, survey_table):
+@pytest.mark.parametrize(
+    "moment",
+    [pytest.param(m, marks=pytest.mark.slow) if m.name in SLOW_ONLY else m for m in MOMENTS],
+    ids=[m.name for m in MOMENTS],
+)
+def test_ctrl_c_to_the_process_group_at_any_moment_ends_cleanly_and_resumes(
+    moment, tmp_path, isolated_build_cache, fast_digest, survey_table
+):
     stop = stop_and_resume(moment, signal.SIGINT, FAST_UNTIL, tmp_path, isolated_build_cache, survey_table)
     assert stop.resumed == (fast_digest if moment.command == "run" else "same table")
 
@@ -294,5 +325,7 @@ def test_the_signal_sweep_to_ten_million(tmp_path, isolated_build_cache, survey_
         print("\n| moment | signal | exit status | lines on stderr | kept (resume line) | resumed to |")
         print("| --- | --- | --- | --- | --- | --- |")
         for stop in rows:
-            print(f"| {stop.moment} | {stop.signal_name} | {stop.status} | {len(stop.lines)} | "
-                  f"{stop.kept + ' (yes)' if stop.kept else 'nothing (no)'} | {stop.resumed} |")
+            print(
+                f"| {stop.moment} | {stop.signal_name} | {stop.status} | {len(stop.lines)} | "
+                f"{stop.kept + ' (yes)' if stop.kept else 'nothing (no)'} | {stop.resumed} |"
+            )

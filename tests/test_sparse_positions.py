@@ -71,12 +71,15 @@ def test_104_has_twenty_rare_positions_the_last_at_284():
     assert table.entries == shipped_table(".104").entries
     head = reference(".104", 30_000)
     assert [(p, v) for p, v in table.entries if p < 30_000] == [
-        (int(p), int(head[p])) for p in np.flatnonzero(table.rare_flags(head, 0))]
+        (int(p), int(head[p])) for p in np.flatnonzero(table.rare_flags(head, 0))
+    ]
     assert RareTable.from_values(".6", reference(".6", 40_000)).kind == "range"  # fewer rare positions
 
 
-@pytest.mark.parametrize("code, mask, parity", [(".104", 0x17, 1), (".051", 0x7, 0), (".106", 0xD, 1),
-                                                (".205", 0x27, 1), (".6", 0x1EE, None)])
+@pytest.mark.parametrize(
+    "code, mask, parity",
+    [(".104", 0x17, 1), (".051", 0x7, 0), (".106", 0xD, 1), (".205", 0x27, 1), (".6", 0x1EE, None)],
+)
 def test_reference_with_either_rarity_equals_the_definition(code, mask, parity):
     truth = naive_values(code, 1500)
     assert ExactSolver(parse_game(code), mask=mask, parity=parity).extend(1500).tolist() == truth
@@ -99,8 +102,9 @@ def test_rare_flags_in_every_width_equal_the_definition(rarity, dtype):
     # a mask wider than the values, and a first heap past 255, change nothing.
     values = np.random.default_rng(7).integers(0, 256 if dtype == np.uint8 else 60_000, 999).astype(dtype)
     first = 70_001
-    assert rarity.rare_flags(values, first).tolist() == [rarity.is_rare(int(v), first + i) for i,
-                                                         v in enumerate(values)]
+    assert rarity.rare_flags(values, first).tolist() == [
+        rarity.is_rare(int(v), first + i) for i, v in enumerate(values)
+    ]
 
 
 # -- tables: schema 2, and schema 1 still loads ---------------------------------------------
@@ -123,12 +127,15 @@ def test_positional_tables_round_trip_and_range_digests_are_unchanged():
     assert as_range.digest != as_positions.digest
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("parity: 1\n", ""), "needs parity 0 or 1"),
-    (lambda t: t.replace("parity: 1", "parity: 0"), "does not fit the game"),
-    (lambda t: t.replace("- [284, ", "- [285, "), "common"),
-    (lambda t: t.replace("schema: octalgen-rare-table/2", f"schema: {SCHEMA_1}"), "unknown key 'kind'"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda t: t.replace("parity: 1\n", ""), "needs parity 0 or 1"),
+        (lambda t: t.replace("parity: 1", "parity: 0"), "does not fit the game"),
+        (lambda t: t.replace("- [284, ", "- [285, "), "common"),
+        (lambda t: t.replace("schema: octalgen-rare-table/2", f"schema: {SCHEMA_1}"), "unknown key 'kind'"),
+    ],
+)
 def test_bad_positional_tables_are_refused(edit, message):
     with pytest.raises(TableError, match=message):
         RareTable.from_yaml(edit(shipped_table(".104").to_yaml()), game=".104")
@@ -153,12 +160,13 @@ def test_kernel_and_verifier_equal_the_reference(code, count, storage):
     assert plan.heap_classes == 2 and plan.rare_options == ((3,) if code == ".106" else ())
     codes = plan.encoding.encode_array(truth).astype(SpeculativeKernel(plan).dtype)
     for threads in (1, 3):
-        made = SpeculativeKernel(plan).run(codes[plan.start - plan.window: plan.start], plan.start,
-                                           count - plan.start, threads)
-        assert np.array_equal(plan.encoding.decode_array(made, plan.start), truth[plan.start:])
-    naive = codes[plan.start - plan.window:].copy()
+        made = SpeculativeKernel(plan).run(
+            codes[plan.start - plan.window : plan.start], plan.start, count - plan.start, threads
+        )
+        assert np.array_equal(plan.encoding.decode_array(made, plan.start), truth[plan.start :])
+    naive = codes[plan.start - plan.window :].copy()
     NaiveKernel(plan).fill(naive, plan.start)
-    assert np.array_equal(naive, codes[plan.start - plan.window:])
+    assert np.array_equal(naive, codes[plan.start - plan.window :])
     # Proven from the exact prefix and the codes of common heaps alone (decoded by each heap's parity).
     base = plan.start - plan.window
     result = Verifier(plan).verify(codes[base:], base, truth[: plan.start], plan.start, count)
@@ -174,8 +182,7 @@ def test_a_value_rare_at_its_heap_is_not_proven():
     planted = truth.copy()
     planted[heap] ^= 1
     assert plan.table.is_rare(planted[heap], heap) and not plan.table.is_rare(planted[heap], heap + 1)
-    result = Verifier(plan).verify(planted[base:].astype(np.uint16), base, truth[: plan.start], plan.start,
-                                   len(truth))
+    result = Verifier(plan).verify(planted[base:].astype(np.uint16), base, truth[: plan.start], plan.start, len(truth))
     assert (result.status, result.heap, result.true_value) == ("failed", heap, truth[heap])
 
 
@@ -187,9 +194,12 @@ def test_the_rare_test_is_the_heaps():
     full = RareTable.from_values(".106", truth)
     plan = make_plan(full.with_entries([e for e in full.entries if e[0] <= 101], 102))
     kernel = SpeculativeKernel(plan)
-    codes = np.concatenate([plan.encoding.encode_array(truth[plan.start - plan.window: plan.start]).astype(np.uint8),
-                            kernel.run(plan.encoding.encode_array(truth[: plan.start]).astype(np.uint8),
-                                       plan.start, 400 - plan.start)])
+    codes = np.concatenate(
+        [
+            plan.encoding.encode_array(truth[plan.start - plan.window : plan.start]).astype(np.uint8),
+            kernel.run(plan.encoding.encode_array(truth[: plan.start]).astype(np.uint8), plan.start, 400 - plan.start),
+        ]
+    )
     base = plan.start - plan.window
     result = Verifier(plan).verify(codes, base, truth[: plan.start], plan.start, 400)
     assert (result.status, result.heap, result.true_value) == ("failed", 320, truth[320])
@@ -222,7 +232,12 @@ def test_run_values_and_stats_on_104(cli, tmp_path):
 def test_survey_says_positions():
     result = survey_game(".104", 20_000)
     assert (result["status"], result["sparse_space"], result["mask"], result["rare_count"], result["last_rare"]) == (
-        "open", "positions", "0x17", 20, 284)
+        "open",
+        "positions",
+        "0x17",
+        20,
+        284,
+    )
     assert result["digest"] == fnv1a64(reference(".104", 20_000))
 
 

@@ -21,8 +21,14 @@ sys.exit(main(sys.argv[1:]))
 
 
 def without_amaranth(*args: str, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", WITHOUT_AMARANTH, *args], check=False, capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_AMARANTH, *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
 
 
 def test_values_start_without_amaranth(tmp_path, oeis_sequences):

@@ -45,8 +45,9 @@ GAME_1 = Asymmetric((2, 5, 9), (3, 4, 8))  # the paper's Lillian {2, 5, 9} and R
 
 small_sets = st.lists(st.integers(1, 12), min_size=1, max_size=5, unique=True)
 # Counts above 64 take the word-at-a-time path of the shift-register kernel.
-sets_with_far_counts = st.lists(st.one_of(st.integers(1, 12), st.integers(60, 140)), min_size=1, max_size=5,
-                                unique=True)
+sets_with_far_counts = st.lists(
+    st.one_of(st.integers(1, 12), st.integers(60, 140)), min_size=1, max_size=5, unique=True
+)
 
 
 # -- rules -------------------------------------------------------------------------------------------

@@ -21,8 +21,10 @@ def test_the_games_of_a_shape():
 
 
 # Those whose proofs a survey of up to 2^17 values per game reaches (.354, .104 and .1777 need millions).
-ROWS = sorted((row for row in solved_games().values() if proof_length(row.period, row.preperiod, row.game.max_take)
-               <= 1 << 17), key=lambda row: str(row.game))
+ROWS = sorted(
+    (row for row in solved_games().values() if proof_length(row.period, row.preperiod, row.game.max_take) <= 1 << 17),
+    key=lambda row: str(row.game),
+)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: str(row.game))
@@ -41,7 +43,11 @@ def test_an_open_game_says_what_was_computed():
     assert result["status"] == "open" and result["values"] == 30_000
     assert (result["largest"], result["largest_at"]) == (int(values.max()), int(values.argmax()))
     assert (result["sparse_space"], result["mask"], result["rare_count"], result["last_rare"]) == (
-        "range", "0x1ee", 1584, 20627)
+        "range",
+        "0x1ee",
+        1584,
+        20627,
+    )
     assert result["digest"] == fnv1a64(values)
 
 
@@ -70,6 +76,7 @@ def test_survey_groups_identical_sequences_and_resumes(tmp_path, cli):
     record.write_text("\n".join(kept) + "\n")
     again = cli("survey", "--digits", 1, "--max", 5000, "--out", out, "--workers", 0)
     assert again.code == 0 and "2 games computed" in again.out and "(13 finished before)" in again.out
+
     def without_time(games):
         return [{key: value for key, value in g.items() if key != "seconds"} for g in games]
 
@@ -91,8 +98,12 @@ def test_a_survey_proves_what_its_values_prove_and_hints_at_the_rest(tmp_path):
     run_survey(survey, InProcess())
     results = {r["code"]: r for r in survey.finished()}
     assert is_proven_period(exact_values(".127", 93_167), ".127", 4, 46_578)
-    assert (results[".127"]["status"], results[".127"]["period"], results[".127"]["preperiod"],
-            results[".127"]["proof_values"]) == ("periodic", 4, 46_578, 93_167)
+    assert (
+        results[".127"]["status"],
+        results[".127"]["period"],
+        results[".127"]["preperiod"],
+        results[".127"]["proof_values"],
+    ) == ("periodic", 4, 46_578, 93_167)
     assert (results[".77"]["period"], results[".77"]["preperiod"]) == (12, 71)
     assert [code for code in codes if results[code]["status"] == "open"] == [".6", ".16"]
     open_games = [r for r in survey.finished() if r["status"] == "open"]
@@ -103,7 +114,10 @@ def test_an_open_game_with_a_period_in_sight_names_the_values_its_proof_needs():
     result = survey_game(".127", 90_000)
     assert result["status"] == "open" and result["period"] is None
     assert (result["candidate_period"], result["candidate_preperiod"], result["candidate_proof_values"]) == (
-        4, 46_578, 93_167)
+        4,
+        46_578,
+        93_167,
+    )
     assert open_hints([result], 90_000) == ["  .127: period 4 preperiod 46578 seen: octalgen period .127 --max 93167"]
 
 

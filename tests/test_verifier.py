@@ -55,8 +55,9 @@ class Game:
         return values
 
     def verify(self, codes, prefix, a=None, b=None):
-        return Verifier(self.plan).verify(codes[self.base:], self.base, prefix, a or self.plan.start,
-                                          b or len(self.truth))
+        return Verifier(self.plan).verify(
+            codes[self.base :], self.base, prefix, a or self.plan.start, b or len(self.truth)
+        )
 
 
 @pytest.fixture(scope="module", params=GAMES, ids=lambda g: f"{g[0]} {g[1] or 'u8'}")
@@ -86,8 +87,12 @@ def test_planted_faults_are_found_with_the_true_value(game, kind):
             bad[heap] ^= flip
             for a, b in ((plan.start, len(truth)), (max(plan.start, heap - 1500), min(len(truth), heap + 1500))):
                 result = game.verify(bad, prefix, a, b)
-                assert (result.status, result.heap, result.true_value) == ("failed", heap, truth[heap]), \
-                    (flip, heap, a, b)
+                assert (result.status, result.heap, result.true_value) == ("failed", heap, truth[heap]), (
+                    flip,
+                    heap,
+                    a,
+                    b,
+                )
 
 
 def test_a_rare_value_the_table_lacks_is_found():
@@ -98,7 +103,7 @@ def test_a_rare_value_the_table_lacks_is_found():
     plan = make_plan(full.with_entries([e for e in full.entries if e[0] <= 3604], 13_932))
     assert plan.start < 13_932
     kernel = SpeculativeKernel(plan)
-    window = plan.encoding.encode_array(truth[plan.start - plan.window: plan.start]).astype(kernel.dtype)
+    window = plan.encoding.encode_array(truth[plan.start - plan.window : plan.start]).astype(kernel.dtype)
     codes = np.concatenate([window, kernel.run(window, plan.start, len(truth) - plan.start)])
     base = plan.start - plan.window
     for frozen in (False, True):
@@ -135,8 +140,9 @@ def test_a_read_only_prefix_is_checked_once(monkeypatch):
     check = Verifier._checked_prefix
     monkeypatch.setattr(Verifier, "_checked_prefix", lambda self, prefix: checks.append(1) or check(self, prefix))
     frozen, writable = game.prefix("read-only"), game.prefix("writable")
-    results = [game.verify(game.codes, prefix, b=game.plan.start + 2000) for prefix in (frozen, frozen, writable,
-                                                                                       writable)]
+    results = [
+        game.verify(game.codes, prefix, b=game.plan.start + 2000) for prefix in (frozen, frozen, writable, writable)
+    ]
     assert all(result.proven for result in results)
     assert len(checks) == 3  # once for the read-only prefix, at every call for the writable one
 
@@ -151,7 +157,7 @@ def test_u8_codes_over_a_far_rare_position_are_proven_by_its_table_entry():
 
     game = parse_game(".034")
     values = exact_solver(game, None).extend(150_000).astype(np.int64)
-    plan = make_plan(RareTable.from_values(game, values[: 1 << 16], mask=0x1ff).with_entry(71_722, 116), storage="u8")
+    plan = make_plan(RareTable.from_values(game, values[: 1 << 16], mask=0x1FF).with_entry(71_722, 116), storage="u8")
     verifier, a = Verifier(plan), plan.start
     codes = plan.encoding.encode_array(values).astype(np.uint8)
     for base in (a - plan.window, 71_000, 1):

@@ -33,8 +33,26 @@ print("digest", fnv1a64(octalgen.values(".6", {COUNT}, workers=2)))
 def cli_digest(tmp_path_factory) -> str:
     """The digest of the values ``octalgen values`` writes, computed in its own process without workers."""
     out = tmp_path_factory.mktemp("values") / "values.u16"
-    subprocess.run([sys.executable, "-m", "octalgen", "-q", "values", ".6", "-n", str(COUNT), "--workers", "0",
-                    "--format", "u16", "-o", str(out)], check=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "octalgen",
+            "-q",
+            "values",
+            ".6",
+            "-n",
+            str(COUNT),
+            "--workers",
+            "0",
+            "--format",
+            "u16",
+            "-o",
+            str(out),
+        ],
+        check=True,
+        timeout=600,
+    )
     values = np.fromfile(out, dtype="<u2")
     assert len(values) == COUNT
     return fnv1a64(values)
@@ -70,8 +88,22 @@ def test_a_here_document_on_stdin_computes_with_workers(tmp_path, cli_digest):
 
 def test_an_ipython_session_computes_with_workers(tmp_path, cli_digest):
     pytest.importorskip("IPython")
-    _check(_run([sys.executable, "-m", "IPython", "--no-banner", "--colors=nocolor", "--HistoryManager.enabled=False",
-                 "--quick"], tmp_path, input=PROGRAM), cli_digest)
+    _check(
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "IPython",
+                "--no-banner",
+                "--colors=nocolor",
+                "--HistoryManager.enabled=False",
+                "--quick",
+            ],
+            tmp_path,
+            input=PROGRAM,
+        ),
+        cli_digest,
+    )
 
 
 def test_a_jupyter_kernel_computes_with_workers(tmp_path, cli_digest):
@@ -98,22 +130,30 @@ def test_a_jupyter_kernel_computes_with_workers(tmp_path, cli_digest):
 def test_a_worker_that_cannot_start_says_why_in_one_line(tmp_path):
     """A Python that cannot run the workers (here a stand-in that fails as a broken install would)."""
     broken = tmp_path / "python"
-    broken.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
-                      "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2\nexit 1\n")
+    broken.write_text(
+        "#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+        "echo \"ModuleNotFoundError: No module named 'numpy'\" >&2\nexit 1\n"
+    )
     broken.chmod(0o755)
     program = f"import sys; sys.executable = {str(broken)!r}\n" + PROGRAM
-    done = subprocess.run([sys.executable, "-c", program], check=False, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", program], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode != 0
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("octalgen.errors.ComputationError: a verifying process could not start: "
-                           "ModuleNotFoundError: No module named 'numpy' ("), done.stderr
+    assert last.startswith(
+        "octalgen.errors.ComputationError: a verifying process could not start: "
+        "ModuleNotFoundError: No module named 'numpy' ("
+    ), done.stderr
     assert last.endswith(f"({broken} -c ...)")
     # The command line says it in one line.
     script = tmp_path / "run.py"
-    script.write_text(f"import sys; sys.executable = {str(broken)!r}\nfrom octalgen.cli import main\n"
-                      "sys.exit(main(['-q', 'run', '.6', '--until', '3e6', '--workers', '2']))\n")
-    done = subprocess.run([sys.executable, str(script)], check=False, cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
+    script.write_text(
+        f"import sys; sys.executable = {str(broken)!r}\nfrom octalgen.cli import main\n"
+        "sys.exit(main(['-q', 'run', '.6', '--until', '3e6', '--workers', '2']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], check=False, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("octalgen: error: a verifying process could not start: ModuleNotFoundError")

@@ -33,28 +33,33 @@ def _computer(verify: bool):
     def compute(game, start, count, table=None, threads=None, **options):
         from ..engine.values import stream_values
 
-        yield from stream_values(game, start, count, table, threads=threads, kernels=_plugin(), verify=verify,
-                                 **options)
+        yield from stream_values(
+            game, start, count, table, threads=threads, kernels=_plugin(), verify=verify, **options
+        )
 
     return compute
 
 
-register(Backend(
-    name="c",
-    exact=True,
-    speed_rank=10,
-    summary="generated C: speculative kernel + exact verifier (exact, millions of values/s)",
-    compute=_computer(verify=True),
-    unavailable=_compiler_missing,
-    plugin=_plugin,
-))
+register(
+    Backend(
+        name="c",
+        exact=True,
+        speed_rank=10,
+        summary="generated C: speculative kernel + exact verifier (exact, millions of values/s)",
+        compute=_computer(verify=True),
+        unavailable=_compiler_missing,
+        plugin=_plugin,
+    )
+)
 
-register(Backend(
-    name="c-speculative",
-    exact=False,
-    speed_rank=20,
-    summary="generated C kernel without verification (fast, NOT proven)",
-    compute=_computer(verify=False),
-    unavailable=_compiler_missing,
-    plugin=_plugin,
-))
+register(
+    Backend(
+        name="c-speculative",
+        exact=False,
+        speed_rank=20,
+        summary="generated C kernel without verification (fast, NOT proven)",
+        compute=_computer(verify=False),
+        unavailable=_compiler_missing,
+        plugin=_plugin,
+    )
+)

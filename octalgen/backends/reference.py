@@ -9,8 +9,9 @@ from . import Backend, register
 def _compute(game, start, count, table=None, threads=None, progress=None):
     # The rare table only lends its mask (and positional parity): the solver finds every rare
     # value itself, so a wrong table can slow it down but never make it wrong.
-    solver = ExactSolver(game, mask=table.mask if table is not None else None,
-                         parity=table.parity if table is not None else None)
+    solver = ExactSolver(
+        game, mask=table.mask if table is not None else None, parity=table.parity if table is not None else None
+    )
     if progress is not None:
         progress.phase("pure-Python reference")
     solver.extend(start + count)

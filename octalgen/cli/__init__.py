@@ -40,12 +40,27 @@ from .. import __version__
 from ..errors import INTERNAL_ERROR_EXIT, Interrupted, OctalgenError, stop_signal, stopped_by
 
 #: Sub-command modules, in the order ``--help`` lists them.
-COMMANDS = ("info", "values", "rare", "emit", "bench", "stones", "run", "period", "stats", "export", "survey",
-            "synth", "fpga")
+COMMANDS = (
+    "info",
+    "values",
+    "rare",
+    "emit",
+    "bench",
+    "stones",
+    "run",
+    "period",
+    "stats",
+    "export",
+    "survey",
+    "synth",
+    "fpga",
+)
 
 _QUIET_HELP = "no progress display: only warnings, errors and the results"
-_VERBOSE_HELP = ("also say what octalgen is doing (builds, plans, cache); -vv also debugging detail: "
-                 "timestamps, each phase and file written, an error's traceback")
+_VERBOSE_HELP = (
+    "also say what octalgen is doing (builds, plans, cache); -vv also debugging detail: "
+    "timestamps, each phase and file written, an error's traceback"
+)
 
 
 #: Help pages are as wide as the terminal, but no wider than this: longer lines are hard to read.
@@ -92,8 +107,9 @@ class OneLineParser(argparse.ArgumentParser):
 
     def _unknown_message(self, name: str) -> str:
         options = [option for option in self._option_string_actions if option.startswith("--")]
-        meant = difflib.get_close_matches(name if name.startswith("--") else "-" + name, options, n=1,
-                                          cutoff=_CLOSE_ENOUGH)
+        meant = difflib.get_close_matches(
+            name if name.startswith("--") else "-" + name, options, n=1, cutoff=_CLOSE_ENOUGH
+        )
         return f"unrecognized option {name}" + (f": did you mean {meant[0]}?" if meant else "")
 
 
@@ -109,8 +125,9 @@ def _suggest_choice(message: str) -> str:
     match = _INVALID_CHOICE.search(message)
     if match is None:
         return message
-    meant = difflib.get_close_matches(match["given"], re.findall(r"'([^']*)'", match["choices"]), n=1,
-                                      cutoff=_CLOSE_ENOUGH)
+    meant = difflib.get_close_matches(
+        match["given"], re.findall(r"'([^']*)'", match["choices"]), n=1, cutoff=_CLOSE_ENOUGH
+    )
     if not meant:
         return message
     given_ends = match.end("given") + 1  # after its closing quote
@@ -138,8 +155,15 @@ class HelpFormatter(argparse.HelpFormatter):
 
         def end_paragraph():
             if paragraph:
-                lines.extend(textwrap.wrap(" ".join(paragraph), width, initial_indent=indent,
-                                           subsequent_indent=indent, break_on_hyphens=False))
+                lines.extend(
+                    textwrap.wrap(
+                        " ".join(paragraph),
+                        width,
+                        initial_indent=indent,
+                        subsequent_indent=indent,
+                        break_on_hyphens=False,
+                    )
+                )
                 paragraph.clear()
 
         for line in text.splitlines():
@@ -161,8 +185,9 @@ def _example_lines(line: str, width: int) -> list[str]:
     if len(line) <= width:
         return [line]
     match = _EXAMPLE.match(line)
-    indent, command = (match["indent"], match["command"]) if match else (line[: len(line) - len(line.lstrip())],
-                                                                          line.strip())
+    indent, command = (
+        (match["indent"], match["command"]) if match else (line[: len(line) - len(line.lstrip())], line.strip())
+    )
     more = indent + "    "
     pieces = textwrap.wrap(command, width - len(indent) - 2, break_long_words=False, break_on_hyphens=False)
     lines = [indent + pieces[0]] + [more + piece for piece in pieces[1:]]
@@ -179,10 +204,12 @@ class CommandParser(OneLineParser):
         kwargs["formatter_class"] = HelpFormatter  # one layout for every page (a module's own choice is overruled)
         super().__init__(**kwargs)
         # Own destinations (merged in main): a sub-parser's default would overwrite the main parser's value.
-        self.add_argument("-q", "--quiet", dest="sub_quiet", action="store_true", default=argparse.SUPPRESS,
-                          help=_QUIET_HELP)
-        self.add_argument("-v", "--verbose", dest="sub_verbose", action="count", default=argparse.SUPPRESS,
-                          help=_VERBOSE_HELP)
+        self.add_argument(
+            "-q", "--quiet", dest="sub_quiet", action="store_true", default=argparse.SUPPRESS, help=_QUIET_HELP
+        )
+        self.add_argument(
+            "-v", "--verbose", dest="sub_verbose", action="count", default=argparse.SUPPRESS, help=_VERBOSE_HELP
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -191,8 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter,
         description="Sprague-Grundy values of octal games: exact reference, generated C, hardware.",
         epilog="Every command has its own --help.  -q and -v may also follow the command.  Exit status: 0 "
-               "done, 1 a computation failed, 2 bad input, 70 an internal error (a bug in octalgen: its "
-               "traceback is printed; please report it), 130 and 143 stopped by Ctrl-C and SIGTERM.",
+        "done, 1 a computation failed, 2 bad input, 70 an internal error (a bug in octalgen: its "
+        "traceback is printed; please report it), 130 and 143 stopped by Ctrl-C and SIGTERM.",
     )
     parser.add_argument("--version", action="version", version=f"octalgen {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help=_QUIET_HELP)
@@ -341,8 +368,13 @@ def main(argv=None) -> int:
             if args.quiet and args.verbose:
                 parser.error("-q and -v contradict each other: give one")
             set_verbosity(args.verbose)
-            logging.getLogger("octalgen").debug("octalgen %s, Python %s, %s: %s", __version__,
-                                                sys.version.split()[0], sys.executable, shlex.join(command))
+            logging.getLogger("octalgen").debug(
+                "octalgen %s, Python %s, %s: %s",
+                __version__,
+                sys.version.split()[0],
+                sys.executable,
+                shlex.join(command),
+            )
             started()
             return args.run(args) or 0
         except Interrupted as exc:
@@ -365,8 +397,11 @@ def main(argv=None) -> int:
             return 0
         except Exception:  # noqa: BLE001 - a bug (InternalError or any other): its traceback, and a request
             traceback.print_exc()
-            print(f"octalgen: internal error: this is a bug in octalgen {__version__}; please report it with the "
-                  "command and the traceback above", file=sys.stderr)
+            print(
+                f"octalgen: internal error: this is a bug in octalgen {__version__}; please report it with the "
+                "command and the traceback above",
+                file=sys.stderr,
+            )
             return INTERNAL_ERROR_EXIT
 
 

@@ -94,8 +94,10 @@ def check_kernel_threads(threads: int, plan) -> None:
 
     most = max_threads_for(plan, MAX_WORKERS)
     if threads > most:
-        raise InputError(f"--threads {threads}: a kernel of {plan.game.code} with {plan.encoding.kind} storage "
-                         f"takes at most {most} threads")
+        raise InputError(
+            f"--threads {threads}: a kernel of {plan.game.code} with {plan.encoding.kind} storage "
+            f"takes at most {most} threads"
+        )
 
 
 def seconds_type(text: str) -> float:
@@ -112,13 +114,18 @@ def chunk_type(text: str) -> int:
 
 
 def add_game(parser) -> None:
-    parser.add_argument("game", metavar="CODE", type=game_type,
-                        help="octal code (.6, 4.07), name (officers, kayles, ...) or subtraction set S(1,2)")
+    parser.add_argument(
+        "game",
+        metavar="CODE",
+        type=game_type,
+        help="octal code (.6, 4.07), name (officers, kayles, ...) or subtraction set S(1,2)",
+    )
 
 
 def add_table(parser) -> None:
-    parser.add_argument("--table", metavar="FILE",
-                        help="rare-value table (YAML) to use instead of the shipped or computed one")
+    parser.add_argument(
+        "--table", metavar="FILE", help="rare-value table (YAML) to use instead of the shipped or computed one"
+    )
 
 
 def load_table(args) -> RareTable | None:
@@ -157,8 +164,10 @@ def refuse_binary_on_terminal(fmt: str, path=None) -> None:
     from ..progress import is_terminal
 
     if path is None and is_terminal(sys.stdout):
-        raise InputError(f"--format {fmt} is binary and stdout is a terminal: give -o FILE, or pipe it into a "
-                         "program (| od -An -tu2)")
+        raise InputError(
+            f"--format {fmt} is binary and stdout is a terminal: give -o FILE, or pipe it into a "
+            "program (| od -An -tu2)"
+        )
 
 
 @contextmanager

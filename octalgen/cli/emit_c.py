@@ -25,22 +25,33 @@ from .arguments import (
 
 def register(targets) -> None:
     parser = targets.add_parser(
-        "c", help="the generated C of a game: exact solver, speculative kernel, verifier",
+        "c",
+        help="the generated C of a game: exact solver, speculative kernel, verifier",
         description="Write the generated C of a game into DIR/<game>/: octalgen_exact.{c,h} (the exact solver) "
-                    "and, for a game whose values have a sparse space (a rare mask), octalgen_kernel.{c,h}: the "
-                    "speculative kernel, unrolled over the rare-value terms, and the verifier that proves its "
-                    "values.  Prints the paths written.",
+        "and, for a game whose values have a sparse space (a rare mask), octalgen_kernel.{c,h}: the "
+        "speculative kernel, unrolled over the rare-value terms, and the verifier that proves its "
+        "values.  Prints the paths written.",
         epilog="examples:\n"
-               "  octalgen emit c .6                     # generated/0.6/...\n"
-               "  octalgen emit c .16 -o /tmp/gen --threads 4")
+        "  octalgen emit c .6                     # generated/0.6/...\n"
+        "  octalgen emit c .16 -o /tmp/gen --threads 4",
+    )
     add_game(parser)
-    parser.add_argument("-o", "--output", metavar="DIR", default=GENERATED_DIRECTORY,
-                        help=f"directory to write into, in a folder per game (default: {GENERATED_DIRECTORY}/)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        default=GENERATED_DIRECTORY,
+        help=f"directory to write into, in a folder per game (default: {GENERATED_DIRECTORY}/)",
+    )
     add_table(parser)
-    parser.add_argument("--threads", type=threads_type, metavar="T",
-                        help="the most threads the kernel will run with (default: as many as it takes).  Threads "
-                             "take blocks of heaps in turn and pass a baton at the end of each block (Grossman "
-                             "section 3.3): at most 57 threads with u8 storage, 29 with u16")
+    parser.add_argument(
+        "--threads",
+        type=threads_type,
+        metavar="T",
+        help="the most threads the kernel will run with (default: as many as it takes).  Threads "
+        "take blocks of heaps in turn and pass a baton at the end of each block (Grossman "
+        "section 3.3): at most 57 threads with u8 storage, 29 with u16",
+    )
     parser.set_defaults(run=run)
 
 

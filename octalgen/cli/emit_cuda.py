@@ -13,23 +13,35 @@ from .arguments import add_game, add_table, count_type, load_table
 
 def register(targets) -> None:
     parser = targets.add_parser(
-        "cuda", help="CUDA kernels: speculative fixed-point round and exact verifier",
+        "cuda",
+        help="CUDA kernels: speculative fixed-point round and exact verifier",
         description="Write the generated CUDA of a game: the round kernel, which recomputes a window of "
-                    "speculative values from the previous round until nothing changes (the fixed point), and the "
-                    "verifier that proves every value.  Needs no GPU (--backend cuda runs them).",
+        "speculative values from the previous round until nothing changes (the fixed point), and the "
+        "verifier that proves every value.  Needs no GPU (--backend cuda runs them).",
         epilog="examples:\n"
-               "  octalgen emit cuda .6 -o officers.cu\n"
-               "  octalgen emit cuda .6 --term-groups 8 --arch sm_80")
+        "  octalgen emit cuda .6 -o officers.cu\n"
+        "  octalgen emit cuda .6 --term-groups 8 --arch sm_80",
+    )
     add_game(parser)
     add_table(parser)
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="the CUDA file to write (one file, so -o names it; default: stdout)")
-    parser.add_argument("--term-groups", type=count_type, default=CudaOptions.term_groups, metavar="G",
-                        help="warps per block of the round kernel (default %(default)s)")
-    parser.add_argument("--cached-marks", dest="cache_final", action="store_true",
-                        help="cache the marks of final inputs instead of recomputing every term of every window "
-                             "position each round (off by default: a round lasts as long as its busiest block, "
-                             "which still marks most terms)")
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="the CUDA file to write (one file, so -o names it; default: stdout)"
+    )
+    parser.add_argument(
+        "--term-groups",
+        type=count_type,
+        default=CudaOptions.term_groups,
+        metavar="G",
+        help="warps per block of the round kernel (default %(default)s)",
+    )
+    parser.add_argument(
+        "--cached-marks",
+        dest="cache_final",
+        action="store_true",
+        help="cache the marks of final inputs instead of recomputing every term of every window "
+        "position each round (off by default: a round lasts as long as its busiest block, "
+        "which still marks most terms)",
+    )
     parser.add_argument("--arch", default=CudaOptions.arch, help="nvcc target (default %(default)s)")
     parser.set_defaults(run=run)
 

@@ -26,31 +26,54 @@ DEFAULT_VALUES = {"amaranth": 2000, "verilator": 1_000_000}
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "hdl", help="Verilog of the FPGA pipeline (one value per F clocks), or simulate it",
+        "hdl",
+        help="Verilog of the FPGA pipeline (one value per F clocks), or simulate it",
         description="Write the Verilog of the speculative kernel as an FPGA pipeline that emits one value every F "
-                    "clocks (--fold F: F times fewer mark units), or with --sim simulate it and compare every "
-                    "value with the exact values; exit status 1 on the first mismatch.  --simulator verilator "
-                    "runs the emitted Verilog itself (for long runs); it needs verilator on PATH "
-                    "(Debian/Ubuntu: apt install verilator), checked before any work.",
+        "clocks (--fold F: F times fewer mark units), or with --sim simulate it and compare every "
+        "value with the exact values; exit status 1 on the first mismatch.  --simulator verilator "
+        "runs the emitted Verilog itself (for long runs); it needs verilator on PATH "
+        "(Debian/Ubuntu: apt install verilator), checked before any work.",
         epilog="examples:\n"
-               "  octalgen emit hdl .6 --fold 20      # generated/0.6/octalgen_hdl_f20.v\n"
-               "  octalgen emit hdl .6 --fold 8 -o officers.v\n"
-               "  octalgen emit hdl .356 --sim        # amaranth.sim, 2000 values\n"
-               "  octalgen emit hdl .6 --sim --simulator verilator --cycles 1e6")
+        "  octalgen emit hdl .6 --fold 20      # generated/0.6/octalgen_hdl_f20.v\n"
+        "  octalgen emit hdl .6 --fold 8 -o officers.v\n"
+        "  octalgen emit hdl .356 --sim        # amaranth.sim, 2000 values\n"
+        "  octalgen emit hdl .6 --sim --simulator verilator --cycles 1e6",
+    )
     add_game(parser)
-    parser.add_argument("--fold", type=count_type, default=1, metavar="F",
-                        help="clocks per value: F-fold fewer mark units (default 1: one value per clock)")
+    parser.add_argument(
+        "--fold",
+        type=count_type,
+        default=1,
+        metavar="F",
+        help="clocks per value: F-fold fewer mark units (default 1: one value per clock)",
+    )
     add_table(parser)
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help=f"the Verilog file to write (one file, so -o names it; default "
-                             f"{GENERATED_DIRECTORY}/<game>/octalgen_hdl_f<F>.v; with --sim only if given)")
-    parser.add_argument("--sim", action="store_true",
-                        help="simulate and compare every value with the reference instead of only writing Verilog")
-    parser.add_argument("--cycles", type=count_type, metavar="N",
-                        help="clocks to simulate (default: the latency plus "
-                             + ", ".join(f"{n} values with {s}" for s, n in DEFAULT_VALUES.items()) + ")")
-    parser.add_argument("--simulator", choices=tuple(DEFAULT_VALUES), default="amaranth",
-                        help="amaranth (amaranth.sim, default) or verilator (the emitted Verilog, for long runs)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help=f"the Verilog file to write (one file, so -o names it; default "
+        f"{GENERATED_DIRECTORY}/<game>/octalgen_hdl_f<F>.v; with --sim only if given)",
+    )
+    parser.add_argument(
+        "--sim",
+        action="store_true",
+        help="simulate and compare every value with the reference instead of only writing Verilog",
+    )
+    parser.add_argument(
+        "--cycles",
+        type=count_type,
+        metavar="N",
+        help="clocks to simulate (default: the latency plus "
+        + ", ".join(f"{n} values with {s}" for s, n in DEFAULT_VALUES.items())
+        + ")",
+    )
+    parser.add_argument(
+        "--simulator",
+        choices=tuple(DEFAULT_VALUES),
+        default="amaranth",
+        help="amaranth (amaranth.sim, default) or verilator (the emitted Verilog, for long runs)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -79,8 +102,10 @@ def run(args) -> int:
         path = Path(args.output) if args.output else verilog_path(Path(GENERATED_DIRECTORY), kernel)
         write_output(path, emit_verilog(kernel))
         layout = kernel.layout
-        print(f"wrote {path}: {plan.game.code} at fold {layout.fold}, {layout.mark_units} mark units, "
-              f"latency {kernel.latency} clocks, one value every {layout.fold} clocks from G({first})")
+        print(
+            f"wrote {path}: {plan.game.code} at fold {layout.fold}, {layout.mark_units} mark units, "
+            f"latency {kernel.latency} clocks, one value every {layout.fold} clocks from G({first})"
+        )
         return 0
 
     from ..hdl.layout import layout_pipeline
@@ -110,16 +135,20 @@ def run(args) -> int:
     result = compare(sim, reference, first)
     last = first + result.checked - 1
     span = f"G({first}) ... G({last})" if result.checked else "none"
-    print(f"{plan.game.code} at fold {layout.fold} ({sim.simulator}): {result.checked} values checked "
-          f"against the reference ({span}), {sim.cycles} clocks, latency {kernel.latency}")
+    print(
+        f"{plan.game.code} at fold {layout.fold} ({sim.simulator}): {result.checked} values checked "
+        f"against the reference ({span}), {sim.cycles} clocks, latency {kernel.latency}"
+    )
     print(f"speed: {sim.cycles_per_second:,.0f} cycles/s, {sim.cycles_per_second / layout.fold:,.0f} values/s")
     if result.mismatch is None:
         print("all values match the reference")
         return 0
     heap, got, want = result.mismatch
     if got is None:
-        print(f"first mismatch at heap {heap}: the circuit raised its error flag "
-              f"(a value does not fit {plan.encoding.describe()}); the reference has G({heap}) = {want}")
+        print(
+            f"first mismatch at heap {heap}: the circuit raised its error flag "
+            f"(a value does not fit {plan.encoding.describe()}); the reference has G({heap}) = {want}"
+        )
     else:
         print(f"first mismatch at heap {heap}: circuit G({heap}) = {got}, reference G({heap}) = {want}")
     return 1

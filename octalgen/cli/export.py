@@ -45,35 +45,49 @@ _PIECE = 1 << 20
 
 def register(sub) -> None:
     parser = sub.add_parser(
-        "export", help="read back the values a run kept (run --keep-values): text, bfile, u16 or npy",
+        "export",
+        help="read back the values a run kept (run --keep-values): text, bfile, u16 or npy",
         description="Read the proven values that `octalgen run ... --keep-values --checkpoint DIR` kept in "
-                    "DIR/values/, decode them, check every file against its sha256 in the checkpoint's index "
-                    "and all of them against the run's FNV-1a-64 digest, and then write G(S) ... G(S+N-1): as "
-                    "text (one value per line), bfile (OEIS b-file: 'n G(n)' lines), u16 (raw little-endian "
-                    "16-bit integers) or npy (a NumPy array of dtype <u2).  Memory stays bounded whatever the "
-                    "run's size; all kept values are read for the checks even when a short range is asked for.  "
-                    "Nothing is written unless everything checked out.",
+        "DIR/values/, decode them, check every file against its sha256 in the checkpoint's index "
+        "and all of them against the run's FNV-1a-64 digest, and then write G(S) ... G(S+N-1): as "
+        "text (one value per line), bfile (OEIS b-file: 'n G(n)' lines), u16 (raw little-endian "
+        "16-bit integers) or npy (a NumPy array of dtype <u2).  Memory stays bounded whatever the "
+        "run's size; all kept values are read for the checks even when a short range is asked for.  "
+        "Nothing is written unless everything checked out.",
         epilog="examples:\n"
-               "  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values\n"
-               "  octalgen export runs/kept --start 20620 -n 10    # G(20620) ... G(20629)\n"
-               "  octalgen export runs/kept --format bfile -o b046695.txt    # OEIS b-file\n"
-               "  octalgen export runs/kept --format npy -o officers.npy     # for numpy.load\n"
-               "  octalgen export runs/161 --counts tables    # tables/0.161/2, /4, ... /1073741824")
+        "  octalgen run .6 --until 1e7 --checkpoint runs/kept --keep-values\n"
+        "  octalgen export runs/kept --start 20620 -n 10    # G(20620) ... G(20629)\n"
+        "  octalgen export runs/kept --format bfile -o b046695.txt    # OEIS b-file\n"
+        "  octalgen export runs/kept --format npy -o officers.npy     # for numpy.load\n"
+        "  octalgen export runs/161 --counts tables    # tables/0.161/2, /4, ... /1073741824",
+    )
     parser.add_argument("directory", metavar="DIR", help="the run's --checkpoint directory")
     parser.add_argument("--start", type=count_type, default=0, metavar="S", help="first heap (default 0)")
-    parser.add_argument("-n", "--count", type=count_type, metavar="N",
-                        help="how many values (default: all kept values from S on)")
-    parser.add_argument("--format", choices=FORMATS, default="text",
-                        help="text: one decimal per line (default); bfile: 'n G(n)' lines (OEIS b-file); u16: raw "
-                             "little-endian uint16; npy: NumPy file")
-    parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write here instead of stdout: a regular file is replaced only once the whole output "
-                             "is written; a device or FIFO is written in place")
-    parser.add_argument("--counts", metavar="OUT",
-                        help="instead of values: write the counts of each value among G(1) ... G(n), at every power "
-                             "of two n >= 2 the run passed and at its end, as OUT/0.<code>/<n> with one 'value count' "
-                             "line per value from 0 to the largest, zero counts included (the layout of "
-                             "rogalski-wmii-uni-lodz-pl/octal's results/); needs no kept values")
+    parser.add_argument(
+        "-n", "--count", type=count_type, metavar="N", help="how many values (default: all kept values from S on)"
+    )
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="text",
+        help="text: one decimal per line (default); bfile: 'n G(n)' lines (OEIS b-file); u16: raw "
+        "little-endian uint16; npy: NumPy file",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write here instead of stdout: a regular file is replaced only once the whole output "
+        "is written; a device or FIFO is written in place",
+    )
+    parser.add_argument(
+        "--counts",
+        metavar="OUT",
+        help="instead of values: write the counts of each value among G(1) ... G(n), at every power "
+        "of two n >= 2 the run passed and at its end, as OUT/0.<code>/<n> with one 'value count' "
+        "line per value from 0 to the largest, zero counts included (the layout of "
+        "rogalski-wmii-uni-lodz-pl/octal's results/); needs no kept values",
+    )
     parser.set_defaults(run=run)
 
 
@@ -94,21 +108,24 @@ def run(args) -> int:
     if kept.stop == 0:
         raise InputError(f"the run in {args.directory} has kept no values yet")
     if start >= kept.stop or start + count > kept.stop:
-        raise InputError(f"the run in {args.directory} kept G(0) ... G({kept.stop - 1}); "
-                         f"G({start}) ... G({start + count - 1}) goes beyond it")
+        raise InputError(
+            f"the run in {args.directory} kept G(0) ... G({kept.stop - 1}); "
+            f"G({start}) ... G({start + count - 1}) goes beyond it"
+        )
     if args.output:
         check_output(args.output)  # before every kept value is read and checked
     with progress_for(args, kept.stop, label=f"export {kept.game}", writes_stdout=args.output is None) as progress:
         progress.phase("checking")
         digest = _checked_digest(kept, progress)
         if digest != kept.digest:
-            raise OctalgenError(f"the values kept in {args.directory} have digest {digest}, but the run proved "
-                                f"{kept.digest}: they are not the run's values (nothing written)")
+            raise OctalgenError(
+                f"the values kept in {args.directory} have digest {digest}, but the run proved "
+                f"{kept.digest}: they are not the run's values (nothing written)"
+            )
         progress.phase("writing")
         with output_stream(args.output) as out:
             if args.format == "npy":
-                np.lib.format.write_array_header_1_0(out, {"descr": "<u2", "fortran_order": False,
-                                                           "shape": (count,)})
+                np.lib.format.write_array_header_1_0(out, {"descr": "<u2", "fortran_order": False, "shape": (count,)})
             _copy(kept, start, start + count, args.format, out)
     return 0
 
@@ -118,8 +135,9 @@ def _export_counts(args) -> int:
     from ..engine.run_summary import summary_of_checkpoint
     from .run import write_counts
 
-    given = [option for option, value in (("--start", args.start), ("-n", args.count), ("-o", args.output))
-             if value] + (["--format"] if args.format != "text" else [])
+    given = [
+        option for option, value in (("--start", args.start), ("-n", args.count), ("-o", args.output)) if value
+    ] + (["--format"] if args.format != "text" else [])
     if given:
         raise InputError(f"--counts writes the count tables, not values: {', '.join(given)} does not go with it")
     summary = summary_of_checkpoint(args.directory)
@@ -143,8 +161,9 @@ def _checked_digest(kept, progress) -> str:
         position = first + len(values)
         progress.update(position)
     if position != kept.stop:
-        raise CheckpointError(f"the kept values end at G({position - 1}), but the run proved G(0) ... "
-                              f"G({kept.stop - 1})")
+        raise CheckpointError(
+            f"the kept values end at G({position - 1}), but the run proved G(0) ... G({kept.stop - 1})"
+        )
     return digest.digest()
 
 
@@ -152,7 +171,7 @@ def _copy(kept, start: int, stop: int, fmt: str, out) -> None:
     """Write G(start) ... G(stop-1) of ``kept`` to ``out`` (its files are read, and sha256-checked, again)."""
     for first, values in kept.chunks(start, stop):
         for piece in range(0, len(values), _PIECE):
-            _write(values[piece: piece + _PIECE], first + piece, fmt, out)
+            _write(values[piece : piece + _PIECE], first + piece, fmt, out)
 
 
 def _write(values: np.ndarray, first: int, fmt: str, out) -> None:

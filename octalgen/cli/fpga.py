@@ -35,19 +35,39 @@ SILENCE = 30.0
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("fpga", help="read a board's records over serial and check them against the exact engine",
-                            description=DESCRIPTION, epilog=EPILOG)
+    parser = sub.add_parser(
+        "fpga",
+        help="read a board's records over serial and check them against the exact engine",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+    )
     add_game(parser)
-    parser.add_argument("--port", required=True, metavar="DEVICE",
-                        help="the board's serial port (/dev/ttyUSB0), or a pyserial URL")
-    parser.add_argument("--baud", type=float, default=3e6, metavar="BPS",
-                        help="bit rate the board was built with (default 3000000; see its board.json)")
-    parser.add_argument("--until", type=count_type, metavar="N",
-                        help="stop once a record at heap N or later is checked (default: until interrupted)")
-    parser.add_argument("--checkpoint", metavar="DIR",
-                        help="an `octalgen run` checkpoint: compare its digest at its heap, without the engine")
-    parser.add_argument("--values", metavar="START:COUNT",
-                        help="ask the board for G(START) ... G(START+COUNT-1) (at most 1024) and check each")
+    parser.add_argument(
+        "--port", required=True, metavar="DEVICE", help="the board's serial port (/dev/ttyUSB0), or a pyserial URL"
+    )
+    parser.add_argument(
+        "--baud",
+        type=float,
+        default=3e6,
+        metavar="BPS",
+        help="bit rate the board was built with (default 3000000; see its board.json)",
+    )
+    parser.add_argument(
+        "--until",
+        type=count_type,
+        metavar="N",
+        help="stop once a record at heap N or later is checked (default: until interrupted)",
+    )
+    parser.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="an `octalgen run` checkpoint: compare its digest at its heap, without the engine",
+    )
+    parser.add_argument(
+        "--values",
+        metavar="START:COUNT",
+        help="ask the board for G(START) ... G(START+COUNT-1) (at most 1024) and check each",
+    )
     add_table(parser)
     parser.set_defaults(run=run)
 
@@ -106,8 +126,10 @@ def run(args) -> int:
             if data:
                 heard = now
             elif now - heard > SILENCE:
-                raise ComputationError(f"no bytes from {args.port} for {SILENCE:.0f} s (is the board configured, "
-                                       f"and built for {args.baud:g} baud?)")
+                raise ComputationError(
+                    f"no bytes from {args.port} for {SILENCE:.0f} s (is the board configured, "
+                    f"and built for {args.baud:g} baud?)"
+                )
             for record in reader.feed(data):
                 if status is not None:
                     break  # decided: the records after it in the same read are not looked at
@@ -115,20 +137,25 @@ def run(args) -> int:
                     board_heap = max(board_heap, record.heap)
                     summary_of[record.heap] = record
                     if record.error:
-                        print(f"the board's kernel raised its error flag: a value past G({record.heap - 1}) "
-                              f"does not fit {plan.encoding.describe()}")
+                        print(
+                            f"the board's kernel raised its error flag: a value past G({record.heap - 1}) "
+                            f"does not fit {plan.encoding.describe()}"
+                        )
                         status = 1
                 if checkpoint and isinstance(record, BoardSummary):
                     if record.heap == checkpoint[0]:
                         agree = record.hexdigest == checkpoint[1]
-                        print(f"G({record.heap:,}): board digest {record.hexdigest}, checkpoint {checkpoint[1]}: "
-                              + ("agree" if agree else "DIFFER"))
+                        print(
+                            f"G({record.heap:,}): board digest {record.hexdigest}, checkpoint {checkpoint[1]}: "
+                            + ("agree" if agree else "DIFFER")
+                        )
                         status = 0 if agree else 1
                     elif record.heap > checkpoint[0]:
                         raise ComputationError(
                             f"the board's records passed G({checkpoint[0]:,}) without one at that heap (records "
                             f"fall at multiples of the board's --record-every, and a busy link skips some): "
-                            f"use a checkpoint whose heap is a multiple of it, or no --checkpoint")
+                            f"use a checkpoint whose heap is a multiple of it, or no --checkpoint"
+                        )
                 elif follower and isinstance(record, (BoardSummary, Histogram)):
                     follower.want(record.heap)
                     pending.append(record)
@@ -138,8 +165,9 @@ def run(args) -> int:
                 record = pending[0]
                 if isinstance(record, Values):
                     if record.late:
-                        print(f"the board had passed G({record.start:,}) when the request arrived: "
-                              "ask for a later START")
+                        print(
+                            f"the board had passed G({record.start:,}) when the request arrived: ask for a later START"
+                        )
                         pending.pop(0)
                         values_left = None
                         continue
@@ -147,10 +175,15 @@ def run(args) -> int:
                     if exact is None or follower.position < record.start + len(record.values):
                         break
                     bad = check_values(record, exact)
-                    print(f"G({record.start:,}) ... G({record.start + len(record.values) - 1:,}) from the board: "
-                          + ("all equal the exact values" if bad is None else
-                             f"first wrong value G({bad:,}) = {record.values[bad - record.start]}, "
-                             f"exact {exact[bad - record.start]}"))
+                    print(
+                        f"G({record.start:,}) ... G({record.start + len(record.values) - 1:,}) from the board: "
+                        + (
+                            "all equal the exact values"
+                            if bad is None
+                            else f"first wrong value G({bad:,}) = {record.values[bad - record.start]}, "
+                            f"exact {exact[bad - record.start]}"
+                        )
+                    )
                     if bad is not None:
                         status = 1
                     pending.pop(0)
@@ -160,12 +193,18 @@ def run(args) -> int:
                 if exact_state is None:
                     break
                 pending.pop(0)
-                differences = (check_summary(record, exact_state) if isinstance(record, BoardSummary)
-                               else check_histogram(record, exact_state))
+                differences = (
+                    check_summary(record, exact_state)
+                    if isinstance(record, BoardSummary)
+                    else check_histogram(record, exact_state)
+                )
                 if differences:
-                    where = (f"the first wrong value lies in G({last_good:,}) ... G({record.heap - 1:,}) "
-                             f"(records agreed at G({last_good:,}))" if last_good is not None
-                             else f"at or before G({record.heap - 1:,}) (no earlier record)")
+                    where = (
+                        f"the first wrong value lies in G({last_good:,}) ... G({record.heap - 1:,}) "
+                        f"(records agreed at G({last_good:,}))"
+                        if last_good is not None
+                        else f"at or before G({record.heap - 1:,}) (no earlier record)"
+                    )
                     print(f"MISMATCH at the record of heap {record.heap:,}: " + "; ".join(differences))
                     print(f"the board's values and the exact engine's part before heap {record.heap:,}: {where}")
                     status = 1
@@ -174,9 +213,14 @@ def run(args) -> int:
                     last_good = proven = record.heap
                     summary = summary_of.get(record.heap)
                     if summary is not None:
-                        log.info("G(%d): digest %s, largest %d first at G(%d), %d hash matches: agree with the "
-                                 "exact engine", record.heap, summary.hexdigest, summary.largest, summary.largest_at,
-                                 summary.matches)
+                        log.info(
+                            "G(%d): digest %s, largest %d first at G(%d), %d hash matches: agree with the exact engine",
+                            record.heap,
+                            summary.hexdigest,
+                            summary.largest,
+                            summary.largest_at,
+                            summary.matches,
+                        )
             if status is None and args.until is not None and proven >= args.until and values_left is None:
                 status = 0
             if follower and follower.error is not None:
@@ -194,7 +238,9 @@ def run(args) -> int:
         log.warning("%d records failed their CRC and were skipped (noise on the link?)", reader.rejected)
     if status == 0 and last_good is not None:
         summary = summary_of[last_good]
-        print(f"board checked to G({last_good - 1:,}): digest fnv1a64 {summary.hexdigest} agrees with the exact "
-              f"engine; largest value {summary.largest} first at G({summary.largest_at:,}); "
-              f"{summary.matches} hash matches with the anchor G({summary.anchor:,})")
+        print(
+            f"board checked to G({last_good - 1:,}): digest fnv1a64 {summary.hexdigest} agrees with the exact "
+            f"engine; largest value {summary.largest} first at G({summary.largest_at:,}); "
+            f"{summary.matches} hash matches with the anchor G({summary.anchor:,})"
+        )
     return status

@@ -38,16 +38,27 @@ examples:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("period", help="find and prove the least period and preperiod (CRC search, Guy-Smith)",
-                            description=DESCRIPTION, epilog=EXAMPLES)
+    parser = sub.add_parser(
+        "period",
+        help="find and prove the least period and preperiod (CRC search, Guy-Smith)",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+    )
     add_game(parser)
-    parser.add_argument("--max", type=positive_count_type, metavar="N",
-                        help=f"compute at most G(0) ... G(N-1) (default {DEFAULT_PERIOD_MAX:.0e}; with a claim, "
-                             "exactly the values its proof needs)".replace("e+", "e"))
+    parser.add_argument(
+        "--max",
+        type=positive_count_type,
+        metavar="N",
+        help=f"compute at most G(0) ... G(N-1) (default {DEFAULT_PERIOD_MAX:.0e}; with a claim, "
+        "exactly the values its proof needs)".replace("e+", "e"),
+    )
     parser.add_argument("--period", type=positive_count_type, metavar="P", help="check this claimed period")
     parser.add_argument("--preperiod", type=count_type, metavar="I", help="... with this claimed preperiod")
-    parser.add_argument("--checkpoint", metavar="DIR",
-                        help="checkpoint directory (and where the values are kept): the same command resumes")
+    parser.add_argument(
+        "--checkpoint",
+        metavar="DIR",
+        help="checkpoint directory (and where the values are kept): the same command resumes",
+    )
     add_engine_options(parser)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_table(parser)
@@ -61,9 +72,19 @@ def run(args) -> int:
     limit = period_limit(args.game, args.max, claim)
     table = load_table(args) if args.table else None
     with progress_for(args, limit, label=f"period {args.game.code}") as progress:
-        result = period(args.game, args.max, claim=claim, table=table, checkpoint=args.checkpoint,
-                        threads=args.threads, workers=args.workers, scheduler=args.scheduler, chunk=args.chunk,
-                        checkpoint_every=args.checkpoint_every, progress=progress)
+        result = period(
+            args.game,
+            args.max,
+            claim=claim,
+            table=table,
+            checkpoint=args.checkpoint,
+            threads=args.threads,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            chunk=args.chunk,
+            checkpoint_every=args.checkpoint_every,
+            progress=progress,
+        )
     if args.json:
         json.dump(as_json(result), sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -74,13 +95,31 @@ def run(args) -> int:
 
 def as_json(result: PeriodResult) -> dict:
     """What ``period --json`` prints."""
-    proven = {"period": result.period, "preperiod": result.preperiod, "proof_length": result.proof_length} \
-        if result.proven else None
-    candidates = [{"period": c.period, "preperiod": c.preperiod, "checked_to": c.checked_to,
-                   "proof_length": c.proof_length, "outcome": c.outcome} for c in result.candidates]
-    return {"game": result.game, "max": result.limit, "values": result.values, "period": proven,
-            "candidates": candidates, "refuted": result.refuted, "seconds": round(result.seconds, 3),
-            "session": {"values": result.session_values, "seconds": round(result.session_seconds, 3)}}
+    proven = (
+        {"period": result.period, "preperiod": result.preperiod, "proof_length": result.proof_length}
+        if result.proven
+        else None
+    )
+    candidates = [
+        {
+            "period": c.period,
+            "preperiod": c.preperiod,
+            "checked_to": c.checked_to,
+            "proof_length": c.proof_length,
+            "outcome": c.outcome,
+        }
+        for c in result.candidates
+    ]
+    return {
+        "game": result.game,
+        "max": result.limit,
+        "values": result.values,
+        "period": proven,
+        "candidates": candidates,
+        "refuted": result.refuted,
+        "seconds": round(result.seconds, 3),
+        "session": {"values": result.session_values, "seconds": round(result.session_seconds, 3)},
+    }
 
 
 def report_lines(result: PeriodResult, t: int) -> list[str]:
@@ -89,21 +128,25 @@ def report_lines(result: PeriodResult, t: int) -> list[str]:
     timing = f"computed {result.session_values} values in {result.session_seconds:.1f} s"
     before = computed - result.session_values
     if before:  # resumed from a checkpoint
-        timing += (f"; G(0) ... G({before - 1}) were proven before, in "
-                   f"{result.seconds - result.session_seconds:.1f} s")
+        timing += f"; G(0) ... G({before - 1}) were proven before, in {result.seconds - result.session_seconds:.1f} s"
     if result.proven:
         p, i, length = result.period, result.preperiod, result.proof_length
         assert p is not None and i is not None and length is not None  # all set once proven
-        return [f"period {p} preperiod {i}",
-                f"proof: G(n + {p}) = G(n) for {i} <= n < {2 * i + p + t} (Guy-Smith, t = {t}), "
-                f"checked on G(0) ... G({length - 1})", timing]
+        return [
+            f"period {p} preperiod {i}",
+            f"proof: G(n + {p}) = G(n) for {i} <= n < {2 * i + p + t} (Guy-Smith, t = {t}), "
+            f"checked on G(0) ... G({length - 1})",
+            timing,
+        ]
     if result.refuted:
         return [f"claim refuted: {result.refuted}", timing]
     lines = [f"no period up to {result.limit}"]
     for c in result.open_candidates:
-        lines.append(f"candidate period {c.period} preperiod {c.preperiod}: G(n + {c.period}) = G(n) checked "
-                     f"for {c.preperiod} <= n < {computed - c.period}; the proof needs G(0) ... "
-                     f"G({c.proof_length - 1}): run with --max {c.proof_length}")
+        lines.append(
+            f"candidate period {c.period} preperiod {c.preperiod}: G(n + {c.period}) = G(n) checked "
+            f"for {c.preperiod} <= n < {computed - c.period}; the proof needs G(0) ... "
+            f"G({c.proof_length - 1}): run with --max {c.proof_length}"
+        )
     lines.append(f"(a period p with preperiod i is proven by N >= 2i + 2p + t values, t = {t})")
     lines.append(timing)
     return lines

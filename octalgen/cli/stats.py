@@ -39,24 +39,43 @@ examples:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("stats", help="figures of a run (digest, counts, largest value, ...) from its checkpoint",
-                            description=DESCRIPTION, epilog=EXAMPLES)
+    parser = sub.add_parser(
+        "stats",
+        help="figures of a run (digest, counts, largest value, ...) from its checkpoint",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+    )
     parser.add_argument("directory", metavar="DIR", help="the run's --checkpoint directory (or its checkpoint.json)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--histogram", action="store_true", help="also print 'value count first-heap' lines")
-    parser.add_argument("--mask", type=mask_type, action="append", default=[], metavar="M",
-                        help="also count the values that are rare under mask M (hexadecimal, e.g. 0x7b8), and "
-                             "say where the last one is; repeatable")
-    parser.add_argument("--plot", metavar="FILE.png",
-                        help="draw the histogram of common values (needs matplotlib); its counts go beside it, "
-                             "as FILE with the suffix .csv")
-    parser.add_argument("--csv", metavar="FILE.csv",
-                        help="write the counts as CSV: value,count,first_heap for every value (with --plot: "
-                             "instead of beside the plot)")
-    parser.add_argument("--compare", metavar="RDIR",
-                        help="instead of the figures: compare the run's count tables with those in RDIR/0.<code>/ "
-                             "(or RDIR itself), files named n of 'value count' lines; exit status 0 when equal, 1 "
-                             "at the first difference")
+    parser.add_argument(
+        "--mask",
+        type=mask_type,
+        action="append",
+        default=[],
+        metavar="M",
+        help="also count the values that are rare under mask M (hexadecimal, e.g. 0x7b8), and "
+        "say where the last one is; repeatable",
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="draw the histogram of common values (needs matplotlib); its counts go beside it, "
+        "as FILE with the suffix .csv",
+    )
+    parser.add_argument(
+        "--csv",
+        metavar="FILE.csv",
+        help="write the counts as CSV: value,count,first_heap for every value (with --plot: "
+        "instead of beside the plot)",
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="RDIR",
+        help="instead of the figures: compare the run's count tables with those in RDIR/0.<code>/ "
+        "(or RDIR itself), files named n of 'value count' lines; exit status 0 when equal, 1 "
+        "at the first difference",
+    )
     parser.set_defaults(run=run)
 
 
@@ -83,8 +102,10 @@ def run(args) -> int:
         return compare(args)
     counts_path = args.csv or (str(Path(args.plot).with_suffix(".csv")) if args.plot else None)
     if args.plot and counts_path is not None and Path(counts_path) == Path(args.plot):
-        raise InputError(f"--plot {args.plot} would be overwritten by the counts (CSV): name an image (.png, .svg, "
-                         "...) and, with --csv, another file")
+        raise InputError(
+            f"--plot {args.plot} would be overwritten by the counts (CSV): name an image (.png, .svg, "
+            "...) and, with --csv, another file"
+        )
     for path in (args.plot, counts_path):
         if path:
             check_output(path)  # both, before either is written

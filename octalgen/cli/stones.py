@@ -40,33 +40,52 @@ def register(sub) -> None:
         "stones",
         help="pick-up stones (Fisher): who wins at each pile size, classic, no-repeat or asymmetric",
         description="Pick-up stones (T. Fisher): players take turns removing a number of stones allowed by a "
-                    "move set; who cannot move loses.  Print who wins at pile sizes 0 ... N-1, one digit per "
-                    "line: 1 = the player to move wins, 2 = the other player wins (no-repeat: 2 = safe, i.e. the "
-                    "player to move loses whatever the previous moves were), or a --table, or a --summary with "
-                    "the eventual period of the outcomes.",
+        "move set; who cannot move loses.  Print who wins at pile sizes 0 ... N-1, one digit per "
+        "line: 1 = the player to move wins, 2 = the other player wins (no-repeat: 2 = safe, i.e. the "
+        "player to move loses whatever the previous moves were), or a --table, or a --summary with "
+        "the eventual period of the outcomes.",
         epilog="examples:\n"
-               "  octalgen stones --moves 1,5,8,10 -n 1e6 --summary\n"
-               "  octalgen stones --moves 1,2,3,4,5 --no-repeat --memory 1 -n 100 --table\n"
-               "  octalgen stones --left 2,5,9 --right 3,4,8 --first left -n 1e7 --summary",
+        "  octalgen stones --moves 1,5,8,10 -n 1e6 --summary\n"
+        "  octalgen stones --moves 1,2,3,4,5 --no-repeat --memory 1 -n 100 --table\n"
+        "  octalgen stones --left 2,5,9 --right 3,4,8 --first left -n 1e7 --summary",
     )
     parser.add_argument("--moves", metavar="LIST", help="removal counts of both players, e.g. 1,5,8,10")
-    parser.add_argument("--no-repeat", action="store_true",
-                        help="nobody may remove a count the opponent removed in one of their last K moves")
-    parser.add_argument("--memory", type=count_type, metavar="K",
-                        help="K for --no-repeat: 1 <= K < number of counts (default 1)")
+    parser.add_argument(
+        "--no-repeat",
+        action="store_true",
+        help="nobody may remove a count the opponent removed in one of their last K moves",
+    )
+    parser.add_argument(
+        "--memory", type=count_type, metavar="K", help="K for --no-repeat: 1 <= K < number of counts (default 1)"
+    )
     parser.add_argument("--left", metavar="LIST", help="removal counts of Left (asymmetric game, with --right)")
     parser.add_argument("--right", metavar="LIST", help="removal counts of Right (asymmetric game, with --left)")
-    parser.add_argument("--first", choices=("left", "right"),
-                        help="asymmetric game: who is to move in the digits printed (default left)")
-    parser.add_argument("-n", "--count", type=count_type, required=True, metavar="N",
-                        help="pile sizes 0 ... N-1 (10**6 and 1e6 are accepted)")
+    parser.add_argument(
+        "--first",
+        choices=("left", "right"),
+        help="asymmetric game: who is to move in the digits printed (default left)",
+    )
+    parser.add_argument(
+        "-n",
+        "--count",
+        type=count_type,
+        required=True,
+        metavar="N",
+        help="pile sizes 0 ... N-1 (10**6 and 1e6 are accepted)",
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--table", action="store_true", help=f"a compact table, {TABLE_ROW} pile sizes a row")
-    mode.add_argument("--summary", action="store_true",
-                      help="the eventual period of the outcomes and where it starts, proven from pile sizes "
-                           "below N; for asymmetric games the size from which one player wins whoever starts")
-    parser.add_argument("--backend", choices=BACKENDS,
-                        help="python (the reference) or c (generated C); default c when a C compiler is present")
+    mode.add_argument(
+        "--summary",
+        action="store_true",
+        help="the eventual period of the outcomes and where it starts, proven from pile sizes "
+        "below N; for asymmetric games the size from which one player wins whoever starts",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="python (the reference) or c (generated C); default c when a C compiler is present",
+    )
     parser.set_defaults(run=run)
 
 

@@ -37,19 +37,39 @@ examples:
 
 
 def register(sub) -> None:
-    parser = sub.add_parser("survey", help="every octal game of a shape: computed, periods proven, identical "
-                                           "sequences grouped", description=DESCRIPTION, epilog=EXAMPLES)
-    parser.add_argument("--digits", type=lambda text: whole_number(text, 1, 4), default=3, metavar="D",
-                        help="digits after the point (1 to 4; default 3)")
-    parser.add_argument("--whole", default="0,4", metavar="W",
-                        help="whole-number digits: 0, 4 or 0,4 (default 0,4)")
-    parser.add_argument("--max", type=positive_count_type, default=DEFAULT_MAX, metavar="N",
-                        help=f"values per game at most (default {DEFAULT_MAX})")
-    parser.add_argument("--out", default="survey", metavar="FILE",
-                        help="results go to FILE.tsv and FILE.json, finished games to FILE.done.jsonl "
-                             "(default: survey)")
-    parser.add_argument("--workers", type=workers_type, metavar="W",
-                        help="local processes, one game each (default: one per core; 0: this process)")
+    parser = sub.add_parser(
+        "survey",
+        help="every octal game of a shape: computed, periods proven, identical sequences grouped",
+        description=DESCRIPTION,
+        epilog=EXAMPLES,
+    )
+    parser.add_argument(
+        "--digits",
+        type=lambda text: whole_number(text, 1, 4),
+        default=3,
+        metavar="D",
+        help="digits after the point (1 to 4; default 3)",
+    )
+    parser.add_argument("--whole", default="0,4", metavar="W", help="whole-number digits: 0, 4 or 0,4 (default 0,4)")
+    parser.add_argument(
+        "--max",
+        type=positive_count_type,
+        default=DEFAULT_MAX,
+        metavar="N",
+        help=f"values per game at most (default {DEFAULT_MAX})",
+    )
+    parser.add_argument(
+        "--out",
+        default="survey",
+        metavar="FILE",
+        help="results go to FILE.tsv and FILE.json, finished games to FILE.done.jsonl (default: survey)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=workers_type,
+        metavar="W",
+        help="local processes, one game each (default: one per core; 0: this process)",
+    )
     parser.add_argument("--scheduler", metavar="ADDRESS", help="run the games on a Dask cluster instead")
     parser.set_defaults(run=run)
 
@@ -78,11 +98,13 @@ def run(args) -> int:
         raise survey.interrupted(stop.signal)
     counts = survey.counts()
     results = survey.finished()
-    lines = [f"survey of {counts['games']} games (digits {args.digits}, whole {args.whole}), up to {args.max} values "
-             f"each: {counts['periodic']} periodic, {counts['open']} open; {counts['distinct_sequences']} distinct "
-             "sequences",
-             f"{len(results) - already} games computed in {time.monotonic() - began:.0f} s"
-             + (f" ({already} finished before)" if already else "")]
+    lines = [
+        f"survey of {counts['games']} games (digits {args.digits}, whole {args.whole}), up to {args.max} values "
+        f"each: {counts['periodic']} periodic, {counts['open']} open; {counts['distinct_sequences']} distinct "
+        "sequences",
+        f"{len(results) - already} games computed in {time.monotonic() - began:.0f} s"
+        + (f" ({already} finished before)" if already else ""),
+    ]
     open_games = [r for r in results if r["status"] == "open"]
     if open_games:
         lines.append(f"open to {args.max}: " + " ".join(r["code"] for r in open_games))
@@ -99,8 +121,11 @@ SHOWN_CANDIDATES = 5
 def open_hints(open_games: list[dict], limit: int) -> list[str]:
     """What more values may prove: the repetitions seen with the values their proofs need, and a larger --max."""
     seen = sorted((r for r in open_games if r["candidate_proof_values"]), key=lambda r: r["candidate_proof_values"])
-    lines = [f"  {r['code']}: period {r['candidate_period']} preperiod {r['candidate_preperiod']} seen: "
-             f"octalgen period {r['code']} --max {r['candidate_proof_values']}" for r in seen[:SHOWN_CANDIDATES]]
+    lines = [
+        f"  {r['code']}: period {r['candidate_period']} preperiod {r['candidate_preperiod']} seen: "
+        f"octalgen period {r['code']} --max {r['candidate_proof_values']}"
+        for r in seen[:SHOWN_CANDIDATES]
+    ]
     if len(seen) > SHOWN_CANDIDATES:
         lines.append(f"  ... and {len(seen) - SHOWN_CANDIDATES} more (the candidate columns of the table)")
     unseen = next((r["code"] for r in open_games if not r["candidate_proof_values"]), None)

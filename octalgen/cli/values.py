@@ -46,21 +46,34 @@ examples:
 
 def register(sub) -> None:
     names = ", ".join(f"{b.name} ({b.summary})" for b in backends().values())
-    parser = sub.add_parser("values", help="compute values G(S) ... G(S+N-1)", description=DESCRIPTION,
-                            epilog=EXAMPLES)
+    parser = sub.add_parser("values", help="compute values G(S) ... G(S+N-1)", description=DESCRIPTION, epilog=EXAMPLES)
     add_game(parser)
-    parser.add_argument("-n", "--count", type=positive_count_type, required=True, metavar="N",
-                        help="how many values (at least 1; S + N up to 1e15)")
+    parser.add_argument(
+        "-n",
+        "--count",
+        type=positive_count_type,
+        required=True,
+        metavar="N",
+        help="how many values (at least 1; S + N up to 1e15)",
+    )
     parser.add_argument("--start", type=count_type, default=0, metavar="S", help="first heap size (default 0)")
-    parser.add_argument("--backend", metavar="NAME",
-                        help=f"how to compute; default: the fastest exact one available. Backends: {names}")
-    parser.add_argument("--format", choices=tuple(FORMATS), default="text",
-                        help="text: one decimal per line; bfile: 'n G(n)' lines (OEIS b-file); u16/u32: raw "
-                             "little-endian integers")
+    parser.add_argument(
+        "--backend", metavar="NAME", help=f"how to compute; default: the fastest exact one available. Backends: {names}"
+    )
+    parser.add_argument(
+        "--format",
+        choices=tuple(FORMATS),
+        default="text",
+        help="text: one decimal per line; bfile: 'n G(n)' lines (OEIS b-file); u16/u32: raw little-endian integers",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
     parser.add_argument("--threads", type=threads_type, metavar="T", help="kernel threads (C backends; default 1)")
-    parser.add_argument("--workers", type=workers_type, metavar="W",
-                        help="verifying processes (c backend; default: one per core, none for a small job)")
+    parser.add_argument(
+        "--workers",
+        type=workers_type,
+        metavar="W",
+        help="verifying processes (c backend; default: one per core, none for a small job)",
+    )
     add_table(parser)
     parser.set_defaults(run=run)
 
@@ -72,8 +85,16 @@ def run(args) -> int:
     stop = args.start + args.count
     with progress_for(args, stop, label=args.game.code, writes_stdout=args.output is None) as progress:
         # The computation itself tells the display its phase (exact prefix, kernel, ...) and position.
-        chunks = iter_values(args.game, args.count, args.start, backend=args.backend, table=table,
-                             threads=args.threads, workers=args.workers, progress=progress)
+        chunks = iter_values(
+            args.game,
+            args.count,
+            args.start,
+            backend=args.backend,
+            table=table,
+            threads=args.threads,
+            workers=args.workers,
+            progress=progress,
+        )
         written = args.start  # G(start) ... G(written - 1) are written
         out = None
         try:
@@ -81,8 +102,9 @@ def run(args) -> int:
                 for position in _write(chunks, args.format, args.start, out):
                     written = position
         except Interrupted as stopped:  # values keeps no checkpoint: say nothing of one, but what was written
-            raise Interrupted(stopped.signal_number, stopped.proven, checkpoints=False,
-                              what=_kept(args, out, stopped.proven, written)) from None
+            raise Interrupted(
+                stopped.signal_number, stopped.proven, checkpoints=False, what=_kept(args, out, stopped.proven, written)
+            ) from None
     return 0
 
 

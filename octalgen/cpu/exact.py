@@ -91,8 +91,17 @@ class CExactSolver:
         Options the proof scans have looked at so far (a measure of the work done).
     """
 
-    def __init__(self, game, mask: int | None = None, values=(), method: str = "blocked", threads: int = 1,
-                 position_parity: bool = False, spill: bool = False, spill_dir=None):
+    def __init__(
+        self,
+        game,
+        mask: int | None = None,
+        values=(),
+        method: str = "blocked",
+        threads: int = 1,
+        position_parity: bool = False,
+        spill: bool = False,
+        spill_dir=None,
+    ):
         self.game = parse_game(game)
         if method not in METHODS:
             raise InputError(f"unknown exact method {method!r}: choose one of {', '.join(METHODS)}")
@@ -100,8 +109,10 @@ class CExactSolver:
             raise InputError(f"the exact solver runs 1 or 2 threads, not {threads}")
         self._take_parity = self.game.take_parity
         if position_parity and self._take_parity is None:
-            raise InputError(f"{self.game.code}: rarity by position parity needs every two-heap move to "
-                             "take the same parity of beans")
+            raise InputError(
+                f"{self.game.code}: rarity by position parity needs every two-heap move to "
+                "take the same parity of beans"
+            )
         self.method = method
         self.threads = threads
         self._spill = (spill, spill_dir)
@@ -115,7 +126,7 @@ class CExactSolver:
         # Room for an eighth more: continuing from m values (a far rare value decided) takes a few
         # steps, and extend() doubles the buffers where a run goes on further.
         self._allocate(max(1024, len(values) + len(values) // 8), values)
-        self._largest = max((int(values[lo: lo + _PIECE].max()) for lo in range(0, len(values), _PIECE)), default=0)
+        self._largest = max((int(values[lo : lo + _PIECE].max()) for lo in range(0, len(values), _PIECE)), default=0)
         self.mask = 0 if mask is None else int(mask)
         self.position_parity = bool(position_parity) and self.mask != 0
         if self._adaptive and self._count:
@@ -161,13 +172,26 @@ class CExactSolver:
             rare_count[0] = self._rare_count
             scanned[0] = 0
             status = lib.octalgen_exact_extend(
-                ffi.from_buffer("uint16_t[]", self._values), ffi.from_buffer("uint16_t[]", self._reversed),
-                len(self._values), self._count, stop, self._largest, self.mask, int(self.position_parity),
-                ffi.from_buffer("uint64_t[]", self._rare), rare_count, len(self._rare),
-                ffi.from_buffer("uint64_t[]", self._marks), ffi.from_buffer("uint8_t[]", self._scratch),
-                METHODS.index(self.method), self.threads, done, scanned)
+                ffi.from_buffer("uint16_t[]", self._values),
+                ffi.from_buffer("uint16_t[]", self._reversed),
+                len(self._values),
+                self._count,
+                stop,
+                self._largest,
+                self.mask,
+                int(self.position_parity),
+                ffi.from_buffer("uint64_t[]", self._rare),
+                rare_count,
+                len(self._rare),
+                ffi.from_buffer("uint64_t[]", self._marks),
+                ffi.from_buffer("uint8_t[]", self._scratch),
+                METHODS.index(self.method),
+                self.threads,
+                done,
+                scanned,
+            )
             if done[0] > self._count:
-                self._largest = max(self._largest, int(self._values[self._count: done[0]].max()))
+                self._largest = max(self._largest, int(self._values[self._count : done[0]].max()))
             self._count = int(done[0])
             self._rare_count = int(rare_count[0])
             self.options_scanned += int(scanned[0])
@@ -175,7 +199,8 @@ class CExactSolver:
                 self._rare = np.concatenate([self._rare, np.zeros(len(self._rare), np.uint64)])
             elif status == 2:
                 raise ComputationError(
-                    f"G({self._count}) of {self.game.code} is 65536 or more: beyond the 16-bit values of the C backend")
+                    f"G({self._count}) of {self.game.code} is 65536 or more: beyond the 16-bit values of the C backend"
+                )
         return self.values
 
     def _allocate(self, capacity: int, values) -> None:
@@ -188,9 +213,9 @@ class CExactSolver:
         else:
             forwards, backwards = np.zeros(capacity, dtype=np.uint16), np.zeros(capacity, dtype=np.uint16)
         for lo in range(0, len(values), _PIECE):  # in pieces: values on disk are read, not copied whole
-            piece = values[lo: lo + _PIECE]
-            forwards[lo: lo + len(piece)] = piece
-            backwards[capacity - lo - len(piece): capacity - lo] = piece[::-1]
+            piece = values[lo : lo + _PIECE]
+            forwards[lo : lo + len(piece)] = piece
+            backwards[capacity - lo - len(piece) : capacity - lo] = piece[::-1]
         self._values, self._reversed = forwards, backwards
 
     def _detect(self) -> tuple[int, bool]:
@@ -204,7 +229,7 @@ class CExactSolver:
         else:
             found = []
             for lo in range(0, self._count, _PIECE):  # in pieces: no 64-bit copy of every value
-                bits = np.bitwise_count(self.values[lo: lo + _PIECE] & np.uint16(self.mask & 0xFFFF)).astype(np.int64)
+                bits = np.bitwise_count(self.values[lo : lo + _PIECE] & np.uint16(self.mask & 0xFFFF)).astype(np.int64)
                 if self.position_parity:
                     assert self._take_parity is not None  # position parity needs one parity of take (__init__)
                     bits += (np.arange(lo, lo + len(bits)) + self._take_parity) & 1
@@ -215,8 +240,9 @@ class CExactSolver:
         self._rare_count = len(rare)
 
 
-def exact_values_c(game, count: int, mask: int | None = None, method: str = "blocked",
-                   threads: int = 1, position_parity: bool = False) -> np.ndarray:
+def exact_values_c(
+    game, count: int, mask: int | None = None, method: str = "blocked", threads: int = 1, position_parity: bool = False
+) -> np.ndarray:
     """G(0) ... G(count-1) by :class:`CExactSolver`, as an int64 array."""
     solver = CExactSolver(game, mask=mask, method=method, threads=threads, position_parity=position_parity)
     return solver.extend(count).astype(np.int64)

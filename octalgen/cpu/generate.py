@@ -101,13 +101,13 @@ class CUnit:
         return inline_headers(self.source)
 
 
-def _unit(name: str, template: str, api_templates: tuple[str, ...], provenance: list[str], what: str,
-          **context) -> CUnit:
+def _unit(
+    name: str, template: str, api_templates: tuple[str, ...], provenance: list[str], what: str, **context
+) -> CUnit:
     provenance = [*provenance, *compile_lines(name)]
     declarations = "\n".join(render(f"c/{api}", **context) for api in api_templates)
     source = render(f"c/{template}", provenance=provenance, declarations=declarations, **context)
-    header = render("c/header.h.j2", provenance=provenance, declarations=declarations,
-                    guard=name.upper() + "_H")
+    header = render("c/header.h.j2", provenance=provenance, declarations=declarations, guard=name.upper() + "_H")
     return CUnit(name, source, declarations, header, what)
 
 
@@ -115,8 +115,10 @@ def compile_lines(name: str) -> list[str]:
     """The provenance lines that say how ``name.c`` compiles on its own: the flags octalgen builds it
     with, in C11 or GNU C11."""
     flags = " ".join(DEFAULT_CFLAGS).replace("-std=gnu11", "-std=c11")
-    return [f"compile: cc {flags} -c {name}.c",
-            "    (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)"]
+    return [
+        f"compile: cc {flags} -c {name}.c",
+        "    (or -std=gnu11; add -DOCTALGEN_PORTABLE for plain C, no vector code)",
+    ]
 
 
 def _moves(game: OctalGame) -> dict:
@@ -134,9 +136,17 @@ def exact_unit(game) -> CUnit:
     game = parse_game(game)
     moves = _moves(game)
     provenance = [f"generator: octalgen {__version__}", f"game: {game.code}", "unit: exact rare-value solver"]
-    return _unit("octalgen_exact", "exact.c.j2", ("exact_api.j2",), provenance,
-                 f"exact solver for {game.code}", game=game.code,
-                 moves="; ".join(game.describe()), take_parity=game.take_parity or 0, **moves)
+    return _unit(
+        "octalgen_exact",
+        "exact.c.j2",
+        ("exact_api.j2",),
+        provenance,
+        f"exact solver for {game.code}",
+        game=game.code,
+        moves="; ".join(game.describe()),
+        take_parity=game.take_parity or 0,
+        **moves,
+    )
 
 
 def max_threads_for(plan: KernelPlan, requested: int = DEFAULT_MAX_THREADS) -> int:
@@ -184,8 +194,10 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, block_
     terms = plan.encoded_terms()
     unrolled = [("MARK" if c else "MARK0", o, c) for o, c in sorted(terms)]
     # A heap's scalar marks: the terms in the plan's order, those of offsets below `recent` last.
-    heap_terms = [("MARK" if c else "MARK0", o, c) for o, c in (*[t for t in terms if t[0] >= recent],
-                                                                 *[t for t in terms if t[0] < recent])]
+    heap_terms = [
+        ("MARK" if c else "MARK0", o, c)
+        for o, c in (*[t for t in terms if t[0] >= recent], *[t for t in terms if t[0] < recent])
+    ]
     # The vector kernel's step takes the only term of offset 1 (if one) last; the others of offsets
     # below 16 are its near terms.
     first = [c for o, c in terms if o == 1]
@@ -196,23 +208,52 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, block_
     late = [t for t in reversed(unrolled) if t[1] < 2 * block_heaps]
     late_offsets = sorted(t[1] for t in late)
     late_entry = [len(late_offsets) - bisect.bisect_right(late_offsets, i) for i in range(2 * block_heaps)]
-    provenance = plan.provenance(unit="speculative kernel and verifier", threads=f"1 to {recent}",
-                                 block=f"{block_heaps} heaps")
-    return _unit("octalgen_kernel", "kernel.c.j2", _KERNEL_API, provenance,
-                 f"kernel for {plan.game.code} ({len(terms)} terms, {kind})",
-                 game=plan.game.code, term_count=len(terms), storage=plan.encoding.describe(),
-                 storage_u8=kind == "u8", code_type=_CODE_TYPE[kind], load_instruction=_LOAD_INSTRUCTION[kind],
-                 window=plan.window, mark_size=plan.encoding.capacity, mex_size=plan.mex_size, recent=recent,
-                 block_heaps=block_heaps, terms=unrolled, heap_terms=heap_terms, near_terms=near,
-                 taken_last=taken_last, late_terms=late, late_entry=late_entry,
-                 heap_classes=plan.heap_classes, parity=plan.table.parity or 0, common_bits=_common_rows(plan),
-                 need_limit=_need_limit(plan), dense_chunk=DENSE_CHUNK, sparse_from=SPARSE_FROM,
-                 rare_bits=[_bit_words((v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)),
-                                       _need_limit(plan)) for c in range(plan.heap_classes)],
-                 decode=plan.encoding.decode_rows.tolist() if kind == "u8" else [],
-                 **(_code_scan_tables(plan) if kind == "u8" else {}),
-                 rare_options=list(plan.rare_options), pair_regions=PAIR_REGIONS, dense_pairs=DENSE_PAIRS,
-                 first_chunk=FIRST_CHUNK, **_moves(plan.game))
+    provenance = plan.provenance(
+        unit="speculative kernel and verifier", threads=f"1 to {recent}", block=f"{block_heaps} heaps"
+    )
+    return _unit(
+        "octalgen_kernel",
+        "kernel.c.j2",
+        _KERNEL_API,
+        provenance,
+        f"kernel for {plan.game.code} ({len(terms)} terms, {kind})",
+        game=plan.game.code,
+        term_count=len(terms),
+        storage=plan.encoding.describe(),
+        storage_u8=kind == "u8",
+        code_type=_CODE_TYPE[kind],
+        load_instruction=_LOAD_INSTRUCTION[kind],
+        window=plan.window,
+        mark_size=plan.encoding.capacity,
+        mex_size=plan.mex_size,
+        recent=recent,
+        block_heaps=block_heaps,
+        terms=unrolled,
+        heap_terms=heap_terms,
+        near_terms=near,
+        taken_last=taken_last,
+        late_terms=late,
+        late_entry=late_entry,
+        heap_classes=plan.heap_classes,
+        parity=plan.table.parity or 0,
+        common_bits=_common_rows(plan),
+        need_limit=_need_limit(plan),
+        dense_chunk=DENSE_CHUNK,
+        sparse_from=SPARSE_FROM,
+        rare_bits=[
+            _bit_words(
+                (v for v in range(_need_limit(plan)) if plan.table.rarity.rare_in_class(v, c)), _need_limit(plan)
+            )
+            for c in range(plan.heap_classes)
+        ],
+        decode=plan.encoding.decode_rows.tolist() if kind == "u8" else [],
+        **(_code_scan_tables(plan) if kind == "u8" else {}),
+        rare_options=list(plan.rare_options),
+        pair_regions=PAIR_REGIONS,
+        dense_pairs=DENSE_PAIRS,
+        first_chunk=FIRST_CHUNK,
+        **_moves(plan.game),
+    )
 
 
 def naive_unit(plan: KernelPlan) -> CUnit:
@@ -220,11 +261,23 @@ def naive_unit(plan: KernelPlan) -> CUnit:
     kind = plan.encoding.kind
     terms = plan.encoded_terms()
     provenance = plan.provenance(unit="naive baseline (loop over the term table)")
-    return _unit("octalgen_naive", "naive.c.j2", ("naive_api.j2",), provenance,
-                 f"naive baseline for {plan.game.code}", game=plan.game.code, term_count=len(terms),
-                 storage=plan.encoding.describe(), code_type=_CODE_TYPE[kind], window=plan.window,
-                 mex_size=plan.mex_size, offsets=[o for o, _ in terms], constants=[c for _, c in terms],
-                 common_bits=_common_rows(plan), parity=plan.table.parity or 0)
+    return _unit(
+        "octalgen_naive",
+        "naive.c.j2",
+        ("naive_api.j2",),
+        provenance,
+        f"naive baseline for {plan.game.code}",
+        game=plan.game.code,
+        term_count=len(terms),
+        storage=plan.encoding.describe(),
+        code_type=_CODE_TYPE[kind],
+        window=plan.window,
+        mex_size=plan.mex_size,
+        offsets=[o for o, _ in terms],
+        constants=[c for _, c in terms],
+        common_bits=_common_rows(plan),
+        parity=plan.table.parity or 0,
+    )
 
 
 def compile_unit(unit: CUnit, flags=DEFAULT_CFLAGS) -> CompiledModule:
@@ -256,8 +309,10 @@ def _code_scan_tables(plan: KernelPlan) -> dict:
         for x, y in ((0, 0), (0, 1), (1, 1)):  # heaps of every pair of classes
             a, b = (next(v for v in range(2, 1 << 9) if not rarity.is_rare(v, heap)) for heap in (x + 2, y + 2))
             if not rarity.is_rare(a ^ b, x + y + 4 + k):
-                raise InputError(f"{plan.game.code}: a two-heap option of common heaps can be common "
-                                 f"({rarity.kind} rarity, mask {rarity.mask:#x}): no u8 proof scan")
+                raise InputError(
+                    f"{plan.game.code}: a two-heap option of common heaps can be common "
+                    f"({rarity.kind} rarity, mask {rarity.mask:#x}): no u8 proof scan"
+                )
     need_below, need_count, need_top, rare_value = [], [], [], encoding.rare_rows
     for common, rare in zip(encoding.decode_rows, rare_value):
         below = rare[None, :] < common[:, None]  # [candidate code, code]
@@ -265,8 +320,7 @@ def _code_scan_tables(plan: KernelPlan) -> dict:
         need_below.append([f"{v:#04x}" for v in layout.ravel()])
         need_count.append(below.sum(axis=1).tolist())
         need_top.append(((256 - np.argmax(below[:, ::-1], axis=1)) * below.any(axis=1)).tolist())
-    return {"need_below": need_below, "need_count": need_count, "need_top": need_top,
-            "rare_value": rare_value.tolist()}
+    return {"need_below": need_below, "need_count": need_count, "need_top": need_top, "rare_value": rare_value.tolist()}
 
 
 def _common_rows(plan: KernelPlan) -> list[list[str]]:

@@ -47,7 +47,8 @@ class StorageOverflow(ComputationError):
         self.heap = heap
         super().__init__(
             f"G({heap}) of {plan.game.code} does not fit {plan.encoding.kind} storage "
-            f"(every one of its {plan.mex_size} codes is an option); use 16-bit storage")
+            f"(every one of its {plan.mex_size} codes is an option); use 16-bit storage"
+        )
 
 
 def code_dtype(plan: KernelPlan) -> np.dtype:
@@ -89,8 +90,13 @@ class SpeculativeKernel:
     made cheaply and pickled to another process.
     """
 
-    def __init__(self, plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, flags=DEFAULT_CFLAGS,
-                 block_heaps: int | None = None):
+    def __init__(
+        self,
+        plan: KernelPlan,
+        max_threads: int = DEFAULT_MAX_THREADS,
+        flags=DEFAULT_CFLAGS,
+        block_heaps: int | None = None,
+    ):
         self.plan = plan
         self.max_threads = max_threads_for(plan, max_threads)
         self.flags = tuple(flags)
@@ -102,8 +108,15 @@ class SpeculativeKernel:
         self.tuned_blocks: dict[int, int] = {}
 
     def __getstate__(self):
-        return {"plan": self.plan, "max_threads": self.max_threads, "flags": self.flags, "dtype": self.dtype,
-                "block_heaps": self.block_heaps, "fell_back_at": None, "tuned_blocks": self.tuned_blocks}
+        return {
+            "plan": self.plan,
+            "max_threads": self.max_threads,
+            "flags": self.flags,
+            "dtype": self.dtype,
+            "block_heaps": self.block_heaps,
+            "fell_back_at": None,
+            "tuned_blocks": self.tuned_blocks,
+        }
 
     @cached_property
     def unit(self):
@@ -127,8 +140,9 @@ class SpeculativeKernel:
         line = line_codes(self.plan)
         return [b for b in (self.block_heaps >> k for k in range(3)) if b >= line and b % line == 0]
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
-             block: int | None = None) -> int | None:
+    def fill(
+        self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False, block: int | None = None
+    ) -> int | None:
         """Compute heaps ``first_heap`` ... in place.
 
         Parameters
@@ -161,8 +175,9 @@ class SpeculativeKernel:
         """
         window = self.plan.window
         if first_heap < self.plan.start:
-            raise InputError(f"the kernel starts at heap {self.plan.start}, not {first_heap} "
-                             "(earlier heaps need the exact solver)")
+            raise InputError(
+                f"the kernel starts at heap {self.plan.start}, not {first_heap} (earlier heaps need the exact solver)"
+            )
         if buffer.dtype != self.dtype or not buffer.flags.c_contiguous or not buffer.flags.writeable:
             raise InputError(f"kernel buffer must be a writable, contiguous {self.dtype} array")
         if len(buffer) < window:
@@ -178,9 +193,15 @@ class SpeculativeKernel:
         offset = 0
         while True:
             part = buffer[offset:]
-            status = lib.octalgen_kernel_fill(ffi.from_buffer(f"{code_ctype(self.dtype)}[]", part),
-                                              len(part) - window, first_heap + offset, threads, block, patient,
-                                              done)
+            status = lib.octalgen_kernel_fill(
+                ffi.from_buffer(f"{code_ctype(self.dtype)}[]", part),
+                len(part) - window,
+                first_heap + offset,
+                threads,
+                block,
+                patient,
+                done,
+            )
             offset += int(done[0])
             if status == 0:
                 return self.fell_back_at
@@ -189,20 +210,29 @@ class SpeculativeKernel:
             if status == -1:
                 raise ComputationError("the kernel could not start its threads or allocate their memory")
             self.fell_back_at, threads = first_heap + offset, 1
-            log.info("kernel threads kept waiting for each other (the cores are busy): one thread from G(%d)",
-                     self.fell_back_at)
+            log.info(
+                "kernel threads kept waiting for each other (the cores are busy): one thread from G(%d)",
+                self.fell_back_at,
+            )
 
-    def run(self, window: np.ndarray, first_heap: int, count: int, threads: int = 1,
-            patient: bool = False, block: int | None = None) -> np.ndarray:
+    def run(
+        self,
+        window: np.ndarray,
+        first_heap: int,
+        count: int,
+        threads: int = 1,
+        patient: bool = False,
+        block: int | None = None,
+    ) -> np.ndarray:
         """The codes of heaps ``first_heap`` ... ``first_heap + count - 1``, from the window before them.
 
         A convenience around :meth:`fill` for callers that keep the window separately
         (e.g. restored from a checkpoint): ``window`` is the last ``plan.window`` codes.
         """
         buffer = np.empty(self.plan.window + count, dtype=self.dtype)
-        buffer[: self.plan.window] = window[len(window) - self.plan.window:]
+        buffer[: self.plan.window] = window[len(window) - self.plan.window :]
         self.fill(buffer, first_heap, threads, patient, block)
-        return buffer[self.plan.window:]
+        return buffer[self.plan.window :]
 
 
 class NaiveKernel(SpeculativeKernel):
@@ -218,13 +248,15 @@ class NaiveKernel(SpeculativeKernel):
     def unit(self):
         return naive_unit(self.plan)
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
-             block: int | None = None) -> int | None:
+    def fill(
+        self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False, block: int | None = None
+    ) -> int | None:
         if first_heap < self.plan.start or threads != 1 or buffer.dtype != self.dtype:
             raise InputError("the naive kernel runs one thread from plan.start on a buffer of stored codes")
         ffi, lib = self.module.ffi, self.module.lib
-        result = lib.octalgen_naive_fill(ffi.from_buffer(f"{code_ctype(self.dtype)}[]", buffer),
-                                         len(buffer) - self.plan.window, first_heap)
+        result = lib.octalgen_naive_fill(
+            ffi.from_buffer(f"{code_ctype(self.dtype)}[]", buffer), len(buffer) - self.plan.window, first_heap
+        )
         if result >= 0:
             raise StorageOverflow(first_heap + result, self.plan)
         return None

@@ -171,22 +171,37 @@ class Verifier:
         if not plan.start <= a <= b:
             raise InputError(f"verify [{a}, {b}): needs plan.start = {plan.start} <= a <= b")
         if base > a - plan.window or base + len(values) < b:
-            raise InputError(f"verify [{a}, {b}): values must cover heaps {a - plan.window} to {b - 1}, "
-                             f"not {base} to {base + len(values) - 1}")
+            raise InputError(
+                f"verify [{a}, {b}): values must cover heaps {a - plan.window} to {b - 1}, "
+                f"not {base} to {base + len(values) - 1}"
+            )
         if self.dtype == np.uint16:
             self._check_common(values, base, len(prefix[0]), a)
         if a == b:
             return VerifyResult(PROVEN)
         stored, rare = prefix
         far = np.array([p for p in plan.table.positions if p >= len(stored)], dtype=np.uint64)
-        crossings = plan.crossings[np.searchsorted(plan.crossings, a): np.searchsorted(plan.crossings, b)]
+        crossings = plan.crossings[np.searchsorted(plan.crossings, a) : np.searchsorted(plan.crossings, b)]
         result = np.zeros(4, dtype=np.int64)
         ffi, lib = self.module.ffi, self.module.lib
         codes = f"{code_ctype(self.dtype)}[]"
-        lib.octalgen_verify(ffi.from_buffer(codes, stored), len(stored), ffi.from_buffer("uint8_t[]", rare), len(rare),
-                            ffi.from_buffer(codes, values), base, len(values), ffi.from_buffer("uint64_t[]", far),
-                            len(far), ffi.from_buffer("uint64_t[]", crossings), len(crossings), max(base, a - SCAN_REACH),
-                            a, b, ffi.from_buffer("int64_t[]", result))
+        lib.octalgen_verify(
+            ffi.from_buffer(codes, stored),
+            len(stored),
+            ffi.from_buffer("uint8_t[]", rare),
+            len(rare),
+            ffi.from_buffer(codes, values),
+            base,
+            len(values),
+            ffi.from_buffer("uint64_t[]", far),
+            len(far),
+            ffi.from_buffer("uint64_t[]", crossings),
+            len(crossings),
+            max(base, a - SCAN_REACH),
+            a,
+            b,
+            ffi.from_buffer("int64_t[]", result),
+        )
         status = _STATUS[int(result[0])]
         if status == PROVEN:
             return VerifyResult(PROVEN, options_scanned=int(result[3]))
@@ -221,8 +236,10 @@ class Verifier:
         rare = np.flatnonzero(table.rare_flags(prefix, 0))
         entries = tuple(zip(rare.tolist(), prefix[rare].tolist()))
         if entries != tuple(e for e in table.entries if e[0] < len(prefix)):
-            raise InputError(f"the prefix G(0) ... G({len(prefix) - 1}) contradicts the rare table "
-                             f"{table.digest[:19]}: fix the table against it and make a new plan")
+            raise InputError(
+                f"the prefix G(0) ... G({len(prefix) - 1}) contradicts the rare table "
+                f"{table.digest[:19]}: fix the table against it and make a new plan"
+            )
         return prefix
 
     def _stored_prefix(self, prefix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -251,8 +268,10 @@ class Verifier:
             for index in rare.tolist():
                 heap = base + start + index
                 if far.get(heap) != int(before[index]):
-                    raise InputError(f"G({heap}) = {int(before[index])} is rare but not in the table: "
-                                     "add it to the table and make a new plan")
+                    raise InputError(
+                        f"G({heap}) = {int(before[index])} is rare but not in the table: "
+                        "add it to the table and make a new plan"
+                    )
 
 
 def _frozen(array) -> bool:

@@ -24,8 +24,16 @@ from ..engine.seams import Consumer
 from ..engine.tally import Tally
 from ..game import parse_game
 
-__all__ = ["KNOWN_CHECKSUMS", "WARM_UP", "Stopwatch", "distribution", "histogram_distribution", "rounds_per_window",
-           "run_benchmark", "run_through_engine"]
+__all__ = [
+    "KNOWN_CHECKSUMS",
+    "WARM_UP",
+    "Stopwatch",
+    "distribution",
+    "histogram_distribution",
+    "rounds_per_window",
+    "run_benchmark",
+    "run_through_engine",
+]
 
 #: Agreed FNV-1a-64 checksums of .6 over G(0) ... G(N-1) (shared/README.md).
 KNOWN_CHECKSUMS = {(".6", 10**8): "0a4a3e704932696f"}
@@ -48,8 +56,11 @@ def distribution(samples: np.ndarray) -> dict:
     if not len(samples):
         return {}
     q = np.percentile(samples, [0, 10, 50, 90, 99, 100])
-    return {"count": len(samples), "mean": float(np.mean(samples)),
-            **{f"p{p}": float(v) for p, v in zip((0, 10, 50, 90, 99, 100), q)}}
+    return {
+        "count": len(samples),
+        "mean": float(np.mean(samples)),
+        **{f"p{p}": float(v) for p, v in zip((0, 10, 50, 90, 99, 100), q)},
+    }
 
 
 def histogram_distribution(counts: np.ndarray) -> dict:
@@ -106,8 +117,14 @@ def run_through_engine(game, count: int, kernels, verify: bool) -> tuple[float, 
     return time.perf_counter() - began, summary.statistics.digest, stopwatch.rate()
 
 
-def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = None, options=None,
-                  verify: bool = True, make_kernels=None) -> dict:
+def run_benchmark(
+    game: str = ".6",
+    count: int = 10**8,
+    window: int | None = None,
+    options=None,
+    verify: bool = True,
+    make_kernels=None,
+) -> dict:
     """Compute G(0) ... G(count-1) of ``game`` speculatively and proven, and return the figures.
 
     ``make_kernels()`` makes a fresh plug-in for each run (default:
@@ -138,10 +155,15 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
     assert plan is not None  # required=True raises instead of returning None
     speculator = warm(plan)[0].speculator
     run_through_engine(octal, min(count, plan.start + WARM_UP), warm, verify=True)
-    figures: dict = {"game": octal.code, "count": count, "window": warm.window,
-                     "term_groups": warm.options.term_groups, "cache_final": warm.options.cache_final,
-                     "compile_and_warmup_seconds": time.perf_counter() - began,
-                     "resource_usage": getattr(speculator, "resource_usage", "")}
+    figures: dict = {
+        "game": octal.code,
+        "count": count,
+        "window": warm.window,
+        "term_groups": warm.options.term_groups,
+        "cache_final": warm.options.cache_final,
+        "compile_and_warmup_seconds": time.perf_counter() - began,
+        "resource_usage": getattr(speculator, "resource_usage", ""),
+    }
 
     kernels = make_kernels()
     seconds, digest, steady = run_through_engine(octal, count, kernels, verify=False)
@@ -173,6 +195,7 @@ def run_benchmark(game: str = ".6", count: int = 10**8, window: int | None = Non
         figures["checksum"] = digest
     known = KNOWN_CHECKSUMS.get((octal.code, count))
     figures["checksum_known"] = known
-    figures["checksum_ok"] = known in (None, figures["checksum"]) and figures["checksum"] == figures[
-        "speculative_checksum"]
+    figures["checksum_ok"] = (
+        known in (None, figures["checksum"]) and figures["checksum"] == figures["speculative_checksum"]
+    )
     return figures

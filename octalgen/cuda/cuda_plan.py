@@ -40,8 +40,16 @@ from ..errors import InputError
 from ..plan import KernelPlan, make_plan
 from ..rare import RareTable
 
-__all__ = ["CODES", "CudaOptions", "CudaPlan", "cuda_plan_for", "make_cuda_plan", "spread", "storage_problem",
-           "unspread"]
+__all__ = [
+    "CODES",
+    "CudaOptions",
+    "CudaPlan",
+    "cuda_plan_for",
+    "make_cuda_plan",
+    "spread",
+    "storage_problem",
+    "unspread",
+]
 
 #: Codes per position in the mark arrays (u8 storage only).
 CODES = 256
@@ -127,13 +135,15 @@ class CudaOptions:
         if self.scan_chunk < 1:
             raise InputError(f"scan_chunk must be positive, not {self.scan_chunk}")
         if self.scan_bound < self.scan_chunk or self.scan_bound % self.scan_chunk:
-            raise InputError(f"scan_bound must be a positive multiple of scan_chunk ({self.scan_chunk}), "
-                             f"not {self.scan_bound}")
+            raise InputError(
+                f"scan_bound must be a positive multiple of scan_chunk ({self.scan_chunk}), not {self.scan_bound}"
+            )
         if not 1 <= self.scan_steps < 1 << 30:
             raise InputError(f"scan_steps must be in 1 .. 2**30, not {self.scan_steps}")
         if self.persistent and self.cache_final:
-            raise InputError("the persistent round kernel has no cached marks: persistent and cache_final "
-                             "exclude each other")
+            raise InputError(
+                "the persistent round kernel has no cached marks: persistent and cache_final exclude each other"
+            )
 
 
 @dataclass(frozen=True)
@@ -235,8 +245,10 @@ def storage_problem(kernel: KernelPlan) -> str | None:
     """Why the CUDA kernels cannot run ``kernel`` (their mark arrays hold 256 codes), or None."""
     if kernel.encoding.kind == "u8":
         return None
-    return (f"{kernel.game.code}: the CUDA kernels store values in 8 bits, but this game needs "
-            f"{kernel.encoding.describe()}; use the C backend (--backend c)")
+    return (
+        f"{kernel.game.code}: the CUDA kernels store values in 8 bits, but this game needs "
+        f"{kernel.encoding.describe()}; use the C backend (--backend c)"
+    )
 
 
 def cuda_plan_for(kernel: KernelPlan, options: CudaOptions | None = None) -> CudaPlan:

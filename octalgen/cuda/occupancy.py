@@ -28,8 +28,14 @@ from dataclasses import dataclass
 
 from ..errors import ComputationError
 
-__all__ = ["REGISTER_UNIT", "RESERVED_SHARED_PER_BLOCK", "KernelResources", "Multiprocessor",
-           "parse_resource_usage", "verify_grid_cap"]
+__all__ = [
+    "REGISTER_UNIT",
+    "RESERVED_SHARED_PER_BLOCK",
+    "KernelResources",
+    "Multiprocessor",
+    "parse_resource_usage",
+    "verify_grid_cap",
+]
 
 #: Registers are allocated to a warp in units of this many.
 REGISTER_UNIT = 256
@@ -73,12 +79,20 @@ class Multiprocessor:
             threads -= beside.threads
             shared -= beside.shared + RESERVED_SHARED_PER_BLOCK
             blocks -= 1
-        return max(0, min(registers // kernel.block_registers, threads // kernel.threads,
-                          shared // (kernel.shared + RESERVED_SHARED_PER_BLOCK), blocks))
+        return max(
+            0,
+            min(
+                registers // kernel.block_registers,
+                threads // kernel.threads,
+                shared // (kernel.shared + RESERVED_SHARED_PER_BLOCK),
+                blocks,
+            ),
+        )
 
 
-def verify_grid_cap(multiprocessors: int, device: Multiprocessor, verify: KernelResources,
-                    round_block: KernelResources) -> int:
+def verify_grid_cap(
+    multiprocessors: int, device: Multiprocessor, verify: KernelResources, round_block: KernelResources
+) -> int:
     """Verifier blocks in flight at most: as many as fit beside one round block on every
     multiprocessor, and at least one per multiprocessor (the verification must go on)."""
     return multiprocessors * max(1, device.blocks_of(verify, beside=round_block))

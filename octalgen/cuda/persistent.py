@@ -102,9 +102,23 @@ from .runtime import (
 )
 from .twin import NO_POSITION, TermIndex, mex_rows, ring_size
 
-__all__ = ["BARRIER_TARGET_US", "GROUP", "IDLE_ROUNDS", "RELATIVE_NONE", "ROUND_MASK", "GpuPersistentSpeculator",
-           "PersistentSpeculator", "RoundOutcome", "barrier_microbenchmark", "blocks_for", "combine", "flag_word",
-           "owned_group", "read_flag", "stop_front"]
+__all__ = [
+    "BARRIER_TARGET_US",
+    "GROUP",
+    "IDLE_ROUNDS",
+    "RELATIVE_NONE",
+    "ROUND_MASK",
+    "GpuPersistentSpeculator",
+    "PersistentSpeculator",
+    "RoundOutcome",
+    "barrier_microbenchmark",
+    "blocks_for",
+    "combine",
+    "flag_word",
+    "owned_group",
+    "read_flag",
+    "stop_front",
+]
 
 #: Positions per group: a warp's lanes, the unit a block owns.
 GROUP = 32
@@ -122,8 +136,10 @@ IDLE_ROUNDS = 4096
 def blocks_for(window: int) -> int:
     """Blocks of a persistent launch with ``window`` positions per round (one group each)."""
     if window % GROUP or not 0 < window < (1 << RELATIVE_BITS) - 1:
-        raise ValueError(f"the persistent kernel needs a window of whole groups of {GROUP} "
-                         f"below 2**{RELATIVE_BITS} - 1, not {window}")
+        raise ValueError(
+            f"the persistent kernel needs a window of whole groups of {GROUP} "
+            f"below 2**{RELATIVE_BITS} - 1, not {window}"
+        )
     return window // GROUP
 
 
@@ -228,8 +244,9 @@ class PersistentSpeculator:
         self.ring = self.ring or ring_size(self.plan, self.window)
         w = self.plan.kernel.window
         if self.ring & (self.ring - 1) or stop_front(0, self.ring, w, self.window) < GROUP:
-            raise ValueError(f"ring must be a power of two of at least W + window + {LINE + GROUP} codes, "
-                             f"not {self.ring}")
+            raise ValueError(
+                f"ring must be a power of two of at least W + window + {LINE + GROUP} codes, not {self.ring}"
+            )
         self.terms = TermIndex.of(self.plan)
         self.codes = np.zeros(self.ring, dtype=np.int64)
         self.seconds = 0.0
@@ -305,7 +322,7 @@ class PersistentSpeculator:
 
     def take_log(self) -> np.ndarray:
         """(front, hi) of each round since the last call (int64 rows)."""
-        rows = np.array([(front, hi) for front, hi, _ in self.log[self._taken:]], dtype=np.int64).reshape(-1, 2)
+        rows = np.array([(front, hi) for front, hi, _ in self.log[self._taken :]], dtype=np.int64).reshape(-1, 2)
         self._taken = len(self.log)
         return rows
 
@@ -342,8 +359,12 @@ class PersistentSpeculator:
         if outcome.overflow is not None:
             self._overflow = outcome.overflow
         # The launch ends at the same round in every block: the decision uses agreed values only.
-        if outcome.overflow is not None or outcome.stop or self._idle >= self.idle_rounds \
-                or self._front >= self._stop_front:
+        if (
+            outcome.overflow is not None
+            or outcome.stop
+            or self._idle >= self.idle_rounds
+            or self._front >= self._stop_front
+        ):
             self._running = False
 
     def _block_round(self, block: int, start: int, hi: int, began: np.ndarray) -> tuple[int, int, int]:
@@ -437,8 +458,7 @@ class GpuPersistentSpeculator:
         Rounds without advance before a launch ends.
     """
 
-    def __init__(self, plan: CudaPlan, window: int, ring: int | None = None,
-                 idle_rounds: int = IDLE_ROUNDS):
+    def __init__(self, plan: CudaPlan, window: int, ring: int | None = None, idle_rounds: int = IDLE_ROUNDS):
         import cupy
 
         self.plan, self.window, self.idle_rounds = plan, window, idle_rounds
@@ -450,8 +470,10 @@ class GpuPersistentSpeculator:
         self.threads = round_block_threads(plan)
         resident = multiprocessors()[0] * _blocks_fit(self.kernel, self.threads)
         if self.blocks > resident:
-            raise ComputationError(f"a window of {window} needs {self.blocks} resident blocks of the persistent "
-                                   f"kernel; this GPU holds {resident}")
+            raise ComputationError(
+                f"a window of {window} needs {self.blocks} resident blocks of the persistent "
+                f"kernel; this GPU holds {resident}"
+            )
         self.codes = cupy.zeros(self.ring, dtype=cupy.uint8)
         self.flags = cupy.zeros(2 * self.blocks, dtype=cupy.uint64)
         self.log = RoundLog()
@@ -516,12 +538,24 @@ class GpuPersistentSpeculator:
         with self.stream:
             self.flags.fill(0)  # no stale flag can carry this launch's round tag
             began.record(self.stream)
-            self.kernel((self.blocks,), (self.threads,),
-                        (self.codes, self.flags, self.cell.device, self.log.device, np.uint32(LOG_CAPACITY - 1),
-                         np.uint32(self.ring - 1), np.int64(front), np.int64(rounds),
-                         np.int64(stop_front(front, self.ring, w, self.window)),
-                         np.int32(self.idle_rounds)),
-                        stream=self.stream, enable_cooperative_groups=True)
+            self.kernel(
+                (self.blocks,),
+                (self.threads,),
+                (
+                    self.codes,
+                    self.flags,
+                    self.cell.device,
+                    self.log.device,
+                    np.uint32(LOG_CAPACITY - 1),
+                    np.uint32(self.ring - 1),
+                    np.int64(front),
+                    np.int64(rounds),
+                    np.int64(stop_front(front, self.ring, w, self.window)),
+                    np.int32(self.idle_rounds),
+                ),
+                stream=self.stream,
+                enable_cooperative_groups=True,
+            )
             finished.record(self.stream)
         self._launch_events = (began, finished)
         self.launches += 1
@@ -538,8 +572,10 @@ class GpuPersistentSpeculator:
         self._launch_events = None
         self.seconds += cupy.cuda.get_elapsed_time(began, finished) / 1000
         if int(self.cell.host[CELL_STATUS]) == STATUS_TIMEOUT:
-            raise ComputationError("a barrier of the persistent round kernel waited 2 s for a block that never "
-                                   "came (a bug, please report it; CudaOptions(persistent=False) runs without it)")
+            raise ComputationError(
+                "a barrier of the persistent round kernel waited 2 s for a block that never "
+                "came (a bug, please report it; CudaOptions(persistent=False) runs without it)"
+            )
         return False
 
     def _stop(self) -> None:
@@ -593,8 +629,12 @@ def barrier_microbenchmark(plan: CudaPlan, rounds: int = 20_000, first: int = 1 
     sink = cupy.zeros(32 * count, dtype=cupy.uint8)
     cell = MappedCell(CELL_SIZE)
     stream = cupy.cuda.Stream(non_blocking=True)
-    figures = {"blocks": count, "threads_per_block": threads, "rounds": rounds,
-               "target_us_per_round": BARRIER_TARGET_US}
+    figures = {
+        "blocks": count,
+        "threads_per_block": threads,
+        "rounds": rounds,
+        "target_us_per_round": BARRIER_TARGET_US,
+    }
     try:
         for work, name in ((0, "barrier_alone"), (1, "barrier_and_one_group"), (2, "barrier_without_host")):
             for attempt in ("warm_up", "timed"):
@@ -603,10 +643,22 @@ def barrier_microbenchmark(plan: CudaPlan, rounds: int = 20_000, first: int = 1 
                 cupy.cuda.runtime.deviceSynchronize()
                 began, finished = cupy.cuda.Event(), cupy.cuda.Event()
                 began.record(stream)
-                kernel((count,), (threads,), (ring, flags, cell.device, sink, np.uint32(ring_size - 1),
-                                              np.int64(first), np.int64(rounds if attempt == "timed" else 100),
-                                              np.int32(work)),
-                       stream=stream, enable_cooperative_groups=True)
+                kernel(
+                    (count,),
+                    (threads,),
+                    (
+                        ring,
+                        flags,
+                        cell.device,
+                        sink,
+                        np.uint32(ring_size - 1),
+                        np.int64(first),
+                        np.int64(rounds if attempt == "timed" else 100),
+                        np.int32(work),
+                    ),
+                    stream=stream,
+                    enable_cooperative_groups=True,
+                )
                 finished.record(stream)
                 finished.synchronize()
                 if int(cell.host[CELL_STATUS]) == STATUS_TIMEOUT:

@@ -47,8 +47,17 @@ from ..plan import KernelPlan
 from . import twin
 from .cuda_plan import CudaOptions, CudaPlan, storage_problem
 
-__all__ = ["AsynchronousHybridVerifier", "CudaKernels", "DeviceProof", "FixedPointProducer", "HybridVerifier",
-           "RoundFigures", "StreamingKernels", "TwinKernels", "VerifyFigures"]
+__all__ = [
+    "AsynchronousHybridVerifier",
+    "CudaKernels",
+    "DeviceProof",
+    "FixedPointProducer",
+    "HybridVerifier",
+    "RoundFigures",
+    "StreamingKernels",
+    "TwinKernels",
+    "VerifyFigures",
+]
 
 log = logging.getLogger("octalgen")
 
@@ -104,8 +113,9 @@ class RoundFigures:
         real = (steps > 0) | (log_rows[:, 1] > log_rows[:, 0])
         if cache_final:
             previous = np.concatenate([[f_prev], log_rows[:-1, 0]])
-            self.marks += sum(twin.round_marks(terms, int(p), int(f), int(h), cache_final)
-                              for p, (f, h) in zip(previous, log_rows))
+            self.marks += sum(
+                twin.round_marks(terms, int(p), int(f), int(h), cache_final) for p, (f, h) in zip(previous, log_rows)
+            )
         else:  # every window position marks every term
             self.marks += int((log_rows[:, 1] - log_rows[:, 0]).sum()) * self.terms
         self._count(steps[real])
@@ -119,8 +129,9 @@ class RoundFigures:
             if len(reached):
                 stretches = np.arange((self._crossed // self.window + 1) * self.window, reached[-1] + 1, self.window)
                 crossings = self.rounds + np.searchsorted(reached, stretches)
-                self.window_counts = _add_counts(self.window_counts,
-                                                 np.diff(np.concatenate([[self._last_crossing], crossings])))
+                self.window_counts = _add_counts(
+                    self.window_counts, np.diff(np.concatenate([[self._last_crossing], crossings]))
+                )
                 if len(crossings):
                     self._last_crossing = int(crossings[-1])
                 self._crossed = int(reached[-1])
@@ -167,15 +178,17 @@ class FixedPointProducer:
         self._logged_front = 0
         self._logged_seconds = 0.0
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
-             block: int | None = None) -> None:
+    def fill(
+        self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False, block: int | None = None
+    ) -> None:
         """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes in ``buffer[:W]`` (one GPU
         producer: it never falls back, so it returns None)."""
         kernel = self.plan
         w = kernel.window
         if first_heap < kernel.start:
-            raise InputError(f"the kernel starts at heap {kernel.start}, not {first_heap} "
-                             "(earlier heaps need the exact solver)")
+            raise InputError(
+                f"the kernel starts at heap {kernel.start}, not {first_heap} (earlier heaps need the exact solver)"
+            )
         if buffer.dtype != self.dtype or not buffer.flags.c_contiguous or not buffer.flags.writeable:
             raise InputError(f"kernel buffer must be a writable, contiguous {self.dtype} array")
         if len(buffer) < w or threads != 1:
@@ -192,7 +205,7 @@ class FixedPointProducer:
             speculator.advance(target)
             self._harvest()  # into the bounded figures, before the device's round log comes round again
             final = min(target, speculator.front)
-            speculator.read(self._served, final, out=buffer[w + done: w + done + final - self._served])
+            speculator.read(self._served, final, out=buffer[w + done : w + done + final - self._served])
             done += final - self._served
             self._served = final
             speculator.release(final)
@@ -203,7 +216,7 @@ class FixedPointProducer:
                 self._harvest()
                 raise StorageOverflow(self._origin + overflow, self.plan)
         self._next_heap = first_heap + count
-        self._tail = buffer[len(buffer) - w:].copy()
+        self._tail = buffer[len(buffer) - w :].copy()
 
     def _harvest(self) -> None:
         """Add the speculator's rounds since the last harvest to the figures."""
@@ -212,8 +225,7 @@ class FixedPointProducer:
         self._logged_seconds = self.speculator.seconds
         if len(rows):
             front = self.speculator.front
-            self.figures.add(self.speculator.terms, rows, self._logged_front, front,
-                             self.cuda_plan.options.cache_final)
+            self.figures.add(self.speculator.terms, rows, self._logged_front, front, self.cuda_plan.options.cache_final)
             self._logged_front = int(rows[-1, 0])
 
     def figures_now(self) -> RoundFigures:
@@ -259,8 +271,10 @@ class HybridVerifier:
         if codes.dtype != np.uint8:
             raise InputError(f"values must be stored codes of dtype uint8, not {codes.dtype}")
         if not kernel.start <= a <= b or base > a - kernel.window or base + len(codes) < b:
-            raise InputError(f"verify [{a}, {b}): needs {kernel.start} <= a <= b and codes covering heaps "
-                             f"{a - kernel.window} to {b - 1}, not {base} to {base + len(codes) - 1}")
+            raise InputError(
+                f"verify [{a}, {b}): needs {kernel.start} <= a <= b and codes covering heaps "
+                f"{a - kernel.window} to {b - 1}, not {base} to {base + len(codes) - 1}"
+            )
         if prefix is not self._prefix:
             self.cpu.verify(codes, base, prefix, a, a)  # checks the prefix against the table (no C runs)
             if self._scan is None or len(self._scan) < self.cuda_plan.options.scan_steps:
@@ -308,7 +322,7 @@ class AsynchronousHybridVerifier(HybridVerifier):
         (from the recent codes first) and return at once."""
         began = time.thread_time()
         recent = recent_start(self.plan, base, a)
-        stretch = self._prepare(codes[recent - base: b - base], recent, prefix, a, b)
+        stretch = self._prepare(codes[recent - base : b - base], recent, prefix, a, b)
         launch = self.device.launch(stretch, recent, self._scan, a, b)
         return DeviceProof(self, launch, (codes, base, prefix, a, b), time.thread_time() - began)
 
@@ -341,8 +355,9 @@ class DeviceProof:
             result = VerifyResult(PROVEN, options_scanned=outcome[1])
             if bad is not None:
                 rest = verify_interval(self._verifier, codes, base, prefix, bad, b)
-                result = rest if not rest.proven else VerifyResult(
-                    PROVEN, options_scanned=outcome[1] + rest.options_scanned)
+                result = (
+                    rest if not rest.proven else VerifyResult(PROVEN, options_scanned=outcome[1] + rest.options_scanned)
+                )
             self._value = (result, self._seconds + time.thread_time() - began)
             self._task = None  # the codes are not needed any more
         return self._value
@@ -383,8 +398,12 @@ class StreamingKernels:
                 producer.figures_now()
             cuda_plan = CudaPlan(plan, self.options)
             speculator, device = self._devices(cuda_plan)
-            self._made = {plan: (FixedPointProducer(cuda_plan, speculator, self.rounds),
-                                 self.verifier_class(cuda_plan, device, self.verification))}
+            self._made = {
+                plan: (
+                    FixedPointProducer(cuda_plan, speculator, self.rounds),
+                    self.verifier_class(cuda_plan, device, self.verification),
+                )
+            }
         return self._made[plan]
 
     def _devices(self, plan: CudaPlan):
@@ -419,8 +438,15 @@ class TwinKernels(StreamingKernels):
 
     backend = "cuda-twin"
 
-    def __init__(self, window: int = 256, options: CudaOptions | None = None, ring: int | None = None,
-                 asynchronous: bool = True, seed: int | None = 0, idle_rounds: int | None = None):
+    def __init__(
+        self,
+        window: int = 256,
+        options: CudaOptions | None = None,
+        ring: int | None = None,
+        asynchronous: bool = True,
+        seed: int | None = 0,
+        idle_rounds: int | None = None,
+    ):
         if window % 32 or window <= 0:
             raise InputError(f"window must be a positive multiple of 32, not {window}")
         super().__init__(window, options or CudaOptions(), asynchronous)

@@ -42,9 +42,23 @@ from .cuda_plan import CudaPlan
 from .kernels import compile_kernels, find_nvcc
 from .occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
 
-__all__ = ["LOG_CAPACITY", "RING_LEAST", "URGENT_PRIORITY", "GpuSpeculator", "GpuVerifier", "RoundLog",
-           "VerifyLaunch", "device_defaults", "load_module", "multiprocessors", "read_ring", "require_gpu",
-           "round_block_threads", "unavailable", "urgent_stream"]
+__all__ = [
+    "LOG_CAPACITY",
+    "RING_LEAST",
+    "URGENT_PRIORITY",
+    "GpuSpeculator",
+    "GpuVerifier",
+    "RoundLog",
+    "VerifyLaunch",
+    "device_defaults",
+    "load_module",
+    "multiprocessors",
+    "read_ring",
+    "require_gpu",
+    "round_block_threads",
+    "unavailable",
+    "urgent_stream",
+]
 
 log = logging.getLogger("octalgen")
 
@@ -152,7 +166,8 @@ def multiprocessors() -> tuple[int, Multiprocessor]:
         attributes.get("MaxRegistersPerMultiprocessor", default.registers),
         attributes.get("MaxThreadsPerMultiProcessor", default.threads),
         attributes.get("MaxSharedMemoryPerMultiprocessor", default.shared),
-        attributes.get("MaxBlocksPerMultiprocessor", default.blocks))
+        attributes.get("MaxBlocksPerMultiprocessor", default.blocks),
+    )
 
 
 def round_block_threads(plan: CudaPlan) -> int:
@@ -206,7 +221,7 @@ class RoundLog:
         while first < rounds:
             start = first & (LOG_CAPACITY - 1)
             part = min(rounds - first, LOG_CAPACITY - start)
-            self._parts.append(self.device[2 * start: 2 * (start + part)].get(stream=stream).reshape(-1, 2))
+            self._parts.append(self.device[2 * start : 2 * (start + part)].get(stream=stream).reshape(-1, 2))
             first += part
         self.taken = rounds
 
@@ -233,8 +248,14 @@ class GpuSpeculator:
         Positions of rounds kept queued past what the host has read.
     """
 
-    def __init__(self, plan: CudaPlan, window: int, ring: int | None = None, rounds_per_launch: int = 240,
-                 lookahead: int = 1 << 22):
+    def __init__(
+        self,
+        plan: CudaPlan,
+        window: int,
+        ring: int | None = None,
+        rounds_per_launch: int = 240,
+        lookahead: int = 1 << 22,
+    ):
         import cupy
 
         if rounds_per_launch % twin.PHASES:
@@ -264,9 +285,23 @@ class GpuSpeculator:
             for r in range(rounds_per_launch):
                 phase = r % twin.PHASES
                 read, write = self.buffers[phase % 2], self.buffers[1 - phase % 2]
-                kernel(grid, block, (read, write, self.cache, self.state, self.log.device, np.uint32(LOG_CAPACITY - 1),
-                                     np.uint32(self.ring - 1), np.uint32(self.cache_ring - 1),
-                                     np.int64(window), np.int64(self.span), np.int32(phase)))
+                kernel(
+                    grid,
+                    block,
+                    (
+                        read,
+                        write,
+                        self.cache,
+                        self.state,
+                        self.log.device,
+                        np.uint32(LOG_CAPACITY - 1),
+                        np.uint32(self.ring - 1),
+                        np.uint32(self.cache_ring - 1),
+                        np.int64(window),
+                        np.int64(self.span),
+                        np.int32(phase),
+                    ),
+                )
             self.graph = self.stream.end_capture()
         self.seconds = 0.0
         self._queue: deque = deque()
@@ -347,8 +382,7 @@ class GpuSpeculator:
     def release(self, position: int) -> None:
         self._served = position
         self._limit_cell[0] = max(int(self._limit_cell[0]), position + self.ring)
-        _copy_async(self.state.data.ptr + 8 * twin.LIMIT, self._limit_cell.ctypes.data, 8, HOST_TO_DEVICE,
-                    self.stream)
+        _copy_async(self.state.data.ptr + 8 * twin.LIMIT, self._limit_cell.ctypes.data, 8, HOST_TO_DEVICE, self.stream)
         self._fill_queue(position + self.lookahead)  # the next chunk's rounds, while the host verifies
 
     def advance(self, position: int) -> None:
@@ -405,9 +439,12 @@ class GpuVerifier:
         self.stream = cupy.cuda.Stream(non_blocking=True)
         figures = parse_resource_usage(usage)
         count, multiprocessor = multiprocessors()
-        self.grid_cap = verify_grid_cap(count, multiprocessor,
-                                        KernelResources(*figures["octal_verify"], plan.options.verify_block),
-                                        KernelResources(*figures[beside], round_block_threads(plan)))
+        self.grid_cap = verify_grid_cap(
+            count,
+            multiprocessor,
+            KernelResources(*figures["octal_verify"], plan.options.verify_block),
+            KernelResources(*figures[beside], round_block_threads(plan)),
+        )
         # The last scan table and its device copy: one upload per table, not per launch.
         self._scan: tuple[np.ndarray | None, object] = (None, None)
 
@@ -431,11 +468,27 @@ class GpuVerifier:
             block, table = self.plan.options.verify_block, self._scan[1]
             began, finished = cupy.cuda.Event(), cupy.cuda.Event()
             began.record(self.stream)
-            self.kernel((min(-(-(hi - lo) // block), self.grid_cap),), (block,),
-                        (x, np.int64(base), np.int64(lo), np.int64(hi), table, np.int32(len(scan)), result,
-                         queue, np.uint32(capacity), count))
-            self.tail((self.grid_cap,), (block,),
-                      (x, np.int64(base), table, np.int32(len(scan)), result, queue, np.uint32(capacity), count))
+            self.kernel(
+                (min(-(-(hi - lo) // block), self.grid_cap),),
+                (block,),
+                (
+                    x,
+                    np.int64(base),
+                    np.int64(lo),
+                    np.int64(hi),
+                    table,
+                    np.int32(len(scan)),
+                    result,
+                    queue,
+                    np.uint32(capacity),
+                    count,
+                ),
+            )
+            self.tail(
+                (self.grid_cap,),
+                (block,),
+                (x, np.int64(base), table, np.int32(len(scan)), result, queue, np.uint32(capacity), count),
+            )
             finished.record(self.stream)
             _copy_async(cell.ctypes.data, result.data.ptr, cell.nbytes, DEVICE_TO_HOST, self.stream)
             ready = cupy.cuda.Event(disable_timing=True)
@@ -481,5 +534,9 @@ class VerifyLaunch:
         self._ready.synchronize()
         self._keep = None
         first_bad, steps, longest = (int(v) for v in self._cell[:3])
-        return (None if first_bad == twin.NO_POSITION else first_bad, steps, longest,
-                cupy.cuda.get_elapsed_time(self._began, self._finished) / 1000)
+        return (
+            None if first_bad == twin.NO_POSITION else first_bad,
+            steps,
+            longest,
+            cupy.cuda.get_elapsed_time(self._began, self._finished) / 1000,
+        )

@@ -55,8 +55,10 @@ def find_disassembler() -> list[str]:
         found = shutil.which(tool) or next((str(f / tool) for f in folders if (f / tool).is_file()), None)
         if found:
             return [found]
-    raise ToolMissingError("no SASS disassembler (cuobjdump or nvdisasm from the CUDA toolkit, or the "
-                           "nvidia-cuda-cuobjdump wheel); set CUOBJDUMP=/path/to/cuobjdump")
+    raise ToolMissingError(
+        "no SASS disassembler (cuobjdump or nvdisasm from the CUDA toolkit, or the "
+        "nvidia-cuda-cuobjdump wheel); set CUOBJDUMP=/path/to/cuobjdump"
+    )
 
 
 def disassemble(cubin: Path, function: str | None = None) -> str:
@@ -85,7 +87,7 @@ def _function_of(listing: str, function: str) -> str:
     if start < 0:
         raise BuildError(f"{function} not in the disassembly")
     end = listing.find("\n//----", start)
-    return listing[start: end if end > 0 else len(listing)]
+    return listing[start : end if end > 0 else len(listing)]
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,11 @@ class TermLoop:
 def parse(sass: str) -> tuple[list[Instruction], dict[str, int]]:
     """The instructions of a SASS listing in address order, and its labels' addresses (nvdisasm's)."""
     found, labels, pending = [], {}, []
-    events = sorted([(m.start(), "label", m) for m in _LABEL.finditer(sass)] +
-                    [(m.start(), "code", m) for m in _LINE.finditer(sass)], key=lambda e: e[0])
+    events = sorted(
+        [(m.start(), "label", m) for m in _LABEL.finditer(sass)]
+        + [(m.start(), "code", m) for m in _LINE.finditer(sass)],
+        key=lambda e: e[0],
+    )
     for _, kind, match in events:
         if kind == "label":
             pending.append(match.group(1))
@@ -166,7 +171,7 @@ def term_loops(sass: str) -> list[TermLoop]:
         target = _branch_target(instruction, labels)
         if target is None or target >= instruction.address or target not in at:
             continue
-        body = code[at[target]: k + 1]
+        body = code[at[target] : k + 1]
         loads = [i for i in body if i.base == "LDG" and ".U8" in i.opcode]
         stores = [i for i in body if i.base == "STS" and ".U8" in i.opcode]
         if not loads or len(loads) != len(stores) or any(i.base == "BAR" for i in body):
@@ -190,9 +195,11 @@ def main(argv: list[str]) -> int:
     compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
     sass = disassemble(compiled.cubin, kernel)
     for loop in term_loops(sass):
-        print(f"{kernel} terms loop {loop.start:#x}..{loop.end:#x}: {loop.terms} terms a pass, "
-              f"{loop.per_term:.2f} instructions a term, {loop.xors} XORs; "
-              + " ".join(f"{op} {n}" for op, n in sorted(loop.counts.items())))
+        print(
+            f"{kernel} terms loop {loop.start:#x}..{loop.end:#x}: {loop.terms} terms a pass, "
+            f"{loop.per_term:.2f} instructions a term, {loop.xors} XORs; "
+            + " ".join(f"{op} {n}" for op, n in sorted(loop.counts.items()))
+        )
     if len(argv) > 2:
         Path(argv[2]).write_text(sass)
         print(f"SASS of {kernel} in {argv[2]}")

@@ -82,10 +82,32 @@ import numpy as np
 
 from .cuda_plan import CODES, CudaPlan, unspread
 
-__all__ = ["CHANGE", "FRONT", "HI", "LIMIT", "LIMIT_AT", "NO_POSITION", "OVERFLOW", "OVERFLOW_SEEN", "PHASES",
-           "ROUND", "STATE_SIZE", "DeviceVerifier", "Launched", "Speculator", "TermIndex", "Verdict",
-           "initial_state", "mex_rows", "next_front", "ring_size", "round_marks", "span", "speculative_codes",
-           "verify"]
+__all__ = [
+    "CHANGE",
+    "FRONT",
+    "HI",
+    "LIMIT",
+    "LIMIT_AT",
+    "NO_POSITION",
+    "OVERFLOW",
+    "OVERFLOW_SEEN",
+    "PHASES",
+    "ROUND",
+    "STATE_SIZE",
+    "DeviceVerifier",
+    "Launched",
+    "Speculator",
+    "TermIndex",
+    "Verdict",
+    "initial_state",
+    "mex_rows",
+    "next_front",
+    "ring_size",
+    "round_marks",
+    "span",
+    "speculative_codes",
+    "verify",
+]
 
 #: "No position": larger than any position.
 NO_POSITION = 1 << 62
@@ -185,8 +207,9 @@ def round_marks(terms: TermIndex, f_prev: int, front: int, hi: int, cache_final:
     return advance * count - terms.marks_upto(advance) + terms.marks_upto(hi - front)
 
 
-def speculative_codes(plan: CudaPlan, x: np.ndarray, positions: np.ndarray, ring_mask: int = -1,
-                      batch: int = 1024) -> np.ndarray:
+def speculative_codes(
+    plan: CudaPlan, x: np.ndarray, positions: np.ndarray, ring_mask: int = -1, batch: int = 1024
+) -> np.ndarray:
     """``spec(x, n)`` for every n in ``positions``: the least unmarked code, 256 if none.
 
     Position p is ``x[p & ring_mask]`` (a ring of a power-of-two size; -1: a plain array).
@@ -298,7 +321,7 @@ class Speculator:
 
     def take_log(self) -> np.ndarray:
         """(front, hi) of each round since the last call (int64 rows)."""
-        rows = np.array([(front, hi) for front, hi, _ in self.log[self._taken:]], dtype=np.int64).reshape(-1, 2)
+        rows = np.array([(front, hi) for front, hi, _ in self.log[self._taken :]], dtype=np.int64).reshape(-1, 2)
         self._taken = len(self.log)
         return rows
 
@@ -365,8 +388,9 @@ class Speculator:
     def _window_codes(self, read: np.ndarray, positions: np.ndarray, front: int):
         """The window's new codes, and the term marks made for them."""
         if not self.cache_final:
-            return speculative_codes(self.plan, read, positions, self.ring - 1, batch=512), \
-                len(positions) * len(self.terms.offsets)
+            return speculative_codes(self.plan, read, positions, self.ring - 1, batch=512), len(positions) * len(
+                self.terms.offsets
+            )
         offsets, codes, mask = self.terms.offsets, self.terms.codes, self.ring - 1
         out = np.empty(len(positions), dtype=np.int64)
         made = 0
@@ -414,8 +438,7 @@ class DeviceVerifier:
         began = time.perf_counter()
         verdict = verify(self.plan, codes, base, scan, lo, hi)
         steps = verdict.scan_steps
-        return (verdict.first_bad, int(steps.sum()), int(steps.max()) if len(steps) else 0,
-                time.perf_counter() - began)
+        return (verdict.first_bad, int(steps.sum()), int(steps.max()) if len(steps) else 0, time.perf_counter() - began)
 
     def launch(self, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int) -> Launched:
         """Start :meth:`verify` (here it runs now; the GPU's returns before its device is done)."""
@@ -441,16 +464,19 @@ class Launched:
         return self.result
 
 
-def verify(plan: CudaPlan, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int,
-           batch: int = 512) -> Verdict:
+def verify(
+    plan: CudaPlan, codes: np.ndarray, base: int, scan: np.ndarray, lo: int, hi: int, batch: int = 512
+) -> Verdict:
     """Prove heaps ``[lo, hi)`` one at a time, assuming every earlier value exact.
 
     ``codes`` are the stored codes of heaps ``base ...`` (covering ``[lo - W, hi)``), ``scan``
     the scan table (:meth:`~.cuda_plan.CudaPlan.scan_table`).
     """
     if lo < plan.start or base > lo - plan.kernel.window or base + len(codes) < hi:
-        raise ValueError(f"verify [{lo}, {hi}) needs codes from heap {lo - plan.kernel.window} and lo >= "
-                         f"{plan.start}, not codes {base} ... {base + len(codes) - 1}")
+        raise ValueError(
+            f"verify [{lo}, {hi}) needs codes from heap {lo - plan.kernel.window} and lo >= "
+            f"{plan.start}, not codes {base} ... {base + len(codes) - 1}"
+        )
     codes = np.asarray(codes, dtype=np.int64)
     steps = np.zeros(hi - lo, dtype=np.int64)
     queued = 0
@@ -491,15 +517,38 @@ def _verify_batch(plan: CudaPlan, codes: np.ndarray, base: int, positions: np.nd
     queue = np.flatnonzero(todo)
     if len(queue):
         tail_ok, tail_todo, tail_steps = ok[queue], todo[queue], steps[queue]
-        _pair_scan(plan, codes, base, positions[queue], need[queue], scan, tail_ok, tail_todo, seen[queue],
-                   tail_steps, bound, None)
+        _pair_scan(
+            plan,
+            codes,
+            base,
+            positions[queue],
+            need[queue],
+            scan,
+            tail_ok,
+            tail_todo,
+            seen[queue],
+            tail_steps,
+            bound,
+            None,
+        )
         ok[queue], steps[queue] = tail_ok, tail_steps
     return ok, steps, len(queue)
 
 
-def _pair_scan(plan: CudaPlan, codes: np.ndarray, base: int, positions: np.ndarray, need: np.ndarray,
-               scan: np.ndarray, ok: np.ndarray, todo: np.ndarray, seen: np.ndarray, steps: np.ndarray,
-               step: int, stop: int | None) -> None:
+def _pair_scan(
+    plan: CudaPlan,
+    codes: np.ndarray,
+    base: int,
+    positions: np.ndarray,
+    need: np.ndarray,
+    scan: np.ndarray,
+    ok: np.ndarray,
+    todo: np.ndarray,
+    seen: np.ndarray,
+    steps: np.ndarray,
+    step: int,
+    stop: int | None,
+) -> None:
     """Scan pairs from ``step`` (the same for every heap) until no heap is ``todo`` or, with ``stop``,
     until ``step`` reaches it; updates ``ok``, ``todo``, ``seen`` and ``steps`` in place."""
     local = positions - base

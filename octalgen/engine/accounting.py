@@ -86,27 +86,35 @@ class Accounting:
     def coordinator(self) -> float:
         """CPU seconds of the coordinating process: what remains of the process's once the roles it
         hosts are counted."""
-        return max(0.0, self.process - self.kernel - self.verifiers_here - self.consumers - self.exact
-                   - self.measuring)
+        return max(0.0, self.process - self.kernel - self.verifiers_here - self.consumers - self.exact - self.measuring)
 
     def roles(self) -> dict:
         """``{role: {"cpu_seconds", "per_1e8_values", "values_per_cpu_second"}}``."""
-        rows = {"kernel": (self.kernel, self.kernel_values), "verifiers": (self.verifiers, self.verified_values),
-                "exact solver": (self.exact, None), "consumers": (self.consumers, self.values),
-                "split measurement": (self.measuring, None), "coordinator": (self.coordinator, self.values)}
+        rows = {
+            "kernel": (self.kernel, self.kernel_values),
+            "verifiers": (self.verifiers, self.verified_values),
+            "exact solver": (self.exact, None),
+            "consumers": (self.consumers, self.values),
+            "split measurement": (self.measuring, None),
+            "coordinator": (self.coordinator, self.values),
+        }
         result = {}
         for role, (seconds, values) in rows.items():
-            result[role] = {"cpu_seconds": round(seconds, 3),
-                            "per_1e8_values": round(seconds * 1e8 / self.values, 3) if self.values else None,
-                            "values_per_cpu_second": round(values / seconds) if values and seconds > 0 else None}
+            result[role] = {
+                "cpu_seconds": round(seconds, 3),
+                "per_1e8_values": round(seconds * 1e8 / self.values, 3) if self.values else None,
+                "values_per_cpu_second": round(values / seconds) if values and seconds > 0 else None,
+            }
         return result
 
     def measured_rates(self) -> tuple[float | None, float | None, float | None]:
         """(kernel, verifier) values per CPU second and the coordinator's CPU seconds per value, each
         None unless this session measured enough."""
-        kernel = self.kernel_values / self.kernel \
-            if self.kernel_values >= REFINE_AFTER and self.kernel > 0 else None
-        verify = self.verified_values / self.verifiers \
-            if self.verified_values >= REFINE_AFTER and self.verifiers > 0 else None
+        kernel = self.kernel_values / self.kernel if self.kernel_values >= REFINE_AFTER and self.kernel > 0 else None
+        verify = (
+            self.verified_values / self.verifiers
+            if self.verified_values >= REFINE_AFTER and self.verifiers > 0
+            else None
+        )
         coordinator = self.coordinator / self.values if self.values >= COORDINATOR_AFTER else None
         return kernel, verify, coordinator

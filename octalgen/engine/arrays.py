@@ -70,8 +70,12 @@ def outlined(node, directory: Path, write):
         if not path.exists():
             path.parent.mkdir(exist_ok=True)
             write(path, base64.b64decode(node["zlib"]))
-        return {"dtype": node["dtype"], "length": node["length"], "file": f"{ARRAYS}/{path.name}",
-                "sha256": node["sha256"]}
+        return {
+            "dtype": node["dtype"],
+            "length": node["length"],
+            "file": f"{ARRAYS}/{path.name}",
+            "sha256": node["sha256"],
+        }
     if isinstance(node, list):
         return [outlined(value, directory, write) for value in node]
     if isinstance(node, dict):
@@ -88,11 +92,13 @@ def inlined(body: dict, directory: Path) -> None:
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise CheckpointError(f"checkpoint in {directory}: cannot read {path}: {exc.strerror}; it was left "
-                                  "untouched") from None
+            raise CheckpointError(
+                f"checkpoint in {directory}: cannot read {path}: {exc.strerror}; it was left untouched"
+            ) from None
         if hashlib.sha256(data).hexdigest() != node["sha256"]:
-            raise CheckpointError(f"checkpoint in {directory}: {path} fails its checksum (corrupt or edited); it was "
-                                  "left untouched")
+            raise CheckpointError(
+                f"checkpoint in {directory}: {path} fails its checksum (corrupt or edited); it was left untouched"
+            )
         node["zlib"] = base64.b64encode(data).decode("ascii")
         del node["file"]  # the sha256 stays: the next checkpoint names the same file
 

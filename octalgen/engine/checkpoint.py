@@ -111,8 +111,9 @@ def write_checkpoint(directory, body: dict) -> None:
         write_file_atomically(path, json.dumps(document, sort_keys=True, separators=(",", ":")).encode())
     except OSError as exc:
         reason = "the disk is full" if exc.errno == errno.ENOSPC else exc.strerror or str(exc)
-        raise CheckpointError(f"cannot write checkpoint {path}: {reason} "
-                              "(the previous checkpoint is unchanged)") from None
+        raise CheckpointError(
+            f"cannot write checkpoint {path}: {reason} (the previous checkpoint is unchanged)"
+        ) from None
     remove_unnamed_arrays(Path(directory), body)
 
 
@@ -157,11 +158,14 @@ _MISMATCH_WORDS = {
     "game": lambda theirs, ours: f"it is a run of {theirs}, not {ours}",
     "table": lambda theirs, ours: "it was started from another rare table (a different --table, or none)",
     "keep_values": lambda theirs, ours: (
-        "its run keeps every proven value (--keep-values) and this command does not: add --keep-values" if theirs
+        "its run keeps every proven value (--keep-values) and this command does not: add --keep-values"
+        if theirs
         else "its run did not keep every proven value, which this command needs (octalgen period keeps them all; "
-             "octalgen run keeps them with --keep-values)"),
-    "digest_from": lambda theirs, ours: f"it was started with --digest-from {theirs or 0}, this command gives "
-                                        f"--digest-from {ours or 0}",
+        "octalgen run keeps them with --keep-values)"
+    ),
+    "digest_from": lambda theirs, ours: (
+        f"it was started with --digest-from {theirs or 0}, this command gives --digest-from {ours or 0}"
+    ),
     "claim": lambda theirs, ours: f"it holds {_claim_words(theirs)}, this command asks for {_claim_words(ours)}",
 }
 
@@ -185,13 +189,17 @@ def check_layout(body: dict, directory) -> None:
     if layout in (LAYOUT, SEALED_LAYOUT):
         return
     if layout == 1:
-        raise CheckpointError(f"checkpoint in {directory} was written by octalgen 0.1, whose checkpoints lack the "
-                              "recent values a run needs to go on; start the run again in a new directory "
-                              "(this one was left untouched)")
+        raise CheckpointError(
+            f"checkpoint in {directory} was written by octalgen 0.1, whose checkpoints lack the "
+            "recent values a run needs to go on; start the run again in a new directory "
+            "(this one was left untouched)"
+        )
     if layout == 2:
-        raise CheckpointError(f"checkpoint in {directory} was written by octalgen 0.2, whose digests start from a "
-                              "non-standard offset basis (the digest is now the standard FNV-1a-64); start a new "
-                              "checkpoint directory (this one was left untouched)")
+        raise CheckpointError(
+            f"checkpoint in {directory} was written by octalgen 0.2, whose digests start from a "
+            "non-standard offset basis (the digest is now the standard FNV-1a-64); start a new "
+            "checkpoint directory (this one was left untouched)"
+        )
     raise CheckpointError(f"checkpoint in {directory} has an unknown layout {layout!r}; it was left untouched")
 
 
@@ -262,10 +270,14 @@ class RunState:
             "table": self.table,
             "table_digest": self.table_digest,
             "storage": self.storage,
-            "history": {"files": self.files, "sealed": self.sealed, "prefix_length": self.prefix_length,
-                        "window": self.window,
-                        "keep_all": self.keep_all,
-                        "late_values": list(self.late_values) if self.late_values is not None else None},
+            "history": {
+                "files": self.files,
+                "sealed": self.sealed,
+                "prefix_length": self.prefix_length,
+                "window": self.window,
+                "keep_all": self.keep_all,
+                "late_values": list(self.late_values) if self.late_values is not None else None,
+            },
             "consumers": self.consumers,
             "rare_found": [list(e) for e in self.rare_found],
             "mask_switches": [list(e) for e in self.mask_switches],
@@ -284,15 +296,24 @@ class RunState:
         check_layout(body, directory)
         try:
             history = body["history"]
-            return cls(parameters=dict(body["parameters"]), until=int(body["until"]), position=int(body["position"]),
-                       table=body["table"], table_digest=body["table_digest"], storage=body["storage"],
-                       files=list(history["files"]), sealed=list(history.get("sealed", ())),
-                       prefix_length=int(history["prefix_length"]),
-                       window=int(history["window"]), keep_all=bool(history["keep_all"]),
-                       late_values=ints_or_none(history.get("late_values")), consumers=dict(body["consumers"]),
-                       rare_found=tuple((int(p), int(v)) for p, v in body["rare_found"]),
-                       mask_switches=tuple(tuple(int(x) for x in e) for e in body.get("mask_switches", ())),
-                       elapsed=float(body["elapsed"]))
+            return cls(
+                parameters=dict(body["parameters"]),
+                until=int(body["until"]),
+                position=int(body["position"]),
+                table=body["table"],
+                table_digest=body["table_digest"],
+                storage=body["storage"],
+                files=list(history["files"]),
+                sealed=list(history.get("sealed", ())),
+                prefix_length=int(history["prefix_length"]),
+                window=int(history["window"]),
+                keep_all=bool(history["keep_all"]),
+                late_values=ints_or_none(history.get("late_values")),
+                consumers=dict(body["consumers"]),
+                rare_found=tuple((int(p), int(v)) for p, v in body["rare_found"]),
+                mask_switches=tuple(tuple(int(x) for x in e) for e in body.get("mask_switches", ())),
+                elapsed=float(body["elapsed"]),
+            )
         except (KeyError, TypeError, ValueError) as exc:  # a body this version cannot read
             raise malformed(directory, exc) from None
 
@@ -302,11 +323,14 @@ class RunState:
         for key, ours in most_telling_first(identity):
             if self.parameters.get(key) != ours:
                 reason = mismatch_reason(key, self.parameters.get(key), ours)
-                raise CheckpointError(f"{where} belongs to another run: {reason}; it was left untouched: use another "
-                                      "--checkpoint directory")
+                raise CheckpointError(
+                    f"{where} belongs to another run: {reason}; it was left untouched: use another "
+                    "--checkpoint directory"
+                )
         if self.position > until:
-            raise CheckpointError(f"{where} is at G({self.position}), beyond --until {until}; "
-                                  f"ask for --until {self.position} or more")
+            raise CheckpointError(
+                f"{where} is at G({self.position}), beyond --until {until}; ask for --until {self.position} or more"
+            )
 
     def rare_table(self, game, directory) -> RareTable | None:
         """The run's rare table (None where none was decided yet), checked against its digest."""
@@ -329,8 +353,9 @@ def ints_or_none(values) -> tuple | None:
 
 def malformed(directory, error: Exception) -> CheckpointError:
     """The error for a checkpoint whose body this version cannot go on from (``error``: what failed)."""
-    return CheckpointError(f"checkpoint in {directory} is malformed ({type(error).__name__}: {error}); "
-                           "it was left untouched")
+    return CheckpointError(
+        f"checkpoint in {directory} is malformed ({type(error).__name__}: {error}); it was left untouched"
+    )
 
 
 def table_identity(game, table: RareTable | None) -> str:

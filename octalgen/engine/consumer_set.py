@@ -55,8 +55,8 @@ class ConsumerSet:
         while start < len(values) and not self.done(history.position):
             first = history.position
             stop = min(len(values), start + self.piece_end(first) - first)
-            piece = values[start: stop]
-            history.append(piece, encoding, codes=codes[start: stop] if codes is not None else None)
+            piece = values[start:stop]
+            history.append(piece, encoding, codes=codes[start:stop] if codes is not None else None)
             for consumer in self.members:
                 consumer.accept(first, piece)
             start = stop
@@ -66,8 +66,9 @@ class ConsumerSet:
         for consumer in self.members:
             consumer.attach(history)
 
-    def restart(self, history: History, plan: KernelPlan | None, held: np.ndarray | None = None,
-                anchor_from: int | None = None) -> None:
+    def restart(
+        self, history: History, plan: KernelPlan | None, held: np.ndarray | None = None, anchor_from: int | None = None
+    ) -> None:
         """The values from the history's position on follow ``plan``'s recurrence (W values; without
         a kernel :data:`~.tally.UNSPARSE_WINDOW`): see :meth:`~.seams.Consumer.restart`.
 

@@ -78,10 +78,20 @@ class Engine:
         An enclosing run's (:meth:`recompute`): a stop asked of it stops this one too.
     """
 
-    def __init__(self, game: OctalGame, options: EngineOptions, consumers: tuple[Consumer, ...] = (), *,
-                 table: RareTable | None = None, directory=None, identity: dict | None = None,
-                 keep_all: bool = False, progress=None, kernels: KernelPlugin | None = None,
-                 stop: StopRequest | None = None):
+    def __init__(
+        self,
+        game: OctalGame,
+        options: EngineOptions,
+        consumers: tuple[Consumer, ...] = (),
+        *,
+        table: RareTable | None = None,
+        directory=None,
+        identity: dict | None = None,
+        keep_all: bool = False,
+        progress=None,
+        kernels: KernelPlugin | None = None,
+        stop: StopRequest | None = None,
+    ):
         self.game = game
         self.options = options
         self.consumers = ConsumerSet(consumers, options.until)
@@ -94,9 +104,11 @@ class Engine:
         # The rooms; the run's state is the plan's, the history's, the consumers' and the recoveries'.
         self.planning = Planning(game, options.storage, self.kernels.early_start)
         self.history: History | None = None
-        self.checkpoints = Checkpoints(self.directory, {"game": game.code, "table": table_identity(game, table),
-                                                        "keep_values": keep_all, **(identity or {})},
-                                       options.checkpoint_every)
+        self.checkpoints = Checkpoints(
+            self.directory,
+            {"game": game.code, "table": table_identity(game, table), "keep_values": keep_all, **(identity or {})},
+            options.checkpoint_every,
+        )
         self.exact = ExactSteps(game, self.directory)
         self.producer = Producer(self.kernels, self.stop.check)
         self.far_tape = FarTermTape(self.directory, self.stop.check)
@@ -179,8 +191,9 @@ class Engine:
         pipeline, self.pipeline = self.pipeline, None
         if pipeline is not None:
             pipeline.close()
-        self.session.close(pipeline, self.producer, self.exact, self.recovery,
-                           self.position - first if first is not None else 0)
+        self.session.close(
+            pipeline, self.producer, self.exact, self.recovery, self.position - first if first is not None else 0
+        )
         if self.planning.plan is not None and self.options.workers != 0:
             self.session.refine_split(self.planning.plan, self.threads, self.kernels.backend)
 
@@ -190,8 +203,9 @@ class Engine:
         options = self.options
         state = self.checkpoints.resume(options.until)
         table = state.rare_table(self.game, self.directory) if state is not None else None
-        self.history = self.checkpoints.history(state, self.keep_all, options.prefix_limit, options.recent_limit,
-                                                self.far_tape, self.recompute)
+        self.history = self.checkpoints.history(
+            state, self.keep_all, options.prefix_limit, options.recent_limit, self.far_tape, self.recompute
+        )
         self.history.keep_late = options.keep_late
         if state is not None:
             self.planning.restore(table, state.storage, self.history)
@@ -208,8 +222,14 @@ class Engine:
             self._restart_consumers()
 
     def _checkpoint(self) -> None:
-        self.checkpoints.write(self.history, self.options.until, self.planning, self.consumers.states(),
-                               self.recovery, self.session.run_seconds())
+        self.checkpoints.write(
+            self.history,
+            self.options.until,
+            self.planning,
+            self.consumers.states(),
+            self.recovery,
+            self.session.run_seconds(),
+        )
 
     # -- exact steps ----------------------------------------------------------------------
 
@@ -219,8 +239,9 @@ class Engine:
             planning.table_from(self.history.values_before(self.position))
             self._replan(restart=True)
             return
-        stop, rarity = exact_target(planning.table, planning.plan, self.position,
-                                    self.consumers.piece_end(self.position))
+        stop, rarity = exact_target(
+            planning.table, planning.plan, self.position, self.consumers.piece_end(self.position)
+        )
         prefix = planning.plan is not None or planning.table is None  # the kernel takes over after it: no ETA
         self._phase("exact prefix" if prefix else "exact values", eta=not prefix)
         self._accept(self.exact.values(self.position, stop, rarity, self.history.values_before))
@@ -263,8 +284,9 @@ class Engine:
             self._phase("building kernel")
             self.producer.prepare()
         if self.pipeline is None:
-            self.pipeline, self.split = start_pipeline(self.options, self.kernels, self.planning.plan, self.history,
-                                                       self.producer, self.stop)
+            self.pipeline, self.split = start_pipeline(
+                self.options, self.kernels, self.planning.plan, self.history, self.producer, self.stop
+            )
             self.threads = self.split.threads if self.split is not None else self.threads
         self._phase("running")
         # Until the prefix is complete, a chunk produced ahead may need any value since the prefix
@@ -272,15 +294,15 @@ class Engine:
         # otherwise its scans would stop undecided and be retried here alone.
         proof_history = 0 if not self.options.verify else VERIFY_HISTORY if self.history.prefix_complete else None
         until = self.consumers.compute_to(self.position)
-        for chunk, result in self.pipeline.step(until, self.options.chunk, self.threads, proof_history,
-                                                self.history.prefix):
+        for chunk, result in self.pipeline.step(
+            until, self.options.chunk, self.threads, proof_history, self.history.prefix
+        ):
             if result is not None and result.status != PROVEN:
                 retried, switch = self.recovery.try_again(chunk, result, self.history)
                 if retried.status != PROVEN:
                     self._recover(chunk, retried, switch)
                     return
-            self._accept(decode_codes(chunk.plan.encoding, chunk.codes, chunk.first), chunk.plan.encoding,
-                         chunk.codes)
+            self._accept(decode_codes(chunk.plan.encoding, chunk.codes, chunk.first), chunk.plan.encoding, chunk.codes)
             if self.consumers.done(self.position):
                 return
 
@@ -340,8 +362,15 @@ class Engine:
         """
         table = self.planning.table if self.planning.table is not None else self.start_table
         with tempfile.TemporaryDirectory(prefix="octalgen-recompute-", dir=self.directory) as directory:
-            engine = Engine(self.game, replace(self.options, until=heap, backlog=None), table=table,
-                            directory=directory, keep_all=True, kernels=self.kernels, stop=self.stop)
+            engine = Engine(
+                self.game,
+                replace(self.options, until=heap, backlog=None),
+                table=table,
+                directory=directory,
+                keep_all=True,
+                kernels=self.kernels,
+                stop=self.stop,
+            )
             try:
                 engine.run()
             except Interrupted:  # this run's own stop request: it stops where it stands

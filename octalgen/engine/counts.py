@@ -149,8 +149,9 @@ def tables_directory(directory, code: str) -> Path:
     except OSError as exc:
         raise InputError(f"cannot read {where}: {exc.strerror}") from None
     if not found:
-        raise InputError(f"{directory} holds no count tables of {code} (files named n, in it or in "
-                         f"{inner.name}/ in it)")
+        raise InputError(
+            f"{directory} holds no count tables of {code} (files named n, in it or in {inner.name}/ in it)"
+        )
     return where
 
 
@@ -206,11 +207,13 @@ class Comparison:
 
     def to_json(self) -> dict:
         n, value, ours, theirs = self.difference or (None,) * 4
-        return {"equal": self.equal, "compared": len(self.compared),
-                "first_n": self.compared[0] if self.compared else None,
-                "last_n": self.compared[-1] if self.compared else None,
-                "difference": None if self.difference is None else
-                {"n": n, "value": value, "ours": ours, "theirs": theirs}}
+        return {
+            "equal": self.equal,
+            "compared": len(self.compared),
+            "first_n": self.compared[0] if self.compared else None,
+            "last_n": self.compared[-1] if self.compared else None,
+            "difference": None if self.difference is None else {"n": n, "value": value, "ours": ours, "theirs": theirs},
+        }
 
 
 def _said(line: str | None) -> str:

@@ -58,7 +58,7 @@ def exact_value(table: RareTable, heap: int, read: Reader) -> int | None:
     if got is None:
         return None
     options.update(got[: len(singles)].tolist())
-    options.update((got[len(singles):] ^ np.array(constants, dtype=np.int64)).tolist())
+    options.update((got[len(singles) :] ^ np.array(constants, dtype=np.int64)).tolist())
     candidate = 0  # the least common value that is no option (1 << 16 where every value is rare: mask 0)
     while candidate < 1 << 16 and (candidate in options or rarity.is_rare(candidate, heap)):
         candidate += 1
@@ -86,7 +86,7 @@ def scan(rests: list[int], need: set[int], read: Reader) -> bool:
             hi = min(stop, rest // 2 + 1)
             if x >= hi:
                 continue
-            partners = ys[rest - hi + 1 - first: rest - x + 1 - first]
+            partners = ys[rest - hi + 1 - first : rest - x + 1 - first]
             present = np.bincount(np.bitwise_xor(xs[: hi - x], partners[::-1]), minlength=1 << 16)[: 1 << 16] > 0
             for value in np.flatnonzero(present & wanted).tolist():
                 need.discard(value)

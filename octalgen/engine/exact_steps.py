@@ -31,12 +31,19 @@ def exact_solver(game, rarity: Rarity | None, values=(), spill_dir=None) -> CExa
     ``spill_dir`` (default: the temporary directory)."""
     if rarity is None:
         return CExactSolver(game, values=values, spill=True, spill_dir=spill_dir)
-    return CExactSolver(game, mask=rarity.mask, values=values, position_parity=rarity.parity is not None,
-                        spill=True, spill_dir=spill_dir)
+    return CExactSolver(
+        game,
+        mask=rarity.mask,
+        values=values,
+        position_parity=rarity.parity is not None,
+        spill=True,
+        spill_dir=spill_dir,
+    )
 
 
-def exact_target(table: RareTable | None, plan: KernelPlan | None, position: int,
-                 until: int) -> tuple[int, Rarity | None]:
+def exact_target(
+    table: RareTable | None, plan: KernelPlan | None, position: int, until: int
+) -> tuple[int, Rarity | None]:
     """Where the exact step from ``position`` ends, and the rarity the solver works under (None: its own).
 
     Without a table the first :data:`~octalgen.rare.DEFAULT_TABLE_UPTO` values are computed (they
@@ -67,13 +74,14 @@ class ExactSteps:
         self._solver: CExactSolver | None = None
         self._rarity: Rarity | None = None
 
-    def values(self, position: int, stop: int, rarity: Rarity | None,
-               values_before: Callable[[int], np.ndarray]) -> np.ndarray:
+    def values(
+        self, position: int, stop: int, rarity: Rarity | None, values_before: Callable[[int], np.ndarray]
+    ) -> np.ndarray:
         """G(position) ... G(stop-1) under ``rarity``; ``values_before(n)`` gives G(0) ... G(n-1) for a new solver."""
         if self.held(position) is None or self._rarity != rarity:
             self.continue_from(rarity, values_before(position))
         began = time.thread_time()
-        values = self._solver.extend(stop)[position: stop].copy()
+        values = self._solver.extend(stop)[position:stop].copy()
         self.cpu_seconds += time.thread_time() - began
         return values
 
@@ -99,8 +107,8 @@ class ExactSteps:
         if held is None:
             return None
         if position >= window:  # a view: a far term's window is not copied
-            return held[position - window:]
+            return held[position - window :]
         tail = np.zeros(window, dtype=np.uint16)
         have = min(window, position)
-        tail[window - have:] = held[position - have:]
+        tail[window - have :] = held[position - have :]
         return tail

@@ -62,12 +62,15 @@ def earliest_code(plan) -> int:
 def verify_interval(verifier, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
     """Verify [a, b) from recent history first, then all of ``codes`` (heaps base ...) where undecided."""
     recent = recent_start(verifier.plan, base, a)
-    result = verifier.verify(codes[recent - base: b - base], recent, prefix, a, b)
+    result = verifier.verify(codes[recent - base : b - base], recent, prefix, a, b)
     earliest = max(base, earliest_code(verifier.plan))
     if result.status == UNDECIDED and recent > earliest:
-        retry = verifier.verify(codes[earliest - base: b - base], earliest, prefix, result.heap, b)
-        result = retry if retry.status != PROVEN else VerifyResult(
-            PROVEN, options_scanned=result.options_scanned + retry.options_scanned)
+        retry = verifier.verify(codes[earliest - base : b - base], earliest, prefix, result.heap, b)
+        result = (
+            retry
+            if retry.status != PROVEN
+            else VerifyResult(PROVEN, options_scanned=result.options_scanned + retry.options_scanned)
+        )
     return result
 
 
@@ -251,8 +254,9 @@ class DaskCluster:
         try:
             from distributed import Client
         except ImportError:
-            raise ToolMissingError("--scheduler needs Dask distributed, which is not installed: "
-                                   "pip install 'octalgen[cluster]'") from None
+            raise ToolMissingError(
+                "--scheduler needs Dask distributed, which is not installed: pip install 'octalgen[cluster]'"
+            ) from None
         # Each task carries its chunk of codes, so Dask finds every graph "large": not the user's concern.
         warnings.filterwarnings("ignore", message="Sending large graph", category=UserWarning)
         try:
@@ -283,8 +287,9 @@ class DaskCluster:
         self._client.close()
 
 
-def make_executor(workers: int, scheduler: str | None, should_stop=lambda: False,
-                  piece: int = IN_PROCESS_PIECE, grace: float = 0.0) -> Executor:
+def make_executor(
+    workers: int, scheduler: str | None, should_stop=lambda: False, piece: int = IN_PROCESS_PIECE, grace: float = 0.0
+) -> Executor:
     """The executor for ``--workers`` / ``--scheduler`` (``piece``: see :class:`InProcess`; ``grace``:
     see :class:`~.workers.LocalProcesses`)."""
     if scheduler:

@@ -86,9 +86,16 @@ class History:
         :attr:`~.options.EngineOptions.keep_late`; False: only what it needs).
     """
 
-    def __init__(self, store: ValueStore | None = None, keep_all: bool = False,
-                 prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT,
-                 far_tape: FarTermTape | None = None, spill_dir=None, recompute: Recompute | None = None):
+    def __init__(
+        self,
+        store: ValueStore | None = None,
+        keep_all: bool = False,
+        prefix_limit: int = PREFIX_LIMIT,
+        recent_limit: int = RECENT_LIMIT,
+        far_tape: FarTermTape | None = None,
+        spill_dir=None,
+        recompute: Recompute | None = None,
+    ):
         self.store = store
         self.keep_all = keep_all
         self.prefix_limit = prefix_limit
@@ -126,14 +133,15 @@ class History:
             self.store.append(first, values, encoding, codes)
         if self._prefix_length == first < self.prefix_limit:
             self._grow_prefix(values[: self.prefix_limit - first])
-        late = values[max(0, self._prefix_length - first):]
+        late = values[max(0, self._prefix_length - first) :]
         if self._late is not None and len(late):
             mark_present(late, self._late)
         self.recent.append((first, values))
         self.position = first + len(values)
         # What the values just added follow stays too: the period search reads the W values before them.
-        while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= \
-                self.recent_length + len(values):
+        while self.recent and self.position - self.recent[0][0] - len(self.recent[0][1]) >= self.recent_length + len(
+            values
+        ):
             self.recent.popleft()
 
     def follow(self, plan: KernelPlan | None) -> None:
@@ -152,7 +160,7 @@ class History:
         start = max(self.position - len(tail), self._prefix_length)
         if start < self.recent_first:
             offset = len(tail) - (self.position - start)
-            self.recent.appendleft((start, np.array(tail[offset: offset + self.recent_first - start], np.uint16)))
+            self.recent.appendleft((start, np.array(tail[offset : offset + self.recent_first - start], np.uint16)))
 
     def _grow_prefix(self, values: np.ndarray) -> None:
         need = self._prefix_length + len(values)
@@ -160,7 +168,7 @@ class History:
             grown = np.zeros(max(need, 2 * len(self._prefix)), dtype=np.uint16)
             grown[: self._prefix_length] = self.prefix
             self._prefix = grown
-        self._prefix[self._prefix_length: need] = values
+        self._prefix[self._prefix_length : need] = values
         self._prefix_length = need
 
     def ensure_prefix(self, values: np.ndarray) -> None:
@@ -204,7 +212,7 @@ class History:
             return np.zeros(0, np.uint16)
         parts, position = [], start
         if position < self._prefix_length:
-            parts.append(self.prefix[position: min(stop, self._prefix_length)])
+            parts.append(self.prefix[position : min(stop, self._prefix_length)])
             position = min(stop, self._prefix_length)
         first = self.recent_first
         if position < stop and position < first:  # proven codes on the tape, else the store's files
@@ -212,7 +220,7 @@ class History:
             if taped is None and self.store is not None and self.store.covers(position, min(stop, first)):
                 taped = self.store.read(position, min(stop, first))
             if taped is None and self.recomputed is not None and min(stop, first) <= len(self.recomputed):
-                taped = self.recomputed[position: min(stop, first)]
+                taped = self.recomputed[position : min(stop, first)]
             if taped is None:
                 return None
             parts.append(taped)
@@ -228,7 +236,7 @@ class History:
         for first, values in reversed(self.recent):
             if first >= stop:
                 continue
-            parts.append(values[max(start - first, 0): stop - first])
+            parts.append(values[max(start - first, 0) : stop - first])
             if first <= start:
                 break
         return parts[::-1]
@@ -248,8 +256,11 @@ class History:
             values = self.values(0, heap)
             if values is not None:
                 return values
-        log.warning("G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
-                    "(keep every value with --keep-values to avoid this)", heap - 1)
+        log.warning(
+            "G(0) ... G(%d) are needed again and this run no longer holds them: recomputing them "
+            "(keep every value with --keep-values to avoid this)",
+            heap - 1,
+        )
         self.recomputed = self.recompute(heap, out)  # read from here on too: the decision's aftermath needs them
         return self.recomputed
 
@@ -259,7 +270,7 @@ class History:
             piece = self.values(lo, min(len(out), lo + SPILL_PIECE))
             if piece is None:
                 return False
-            out[lo: lo + len(piece)] = piece
+            out[lo : lo + len(piece)] = piece
         return True
 
     def tail(self, count: int) -> np.ndarray:
@@ -267,7 +278,7 @@ class History:
         out = np.zeros(count, dtype=np.uint16)
         have = min(count, self.position)
         if have:
-            out[count - have:] = self.values(self.position - have, self.position)
+            out[count - have :] = self.values(self.position - have, self.position)
         return out
 
     def window_reader(self, count: int):
@@ -282,7 +293,7 @@ class History:
                 values = self.values(start, first + hi)
                 if values is None:
                     raise InternalError(f"G({start}) ... G({first + hi - 1}) of a far window are not held")
-                out[start - first - lo:] = values
+                out[start - first - lo :] = values
             return out
 
         return read
@@ -291,14 +302,27 @@ class History:
 
     def needed(self, first: int, stop: int) -> bool:
         """Whether a stored stretch [first, stop) must stay on disk."""
-        return (self.keep_all or self.keep_late or first < max(self.prefix_limit, self._prefix_length)
-                or self.window > self.recent_limit  # a far term: a resumed run writes its tape from them
-                or stop > self.position - self.recent_limit - 1)
+        return (
+            self.keep_all
+            or self.keep_late
+            or first < max(self.prefix_limit, self._prefix_length)
+            or self.window > self.recent_limit  # a far term: a resumed run writes its tape from them
+            or stop > self.position - self.recent_limit - 1
+        )
 
     @classmethod
-    def restore(cls, store: ValueStore, position: int, prefix_length: int, window: int, keep_all: bool,
-                late_values, prefix_limit: int = PREFIX_LIMIT, recent_limit: int = RECENT_LIMIT,
-                **connections) -> History:
+    def restore(
+        cls,
+        store: ValueStore,
+        position: int,
+        prefix_length: int,
+        window: int,
+        keep_all: bool,
+        late_values,
+        prefix_limit: int = PREFIX_LIMIT,
+        recent_limit: int = RECENT_LIMIT,
+        **connections,
+    ) -> History:
         """The history of a checkpoint: the prefix and the recent values read back from ``store``
         (``late_values``: :meth:`late_values` when it was written; ``connections``: ``far_tape``,
         ``spill_dir`` and ``recompute``, as for a new history)."""

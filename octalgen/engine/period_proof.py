@@ -115,8 +115,12 @@ class ExactProof:
             raise InternalError("the exact period proof needs a history that keeps every value")
 
     def _candidate(self, period: int, preperiod: int, checked_to: int) -> dict:
-        return {"period": period, "preperiod": preperiod, "checked_to": checked_to,
-                "proof_length": proof_length(period, preperiod, self.max_take)}
+        return {
+            "period": period,
+            "preperiod": preperiod,
+            "checked_to": checked_to,
+            "proof_length": proof_length(period, preperiod, self.max_take),
+        }
 
     def _note(self, candidate: dict, outcome: str) -> None:
         """Record ``candidate`` in :attr:`seen` with ``outcome``, or bring its record up to date."""
@@ -159,9 +163,16 @@ class ExactProof:
             return  # a multiple of an open candidate: nothing new
         preperiod = self._least_preperiod(period, heap - period + 1)
         candidate = self._candidate(period, preperiod, heap + 1)
-        log.info("candidate: the %d values ending at G(%d) recur ending at G(%d): period %d, least preperiod "
-                 "%d; the proof needs G(0) ... G(%d)", window, anchor, heap, period, preperiod,
-                 candidate["proof_length"] - 1)
+        log.info(
+            "candidate: the %d values ending at G(%d) recur ending at G(%d): period %d, least preperiod "
+            "%d; the proof needs G(0) ... G(%d)",
+            window,
+            anchor,
+            heap,
+            period,
+            preperiod,
+            candidate["proof_length"] - 1,
+        )
         self.candidates.append(candidate)
         self._note(candidate, "open")
 
@@ -175,8 +186,12 @@ class ExactProof:
         self.next_search = position + max(int(position * SEARCH_GROWTH), SEARCH_STEP)
         found = search_periods(self._values, position, self.max_take)
         if found.proven is not None:
-            log.info("direct search: G(0) ... G(%d) prove period %d with preperiod %d", position - 1,
-                     found.proven.period, found.proven.preperiod)
+            log.info(
+                "direct search: G(0) ... G(%d) prove period %d with preperiod %d",
+                position - 1,
+                found.proven.period,
+                found.proven.preperiod,
+            )
             self._prove(self._candidate(found.proven.period, found.proven.preperiod, position))
             return
         for repetition in found.candidates:
@@ -184,9 +199,13 @@ class ExactProof:
                 break
             if any(repetition.period % c["period"] == 0 for c in self.candidates):
                 continue  # a multiple of an open candidate: nothing new
-            log.info("candidate: G(n + %d) = G(n) for %d <= n < %d (direct search); the proof needs G(0) ... G(%d)",
-                     repetition.period, repetition.preperiod, position - repetition.period,
-                     repetition.proof_length - 1)
+            log.info(
+                "candidate: G(n + %d) = G(n) for %d <= n < %d (direct search); the proof needs G(0) ... G(%d)",
+                repetition.period,
+                repetition.preperiod,
+                position - repetition.period,
+                repetition.proof_length - 1,
+            )
             self.candidates.append(self._candidate(repetition.period, repetition.preperiod, position))
             self._note(self.candidates[-1], "open")
 
@@ -218,8 +237,10 @@ class ExactProof:
                 self._note({**candidate, "checked_to": n + p}, "failed")
                 if self.claim is not None:
                     later, earlier = int(self._values(n + p, n + p + 1)[0]), int(self._values(n, n + 1)[0])
-                    self.refuted = (f"{i} is not a preperiod of period {p}: G(n + {p}) != G(n) at n = {n} "
-                                    f"(G({n + p}) = {later}, G({n}) = {earlier})")
+                    self.refuted = (
+                        f"{i} is not a preperiod of period {p}: G(n + {p}) != G(n) at n = {n} "
+                        f"(G({n + p}) = {later}, G({n}) = {earlier})"
+                    )
                 return False
         candidate["checked_to"] = max(candidate["checked_to"], position)
         self._note(candidate, "open")
@@ -240,8 +261,10 @@ class ExactProof:
                 reasons.append(f"the period {p} is not least: {least} is also a period from G({i}) (the least period)")
             if preperiod != i:
                 value = int(self._values(i - 1, i)[0])
-                reasons.append(f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) = {value}, so {i - 1} "
-                               f"is a preperiod too (the least is {preperiod})")
+                reasons.append(
+                    f"the preperiod {i} is not least: G({i - 1} + {p}) = G({i - 1}) = {value}, so {i - 1} "
+                    f"is a preperiod too (the least is {preperiod})"
+                )
             self.refuted = "; ".join(reasons)
             self._note(candidate, "reduced")
             return
@@ -251,8 +274,9 @@ class ExactProof:
         if (least, preperiod) != (p, i):
             self._note(self._candidate(least, preperiod, length), "proven")
         self.candidates = []
-        log.info("PERIOD PROVEN: period %d, preperiod %d (Guy-Smith, with G(0) ... G(%d))", least, preperiod,
-                 length - 1)
+        log.info(
+            "PERIOD PROVEN: period %d, preperiod %d (Guy-Smith, with G(0) ... G(%d))", least, preperiod, length - 1
+        )
 
     def _least_period(self, period: int, preperiod: int) -> int:
         """The least period of a sequence proven to have ``period`` from ``preperiod`` (it divides period)."""
@@ -279,8 +303,13 @@ class ExactProof:
         """Nothing to drop: every comparison was made on proven values."""
 
     def state(self) -> dict:
-        return {"candidates": self.candidates, "seen": self.seen, "proven": self.proven, "refuted": self.refuted,
-                "next_search": self.next_search}
+        return {
+            "candidates": self.candidates,
+            "seen": self.seen,
+            "proven": self.proven,
+            "refuted": self.refuted,
+            "next_search": self.next_search,
+        }
 
     def restore(self, state: dict) -> None:
         self.candidates, self.proven, self.refuted = state["candidates"], state["proven"], state["refuted"]

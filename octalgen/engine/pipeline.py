@@ -78,8 +78,16 @@ class Pipeline:
         Heaps whose proofs came back.
     """
 
-    def __init__(self, producer: Producer, kernels: KernelPlugin, executor: Executor, backlog: int, verify: bool,
-                 stop: StopRequest, measuring_seconds: float = 0.0):
+    def __init__(
+        self,
+        producer: Producer,
+        kernels: KernelPlugin,
+        executor: Executor,
+        backlog: int,
+        verify: bool,
+        stop: StopRequest,
+        measuring_seconds: float = 0.0,
+    ):
         self.producer = producer
         self.kernels = kernels
         self.executor = executor
@@ -94,8 +102,9 @@ class Pipeline:
         self._pending: deque[tuple[Chunk, object, object]] = deque()  # chunk, future, staged history
         self._shared = (None, None)  # the prefix last shared with the executor, and its handle
 
-    def step(self, until: int, size: int, threads: int, proof_history: int | None,
-             prefix) -> Iterator[tuple[Chunk, VerifyResult | None]]:
+    def step(
+        self, until: int, size: int, threads: int, proof_history: int | None, prefix
+    ) -> Iterator[tuple[Chunk, VerifyResult | None]]:
         """Produce a chunk if the backlog allows, else wait for the oldest; yield what came back, in order.
 
         ``until``, ``size``, ``threads``, ``proof_history``: see :meth:`~.producer.Producer.produce`;
@@ -236,8 +245,14 @@ def _window(plan: KernelPlan, kernel, history: History) -> np.ndarray:
     return plan.encoding.encode_array(history.tail(plan.window)).astype(kernel.dtype)
 
 
-def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPlan, history: History,
-                   producer: Producer, stop: StopRequest) -> tuple[Pipeline, split.Split | None]:
+def start_pipeline(
+    options: EngineOptions,
+    kernels: KernelPlugin,
+    plan: KernelPlan,
+    history: History,
+    producer: Producer,
+    stop: StopRequest,
+) -> tuple[Pipeline, split.Split | None]:
     """The pipeline from the proven position on, and the automatic split of the cores where one is made."""
     chosen = None
     began = time.process_time()  # the measurements below: the kernel's threads spin in this process
@@ -250,21 +265,41 @@ def start_pipeline(options: EngineOptions, kernels: KernelPlugin, plan: KernelPl
         workers = 0  # starting worker processes would cost more than they save
     elif options.threads is None and options.scheduler is None and not far:
         kernel, verifier = kernels(plan)
-        chosen = split.choose(plan, kernel, verifier, _window(plan, kernel, history), history.prefix,
-                              history.position, backend=kernels.backend)
+        chosen = split.choose(
+            plan,
+            kernel,
+            verifier,
+            _window(plan, kernel, history),
+            history.prefix,
+            history.position,
+            backend=kernels.backend,
+        )
         log.info("cores: %s", chosen.describe())
         workers = chosen.workers
     else:
         workers = default_threads()
     if chosen is None and (options.threads or 1) > 1 and not far:  # threads chosen by hand: their block length
         kernel, _ = kernels(plan)
-        split.tune_blocks(plan, kernel, _window(plan, kernel, history), history.position,
-                          min(options.threads, kernel.max_threads), kernels.backend)
+        split.tune_blocks(
+            plan,
+            kernel,
+            _window(plan, kernel, history),
+            history.position,
+            min(options.threads, kernel.max_threads),
+            kernels.backend,
+        )
     measuring = time.process_time() - began
     executor = make_executor(workers, options.scheduler, stop.requested, kernels.verify_piece)
     backlog = options.backlog or 2 * executor.workers + 2
     # The producer gets a thread of its own where proofs run elsewhere; a plug-in that verifies
     # here (the GPU's) and an in-process executor share this thread with it, as before.
     threaded = options.verify and not kernels.verify_here and not isinstance(executor, InProcess)
-    return Pipeline(ProducerThread(producer) if threaded else producer, producer.kernels, executor, backlog,
-                    options.verify, stop, measuring), chosen
+    return Pipeline(
+        ProducerThread(producer) if threaded else producer,
+        producer.kernels,
+        executor,
+        backlog,
+        options.verify,
+        stop,
+        measuring,
+    ), chosen

@@ -79,8 +79,10 @@ class Planning:
         tells what storage must hold); True when the plan changed."""
         plan = plan_for(self.table, self.known_values(history), self.storage, early=self.early)
         if plan is None:
-            log.info("%s has no sparse space or no move leaving a heap: the exact solver computes every value",
-                     self.game.code)
+            log.info(
+                "%s has no sparse space or no move leaving a heap: the exact solver computes every value",
+                self.game.code,
+            )
         else:
             log_plan(plan, self.plan)
         changed = plan != self.plan
@@ -103,8 +105,13 @@ class Planning:
     def table_from(self, values: np.ndarray) -> None:
         """The table the first exact ``values`` decide (a game without a shipped table)."""
         self.table = RareTable.from_values(self.game, values)
-        log.info("rare table of %s from its first %d values: sparse space %s, %d rare positions", self.game.code,
-                 len(values), self.table.describe(), self.table.count)
+        log.info(
+            "rare table of %s from its first %d values: sparse space %s, %d rare positions",
+            self.game.code,
+            len(values),
+            self.table.describe(),
+            self.table.count,
+        )
 
     def reconcile(self, values) -> None:
         """The table reconciled with the exact ``values`` G(0) ... (:func:`reconcile`)."""
@@ -136,7 +143,7 @@ def rare_entries(values, rarity: Rarity) -> dict[int, int]:
     """``{position: value}`` of the rare positions among ``values`` (G(0) ...) under ``rarity``."""
     found = {}
     for lo in range(0, len(values), SPILL_PIECE):  # in pieces: a far decision's values are on disk
-        piece = np.asarray(values[lo: lo + SPILL_PIECE])
+        piece = np.asarray(values[lo : lo + SPILL_PIECE])
         found.update((lo + int(p), int(piece[p])) for p in np.flatnonzero(rarity.rare_flags(piece, lo)))
     return found
 
@@ -167,15 +174,26 @@ def reconcile(table: RareTable, values) -> RareTable:
         elif found[p] != listed[p]:
             wrong.append(f"rare table says G({p}) = {listed[p]}, but it is {found[p]}")
     if added:
-        log.info("%s: rare table extended past its exact_to %d by the exact solver: %d rare value%s added, "
-                 "exact to %d now", code, table.exact_to, added, "" if added == 1 else "s", len(values))
+        log.info(
+            "%s: rare table extended past its exact_to %d by the exact solver: %d rare value%s added, exact to %d now",
+            code,
+            table.exact_to,
+            added,
+            "" if added == 1 else "s",
+            len(values),
+        )
     for difference in wrong:
         log.debug("%s: %s; corrected", code, difference)
     if len(wrong) == 1:
         log.warning("%s: %s; corrected", code, wrong[0])
     elif wrong:
-        log.warning("%s: %s, and %d more of its entries below %d are wrong; corrected", code, wrong[0],
-                    len(wrong) - 1, table.exact_to)
+        log.warning(
+            "%s: %s, and %d more of its entries below %d are wrong; corrected",
+            code,
+            wrong[0],
+            len(wrong) - 1,
+            table.exact_to,
+        )
     entries = sorted(found.items()) + [e for e in table.entries if e[0] >= len(values)]
     return table.with_entries(entries, max(table.exact_to, len(values)))
 
@@ -212,8 +230,9 @@ def plan_for(table: RareTable, values, storage: str | None = None, *, early: boo
     return plan
 
 
-def plan_game(game: OctalGame, table: RareTable | None = None, *, required: bool = False,
-              limit: int = PLAN_LIMIT) -> tuple[KernelPlan | None, np.ndarray]:
+def plan_game(
+    game: OctalGame, table: RareTable | None = None, *, required: bool = False, limit: int = PLAN_LIMIT
+) -> tuple[KernelPlan | None, np.ndarray]:
     """The kernel plan a run of ``game`` starts with, and the exact values before its first heap.
 
     The one way to a plan, without an engine: every command that builds a kernel (``emit c``,
@@ -256,8 +275,10 @@ def plan_game(game: OctalGame, table: RareTable | None = None, *, required: bool
     plan, too_far = plan_for(table, values), None
     while plan is not None and len(values) < plan.start:
         if plan.start > limit:  # rare values keep appearing: the first heap keeps moving on
-            too_far = (f"{game.code}: rare values still appear at G({table.last_position}), and the kernel would "
-                       f"start past G({limit - 1}): no speculative kernel; use an exact backend")
+            too_far = (
+                f"{game.code}: rare values still appear at G({table.last_position}), and the kernel would "
+                f"start past G({limit - 1}): no speculative kernel; use an exact backend"
+            )
             plan = None
             break
         values = exact_solver(game, table.rarity, values).extend(plan.start).copy()

@@ -107,7 +107,9 @@ class Producer:
         self.fallbacks, self.first_fallback = 0, None
         self._next_size = FIRST_CHUNK
 
-    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None, tape: Tape | None = None) -> None:
+    def reset(
+        self, plan: KernelPlan | None, position: int, window: np.ndarray | None, tape: Tape | None = None
+    ) -> None:
         """Produce again from ``position`` with ``plan``.
 
         ``window``: the last ``plan.window`` proven values, where the kernel runs from ``position``
@@ -141,8 +143,9 @@ class Producer:
         reset.  A value too large for the storage ends the chunk before it (:attr:`overflow`).
         """
         if self.overflow is not None:
-            raise InternalError(f"asked to produce past G({self.overflow.heap}), which its storage cannot hold, "
-                                "before a reset")
+            raise InternalError(
+                f"asked to produce past G({self.overflow.heap}), which its storage cannot hold, before a reset"
+            )
         plan = self.plan
         kernel, _ = self.kernels(plan)
         w, a = plan.window, self.produced_to
@@ -154,7 +157,7 @@ class Producer:
             buffer = tape.view(a - w, b)
         else:
             buffer = np.empty(w + b - a, dtype=kernel.dtype)
-            buffer[:w] = self.ring[len(self.ring) - w:]
+            buffer[:w] = self.ring[len(self.ring) - w :]
         # Threads copy the window into each of them: a far term's, on the tape, is filled by one.
         kernel_threads = 1 if tape is not None else min(threads, kernel.max_threads)
         began = self._cpu(kernel_threads)
@@ -164,7 +167,7 @@ class Producer:
             self.overflow, b = exc, exc.heap
         finally:
             self.cpu_seconds += self._cpu(kernel_threads) - began
-        codes = buffer[w: w + b - a]
+        codes = buffer[w : w + b - a]
         self.values += b - a
         self.produced_to = b
         if tape is not None:  # every code on the tape: mapped, not copied, and no scan stops short of them
@@ -173,10 +176,10 @@ class Producer:
             tape.release([*term_reads(plan, b, b + min(size, self._next_size)), (b, tape.stop)])
         else:
             start = self.ring_base if proof_history is None else max(self.ring_base, a - w - proof_history)
-            before = self.ring[start - self.ring_base:]
+            before = self.ring[start - self.ring_base :]
             # The ring keeps every code since the reset (None), or the last w + proof_history: drop the rest.
             drop = 0 if proof_history is None else max(0, len(before) + len(codes) - (w + proof_history))
-            self.ring = np.concatenate([before[drop:], codes[max(0, drop - len(before)):]])
+            self.ring = np.concatenate([before[drop:], codes[max(0, drop - len(before)) :]])
             self.ring_base = b - len(self.ring)
             chunk = Chunk(a, b, plan, codes, start, before)
         return chunk
@@ -186,14 +189,14 @@ class Producer:
         time; the plan's crossings apart (:meth:`~octalgen.plan.KernelPlan.crossing_code`)."""
         plan, w = self.plan, self.plan.window
         crossings = plan.crossings
-        crossings = crossings[np.searchsorted(crossings, a): np.searchsorted(crossings, b)].tolist()
+        crossings = crossings[np.searchsorted(crossings, a) : np.searchsorted(crossings, b)].tolist()
         done = a
         for crossing in [*crossings, None]:
             stop = b if crossing is None else crossing
             for lo in range(done, stop, FILL_STEP):
                 self.check_stop()
                 hi = min(stop, lo + FILL_STEP)
-                fell_back = kernel.fill(buffer[lo - a: w + hi - a], lo, threads)
+                fell_back = kernel.fill(buffer[lo - a : w + hi - a], lo, threads)
                 if fell_back is not None:
                     self.fallbacks += 1
                     self.first_fallback = fell_back if self.first_fallback is None else self.first_fallback

@@ -78,8 +78,9 @@ class ProducerThread:
         """Make the plan's kernel now (see :meth:`Producer.prepare`)."""
         self.producer.prepare()
 
-    def reset(self, plan: KernelPlan | None, position: int, window: np.ndarray | None,
-              tape: Tape | None = None) -> None:
+    def reset(
+        self, plan: KernelPlan | None, position: int, window: np.ndarray | None, tape: Tape | None = None
+    ) -> None:
         """Stop producing, forget the chunks produced ahead, produce again from ``position``."""
         self.halt()
         self.producer.reset(plan, position, window, tape)
@@ -114,8 +115,12 @@ class ProducerThread:
         """True where nothing is ready and nothing will be: the thread ended, or it has nothing more to
         produce (:meth:`~.producer.Producer.exhausted`)."""
         with self._cond:
-            return not self._ready and self._error is None and not self._producing and (
-                self._thread is None or self._params is None or self.producer.exhausted(self._params[0]))
+            return (
+                not self._ready
+                and self._error is None
+                and not self._producing
+                and (self._thread is None or self._params is None or self.producer.exhausted(self._params[0]))
+            )
 
     def halt(self) -> None:
         """Stop the thread (at its next look between kernel calls) and forget the chunks ready."""
@@ -161,8 +166,7 @@ class ProducerThread:
             while True:
                 with self._cond:
                     assert self._params is not None  # run() sets them before it starts this thread
-                    while not self._halt and (len(self._ready) >= self.ahead
-                                              or producer.exhausted(self._params[0])):
+                    while not self._halt and (len(self._ready) >= self.ahead or producer.exhausted(self._params[0])):
                         self._cond.wait()
                     if self._halt:
                         return

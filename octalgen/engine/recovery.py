@@ -80,8 +80,7 @@ class Recovery:
         self.cpu_seconds = 0.0
         self.switched_at: int | None = None
 
-    def try_again(self, chunk: Chunk, result: VerifyResult, history: History) -> tuple[VerifyResult,
-                                                                                       RareTable | None]:
+    def try_again(self, chunk: Chunk, result: VerifyResult, history: History) -> tuple[VerifyResult, RareTable | None]:
         """The chunk's result after the tries of the module docstring, and the table under another mask
         to go on under where one helps (None: decide where the result is not proven)."""
         verifier = self.kernels(chunk.plan)[1]
@@ -93,8 +92,7 @@ class Recovery:
             switch = self._late_switch(chunk, result, history) if result.status == FAILED else None
         return result, switch
 
-    def go_on(self, chunk: Chunk, failure: VerifyResult, switch: RareTable | None,
-              history: History) -> Decision | None:
+    def go_on(self, chunk: Chunk, failure: VerifyResult, switch: RareTable | None, history: History) -> Decision | None:
         """Go on past the heap m where the proof of ``chunk`` did not go through: under ``switch`` (then
         None is returned), or with G(m) decided (its :class:`Decision`); each said as it is found."""
         m, table = failure.heap, self.planning.table
@@ -104,7 +102,7 @@ class Recovery:
             self.switched_at = m  # a second failure there is decided
             self.planning.adopt(switch)
             return None
-        speculated = int(chunk.plan.encoding.decode_array(chunk.codes[m - chunk.first: m - chunk.first + 1], m)[0])
+        speculated = int(chunk.plan.encoding.decode_array(chunk.codes[m - chunk.first : m - chunk.first + 1], m)[0])
         found = decide(table, chunk.plan.encoding, history, failure, self.check_stop)
         announce(found, table.game.code, speculated)
         if found.new_rare:
@@ -114,8 +112,9 @@ class Recovery:
             self.planning.widen_storage()
         return found
 
-    def _verify_again(self, verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History,
-                      every_value: bool) -> VerifyResult:
+    def _verify_again(
+        self, verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History, every_value: bool
+    ) -> VerifyResult:
         result, seconds = verify_again(verifier, chunk, undecided, history, every_value)
         self.cpu_seconds += seconds
         return result
@@ -126,8 +125,9 @@ class Recovery:
         return late_switch(self.planning, history, chunk, failure)
 
 
-def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History,
-                 every_value: bool = False) -> tuple[VerifyResult, float]:
+def verify_again(
+    verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult, history: History, every_value: bool = False
+) -> tuple[VerifyResult, float]:
     """Prove ``chunk`` from the undecided heap on: with the recent values, or with every value
     (``every_value``: read back from the history, or recomputed).
 
@@ -141,7 +141,7 @@ def verify_again(verifier: ProofVerifier, chunk: Chunk, undecided: VerifyResult,
     else:
         if not every_value:
             start, held = history.recent_values()
-            held = held[max(0, earliest - start):]
+            held = held[max(0, earliest - start) :]
             start = max(start, earliest)
         else:
             log.info("G(%d) needs values from further back than this run holds in memory", undecided.heap)
@@ -163,8 +163,9 @@ def late_switch(planning: Planning, history: History, chunk: Chunk, failure: Ver
     return switched if plan is not None and plan.start <= m else None
 
 
-def switch_for_late_value(table: RareTable, history: History, failure: VerifyResult, speculated: int,
-                          pending: np.ndarray) -> RareTable | None:
+def switch_for_late_value(
+    table: RareTable, history: History, failure: VerifyResult, speculated: int, pending: np.ndarray
+) -> RareTable | None:
     """The table under another mask, for a proof that failed (or stayed undecided) at m past the prefix.
 
     At the first proof that does not go through every value below m is proven and every rare
@@ -224,8 +225,13 @@ class Decision:
     values: np.ndarray
 
 
-def decide(table: RareTable, encoding: Encoding, history: History, failure: VerifyResult,
-           check_stop: Callable[[], None] = lambda: None) -> Decision:
+def decide(
+    table: RareTable,
+    encoding: Encoding,
+    history: History,
+    failure: VerifyResult,
+    check_stop: Callable[[], None] = lambda: None,
+) -> Decision:
     """Decide G(m) at ``failure.heap`` (m = the proven position) under ``table`` and the kernel's ``encoding``.
 
     Each value is computed by :func:`~.exact_heap.exact_value` from the values before it, read from
@@ -250,7 +256,7 @@ def decide(table: RareTable, encoding: Encoding, history: History, failure: Veri
     def read(lo: int, hi: int) -> np.ndarray | None:
         check_stop()
         below = source(lo, min(hi, m)) if lo < m else np.zeros(0, np.uint16)
-        after = np.array(decided[max(lo, m) - m: max(hi, m) - m], dtype=np.uint16)
+        after = np.array(decided[max(lo, m) - m : max(hi, m) - m], dtype=np.uint16)
         return None if below is None else np.concatenate([below, after]) if len(after) else below
 
     value = exact_value(table, m, read)
@@ -258,7 +264,7 @@ def decide(table: RareTable, encoding: Encoding, history: History, failure: Veri
         everything = history.values_before(m)
 
         def source(lo: int, hi: int) -> np.ndarray:
-            return everything[lo: hi]
+            return everything[lo:hi]
 
         value = exact_value(table, m, read)
     if failure.true_value is not None and failure.true_value != value:
@@ -278,10 +284,21 @@ def decide(table: RareTable, encoding: Encoding, history: History, failure: Veri
 def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: int, game_code: str) -> None:
     """Tell that a run switched its mask where a value rare under the old one appeared far out."""
     banner = "!" * 72
-    log.warning("%s\nG(%d) of %s is rare under mask %#x, far past the %d values held: every value since G(%d) is "
-                "common under mask %#x, so the run goes on under it (%d rare positions, all below G(%d)); the "
-                "kernel is regenerated and the period search restarted\n%s", banner, heap, game_code, old.mask,
-                prefix_length, prefix_length, new.mask, new.count, prefix_length, banner)
+    log.warning(
+        "%s\nG(%d) of %s is rare under mask %#x, far past the %d values held: every value since G(%d) is "
+        "common under mask %#x, so the run goes on under it (%d rare positions, all below G(%d)); the "
+        "kernel is regenerated and the period search restarted\n%s",
+        banner,
+        heap,
+        game_code,
+        old.mask,
+        prefix_length,
+        prefix_length,
+        new.mask,
+        new.count,
+        prefix_length,
+        banner,
+    )
 
 
 def announce(decision: Decision, game_code: str, speculated: int | None = None) -> None:
@@ -289,10 +306,16 @@ def announce(decision: Decision, game_code: str, speculated: int | None = None) 
     kernel's value, ``speculated``, proven exactly after all: a line at info level)."""
     if decision.new_rare:
         banner = "!" * 72
-        log.warning("%s\nNEW RARE VALUE: G(%d) = %d of %s, found by verification; added to the rare table, "
-                    "kernel regenerated\n%s", banner, decision.heap, decision.value, game_code, banner)
+        log.warning(
+            "%s\nNEW RARE VALUE: G(%d) = %d of %s, found by verification; added to the rare table, "
+            "kernel regenerated\n%s",
+            banner,
+            decision.heap,
+            decision.value,
+            game_code,
+            banner,
+        )
     elif decision.value == speculated:
         log.info("G(%d) = %d, the kernel's value, proven from every value before it", decision.heap, decision.value)
     else:
-        log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", decision.heap,
-                    decision.value)
+        log.warning("verification corrected G(%d) to %d (the kernel's value was wrong)", decision.heap, decision.value)

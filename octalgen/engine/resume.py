@@ -63,8 +63,15 @@ class Checkpoints:
         state.check_resumable(self.identity, until, self.directory)
         return state
 
-    def history(self, state: RunState | None, keep_all: bool, prefix_limit: int, recent_limit: int,
-                far_tape=None, recompute=None) -> History:
+    def history(
+        self,
+        state: RunState | None,
+        keep_all: bool,
+        prefix_limit: int,
+        recent_limit: int,
+        far_tape=None,
+        recompute=None,
+    ) -> History:
         """The history a run starts with: empty, or ``state``'s read back from the directory
         (``far_tape``, ``recompute``: see :class:`~.history.History`; it spills into the directory)."""
         connections = {"far_tape": far_tape, "spill_dir": self.directory, "recompute": recompute}
@@ -78,8 +85,17 @@ class Checkpoints:
             if damaged:
                 self._repair(store, damaged, recompute)
             try:
-                return History.restore(store, state.position, state.prefix_length, state.window, state.keep_all,
-                                       state.late_values, prefix_limit, recent_limit, **connections)
+                return History.restore(
+                    store,
+                    state.position,
+                    state.prefix_length,
+                    state.window,
+                    state.keep_all,
+                    state.late_values,
+                    prefix_limit,
+                    recent_limit,
+                    **connections,
+                )
             except (KeyError, TypeError, ValueError) as exc:
                 raise malformed(self.directory, exc) from None
         fresh: ValueStore | None = None
@@ -101,13 +117,14 @@ class Checkpoints:
         if len(damaged) > 1:
             said += f", and {len(damaged) - 1} more {'is' if len(damaged) == 2 else 'are'} damaged"
         stop = max(entry["first"] + entry["count"] for entry, _ in damaged)
-        log.warning("%s: computing G(0) ... G(%d) anew to write %s again", said, stop - 1,
-                    "it" if len(damaged) == 1 else "them")
+        log.warning(
+            "%s: computing G(0) ... G(%d) anew to write %s again", said, stop - 1, "it" if len(damaged) == 1 else "them"
+        )
         with tempfile.TemporaryDirectory(prefix="octalgen-repair-", dir=self.directory) as folder:
             values = np.memmap(Path(folder) / "values.u16", dtype=np.uint16, mode="w+", shape=(stop,))
             recompute(stop, values)
             for entry, _ in damaged:
-                store.repair(entry, values[entry["first"]: entry["first"] + entry["count"]])
+                store.repair(entry, values[entry["first"] : entry["first"] + entry["count"]])
             del values
 
     def restore_consumers(self, state: RunState, consumers) -> None:
@@ -139,15 +156,24 @@ class Checkpoints:
             store.sync()
         if table is not None and self._yaml[0] is not table:  # YAML costs more than the rest: once a table
             self._yaml = (table, table.to_yaml())
-        state = RunState(parameters=self.identity, until=until, position=history.position,
-                         table=self._yaml[1] if table is not None else None,
-                         table_digest=table.digest if table is not None else None, storage=storage,
-                         files=store.inline if store is not None else [],
-                         sealed=list(store.sealed) if store is not None else [], prefix_length=len(history.prefix),
-                         window=history.window, keep_all=history.keep_all,
-                         late_values=ints_or_none(history.late_values()), consumers=consumers,
-                         rare_found=tuple(recovery.rare_found), mask_switches=tuple(recovery.mask_switches),
-                         elapsed=elapsed)
+        state = RunState(
+            parameters=self.identity,
+            until=until,
+            position=history.position,
+            table=self._yaml[1] if table is not None else None,
+            table_digest=table.digest if table is not None else None,
+            storage=storage,
+            files=store.inline if store is not None else [],
+            sealed=list(store.sealed) if store is not None else [],
+            prefix_length=len(history.prefix),
+            window=history.window,
+            keep_all=history.keep_all,
+            late_values=ints_or_none(history.late_values()),
+            consumers=consumers,
+            rare_found=tuple(recovery.rare_found),
+            mask_switches=tuple(recovery.mask_switches),
+            elapsed=elapsed,
+        )
         write_checkpoint(self.directory, state.to_body())
         if store is not None:
             store.delete(dropped)

@@ -91,18 +91,24 @@ class RunSummary:
     def period_lines(self) -> list[str]:
         p = self.period
         if p and "preperiod" in p:
-            return [f"period {p['period']} preperiod {p['preperiod']} (least period and least preperiod, proven by "
-                    f"Guy-Smith with G(0) ... G({p['proof_length'] - 1}))"]
+            return [
+                f"period {p['period']} preperiod {p['preperiod']} (least period and least preperiod, proven by "
+                f"Guy-Smith with G(0) ... G({p['proof_length'] - 1}))"
+            ]
         if p:
-            return [f"period {p['period']} from G({p['from']}) proven by Guy-Smith with G(0) ... "
-                    f"G({p['proof_length'] - 1}) (least preperiod at most {p['from']}; octalgen period finds it)"]
+            return [
+                f"period {p['period']} from G({p['from']}) proven by Guy-Smith with G(0) ... "
+                f"G({p['proof_length'] - 1}) (least preperiod at most {p['from']}; octalgen period finds it)"
+            ]
         if self.refuted:
             return [f"claim refuted: {self.refuted}"]
         lines = []
         for c in self.candidates:
             start = c.get("preperiod", c.get("from"))
-            lines.append(f"period candidate {c['period']} from G({start}): proven once G(0) ... "
-                         f"G({c['proof_length'] - 1}) are verified")
+            lines.append(
+                f"period candidate {c['period']} from G({start}): proven once G(0) ... "
+                f"G({c['proof_length'] - 1}) are verified"
+            )
         return lines or [f"period none found (hash matches {self.hash_matches}, none a repeated window)"]
 
     def lines(self, masks=(), engineering: bool = False) -> list[str]:
@@ -115,8 +121,9 @@ class RunSummary:
         lines = self.statistics.lines(masks) + self.period_lines()
         rate = self.values_per_second
         if rate is not None:
-            lines.append(f"values/s {rate:,.0f} ({self.session_values} values in {self.session_seconds:.1f} s this "
-                         "session)")
+            lines.append(
+                f"values/s {rate:,.0f} ({self.session_values} values in {self.session_seconds:.1f} s this session)"
+            )
         elif self.session_seconds > 0:
             lines.append(f"nothing left to do ({self.statistics.values} values were already proven)")
         missed = self.missed_expectation()
@@ -124,8 +131,10 @@ class RunSummary:
             lines.append(missed)
         if self.fallbacks:
             count, first = self.fallbacks
-            lines.append(f"kernel threads fell back to one thread {count} time{'s' if count > 1 else ''}, first at "
-                         f"G({first}): the cores were busy with other work")
+            lines.append(
+                f"kernel threads fell back to one thread {count} time{'s' if count > 1 else ''}, first at "
+                f"G({first}): the cores were busy with other work"
+            )
         if engineering:
             lines += self.engineering_lines()
         return lines
@@ -135,9 +144,11 @@ class RunSummary:
         rate = self.values_per_second
         if not rate or not self.expected or abs(rate / self.expected - 1) <= MISS:
             return None
-        return (f"{rate / 1e6:.2f} M values/s, {rate / self.expected:.0%} of the {self.expected / 1e6:.2f} M the "
-                "split of the cores expected: other work took the cores, or its cached rates were off (a long "
-                "enough run replaces them with its own)")
+        return (
+            f"{rate / 1e6:.2f} M values/s, {rate / self.expected:.0%} of the {self.expected / 1e6:.2f} M the "
+            "split of the cores expected: other work took the cores, or its cached rates were off (a long "
+            "enough run replaces them with its own)"
+        )
 
     def engineering_lines(self) -> list[str]:
         """The rare table's digest, the split of the cores and the CPU seconds of each role."""
@@ -148,43 +159,65 @@ class RunSummary:
         if self.split is not None:
             lines.append(f"cores: {self.split.describe()}")
             if rate and self.expected:
-                lines.append(f"achieved {rate / 1e6:.2f} M values/s, {rate / self.expected:.0%} of the "
-                             f"{self.expected / 1e6:.2f} M expected for {self.session_values:,} values (start and "
-                             "drain included)")
+                lines.append(
+                    f"achieved {rate / 1e6:.2f} M values/s, {rate / self.expected:.0%} of the "
+                    f"{self.expected / 1e6:.2f} M expected for {self.session_values:,} values (start and "
+                    "drain included)"
+                )
         if self.roles and self.session_values:
             shown = [(role, figures) for role, figures in self.roles.items() if figures["cpu_seconds"]]
-            lines.append("CPU seconds per 10^8 values: " + ", ".join(
-                f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in shown))
-            rates = [(role, figures["values_per_cpu_second"]) for role, figures in shown
-                     if figures["values_per_cpu_second"] and role in ("kernel", "verifiers")]
+            lines.append(
+                "CPU seconds per 10^8 values: "
+                + ", ".join(f"{role} {figures['per_1e8_values']:,.1f}" for role, figures in shown)
+            )
+            rates = [
+                (role, figures["values_per_cpu_second"])
+                for role, figures in shown
+                if figures["values_per_cpu_second"] and role in ("kernel", "verifiers")
+            ]
             if rates:
-                lines.append("values per CPU-second: "
-                             + ", ".join(f"{role} {rate / 1e6:.2f} M" for role, rate in rates))
+                lines.append(
+                    "values per CPU-second: " + ", ".join(f"{role} {rate / 1e6:.2f} M" for role, rate in rates)
+                )
         return lines
 
     def to_json(self, masks=()) -> dict:
         result = self.statistics.to_json(masks)
         rate = self.values_per_second
-        result.update(period=self.period, period_candidates=self.candidates, refuted=self.refuted,
-                      hash_matches=self.hash_matches,
-                      rare_table=self.table.digest if self.table is not None else None, seconds=self.seconds,
-                      session={"values": self.session_values, "seconds": round(self.session_seconds, 3),
-                               "values_per_second": round(rate) if rate is not None else None},
-                      cpu_roles=self.roles,
-                      kernel_fallbacks=None if self.fallbacks is None else {
-                          "count": self.fallbacks[0], "first_heap": self.fallbacks[1]},
-                      cores=None if self.split is None else {
-                          "kernel_threads": self.split.threads, "verifying_processes": self.split.workers,
-                          "predicted_values_per_second": round(self.split.predicted),
-                          "expected_values_per_second": round(self.expected) if self.expected else None,
-                          "kernel_values_per_second": {str(t): round(r) for t, r in self.split.kernel_rates.items()},
-                          "kernel_block_heaps": {str(t): b for t, b in self.split.blocks.items()},
-                          "verifier_values_per_second_per_core": round(self.split.verify_rate)})
+        result.update(
+            period=self.period,
+            period_candidates=self.candidates,
+            refuted=self.refuted,
+            hash_matches=self.hash_matches,
+            rare_table=self.table.digest if self.table is not None else None,
+            seconds=self.seconds,
+            session={
+                "values": self.session_values,
+                "seconds": round(self.session_seconds, 3),
+                "values_per_second": round(rate) if rate is not None else None,
+            },
+            cpu_roles=self.roles,
+            kernel_fallbacks=None
+            if self.fallbacks is None
+            else {"count": self.fallbacks[0], "first_heap": self.fallbacks[1]},
+            cores=None
+            if self.split is None
+            else {
+                "kernel_threads": self.split.threads,
+                "verifying_processes": self.split.workers,
+                "predicted_values_per_second": round(self.split.predicted),
+                "expected_values_per_second": round(self.expected) if self.expected else None,
+                "kernel_values_per_second": {str(t): round(r) for t, r in self.split.kernel_rates.items()},
+                "kernel_block_heaps": {str(t): b for t, b in self.split.blocks.items()},
+                "verifier_values_per_second_per_core": round(self.split.verify_rate),
+            },
+        )
         return result
 
 
-def summarized_run(game: OctalGame, options: EngineOptions, tally: Tally, consumers: tuple[Consumer, ...] = (),
-                   **settings) -> tuple[Engine, RunSummary]:
+def summarized_run(
+    game: OctalGame, options: EngineOptions, tally: Tally, consumers: tuple[Consumer, ...] = (), **settings
+) -> tuple[Engine, RunSummary]:
     """Run the engine to its end with ``tally`` (then ``consumers``) and summarize it.
 
     ``settings``: the :class:`~.core.Engine`'s keyword arguments (``table``, ``directory``,
@@ -203,18 +236,35 @@ def summarized_run(game: OctalGame, options: EngineOptions, tally: Tally, consum
 def summarize(engine: Engine, tally: Tally) -> RunSummary:
     """The summary of a finished (or stopped) engine run with a :class:`~.tally.Tally`."""
     table, recovery = engine.planning.table, engine.recovery
-    statistics = _statistics(engine.game, table, tally.state(), engine.position, tally.digest_from,
-                             recovery.rare_found, recovery.mask_switches)
+    statistics = _statistics(
+        engine.game,
+        table,
+        tally.state(),
+        engine.position,
+        tally.digest_from,
+        recovery.rare_found,
+        recovery.mask_switches,
+    )
     prover = tally.prover
-    return RunSummary(statistics, table, *_period(prover.state() if prover is not None else None),
-                      hash_matches=int(tally.scanner.state.hash_matches), seconds=engine.session.elapsed,
-                      session_values=engine.session.values, session_seconds=engine.session.wall,
-                      roles=engine.session.roles(), split=engine.split,
-                      fallbacks=(engine.session.kernel_fallbacks, engine.session.first_fallback)
-                      if engine.session.kernel_fallbacks else None,
-                      expected=engine.split.expected(engine.session.values, engine.options.chunk, FIRST_CHUNK)
-                      if engine.split is not None and engine.session.values > 0 else None,
-                      count_tables=tally.tables(), count_tables_since=tally.count_tables.since)
+    return RunSummary(
+        statistics,
+        table,
+        *_period(prover.state() if prover is not None else None),
+        hash_matches=int(tally.scanner.state.hash_matches),
+        seconds=engine.session.elapsed,
+        session_values=engine.session.values,
+        session_seconds=engine.session.wall,
+        roles=engine.session.roles(),
+        split=engine.split,
+        fallbacks=(engine.session.kernel_fallbacks, engine.session.first_fallback)
+        if engine.session.kernel_fallbacks
+        else None,
+        expected=engine.split.expected(engine.session.values, engine.options.chunk, FIRST_CHUNK)
+        if engine.split is not None and engine.session.values > 0
+        else None,
+        count_tables=tally.tables(),
+        count_tables_since=tally.count_tables.since,
+    )
 
 
 def summary_of_checkpoint(directory) -> RunSummary:
@@ -228,42 +278,68 @@ def summary_of_checkpoint(directory) -> RunSummary:
     if path.name == FILENAME and path.is_file():
         directory = path.parent
     elif path.is_file():
-        raise CheckpointError(f"{directory} is a file: give the --checkpoint directory of a run, which holds "
-                              f"{FILENAME}")
+        raise CheckpointError(
+            f"{directory} is a file: give the --checkpoint directory of a run, which holds {FILENAME}"
+        )
     elif not path.is_dir():
         raise CheckpointError(f"{directory} does not exist (give the --checkpoint directory of a run)")
     body = read_checkpoint(directory)
     if body is None:
-        raise CheckpointError(f"{directory} holds no run checkpoint (checkpoint.json): give the --checkpoint "
-                              "directory of a run")
+        raise CheckpointError(
+            f"{directory} holds no run checkpoint (checkpoint.json): give the --checkpoint directory of a run"
+        )
     check_layout(body, directory)
     game = parse_game(body["parameters"]["game"])
-    table = RareTable.from_yaml(body["table"], game=game, source=f"checkpoint in {directory}") \
-        if body["table"] is not None else None
+    table = (
+        RareTable.from_yaml(body["table"], game=game, source=f"checkpoint in {directory}")
+        if body["table"] is not None
+        else None
+    )
     state = body["consumers"]["tally"]
-    statistics = _statistics(game, table, state, body["position"], body["parameters"].get("digest_from", 0),
-                             [tuple(e) for e in body["rare_found"]],
-                             [tuple(e) for e in body.get("mask_switches", ())])
+    statistics = _statistics(
+        game,
+        table,
+        state,
+        body["position"],
+        body["parameters"].get("digest_from", 0),
+        [tuple(e) for e in body["rare_found"]],
+        [tuple(e) for e in body.get("mask_switches", ())],
+    )
     position = state["scanner"]["position"]
     tables = CountTables.restore(state.get("count_tables"), position)
-    return RunSummary(statistics, table, *_period(state["prover"]), hash_matches=state["scanner"]["hash_matches"],
-                      seconds=body["elapsed"], count_tables=tables.with_end(counts_of(state)[0], position),
-                      count_tables_since=tables.since)
+    return RunSummary(
+        statistics,
+        table,
+        *_period(state["prover"]),
+        hash_matches=state["scanner"]["hash_matches"],
+        seconds=body["elapsed"],
+        count_tables=tables.with_end(counts_of(state)[0], position),
+        count_tables_since=tables.since,
+    )
 
 
-def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found,
-                mask_switches) -> Statistics:
+def _statistics(game, table, state: dict, position: int, digest_from: int, rare_found, mask_switches) -> Statistics:
     counts, first_seen, last_seen = counts_of(state)
     scanner = state["scanner"]
     return Statistics.from_arrays(
-        game.code, counts, first_seen, last_seen, values=position, digest=f"{scanner['fnv']:016x}",
-        digest_from=digest_from, range_digest=f"{scanner['fnv_range']:016x}",
+        game.code,
+        counts,
+        first_seen,
+        last_seen,
+        values=position,
+        digest=f"{scanner['fnv']:016x}",
+        digest_from=digest_from,
+        range_digest=f"{scanner['fnv_range']:016x}",
         mask=table.mask if table is not None else None,
-        parity=table.parity if table is not None else None, rule=table.describe() if table is not None else None,
+        parity=table.parity if table is not None else None,
+        rule=table.describe() if table is not None else None,
         rare_positions=sum(1 for p, _ in table.entries if p < position) if table is not None else 0,
         last_rare=next(((p, v) for p, v in reversed(table.entries) if p < position), None) if table else None,
-        zero_positions=list(state["zeros"]), rare_found=list(rare_found),
-        mask_switches=list(mask_switches), name=game.name)
+        zero_positions=list(state["zeros"]),
+        rare_found=list(rare_found),
+        mask_switches=list(mask_switches),
+        name=game.name,
+    )
 
 
 def _period(prover_state: dict | None) -> tuple[dict | None, list, str | None]:

@@ -102,8 +102,9 @@ def mark_present(values: np.ndarray, present: np.ndarray) -> None:
     """Set ``present[v]`` (uint8, 65536 entries) for every value v of ``values`` (uint16), in C."""
     module = _module()
     values = np.ascontiguousarray(values, dtype=np.uint16)
-    module.lib.octalgen_mark_present(module.ffi.from_buffer("uint16_t[]", values), len(values),
-                                     module.ffi.from_buffer("uint8_t[]", present))
+    module.lib.octalgen_mark_present(
+        module.ffi.from_buffer("uint16_t[]", values), len(values), module.ffi.from_buffer("uint8_t[]", present)
+    )
 
 
 def decode_codes(encoding: Encoding, codes: np.ndarray, first: int) -> np.ndarray:
@@ -118,9 +119,12 @@ def decode_codes(encoding: Encoding, codes: np.ndarray, first: int) -> np.ndarra
     codes = np.ascontiguousarray(codes, dtype=np.uint8)
     out = np.empty(len(codes), dtype=np.uint16)
     module = _module()
-    module.lib.octalgen_decode_codes(module.ffi.from_buffer("uint8_t[]", codes), len(codes),
-                                     module.ffi.from_buffer("uint16_t[]", rows),
-                                     module.ffi.from_buffer("uint16_t[]", out))
+    module.lib.octalgen_decode_codes(
+        module.ffi.from_buffer("uint8_t[]", codes),
+        len(codes),
+        module.ffi.from_buffer("uint16_t[]", rows),
+        module.ffi.from_buffer("uint16_t[]", out),
+    )
     return out
 
 
@@ -223,8 +227,9 @@ class Scanner:
         """G(start) ... G(stop-1) from the source, zeros before heap 0."""
         held = self.source.values(max(start, 0), max(stop, 0))
         if held is None:
-            raise InternalError(f"the values G({max(start, 0)}) ... G({stop - 1}) the period search reads back are "
-                                "no longer held")
+            raise InternalError(
+                f"the values G({max(start, 0)}) ... G({stop - 1}) the period search reads back are no longer held"
+            )
         return np.concatenate([np.zeros(min(stop, 0) - start, np.uint16), held]) if start < 0 else held
 
     def read_from(self, source: ValueSource) -> None:
@@ -235,9 +240,21 @@ class Scanner:
     def to_dict(self) -> dict:
         """The scalar state, for a checkpoint (arrays are saved by the caller)."""
         s = self.state
-        return {key: int(getattr(s, key)) for key in
-                ("position", "fnv", "fnv_from", "fnv_range", "crc", "window", "anchor", "anchor_crc",
-                 "next_anchor", "hash_matches")}
+        return {
+            key: int(getattr(s, key))
+            for key in (
+                "position",
+                "fnv",
+                "fnv_from",
+                "fnv_range",
+                "crc",
+                "window",
+                "anchor",
+                "anchor_crc",
+                "next_anchor",
+                "hash_matches",
+            )
+        }
 
     @classmethod
     def from_dict(cls, state: dict, counts, first_seen, last_seen) -> Scanner:
@@ -263,7 +280,7 @@ class Scanner:
             held = np.ascontiguousarray(history, dtype=np.uint16)
             if len(held) != window:
                 raise ValueError(f"rewindow needs the last {window} values, not {len(held)}")
-            read = lambda lo, hi: held[lo: hi]  # noqa: E731 - the one way it is read, in pieces
+            read = lambda lo, hi: held[lo:hi]  # noqa: E731 - the one way it is read, in pieces
         fresh = Scanner(window, source=self.source)
         # No anchor while the window is folded: an anchor is an event, which ends a fold at its heap (the
         # anchor at heap 0 that next_anchor = 0 set ended it after one value, and H was that value's).
@@ -287,12 +304,17 @@ class Scanner:
         """Fold ``arriving`` (``leaving[i]``: the value W heaps before ``arriving[i]``); (event, folded)."""
         ffi, lib = self._module.ffi, self._module.lib
         done = ffi.new("uint64_t *")
-        event = lib.octalgen_scan(self.state, ffi.from_buffer("uint16_t[]", leaving),
-                                  ffi.from_buffer("uint16_t[]", arriving), len(arriving),
-                                  ffi.from_buffer("uint64_t[]", self._tables),
-                                  ffi.from_buffer("uint64_t[]", self.counts),
-                                  ffi.from_buffer("uint64_t[]", self.first_seen),
-                                  ffi.from_buffer("uint64_t[]", self.last_seen), done)
+        event = lib.octalgen_scan(
+            self.state,
+            ffi.from_buffer("uint16_t[]", leaving),
+            ffi.from_buffer("uint16_t[]", arriving),
+            len(arriving),
+            ffi.from_buffer("uint64_t[]", self._tables),
+            ffi.from_buffer("uint64_t[]", self.counts),
+            ffi.from_buffer("uint64_t[]", self.first_seen),
+            ffi.from_buffer("uint64_t[]", self.last_seen),
+            done,
+        )
         return event, int(done[0])
 
     def fold(self, values: np.ndarray):
@@ -304,7 +326,7 @@ class Scanner:
         values = np.asarray(values)
         w = self.window
         for start in range(0, len(values), _STEP):
-            piece = np.ascontiguousarray(values[start: start + _STEP], dtype=np.uint16)
+            piece = np.ascontiguousarray(values[start : start + _STEP], dtype=np.uint16)
             if self.source is None:
                 buffer = np.concatenate([self._tail, piece])
                 leaving = buffer[: len(piece)]
@@ -316,7 +338,7 @@ class Scanner:
                 folded += done
                 if event != FOLDED:
                     if self.source is None:
-                        self._tail = buffer[folded: folded + w].copy()
+                        self._tail = buffer[folded : folded + w].copy()
                     yield ScanEvent(event, self.position - 1)
             if self.source is None:
-                self._tail = buffer[len(buffer) - w:].copy()
+                self._tail = buffer[len(buffer) - w :].copy()

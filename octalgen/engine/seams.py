@@ -42,8 +42,9 @@ class ChunkFiller(Protocol):
         """The lengths of the blocks of heaps :meth:`fill`'s threads may hand each other (empty: the
         kernel has no such choice)."""
 
-    def fill(self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False,
-             block: int | None = None) -> int | None:
+    def fill(
+        self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False, block: int | None = None
+    ) -> int | None:
         """Compute heaps ``first_heap`` ... into ``buffer[W:]`` from the codes of the W heaps before, in
         ``buffer[:W]``; raises :class:`~octalgen.cpu.kernel.StorageOverflow` at a value the storage cannot hold.
         ``patient`` threads never give up waiting for each other; ``block``: one of :meth:`blocks`.

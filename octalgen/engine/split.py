@@ -75,19 +75,25 @@ class Split:
     def expected(self, values: int, chunk: int, first: int) -> float:
         """Values/s a session of ``values`` values should achieve (see the module docstring):
         chunks of ``chunk`` heaps, the first of ``first``."""
-        seconds = (values / self.predicted + min(values, first) / self.kernel_rates[self.threads]
-                   + min(values, chunk) / (max(1, self.workers) * self.verify_rate))
+        seconds = (
+            values / self.predicted
+            + min(values, first) / self.kernel_rates[self.threads]
+            + min(values, chunk) / (max(1, self.workers) * self.verify_rate)
+        )
         return values / seconds
 
     def describe(self) -> str:
         block = f" in blocks of {self.blocks[self.threads]} heaps" if self.threads in self.blocks else ""
-        return (f"{self.threads} kernel thread{'s' * (self.threads > 1)}{block} and {self.workers} verifying "
-                f"process{'es' * (self.workers != 1)}, predicted {self.predicted / 1e6:.2f} M values/s (kernel "
-                f"{self.kernel_rates[self.threads] / 1e6:.2f} M/s, verifier {self.verify_rate / 1e6:.2f} M/s per core)")
+        return (
+            f"{self.threads} kernel thread{'s' * (self.threads > 1)}{block} and {self.workers} verifying "
+            f"process{'es' * (self.workers != 1)}, predicted {self.predicted / 1e6:.2f} M values/s (kernel "
+            f"{self.kernel_rates[self.threads] / 1e6:.2f} M/s, verifier {self.verify_rate / 1e6:.2f} M/s per core)"
+        )
 
 
-def predict(kernel_rates: dict[int, float], verify_rate: float, cores: int,
-            coordinator: float = COORDINATOR_SECONDS) -> tuple[int, int, float]:
+def predict(
+    kernel_rates: dict[int, float], verify_rate: float, cores: int, coordinator: float = COORDINATOR_SECONDS
+) -> tuple[int, int, float]:
     """(threads, workers, values/s) of the fastest split by the model of the module docstring
     (``coordinator``: its CPU seconds per value)."""
     k1 = kernel_rates[1]
@@ -100,8 +106,16 @@ def predict(kernel_rates: dict[int, float], verify_rate: float, cores: int,
     return best
 
 
-def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.ndarray, start: int,
-           cores: int | None = None, backend: str = DEFAULT_BACKEND) -> Split:
+def choose(
+    plan: KernelPlan,
+    kernel,
+    verifier,
+    window: np.ndarray,
+    prefix: np.ndarray,
+    start: int,
+    cores: int | None = None,
+    backend: str = DEFAULT_BACKEND,
+) -> Split:
     """Measure (or read from the cache) the rates of ``plan``'s kernel and verifier; choose the split.
 
     ``window`` holds the codes of the ``plan.window`` heaps before ``start`` (a proven position);
@@ -119,8 +133,9 @@ def choose(plan: KernelPlan, kernel, verifier, window: np.ndarray, prefix: np.nd
     kernel_rates = {int(t): r for t, r in rates["kernel"].items()}
     blocks = {int(t): b for t, b in rates["blocks"].items()}
     kernel.tuned_blocks = dict(blocks)
-    threads, workers, predicted = predict(kernel_rates, rates["verify"], cores,
-                                          rates.get("coordinator", COORDINATOR_SECONDS))
+    threads, workers, predicted = predict(
+        kernel_rates, rates["verify"], cores, rates.get("coordinator", COORDINATOR_SECONDS)
+    )
     return Split(threads, workers, predicted, kernel_rates, rates["verify"], blocks)
 
 
@@ -134,8 +149,9 @@ def thread_counts(cores: int, max_threads: int) -> list[int]:
     return sorted(set(counts))
 
 
-def tune_blocks(plan: KernelPlan, kernel, window: np.ndarray, start: int, threads: int,
-                backend: str = DEFAULT_BACKEND) -> None:
+def tune_blocks(
+    plan: KernelPlan, kernel, window: np.ndarray, start: int, threads: int, backend: str = DEFAULT_BACKEND
+) -> None:
     """Give ``kernel`` the fastest block length for ``threads`` chosen by hand (``--threads``): the one
     the split measured on this machine for this code where it did, else the fastest of a measurement now."""
     if threads < 2 or not kernel.blocks():
@@ -148,8 +164,7 @@ def tune_blocks(plan: KernelPlan, kernel, window: np.ndarray, start: int, thread
     kernel.tuned_blocks = {**kernel.tuned_blocks, threads: block}
 
 
-def _kernel_rate(kernel, buffer: np.ndarray, window: np.ndarray, start: int, threads: int,
-                 block: int | None) -> float:
+def _kernel_rate(kernel, buffer: np.ndarray, window: np.ndarray, start: int, threads: int, block: int | None) -> float:
     """Heaps per second of ``kernel`` filling ``buffer`` after ``window`` (per CPU second for one
     thread, which runs in this one; per second of wall time for threads that spin)."""
     clock = time.thread_time if threads == 1 else time.perf_counter
@@ -185,8 +200,15 @@ def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
 REFINE_AFTER = 1 << 23
 
 
-def refine(plan: KernelPlan, cores: int | None, threads: int, kernel_rate: float | None,
-           verify_rate: float | None, backend: str, coordinator: float | None = None) -> None:
+def refine(
+    plan: KernelPlan,
+    cores: int | None,
+    threads: int,
+    kernel_rate: float | None,
+    verify_rate: float | None,
+    backend: str,
+    coordinator: float | None = None,
+) -> None:
     """Cache the per-CPU-second rates a run measured (``Accounting.roles``) for the next split.
 
     Only a run with one kernel thread measures the kernel's rate; the verifiers' rate (and the
@@ -238,4 +260,3 @@ def _store(plan: KernelPlan, cores: int, rates: dict, backend: str = DEFAULT_BAC
         tmp.replace(_path())
     except OSError as exc:  # a cache that cannot be written only costs a measurement next time
         log.info("cannot cache the measured rates in %s: %s", _path(), exc.strerror)
-

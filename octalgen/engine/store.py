@@ -103,7 +103,7 @@ class ValueStore:
     @property
     def inline(self) -> list[dict]:
         """The entries a checkpoint lists itself: those after the sealed segments."""
-        return self.index[sum(segment["entries"] for segment in self.sealed):]
+        return self.index[sum(segment["entries"] for segment in self.sealed) :]
 
     def prune_unlisted(self) -> None:
         """Remove chunk files not in the index (left by a run that was killed)."""
@@ -114,8 +114,9 @@ class ValueStore:
             if path.name not in listed:
                 path.unlink()
 
-    def append(self, first: int, values: np.ndarray, encoding: Encoding | None = None,
-               codes: np.ndarray | None = None) -> None:
+    def append(
+        self, first: int, values: np.ndarray, encoding: Encoding | None = None, codes: np.ndarray | None = None
+    ) -> None:
         """Store proven values G(first) ...
 
         ``codes`` and ``encoding``: the kernel's codes the values were decoded from, and the
@@ -162,8 +163,9 @@ class ValueStore:
             path.unlink(missing_ok=True)
             raise CheckpointError(f"cannot write {path}: {_reason(exc)} (the last checkpoint is unchanged)") from None
         self._unsynced.append(path)
-        self.index.append({"first": first, "count": len(values), "file": name,
-                           "sha256": hashlib.sha256(payload).hexdigest(), **entry})
+        self.index.append(
+            {"first": first, "count": len(values), "file": name, "sha256": hashlib.sha256(payload).hexdigest(), **entry}
+        )
 
     def sync(self) -> None:
         """Flush, seal what the checkpoint need not list itself, then make every file written since
@@ -183,7 +185,8 @@ class ValueStore:
             fsync_directory(self.root)
         except OSError as exc:
             raise CheckpointError(
-                f"cannot write {self.root}: {_reason(exc)} (the last checkpoint is unchanged)") from None
+                f"cannot write {self.root}: {_reason(exc)} (the last checkpoint is unchanged)"
+            ) from None
         self._unsynced = []
 
     def retain(self, keep) -> list[dict]:
@@ -225,8 +228,15 @@ class ValueStore:
             raise CheckpointError(f"cannot write {path}: {_reason(exc)} (the last checkpoint is unchanged)") from None
         self._unsynced.append(path)
         last = entries[-1]
-        self.sealed.append({"file": name, "entries": len(entries), "sha256": digest,
-                            "first": entries[0]["first"], "stop": last["first"] + last["count"]})
+        self.sealed.append(
+            {
+                "file": name,
+                "entries": len(entries),
+                "sha256": digest,
+                "first": entries[0]["first"],
+                "stop": last["first"] + last["count"],
+            }
+        )
 
     def _read_segment(self, segment: dict) -> list[dict]:
         path = self.root / segment["file"]
@@ -284,9 +294,11 @@ class ValueStore:
             same = np.array_equal(encoding.decode_array(data, entry["first"]), values)
         payload = data.tobytes()
         if not same or len(values) != entry["count"] or hashlib.sha256(payload).hexdigest() != entry["sha256"]:
-            raise CheckpointError(f"stored values {path} are damaged, and the values proven anew for them do not "
-                                  "match the checksum the checkpoint records: was the checkpoint edited? It was left "
-                                  "untouched")
+            raise CheckpointError(
+                f"stored values {path} are damaged, and the values proven anew for them do not "
+                "match the checksum the checkpoint records: was the checkpoint edited? It was left "
+                "untouched"
+            )
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             write_file_atomically(path, payload)
@@ -303,11 +315,11 @@ class ValueStore:
                 continue
             if lo > position:
                 break
-            parts.append(self._read_file(entry)[position - lo: min(stop, hi) - lo])
+            parts.append(self._read_file(entry)[position - lo : min(stop, hi) - lo])
             position = min(stop, hi)
         if position < stop and self._buffer and self._buffer_first <= position:
             buffered = np.concatenate(self._buffer)
-            parts.append(buffered[position - self._buffer_first: stop - self._buffer_first])
+            parts.append(buffered[position - self._buffer_first : stop - self._buffer_first])
             position = min(stop, self.stop)
         if position < stop:
             raise CheckpointError(f"the stored values do not cover G({position}) ... G({stop - 1})")
@@ -319,10 +331,13 @@ class ValueStore:
             payload = path.read_bytes()
         except OSError as exc:
             raise CheckpointError(f"cannot read stored values {path}: {exc.strerror}") from None
-        if len(payload) != entry["count"] * _DTYPES[entry["kind"]].itemsize \
-                or hashlib.sha256(payload).hexdigest() != entry["sha256"]:
-            raise CheckpointError(f"stored values {path} fail their checksum (damaged or edited; resuming the run "
-                                  "computes them anew)")
+        if (
+            len(payload) != entry["count"] * _DTYPES[entry["kind"]].itemsize
+            or hashlib.sha256(payload).hexdigest() != entry["sha256"]
+        ):
+            raise CheckpointError(
+                f"stored values {path} fail their checksum (damaged or edited; resuming the run computes them anew)"
+            )
         data = np.frombuffer(payload, dtype=_DTYPES[entry["kind"]])
         if entry["kind"] == "u8":
             encoding = Encoding("u8", entry["mask"], entry["dropped_bit"], entry.get("parity"))
@@ -394,8 +409,9 @@ class KeptValues:
         """
         stop = self.stop if stop is None else stop
         if not 0 <= start <= stop <= self.stop:
-            raise CheckpointError(f"the kept values cover G(0) ... G({self.stop - 1}), "
-                                  f"not G({start}) ... G({stop - 1})")
+            raise CheckpointError(
+                f"the kept values cover G(0) ... G({self.stop - 1}), not G({start}) ... G({stop - 1})"
+            )
         for entry in self._store.index:
             lo, hi = entry["first"], entry["first"] + entry["count"]
             if hi > start and lo < stop:

@@ -66,18 +66,34 @@ class RecurrenceProof:
         if self.candidate is not None or self.proven is not None:
             return
         start = anchor - window + 1
-        self.candidate = {"period": period, "from": start, "anchor": anchor, "found_at": heap,
-                          "proof_length": proof_length(period, start, self.max_take)}
-        log.warning("period candidate: the %d values ending at G(%d) recur ending at G(%d): period %d from "
-                    "G(%d), proven once G(0) ... G(%d) are verified", window, anchor, heap, period, start,
-                    self.candidate["proof_length"] - 1)
+        self.candidate = {
+            "period": period,
+            "from": start,
+            "anchor": anchor,
+            "found_at": heap,
+            "proof_length": proof_length(period, start, self.max_take),
+        }
+        log.warning(
+            "period candidate: the %d values ending at G(%d) recur ending at G(%d): period %d from "
+            "G(%d), proven once G(0) ... G(%d) are verified",
+            window,
+            anchor,
+            heap,
+            period,
+            start,
+            self.candidate["proof_length"] - 1,
+        )
 
     def accept(self, position: int) -> None:
         if self.candidate is not None and position >= self.candidate["proof_length"]:
             self.proven, self.candidate = self.candidate, None
             p = self.proven
-            log.info("PERIOD PROVEN: period %d from G(%d) (Guy-Smith, with G(0) ... G(%d) verified)",
-                        p["period"], p["from"], p["proof_length"] - 1)
+            log.info(
+                "PERIOD PROVEN: period %d from G(%d) (Guy-Smith, with G(0) ... G(%d) verified)",
+                p["period"],
+                p["from"],
+                p["proof_length"] - 1,
+            )
 
     def reset(self) -> None:
         self.candidate = None
@@ -153,7 +169,7 @@ class Tally(Consumer):
         start = 0
         while start < len(values):  # in pieces that end where a table is due
             stop = min(len(values), tables.due - first)
-            self._fold(values[start: stop])
+            self._fold(values[start:stop])
             if self.position == tables.due:
                 tables.take(self.scanner.counts)
             start = stop

@@ -70,8 +70,9 @@ class Tape:
         self.capacity = capacity
         self.directory = directory
         # Sparse: disk only where written (writable() allocates each chunk's blocks before it is).
-        self.fd, self._map = unlinked_mapping(capacity * self.dtype.itemsize, directory, False,
-                                              "cannot make the far term's tape")
+        self.fd, self._map = unlinked_mapping(
+            capacity * self.dtype.itemsize, directory, False, "cannot make the far term's tape"
+        )
         self.codes = np.frombuffer(self._map, dtype=self.dtype, count=capacity)
 
     @property
@@ -83,7 +84,7 @@ class Tape:
         """The codes of heaps ``start`` ... ``stop - 1`` (a view of the mapping: writes go to the file)."""
         if not self.first <= start <= stop <= self.stop:
             raise InternalError(f"the tape holds heaps {self.first} to {self.stop - 1}, not {start} to {stop - 1}")
-        return self.codes[start - self.first: stop - self.first]
+        return self.codes[start - self.first : stop - self.first]
 
     def values(self, start: int, stop: int) -> np.ndarray:
         """G(start) ... G(stop-1) decoded from the tape, uint16."""
@@ -101,15 +102,18 @@ class Tape:
         try:
             os.posix_fallocate(self.fd, (start - self.first) * size, max(1, (stop - start) * size))
         except OSError as exc:
-            raise ComputationError(f"cannot write the far term's tape in {self.directory or tempfile.gettempdir()}: "
-                                   f"{exc.strerror or exc}") from None
+            raise ComputationError(
+                f"cannot write the far term's tape in {self.directory or tempfile.gettempdir()}: {exc.strerror or exc}"
+            ) from None
         return view
 
     def write(self, start: int, values: np.ndarray) -> None:
         """Store ``values`` (G(start) ...) on the tape."""
         self.writable(start, start + len(values))[:] = self.encoding.encode_array(np.asarray(values, dtype=np.uint16))
 
-    def fill(self, start: int, stop: int, read: Callable[[int, int], np.ndarray], check_stop: Callable[[], None]) -> None:
+    def fill(
+        self, start: int, stop: int, read: Callable[[int, int], np.ndarray], check_stop: Callable[[], None]
+    ) -> None:
         """Store G(start) ... G(stop-1), ``read(lo, hi)`` giving G(lo) ... G(hi-1), :data:`PIECE` values at a
         time (``check_stop`` between pieces); each piece's pages go back once written."""
         for lo in range(start, stop, PIECE):
@@ -187,8 +191,13 @@ class TapeSlice:
             return np.zeros(0, dtype=dtype)
         path = f"/proc/{self.pid}/fd/{self.fd}" if self.pid != os.getpid() else f"/proc/self/fd/{self.fd}"
         try:
-            return np.memmap(path, dtype=dtype, mode="r", offset=(self.start - self.first) * dtype.itemsize,
-                             shape=(self.stop - self.start,))
+            return np.memmap(
+                path,
+                dtype=dtype,
+                mode="r",
+                offset=(self.start - self.first) * dtype.itemsize,
+                shape=(self.stop - self.start,),
+            )
         except (OSError, ValueError) as exc:  # the tape was let go: a task cancelled before it began
             raise ComputationError(f"the far term's tape is gone ({exc})") from None
 
@@ -217,8 +226,9 @@ class FarTermTape:
         self.tape: Tape | None = None
         self.proven_to = 0
 
-    def producer_start(self, plan: KernelPlan | None, position: int, until: int, history,
-                       known: np.ndarray | None = None) -> tuple[np.ndarray | None, Tape | None]:
+    def producer_start(
+        self, plan: KernelPlan | None, position: int, until: int, history, known: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, Tape | None]:
         """What the producer starts from at ``position`` under ``plan``: ``(window, tape)``.
 
         Before the kernel's first heap, neither (exact steps come first).  Where the plan's window
@@ -253,11 +263,11 @@ class FarTermTape:
 
         def read(lo: int, hi: int) -> np.ndarray:  # the solver's values, the history's (memory, store, old tape)
             nonlocal everything
-            values = known[lo: hi] if known is not None else history.values(lo, hi)
+            values = known[lo:hi] if known is not None else history.values(lo, hi)
             if values is None:  # not at hand: every value up to the position once, not up to hi per piece
                 if everything is None:
                     everything = history.values_before(position)
-                values = everything[lo: hi]
+                values = everything[lo:hi]
             return values
 
         tape.fill(self.proven_to, position, read, self.check_stop)

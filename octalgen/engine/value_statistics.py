@@ -76,12 +76,17 @@ class Statistics:
     last: dict[int, int] = field(default_factory=dict)
 
     @classmethod
-    def from_arrays(cls, game: str, counts: np.ndarray, first_seen: np.ndarray, last_seen: np.ndarray,
-                    **figures) -> Statistics:
+    def from_arrays(
+        cls, game: str, counts: np.ndarray, first_seen: np.ndarray, last_seen: np.ndarray, **figures
+    ) -> Statistics:
         present = np.flatnonzero(counts)
-        return cls(game=game, counts={int(v): int(counts[v]) for v in present},
-                   first={int(v): int(first_seen[v]) for v in present if first_seen[v] != _NEVER},
-                   last={int(v): int(last_seen[v]) for v in present if last_seen[v] != _NEVER}, **figures)
+        return cls(
+            game=game,
+            counts={int(v): int(counts[v]) for v in present},
+            first={int(v): int(first_seen[v]) for v in present if first_seen[v] != _NEVER},
+            last={int(v): int(last_seen[v]) for v in present if last_seen[v] != _NEVER},
+            **figures,
+        )
 
     @property
     def largest(self) -> tuple[int, int] | None:
@@ -132,7 +137,8 @@ class Statistics:
             "values": self.values,
             "fnv1a64": self.digest,
             "fnv1a64_from": {"start": self.digest_from, "stop": self.values, "digest": self.range_digest}
-            if self.digest_from else None,
+            if self.digest_from
+            else None,
             "largest": {"value": largest[0], "first_heap": largest[1]} if largest else None,
             "last_new": {"value": last_new[0], "first_heap": last_new[1]} if last_new else None,
             "sparse_space": self.sparse_space,
@@ -147,8 +153,9 @@ class Statistics:
             "zero_positions": self.zero_positions,
             "distinct_values": len(self.counts),
             "rare_found": [{"heap": p, "value": v} for p, v in self.rare_found],
-            "mask_switches": [{"heap": p, "from": f"{old:#x}", "to": f"{new:#x}"}
-                              for p, old, new in self.mask_switches],
+            "mask_switches": [
+                {"heap": p, "from": f"{old:#x}", "to": f"{new:#x}"} for p, old, new in self.mask_switches
+            ],
             "counts": {str(v): c for v, c in sorted(self.counts.items())},
             "first_heap": {str(v): p for v, p in sorted(self.first.items())},
         }
@@ -181,8 +188,9 @@ class Statistics:
         found = ", ".join(f"G({p}) = {v}" for p, v in self.rare_found) or "none"
         lines.append(f"rare values found by verification: {found}")
         for heap, old, new in self.mask_switches:
-            lines.append(f"mask switched at G({heap}): {old:#x} -> {new:#x} (a value rare under {old:#x} "
-                         "appeared far out)")
+            lines.append(
+                f"mask switched at G({heap}): {old:#x} -> {new:#x} (a value rare under {old:#x} appeared far out)"
+            )
         return lines
 
     def histogram_lines(self) -> list[str]:
@@ -226,7 +234,8 @@ def plot_histogram(stats: Statistics, path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         raise ToolMissingError(
-            "--plot needs matplotlib, which is not installed: pip install 'octalgen[plot]'") from None
+            "--plot needs matplotlib, which is not installed: pip install 'octalgen[plot]'"
+        ) from None
     mask = (stats.mask or 0) if stats.parity is None else 0  # positional rarity: no value is always common
     shown = sorted(v for v in stats.counts if not is_rare(v, mask)) if mask else sorted(stats.counts)
     left_out = sum(c for v, c in stats.counts.items() if mask and is_rare(v, mask))

@@ -23,7 +23,7 @@ class ValueSink(Consumer):
     def accept(self, first: int, values: np.ndarray) -> None:
         lo, hi = max(first, self.start), min(first + len(values), self.stop)
         if lo < hi:
-            self.ready.append(values[lo - first: hi - first].astype(np.int64))
+            self.ready.append(values[lo - first : hi - first].astype(np.int64))
 
 
 class ValueStream:
@@ -49,8 +49,14 @@ class ValueStream:
 
     def __init__(self, game, start: int, count: int, table=None, *, progress=None, kernels=None, **options):
         self.sink = ValueSink(start, start + count)
-        self.engine = Engine(game, EngineOptions(until=start + count, **options), (self.sink,), table=table,
-                             progress=progress, kernels=kernels)
+        self.engine = Engine(
+            game,
+            EngineOptions(until=start + count, **options),
+            (self.sink,),
+            table=table,
+            progress=progress,
+            kernels=kernels,
+        )
 
     def __iter__(self) -> Iterator[np.ndarray]:
         ready = self.sink.ready
@@ -61,7 +67,8 @@ class ValueStream:
             yield ready.popleft()
 
 
-def stream_values(game, start: int, count: int, table=None, *, progress=None, kernels=None,
-                  **options) -> Iterator[np.ndarray]:
+def stream_values(
+    game, start: int, count: int, table=None, *, progress=None, kernels=None, **options
+) -> Iterator[np.ndarray]:
     """Yield G(start) ... G(start+count-1) in int64 chunks, computed by the engine (:class:`ValueStream`)."""
     yield from ValueStream(game, start, count, table, progress=progress, kernels=kernels, **options)

@@ -143,8 +143,10 @@ class WorkerStopped(BaseException):
 
 #: What a worker process runs (``python -c``): the run's ``sys.path`` first, so that octalgen and
 #: whatever its tasks import are found where the run found them, then :func:`serve`.
-_BOOTSTRAP = ("import json, os, sys; sys.path[:] = json.loads(os.environ.pop('OCTALGEN_WORKER_PATH')); "
-              "from octalgen.engine.workers import serve; serve(*map(int, sys.argv[1:4]))")
+_BOOTSTRAP = (
+    "import json, os, sys; sys.path[:] = json.loads(os.environ.pop('OCTALGEN_WORKER_PATH')); "
+    "from octalgen.engine.workers import serve; serve(*map(int, sys.argv[1:4]))"
+)
 
 
 def _worker_command() -> tuple[list[str], dict]:
@@ -154,8 +156,10 @@ def _worker_command() -> tuple[list[str], dict]:
     unguarded script, ``python -c``, a here-document on stdin, a notebook are all the same to it).
     """
     if not sys.executable:
-        raise ComputationError("cannot start verifying processes: this Python does not know its own executable "
-                               "(sys.executable is empty); run with --workers 0 (workers=0) to verify in this process")
+        raise ComputationError(
+            "cannot start verifying processes: this Python does not know its own executable "
+            "(sys.executable is empty); run with --workers 0 (workers=0) to verify in this process"
+        )
     path = [os.fspath(entry) for entry in sys.path if isinstance(entry, (str, os.PathLike))]
     return [sys.executable, "-c", _BOOTSTRAP], {**os.environ, "OCTALGEN_WORKER_PATH": json.dumps(path)}
 
@@ -178,9 +182,14 @@ class _Worker:
         stderr = _duplicate_stderr()
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, LEFT_TO_THE_RUN)
         try:
-            self.process = subprocess.Popen([*command, str(theirs.fileno()), str(stderr), str(os.getpid())],
-                                            stdin=subprocess.DEVNULL, stdout=startup_write, stderr=startup_write,
-                                            pass_fds=(theirs.fileno(), stderr), env=environment)
+            self.process = subprocess.Popen(
+                [*command, str(theirs.fileno()), str(stderr), str(os.getpid())],
+                stdin=subprocess.DEVNULL,
+                stdout=startup_write,
+                stderr=startup_write,
+                pass_fds=(theirs.fileno(), stderr),
+                env=environment,
+            )
         except OSError as exc:
             ours.close()
             os.close(startup_read)
@@ -289,8 +298,9 @@ def _serve(connection: Connection) -> None:
         try:
             task = pickle.loads(message)
         except Exception as exc:  # noqa: BLE001 - handed back to the run, which raises it
-            connection.send((False, ComputationError(f"a verifying process could not read its task: "
-                                                     f"{type(exc).__name__}: {exc}")))
+            connection.send(
+                (False, ComputationError(f"a verifying process could not read its task: {type(exc).__name__}: {exc}"))
+            )
             continue
         if task is None:
             return
@@ -302,8 +312,14 @@ def _serve(connection: Connection) -> None:
         try:
             connection.send(reply)
         except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            connection.send((False, ComputationError(f"a verifying process could not send back its result: "
-                                                     f"{type(exc).__name__}: {exc}")))
+            connection.send(
+                (
+                    False,
+                    ComputationError(
+                        f"a verifying process could not send back its result: {type(exc).__name__}: {exc}"
+                    ),
+                )
+            )
 
 
 def _die_with(parent: int) -> None:
@@ -556,4 +572,3 @@ class _Slot:
 def _unlink(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(path)
-

@@ -55,9 +55,21 @@ class ValueCapture(wiring.Component):
 
     def __init__(self, depth: int, *, pipelined: bool):
         self.depth, self.pipelined = depth, pipelined
-        super().__init__({"byte": In(8), "byte_valid": In(1), "valid": In(1), "value": In(16), "position": In(64),
-                          "answer": Out(1), "start": Out(64), "count": Out(17), "answered": In(1),
-                          "read_address": In(range(depth)), "read_data": Out(16)})
+        super().__init__(
+            {
+                "byte": In(8),
+                "byte_valid": In(1),
+                "valid": In(1),
+                "value": In(16),
+                "position": In(64),
+                "answer": Out(1),
+                "start": Out(64),
+                "count": Out(17),
+                "answered": In(1),
+                "read_address": In(range(depth)),
+                "read_data": Out(16),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -83,8 +95,13 @@ class ValueCapture(wiring.Component):
         with m.If(asked):
             m.d.sync += received.eq(0)
             with m.If(~armed & ~capturing & ~answer & ~taken & ~compared):
-                m.d.sync += [start.eq(ask_start), count.eq(ask_count), filled.eq(0), taken.eq(1),
-                             too_many.eq((ask_count == 0) | (ask_count > depth))]
+                m.d.sync += [
+                    start.eq(ask_start),
+                    count.eq(ask_count),
+                    filled.eq(0),
+                    taken.eq(1),
+                    too_many.eq((ask_count == 0) | (ask_count > depth)),
+                ]
         with m.If(taken):
             # Too late: G(start) has passed (or passes now); two compares, not an add then a compare.
             m.d.sync += late.eq(Mux(valid, start <= position, start < position))

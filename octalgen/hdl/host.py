@@ -18,8 +18,16 @@ import numpy as np
 
 from .records import BoardSummary, Histogram, Values
 
-__all__ = ["EXACT_LIMIT", "ExactFollower", "ExactState", "check_histogram", "check_summary", "check_values",
-           "checkpoint_digest", "exact_chunks"]
+__all__ = [
+    "EXACT_LIMIT",
+    "ExactFollower",
+    "ExactState",
+    "check_histogram",
+    "check_summary",
+    "check_values",
+    "checkpoint_digest",
+    "exact_chunks",
+]
 
 
 #: How far the exact stream may go (the board stops long before).
@@ -157,18 +165,27 @@ class ExactFollower:
         counts = scanner.counts.copy()
         present = np.flatnonzero(counts)
         largest = int(present[-1]) if len(present) else 0
-        return ExactState(BoardSummary(
-            heap=scanner.position, digest=state["fnv"], largest=largest,
-            largest_at=int(scanner.first_seen[largest]) if len(present) else 0, crc=state["crc"],
-            anchor=state["anchor"], anchor_crc=state["anchor_crc"], matches=state["hash_matches"],
-            last_match=self._last_match, flags=0), counts)
+        return ExactState(
+            BoardSummary(
+                heap=scanner.position,
+                digest=state["fnv"],
+                largest=largest,
+                largest_at=int(scanner.first_seen[largest]) if len(present) else 0,
+                crc=state["crc"],
+                anchor=state["anchor"],
+                anchor_crc=state["anchor_crc"],
+                matches=state["hash_matches"],
+                last_match=self._last_match,
+                flags=0,
+            ),
+            counts,
+        )
 
 
 def check_summary(record: BoardSummary, exact: ExactState) -> list[str]:
     """The fields where ``record`` differs from the exact state at its heap (empty: all agree)."""
     differences = []
-    for field in ("digest", "largest", "largest_at", "crc", "anchor", "anchor_crc", "matches", "last_match",
-                  "flags"):
+    for field in ("digest", "largest", "largest_at", "crc", "anchor", "anchor_crc", "matches", "last_match", "flags"):
         got, want = getattr(record, field), getattr(exact.summary, field)
         if got != want:
             shown = (lambda v: f"{v:016x}") if field in ("digest", "crc", "anchor_crc") else str

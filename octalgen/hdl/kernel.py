@@ -132,14 +132,24 @@ class SpeculativePipeline(wiring.Component):
     the value: Grossman's speculative mex in hardware.
     """
 
-    def __init__(self, plan: KernelPlan, history, *, fold: int = 1, first: int | None = None,
-                 decoder: str = "shift", block_ram_depth: int | None = None,
-                 lanes_per_stage: int = LANES_PER_STAGE, mark_chain: str = "vector"):
+    def __init__(
+        self,
+        plan: KernelPlan,
+        history,
+        *,
+        fold: int = 1,
+        first: int | None = None,
+        decoder: str = "shift",
+        block_ram_depth: int | None = None,
+        lanes_per_stage: int = LANES_PER_STAGE,
+        mark_chain: str = "vector",
+    ):
         self._MustUse__silence = True  # no "never used" warning when the checks below refuse the input
         first = plan.start if first is None else first
         if first < plan.start:
-            raise InputError(f"the kernel for {plan.game.code} can start at heap {plan.start} at the earliest, "
-                             f"not {first}")
+            raise InputError(
+                f"the kernel for {plan.game.code} can start at heap {plan.start} at the earliest, not {first}"
+            )
         if len(history) < first:
             raise InputError(f"the preloaded history has {len(history)} values; heap {first} needs {first}")
         if decoder not in DECODERS:
@@ -154,13 +164,17 @@ class SpeculativePipeline(wiring.Component):
         self._codes = {i: encoding.encode(int(history[i])) for i in range(max(first - plan.window, 0), first)}
         for i, code in self._codes.items():
             if not 0 <= code < encoding.capacity or encoding.decode(code, i) != history[i]:
-                raise InputError(f"the preloaded G({i}) = {history[i]} cannot be stored as {encoding.describe()}: "
-                                 "too large, or rare past the table's last rare value")
-        super().__init__({
-            "value": Out(self.value_bits),
-            "valid": Out(1),
-            "error": Out(1),
-        })
+                raise InputError(
+                    f"the preloaded G({i}) = {history[i]} cannot be stored as {encoding.describe()}: "
+                    "too large, or rare past the table's last rare value"
+                )
+        super().__init__(
+            {
+                "value": Out(self.value_bits),
+                "valid": Out(1),
+                "error": Out(1),
+            }
+        )
         self._MustUse__silence = False
 
     @property
@@ -180,8 +194,11 @@ class SpeculativePipeline(wiring.Component):
         code = self.plan.game.code
         code = ("0" + code if code.startswith(".") else code).replace(".", "_")
         lanes = self.layout.lanes_per_stage
-        return (f"octal_{code}_f{self.fold}" + ("" if lanes == LANES_PER_STAGE else f"_l{lanes}")
-                + ("" if self.layout.mark_chain == "vector" else f"_{self.layout.mark_chain}"))
+        return (
+            f"octal_{code}_f{self.fold}"
+            + ("" if lanes == LANES_PER_STAGE else f"_l{lanes}")
+            + ("" if self.layout.mark_chain == "vector" else f"_{self.layout.mark_chain}")
+        )
 
     @property
     def value_bits(self) -> int:
@@ -218,8 +235,11 @@ class SpeculativePipeline(wiring.Component):
         fold = layout.fold
         for lane, memory, at_phase in memories:
             write = memory.write_port()
-            pointer = Signal(lane.address_bits, name=f"wptr_{lane.stage}_{lane.index}",
-                             init=(self.first + lane_first_write(lane, fold)) % lane.depth)
+            pointer = Signal(
+                lane.address_bits,
+                name=f"wptr_{lane.stage}_{lane.index}",
+                init=(self.first + lane_first_write(lane, fold)) % lane.depth,
+            )
             source = lane.source
             if source.fresh:
                 data = newest
@@ -327,9 +347,16 @@ class SpeculativePipeline(wiring.Component):
         codes = [Signal(width, name=f"{name}_code{k}", reset_less=True) for k in (1, 2, 3)]
         # en_k: the term in flight k clocks after the ROM word is real (0 until then).
         en1, en2, en3, en4 = (Signal(name=f"{name}_en{k}") for k in (1, 2, 3, 4))
-        m.d.sync += [address.eq(slot[:abits] + rom_addr),
-                     codes[0].eq(rom_code), codes[1].eq(codes[0]), codes[2].eq(codes[1]),
-                     en1.eq(rom_en), en2.eq(en1), en3.eq(en2), en4.eq(en3)]
+        m.d.sync += [
+            address.eq(slot[:abits] + rom_addr),
+            codes[0].eq(rom_code),
+            codes[1].eq(codes[0]),
+            codes[2].eq(codes[1]),
+            en1.eq(rom_en),
+            en2.eq(en1),
+            en3.eq(en2),
+            en4.eq(en3),
+        ]
 
         init = [0] * lane.depth
         first_write = lane_first_write(lane, fold)
@@ -337,8 +364,7 @@ class SpeculativePipeline(wiring.Component):
             init[(self.first + rel) % lane.depth] = self._code(rel)
         # Deep histories in block RAM where asked (yosys would put some in LUT RAM).
         block = self.block_ram_depth is not None and lane.depth >= self.block_ram_depth
-        memory = Memory(shape=width, depth=lane.depth, init=init,
-                        attrs={"ram_style": "block"} if block else None)
+        memory = Memory(shape=width, depth=lane.depth, init=init, attrs={"ram_style": "block"} if block else None)
         m.submodules[f"{name}_history"] = memory
         read = memory.read_port()
         data = Signal(width, name=f"{name}_data", reset_less=True)
@@ -348,7 +374,6 @@ class SpeculativePipeline(wiring.Component):
         x = Signal(width, name=f"{name}_x", reset_less=True)
         m.d.sync += x.eq(data ^ codes[2])
         return memory, data, x, en4 if len(lane.terms) < fold else None
-
 
     def _rom(self, m, name, phase, words, abits, width):
         """The lane's per-phase constants, one clock after ``phase`` (a ROM; plain constants at fold 1).
@@ -464,12 +489,12 @@ class SpeculativePipeline(wiring.Component):
                 m.d.sync += error.eq(1)
         heap_class = None
         if self.plan.heap_classes == 2:  # positional rarity: the class of the heap whose value is in newest
-            heap_class = Signal(name="newest_class", init=self.plan.table.rarity.heap_class(
-                self.first - layout.warmup_values - 1))
+            heap_class = Signal(
+                name="newest_class", init=self.plan.table.rarity.heap_class(self.first - layout.warmup_values - 1)
+            )
             with m.If(finish & ((warm != 0) | (~error & ~none))):
                 m.d.sync += heap_class.eq(~heap_class)
-        m.d.comb += [self.valid.eq(valid), self.error.eq(error),
-                     self.value.eq(self._decode_value(newest, heap_class))]
+        m.d.comb += [self.valid.eq(valid), self.error.eq(error), self.value.eq(self._decode_value(newest, heap_class))]
 
     def _decode_value(self, code, heap_class=None):
         """The value common at the heap stored as ``code``: restores the dropped bit of u8 storage,

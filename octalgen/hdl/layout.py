@@ -54,9 +54,25 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..plan import KernelPlan
 
-__all__ = ["DATA_VALID", "EXTRACT", "GROUP", "LANES_PER_STAGE", "MARK", "MARK_CHAINS", "READ_SAMPLE", "ROW", "Lane",
-           "LaneTerm", "PipelineLayout", "RecentTerm", "Source", "lane_first_write", "lane_skipped_writes",
-           "layout_pipeline", "primed"]
+__all__ = [
+    "DATA_VALID",
+    "EXTRACT",
+    "GROUP",
+    "LANES_PER_STAGE",
+    "MARK",
+    "MARK_CHAINS",
+    "READ_SAMPLE",
+    "ROW",
+    "Lane",
+    "LaneTerm",
+    "PipelineLayout",
+    "RecentTerm",
+    "Source",
+    "lane_first_write",
+    "lane_skipped_writes",
+    "layout_pipeline",
+    "primed",
+]
 
 #: Mark units per stage.  Each mark bit of a unit is the AND of two one-hot registers, so a
 #: stage's update of one bit (load, the bit itself, the previous stage's bit, two per unit) is
@@ -317,8 +333,9 @@ def _first_write(source: Source, fold: int) -> int:
     return (clock - source.write_age) // fold
 
 
-def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PER_STAGE,
-                    mark_chain: str = "vector") -> PipelineLayout:
+def layout_pipeline(
+    plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PER_STAGE, mark_chain: str = "vector"
+) -> PipelineLayout:
     """Assign every term of ``plan`` to the chain or to the final select, and size the memories.
 
     Parameters
@@ -354,8 +371,9 @@ def layout_pipeline(plan: KernelPlan, fold: int, lanes_per_stage: int = LANES_PE
         trial = PipelineLayout(plan, fold, stages, recent, lanes_per_stage, mark_chain)
         youngest = min((t.age for lane in trial.lanes for t in lane.terms), default=None)
         if youngest is None or youngest >= trial.latency - 1:
-            return PipelineLayout(plan, fold, _connect(stages, fold, trial.latency), recent, lanes_per_stage,
-                                  mark_chain)
+            return PipelineLayout(
+                plan, fold, _connect(stages, fold, trial.latency), recent, lanes_per_stage, mark_chain
+            )
     raise AssertionError("unreachable: an empty chain is always consistent")
 
 
@@ -368,8 +386,7 @@ def _place(chain, fold: int, lanes_per_stage: int) -> tuple[tuple[Lane, ...], ..
         stage_terms = chain[s * per_stage : (s + 1) * per_stage]
         for i in range(-(-len(stage_terms) // fold)):
             lane_terms = tuple(
-                LaneTerm(j, o, c, (s + o) * fold + j)
-                for j, (o, c) in enumerate(stage_terms[i * fold : (i + 1) * fold])
+                LaneTerm(j, o, c, (s + o) * fold + j) for j, (o, c) in enumerate(stage_terms[i * fold : (i + 1) * fold])
             )
             lanes.append(Lane(s, i, lane_terms, Source(None, None, None, 0), 1))
         stages.append(tuple(lanes))

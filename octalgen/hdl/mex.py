@@ -17,8 +17,7 @@ from amaranth.lib.memory import Memory
 
 from .layout import GROUP, PipelineLayout
 
-__all__ = ["LowestSet", "encode", "extract_candidates", "full_groups", "groups", "in_mex_order", "padded",
-           "word_of"]
+__all__ = ["LowestSet", "encode", "extract_candidates", "full_groups", "groups", "in_mex_order", "padded", "word_of"]
 
 
 def extract_candidates(m, layout: PipelineLayout, marks, full, order):
@@ -43,51 +42,86 @@ def extract_candidates(m, layout: PipelineLayout, marks, full, order):
         name = f"step{step}"
         if previous is not None:
             # Clock 1 (continued from the previous step): mark its candidates and emit their codes.
-            (held, held_full, group1, group2, word1, word2, low1, next1, low2, in_first,
-             filled1_once, filled1_twice, filled2) = previous
+            (
+                held,
+                held_full,
+                group1,
+                group2,
+                word1,
+                word2,
+                low1,
+                next1,
+                low2,
+                in_first,
+                filled1_once,
+                filled1_twice,
+                filled2,
+            ) = previous
             new1 = word1 | low1 | Mux(in_first, next1, 0)
             new2 = word2 | Mux(in_first, 0, low2)
             parts = [padded(held)[i * GROUP : (i + 1) * GROUP] for i in range(count)]
             vector = Signal(width, name=f"{name}_marks_in")
             full = Signal(count, name=f"{name}_full_in")
             m.d.comb += [
-                vector.eq(Cat(Mux(group1[i], new1, Mux(group2[i], new2, part))
-                              for i, part in enumerate(parts))[:width]),
-                full.eq(held_full | Mux(Mux(in_first, filled1_twice, filled1_once), group1, 0)
-                        | Mux(~in_first & filled2, group2, 0)),
+                vector.eq(
+                    Cat(Mux(group1[i], new1, Mux(group2[i], new2, part)) for i, part in enumerate(parts))[:width]
+                ),
+                full.eq(
+                    held_full
+                    | Mux(Mux(in_first, filled1_twice, filled1_once), group1, 0)
+                    | Mux(~in_first & filled2, group2, 0)
+                ),
             ]
-            for which, (group, local, valid) in enumerate((
-                (group1, low1, group1.any()),
-                (Mux(in_first, group1, group2), Mux(in_first, next1, low2), in_first | group2.any()),
-            )):
+            for which, (group, local, valid) in enumerate(
+                (
+                    (group1, low1, group1.any()),
+                    (Mux(in_first, group1, group2), Mux(in_first, next1, low2), in_first | group2.any()),
+                )
+            ):
                 k = 2 * (step - 1) + which
                 if k >= layout.candidates:
                     break
                 code = Signal(layout.code_bits, name=f"cand{k}_code", reset_less=True)
                 present = Signal(name=f"cand{k}_valid", reset_less=True)
-                m.d.sync += [code.eq(_code_of_index(m, layout, Cat(encode(local), encode(group)), order, k)),
-                             present.eq(valid)]
+                m.d.sync += [
+                    code.eq(_code_of_index(m, layout, Cat(encode(local), encode(group)), order, k)),
+                    present.eq(valid),
+                ]
                 found.append((code, present))
         if step * 2 >= layout.candidates:
             break
         # Clock 1: the two lowest open groups.
         open_groups = LowestSet(m, ~full, 2, f"{name}_groups")
-        stage1 = [Signal(width, name=f"{name}_marks_1", reset_less=True),
-                  Signal(count, name=f"{name}_full_1", reset_less=True),
-                  Signal(count, name=f"{name}_group1_1", reset_less=True),
-                  Signal(count, name=f"{name}_group2_1", reset_less=True)]
-        m.d.sync += [stage1[0].eq(vector), stage1[1].eq(full), stage1[2].eq(open_groups.nth(0)),
-                     stage1[3].eq(open_groups.nth(1))]
+        stage1 = [
+            Signal(width, name=f"{name}_marks_1", reset_less=True),
+            Signal(count, name=f"{name}_full_1", reset_less=True),
+            Signal(count, name=f"{name}_group1_1", reset_less=True),
+            Signal(count, name=f"{name}_group2_1", reset_less=True),
+        ]
+        m.d.sync += [
+            stage1[0].eq(vector),
+            stage1[1].eq(full),
+            stage1[2].eq(open_groups.nth(0)),
+            stage1[3].eq(open_groups.nth(1)),
+        ]
         held, held_full, group1, group2 = stage1
         # Clock 2: the bits of both groups.
-        stage2 = [Signal(width, name=f"{name}_marks_2", reset_less=True),
-                  Signal(count, name=f"{name}_full_2", reset_less=True),
-                  Signal(count, name=f"{name}_group1_2", reset_less=True),
-                  Signal(count, name=f"{name}_group2_2", reset_less=True),
-                  Signal(GROUP, name=f"{name}_word1", reset_less=True),
-                  Signal(GROUP, name=f"{name}_word2", reset_less=True)]
-        m.d.sync += [stage2[0].eq(held), stage2[1].eq(held_full), stage2[2].eq(group1), stage2[3].eq(group2),
-                     stage2[4].eq(word_of(held, group1)), stage2[5].eq(word_of(held, group2))]
+        stage2 = [
+            Signal(width, name=f"{name}_marks_2", reset_less=True),
+            Signal(count, name=f"{name}_full_2", reset_less=True),
+            Signal(count, name=f"{name}_group1_2", reset_less=True),
+            Signal(count, name=f"{name}_group2_2", reset_less=True),
+            Signal(GROUP, name=f"{name}_word1", reset_less=True),
+            Signal(GROUP, name=f"{name}_word2", reset_less=True),
+        ]
+        m.d.sync += [
+            stage2[0].eq(held),
+            stage2[1].eq(held_full),
+            stage2[2].eq(group1),
+            stage2[3].eq(group2),
+            stage2[4].eq(word_of(held, group1)),
+            stage2[5].eq(word_of(held, group2)),
+        ]
         held, held_full, group1, group2, word1, word2 = stage2
         # Clock 3: the two lowest clear bits, and whether each group fills up.  The groups' words
         # pass on too, so that the next step marks its candidates in registers: clock 2's AND-OR
@@ -95,23 +129,43 @@ def extract_candidates(m, layout: PipelineLayout, marks, full, order):
         clear1 = LowestSet(m, ~word1, 3, f"{name}_clear1")
         clear2 = LowestSet(m, ~word2, 2, f"{name}_clear2")
         low1, next1, low2 = clear1.nth(0), clear1.nth(1), clear2.nth(0)
-        stage3 = [Signal(width, name=f"{name}_marks_3", reset_less=True),
-                  Signal(count, name=f"{name}_full_3", reset_less=True),
-                  Signal(count, name=f"{name}_group1_3", reset_less=True),
-                  Signal(count, name=f"{name}_group2_3", reset_less=True),
-                  Signal(GROUP, name=f"{name}_word1_3", reset_less=True),
-                  Signal(GROUP, name=f"{name}_word2_3", reset_less=True),
-                  Signal(GROUP, name=f"{name}_low1", reset_less=True),
-                  Signal(GROUP, name=f"{name}_next1", reset_less=True),
-                  Signal(GROUP, name=f"{name}_low2", reset_less=True),
-                  Signal(name=f"{name}_in_first", reset_less=True),
-                  Signal(name=f"{name}_filled1_once", reset_less=True),
-                  Signal(name=f"{name}_filled1_twice", reset_less=True),
-                  Signal(name=f"{name}_filled2", reset_less=True)]
+        stage3 = [
+            Signal(width, name=f"{name}_marks_3", reset_less=True),
+            Signal(count, name=f"{name}_full_3", reset_less=True),
+            Signal(count, name=f"{name}_group1_3", reset_less=True),
+            Signal(count, name=f"{name}_group2_3", reset_less=True),
+            Signal(GROUP, name=f"{name}_word1_3", reset_less=True),
+            Signal(GROUP, name=f"{name}_word2_3", reset_less=True),
+            Signal(GROUP, name=f"{name}_low1", reset_less=True),
+            Signal(GROUP, name=f"{name}_next1", reset_less=True),
+            Signal(GROUP, name=f"{name}_low2", reset_less=True),
+            Signal(name=f"{name}_in_first", reset_less=True),
+            Signal(name=f"{name}_filled1_once", reset_less=True),
+            Signal(name=f"{name}_filled1_twice", reset_less=True),
+            Signal(name=f"{name}_filled2", reset_less=True),
+        ]
         # Whether each group fills up once its candidates are marked.
-        m.d.sync += [a.eq(b) for a, b in zip(stage3, (
-            held, held_full, group1, group2, word1, word2, low1, next1, low2,
-            group1.any() & clear1.at_least(2), ~clear1.at_least(2), ~clear1.at_least(3), ~clear2.at_least(2)))]
+        m.d.sync += [
+            a.eq(b)
+            for a, b in zip(
+                stage3,
+                (
+                    held,
+                    held_full,
+                    group1,
+                    group2,
+                    word1,
+                    word2,
+                    low1,
+                    next1,
+                    low2,
+                    group1.any() & clear1.at_least(2),
+                    ~clear1.at_least(2),
+                    ~clear1.at_least(3),
+                    ~clear2.at_least(2),
+                ),
+            )
+        ]
         previous = stage3
     return found
 

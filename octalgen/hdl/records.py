@@ -53,16 +53,40 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
-__all__ = ["SUMMARY_BYTES", "SUMMARY_FIELDS", "SUMMARY_FORMAT", "SYNC", "BoardSettings", "BoardSummary",
-           "Histogram", "RecordError", "RecordReader", "Values", "crc16", "frame", "parse", "request"]
+__all__ = [
+    "SUMMARY_BYTES",
+    "SUMMARY_FIELDS",
+    "SUMMARY_FORMAT",
+    "SYNC",
+    "BoardSettings",
+    "BoardSummary",
+    "Histogram",
+    "RecordError",
+    "RecordReader",
+    "Values",
+    "crc16",
+    "frame",
+    "parse",
+    "request",
+]
 
 SYNC = 0xA5
 SUMMARY, HISTOGRAM, VALUES, REQUEST = b"S"[0], b"H"[0], b"V"[0], b"R"[0]
 
 #: Payload layout of a summary (struct format, little-endian).
 SUMMARY_FORMAT = "<QQHQQQQIQB"
-SUMMARY_FIELDS = ("heap", "digest", "largest", "largest_at", "crc", "anchor", "anchor_crc", "matches",
-                  "last_match", "flags")
+SUMMARY_FIELDS = (
+    "heap",
+    "digest",
+    "largest",
+    "largest_at",
+    "crc",
+    "anchor",
+    "anchor_crc",
+    "matches",
+    "last_match",
+    "flags",
+)
 SUMMARY_BYTES = struct.calcsize(SUMMARY_FORMAT)
 
 

@@ -82,8 +82,12 @@ class RowsChain:
             delay = Memory(shape=width, depth=drain, init=[])
             m.submodules[f"{name}_delay"] = delay
             write, read = delay.write_port(), delay.read_port(domain="comb")
-            m.d.comb += [write.addr.eq(group[:abits]), write.data.eq(before), write.en.eq(group < drain),
-                         read.addr.eq(k[:abits])]
+            m.d.comb += [
+                write.addr.eq(group[:abits]),
+                write.data.eq(before),
+                write.en.eq(group < drain),
+                read.addr.eq(k[:abits]),
+            ]
             combined = read.data
         for lane_name, x, enable in self._lanes:
             row_code, low_code = x[4:], x[:4]
@@ -105,15 +109,17 @@ class RowsChain:
                 # hands on).  A read-modify-write in one clock: an asynchronous read, LUT RAM.
                 marking = Signal(name=f"{lane_name}_marking{memory_index}", init=marks_first == memory_index)
                 at = Signal(max(abits, 1), name=f"{lane_name}_at{memory_index}", reset_less=True)
-                m.d.sync += [marking.eq(marking ^ turn),
-                             at.eq(Mux(marking ^ turn, address_code, k_next))]
+                m.d.sync += [marking.eq(marking ^ turn), at.eq(Mux(marking ^ turn, address_code, k_next))]
                 for b in range(per_clock):
                     memory = Memory(shape=ROW, depth=drain, init=[])
                     m.submodules[f"{lane_name}_rows{memory_index}_{b}"] = memory
                     write, read = memory.write_port(), memory.read_port(domain="comb")
-                    m.d.comb += [read.addr.eq(at[:abits]), write.addr.eq(at[:abits]),
-                                 write.data.eq(Mux(marking, read.data | low, 0)),
-                                 write.en.eq(Mux(marking, banks[b], handing))]
+                    m.d.comb += [
+                        read.addr.eq(at[:abits]),
+                        write.addr.eq(at[:abits]),
+                        write.data.eq(Mux(marking, read.data | low, 0)),
+                        write.en.eq(Mux(marking, banks[b], handing)),
+                    ]
                     reads[memory_index].append(read.data)
                 turns.append(marking)
             combined = combined | Mux(turns[0], Cat(*reads[1]), Cat(*reads[0]))  # the memory handing on

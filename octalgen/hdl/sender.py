@@ -76,13 +76,27 @@ class RecordSender(wiring.Component):
     """
 
     def __init__(self, bins_bits: int, capture_depth: int):
-        super().__init__({
-            "summary_due": In(1), "fields": In(8 * SUMMARY_BYTES), "largest": In(bins_bits), "snapshot": Out(1),
-            "bin_address": Out(bins_bits), "bin_hold": Out(1), "bin_add": Out(1), "bin_count": In(64),
-            "answer": In(1), "start": In(64), "count": In(17), "answered": Out(1),
-            "value_address": Out(range(capture_depth)), "value_data": In(16),
-            "data": Out(8), "valid": Out(1), "ready": In(1),
-        })
+        super().__init__(
+            {
+                "summary_due": In(1),
+                "fields": In(8 * SUMMARY_BYTES),
+                "largest": In(bins_bits),
+                "snapshot": Out(1),
+                "bin_address": Out(bins_bits),
+                "bin_hold": Out(1),
+                "bin_add": Out(1),
+                "bin_count": In(64),
+                "answer": In(1),
+                "start": In(64),
+                "count": In(17),
+                "answered": Out(1),
+                "value_address": Out(range(capture_depth)),
+                "value_data": In(16),
+                "data": Out(8),
+                "valid": Out(1),
+                "ready": In(1),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -136,8 +150,12 @@ class RecordSender(wiring.Component):
             go = ready & primed
             m.d.comb += [send_data.eq(staged), send.eq(go), checked_byte.eq(1)]
             padded = Cat(vector, Const(0, -len(vector) % 64))
-            m.d.sync += [group.eq(padded.word_select(index[3:], 64)), grouped.eq(~go),
-                         staged.eq(group.word_select(index[:3], 8)), primed.eq(grouped & ~go)]
+            m.d.sync += [
+                group.eq(padded.word_select(index[3:], 64)),
+                grouped.eq(~go),
+                staged.eq(group.word_select(index[:3], 8)),
+                primed.eq(grouped & ~go),
+            ]
             with m.If(go):
                 m.d.sync += index.eq(index + 1)
                 with m.If(index == count - 1):
@@ -162,8 +180,12 @@ class RecordSender(wiring.Component):
             # Histogram: sync, kind, heap, bins, then per bin: fetch, add, write back, send.
             with m.State("SYNC_H"):
                 send_byte(SYNC, "HEAD_H")
-                m.d.sync += [crc16.eq(0xFFFF), after_crc.eq(0), items.eq(snapshot_largest_code + 1),
-                             head.eq(Cat(Const(HISTOGRAM, 8), summary[:64], (snapshot_largest_code + 1)[:16]))]
+                m.d.sync += [
+                    crc16.eq(0xFFFF),
+                    after_crc.eq(0),
+                    items.eq(snapshot_largest_code + 1),
+                    head.eq(Cat(Const(HISTOGRAM, 8), summary[:64], (snapshot_largest_code + 1)[:16])),
+                ]
             with m.State("HEAD_H"):
                 send_bytes(head, 11, "FETCH_H")
             with m.State("FETCH_H"):  # the address into both memories

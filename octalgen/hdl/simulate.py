@@ -25,15 +25,39 @@ from ..errors import BuildError, ToolMissingError
 from ..shipped import shipped_folder
 from .kernel import SpeculativePipeline
 
-__all__ = ["SIMULATORS", "BoardRun", "Comparison", "SimulationProgress", "SimulationRun", "build_verilator",
-           "compare", "find_verilator", "simulate", "simulate_amaranth", "simulate_board", "simulate_verilator",
-           "testbench_source", "uart_levels"]
+__all__ = [
+    "SIMULATORS",
+    "BoardRun",
+    "Comparison",
+    "SimulationProgress",
+    "SimulationRun",
+    "build_verilator",
+    "compare",
+    "find_verilator",
+    "simulate",
+    "simulate_amaranth",
+    "simulate_board",
+    "simulate_verilator",
+    "testbench_source",
+    "uart_levels",
+]
 
 SIMULATORS = ("amaranth", "verilator")
 
 #: Flags for Verilator and the C++ compiler it drives; part of the cache key.
-VERILATOR_FLAGS = ("--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-                   "--prefix", "Vkernel", "-CFLAGS", "-O1")
+VERILATOR_FLAGS = (
+    "--cc",
+    "--exe",
+    "--build",
+    "-O3",
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "--prefix",
+    "Vkernel",
+    "-CFLAGS",
+    "-O1",
+)
 
 
 class SimulationProgress(Protocol):
@@ -111,8 +135,13 @@ def compare(run: SimulationRun, reference, first: int) -> Comparison:
     return Comparison(len(got), None)
 
 
-def simulate(kernel: SpeculativePipeline, cycles: int, simulator: str = "amaranth", verilog: str | None = None,
-             progress: SimulationProgress | None = None) -> SimulationRun:
+def simulate(
+    kernel: SpeculativePipeline,
+    cycles: int,
+    simulator: str = "amaranth",
+    verilog: str | None = None,
+    progress: SimulationProgress | None = None,
+) -> SimulationRun:
     """Run ``kernel`` for ``cycles`` clocks in ``simulator`` (``verilog``: its emitted text, for Verilator).
 
     ``progress`` hears each phase and, from amaranth.sim, every value as it is emitted (the
@@ -134,8 +163,9 @@ def simulate(kernel: SpeculativePipeline, cycles: int, simulator: str = "amarant
     raise ValueError(f"unknown simulator {simulator!r}")
 
 
-def simulate_amaranth(kernel: SpeculativePipeline, cycles: int, progress: SimulationProgress | None = None
-                      ) -> SimulationRun:
+def simulate_amaranth(
+    kernel: SpeculativePipeline, cycles: int, progress: SimulationProgress | None = None
+) -> SimulationRun:
     """Run the kernel in amaranth.sim (Python) for ``cycles`` clocks.
 
     Elaborating a large kernel for the simulator takes a while before the first clock;
@@ -188,8 +218,10 @@ def find_verilator() -> str:
     """The ``verilator`` command, or :class:`ToolMissingError` saying how to get it."""
     found = shutil.which("verilator")
     if not found:
-        raise ToolMissingError("verilator not found on PATH; install it (Debian/Ubuntu: apt-get install verilator) "
-                               "or use --simulator amaranth")
+        raise ToolMissingError(
+            "verilator not found on PATH; install it (Debian/Ubuntu: apt-get install verilator) "
+            "or use --simulator amaranth"
+        )
     return found
 
 
@@ -209,8 +241,18 @@ def build_verilator(verilog: str, module: str):
     def builder(staging: Path, name: str) -> None:
         (staging / "kernel.v").write_text(verilog)
         (staging / "verilator_tb.cpp").write_text(bench)
-        command = [verilator, *VERILATOR_FLAGS, "--top-module", module, "-Mdir", "obj", "-o", "Vkernel",
-                   "kernel.v", "verilator_tb.cpp"]
+        command = [
+            verilator,
+            *VERILATOR_FLAGS,
+            "--top-module",
+            module,
+            "-Mdir",
+            "obj",
+            "-o",
+            "Vkernel",
+            "kernel.v",
+            "verilator_tb.cpp",
+        ]
         run_compiler(command, staging, name, staging / "kernel.v")
         (staging / "Vkernel").write_bytes((staging / "obj" / "Vkernel").read_bytes())
         (staging / "Vkernel").chmod(0o755)
@@ -225,16 +267,18 @@ def simulate_verilator(verilog: str, module: str, cycles: int) -> SimulationRun:
     binary = build_verilator(verilog, module)
     with tempfile.TemporaryDirectory(prefix="octalgen-verilator-") as tmp:
         values_file = Path(tmp) / "values.u16"
-        result = subprocess.run([str(binary), str(cycles), str(values_file)], check=False, capture_output=True,
-                                text=True)
+        result = subprocess.run(
+            [str(binary), str(cycles), str(values_file)], check=False, capture_output=True, text=True
+        )
         if result.returncode != 0:
             raise BuildError(f"the Verilator model {binary} failed: {(result.stderr or result.stdout).strip()}")
         fields = result.stdout.split()
         summary = dict(zip(fields[::2], fields[1::2]))
         values = np.fromfile(values_file, dtype="<u2").astype(np.int64)
     error = int(summary["error"])
-    return SimulationRun(values, int(summary["cycles"]), None if error < 0 else error, float(summary["seconds"]),
-                         "verilator")
+    return SimulationRun(
+        values, int(summary["cycles"]), None if error < 0 else error, float(summary["seconds"]), "verilator"
+    )
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,18 @@ from ..engine.scan import HASH_MATCH, Scanner, crc_tables
 from ..errors import InputError
 from .linear import carry_save_rows, linear_map
 
-__all__ = ["WINDOW_BANK", "Anchors", "Fnv1aDigest", "Histogram", "PrefixState", "RollingCrc", "WindowValues",
-           "fnv_rows", "histogram_bins", "prefix_state"]
+__all__ = [
+    "WINDOW_BANK",
+    "Anchors",
+    "Fnv1aDigest",
+    "Histogram",
+    "PrefixState",
+    "RollingCrc",
+    "WindowValues",
+    "fnv_rows",
+    "histogram_bins",
+    "prefix_state",
+]
 
 #: Values per bank of the window memory at fold >= 4: one ECP5 block RAM (DP16KD) of 16-bit words.
 WINDOW_BANK = 1024
@@ -76,9 +86,15 @@ def prefix_state(history, window: int, bins: int) -> PrefixState:
     state = scanner.to_dict()
     largest_at = int(np.argmax(history))
     return PrefixState(
-        digest=state["fnv"], largest=int(history[largest_at]), largest_at=largest_at,
-        counts=np.bincount(history, minlength=bins), crc=state["crc"], anchor=state["anchor"],
-        anchor_crc=state["anchor_crc"], next_anchor=state["next_anchor"], matches=state["hash_matches"],
+        digest=state["fnv"],
+        largest=int(history[largest_at]),
+        largest_at=largest_at,
+        counts=np.bincount(history, minlength=bins),
+        crc=state["crc"],
+        anchor=state["anchor"],
+        anchor_crc=state["anchor_crc"],
+        next_anchor=state["next_anchor"],
+        matches=state["hash_matches"],
         last_match=last_match,
     )
 
@@ -143,8 +159,9 @@ class WindowValues(wiring.Component):
             raise InputError(f"window bank {bank} must be a power of two, at least 2")
         self.window, self.first, self.fold, self.bank = window, first, fold, bank
         # Slot j holds the value of the heap that is j modulo W.
-        self.contents = [int(history[p]) if p >= 0 else 0
-                         for p in ((first - window + ((j - first) % window)) for j in range(window))]
+        self.contents = [
+            int(history[p]) if p >= 0 else 0 for p in ((first - window + ((j - first) % window)) for j in range(window))
+        ]
         super().__init__({"valid": In(1), "value": In(16), "old": Out(16)})
 
     def elaborate(self, platform):
@@ -159,8 +176,12 @@ class WindowValues(wiring.Component):
             memory = Memory(shape=16, depth=window, init=self.contents)
             m.submodules.window_values = memory
             read, write = memory.read_port(), memory.write_port()
-            m.d.comb += [read.addr.eq(Mux(valid, following, pointer)),
-                         write.addr.eq(pointer), write.data.eq(value), write.en.eq(valid)]
+            m.d.comb += [
+                read.addr.eq(Mux(valid, following, pointer)),
+                write.addr.eq(pointer),
+                write.data.eq(value),
+                write.en.eq(valid),
+            ]
             if self.fold == 1:
                 m.d.comb += self.old.eq(read.data)
                 return m
@@ -181,8 +202,12 @@ class WindowValues(wiring.Component):
             memory = Memory(shape=16, depth=min(bank, window - first), init=self.contents[first : first + bank])
             m.submodules[f"window_values_{k}"] = memory
             read, write = memory.read_port(), memory.write_port()
-            m.d.comb += [read.addr.eq(pointer[:bits]), write.addr.eq(pointer[:bits]), write.data.eq(value),
-                         write.en.eq(valid & writing[k])]
+            m.d.comb += [
+                read.addr.eq(pointer[:bits]),
+                write.addr.eq(pointer[:bits]),
+                write.data.eq(value),
+                write.en.eq(valid & writing[k]),
+            ]
             m.d.sync += registered[k].eq(read.data)
         chosen = Signal(range(banks), name="window_bank")
         held = Signal(16, name="window_old")
@@ -266,8 +291,10 @@ class RollingCrc(wiring.Component):
         tables = [int(t) for t in crc_tables(self.window)]
 
         def table_columns(first_table: int) -> list[int]:
-            low, high = tables[256 * first_table : 256 * first_table + 256], tables[256 * first_table + 256 :
-                                                                                     256 * first_table + 512]
+            low, high = (
+                tables[256 * first_table : 256 * first_table + 256],
+                tables[256 * first_table + 256 : 256 * first_table + 512],
+            )
             return [low[1 << k] if k < 8 else high[1 << (k - 8)] for k in range(16)]
 
         crc = self.crc
@@ -310,8 +337,17 @@ class Anchors(wiring.Component):
 
     def __init__(self, prefix: PrefixState, *, pipelined: bool):
         self.prefix, self.pipelined = prefix, pipelined
-        super().__init__({"checking": In(1), "checked": In(64), "crc": In(64),
-                          "anchor": Out(64), "anchor_crc": Out(64), "matches": Out(32), "last_match": Out(64)})
+        super().__init__(
+            {
+                "checking": In(1),
+                "checked": In(64),
+                "crc": In(64),
+                "anchor": Out(64),
+                "anchor_crc": Out(64),
+                "matches": Out(32),
+                "last_match": Out(64),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -331,12 +367,19 @@ class Anchors(wiring.Component):
         anchor_due, anchor_set, crc_seen = seen
         at_anchor = settling & anchor_due
         match = settling & ~anchor_due & anchor_set & crc_seen
-        m.d.comb += [self.anchor.eq(Mux(at_anchor, checked, anchor)),
-                     self.anchor_crc.eq(Mux(at_anchor, crc, anchor_crc)),
-                     self.matches.eq(Mux(match, (matches + 1)[:32], matches)),
-                     self.last_match.eq(Mux(match, checked, last_match))]
-        m.d.sync += [anchor.eq(self.anchor), anchor_crc.eq(self.anchor_crc), matches.eq(self.matches),
-                     last_match.eq(self.last_match), next_anchor.eq(Mux(at_anchor, next_anchor << 1, next_anchor))]
+        m.d.comb += [
+            self.anchor.eq(Mux(at_anchor, checked, anchor)),
+            self.anchor_crc.eq(Mux(at_anchor, crc, anchor_crc)),
+            self.matches.eq(Mux(match, (matches + 1)[:32], matches)),
+            self.last_match.eq(Mux(match, checked, last_match)),
+        ]
+        m.d.sync += [
+            anchor.eq(self.anchor),
+            anchor_crc.eq(self.anchor_crc),
+            matches.eq(self.matches),
+            last_match.eq(self.last_match),
+            next_anchor.eq(Mux(at_anchor, next_anchor << 1, next_anchor)),
+        ]
         return m
 
 
@@ -393,8 +436,17 @@ class Histogram(wiring.Component):
         self.init = [int(count) for count in init]
         self.bank_from_register = bank_from_register
         bits = max(1, (len(self.init) - 1).bit_length())
-        super().__init__({"valid": In(1), "code": In(bits), "swap": In(1), "address": In(bits), "hold": In(1),
-                          "add": In(1), "cumulative": Out(64)})
+        super().__init__(
+            {
+                "valid": In(1),
+                "code": In(bits),
+                "swap": In(1),
+                "address": In(bits),
+                "hold": In(1),
+                "add": In(1),
+                "cumulative": Out(64),
+            }
+        )
 
     def elaborate(self, platform):
         m = Module()
@@ -407,8 +459,11 @@ class Histogram(wiring.Component):
         m.submodules.counts_total = total
         total_read, total_write = total.read_port(), total.write_port()
         held_total = Signal(64)
-        m.d.comb += [total_read.addr.eq(self.address), total_write.addr.eq(self.address),
-                     self.cumulative.eq(held_total + idle_delta)]
+        m.d.comb += [
+            total_read.addr.eq(self.address),
+            total_write.addr.eq(self.address),
+            self.cumulative.eq(held_total + idle_delta),
+        ]
         with m.If(self.hold):
             m.d.sync += held_total.eq(total_read.data)
         with m.If(self.add):
@@ -427,8 +482,14 @@ class Histogram(wiring.Component):
         # The pipeline: A (the value's clock: the read), B (the count in the block RAM's output), C (the write).
         b_valid, b_code, b_bank = Signal(), Signal(width), Signal()
         c_valid, c_code, c_bank = Signal(), Signal(width), Signal()
-        m.d.sync += [b_valid.eq(valid), b_code.eq(code), b_bank.eq(counting),
-                     c_valid.eq(b_valid), c_code.eq(b_code), c_bank.eq(b_bank)]
+        m.d.sync += [
+            b_valid.eq(valid),
+            b_code.eq(code),
+            b_bank.eq(counting),
+            c_valid.eq(b_valid),
+            c_code.eq(b_code),
+            c_bank.eq(b_bank),
+        ]
         # The count written in the clock before (the read of the value now in C came too early for it),
         # and whether that value counted the same code in the same bank.
         written, same = Signal(32), Signal()

@@ -73,8 +73,14 @@ class ResultStreamer(wiring.Component):
         Bits of the heap reached (for LEDs): bit 0 toggles every ``record_every`` values.
     """
 
-    def __init__(self, kernel: SpeculativePipeline, history, settings: BoardSettings = BoardSettings(), *,
-                 window_bank: int = WINDOW_BANK):
+    def __init__(
+        self,
+        kernel: SpeculativePipeline,
+        history,
+        settings: BoardSettings = BoardSettings(),
+        *,
+        window_bank: int = WINDOW_BANK,
+    ):
         history = np.asarray(history[: kernel.first], dtype=np.int64)
         self.kernel = kernel
         self.settings = settings
@@ -126,11 +132,19 @@ class ResultStreamer(wiring.Component):
 
         # The statistics.
         m.d.comb += [
-            window.valid.eq(valid), window.value.eq(value),
-            digest.valid.eq(valid), digest.value.eq(value), digest.after.eq(checking),
-            crc.valid.eq(valid), crc.value.eq(value), crc.old.eq(window.old),
-            anchors.checking.eq(checking), anchors.checked.eq(checked), anchors.crc.eq(crc.crc),
-            histogram.valid.eq(valid), histogram.code.eq(value),  # the histogram counts by value
+            window.valid.eq(valid),
+            window.value.eq(value),
+            digest.valid.eq(valid),
+            digest.value.eq(value),
+            digest.after.eq(checking),
+            crc.valid.eq(valid),
+            crc.value.eq(value),
+            crc.old.eq(window.old),
+            anchors.checking.eq(checking),
+            anchors.checked.eq(checked),
+            anchors.crc.eq(crc.crc),
+            histogram.valid.eq(valid),
+            histogram.code.eq(value),  # the histogram counts by value
         ]
 
         # Snapshots: when the value whose statistics settle now ends a record interval (two clocks
@@ -145,22 +159,45 @@ class ResultStreamer(wiring.Component):
             m.d.sync += boundary.eq(ends_interval)
         m.d.comb += self.heartbeat.eq(position[every:][:8])
         m.d.comb += [
-            sender.summary_due.eq(boundary), histogram.swap.eq(sender.snapshot),
-            sender.fields.eq(Cat(position, digest.digest, largest, largest_at, crc.crc, anchors.anchor,
-                                 anchors.anchor_crc, anchors.matches, anchors.last_match, kernel.error,
-                                 Const(0, 7))),
+            sender.summary_due.eq(boundary),
+            histogram.swap.eq(sender.snapshot),
+            sender.fields.eq(
+                Cat(
+                    position,
+                    digest.digest,
+                    largest,
+                    largest_at,
+                    crc.crc,
+                    anchors.anchor,
+                    anchors.anchor_crc,
+                    anchors.matches,
+                    anchors.last_match,
+                    kernel.error,
+                    Const(0, 7),
+                )
+            ),
             sender.largest.eq(largest),
         ]
 
         # The records: the histogram read bin by bin, the requested values one by one, bytes to the UART.
         m.d.comb += [
-            histogram.address.eq(sender.bin_address), histogram.hold.eq(sender.bin_hold),
-            histogram.add.eq(sender.bin_add), sender.bin_count.eq(histogram.cumulative),
-            capture.byte.eq(rx.data), capture.byte_valid.eq(rx.valid),
-            capture.valid.eq(valid), capture.value.eq(value), capture.position.eq(position),
-            sender.answer.eq(capture.answer), sender.start.eq(capture.start), sender.count.eq(capture.count),
+            histogram.address.eq(sender.bin_address),
+            histogram.hold.eq(sender.bin_hold),
+            histogram.add.eq(sender.bin_add),
+            sender.bin_count.eq(histogram.cumulative),
+            capture.byte.eq(rx.data),
+            capture.byte_valid.eq(rx.valid),
+            capture.valid.eq(valid),
+            capture.value.eq(value),
+            capture.position.eq(position),
+            sender.answer.eq(capture.answer),
+            sender.start.eq(capture.start),
+            sender.count.eq(capture.count),
             capture.answered.eq(sender.answered),
-            capture.read_address.eq(sender.value_address), sender.value_data.eq(capture.read_data),
-            tx.data.eq(sender.data), tx.valid.eq(sender.valid), sender.ready.eq(tx.ready),
+            capture.read_address.eq(sender.value_address),
+            sender.value_data.eq(capture.read_data),
+            tx.data.eq(sender.data),
+            tx.valid.eq(sender.valid),
+            sender.ready.eq(tx.ready),
         ]
         return m

@@ -29,9 +29,23 @@ from ..errors import ComputationError, InputError, ToolMissingError
 from ..plan import KernelPlan
 from .layout import LANES_PER_STAGE, PipelineLayout, layout_pipeline
 
-__all__ = ["ROUTERS", "TARGETS", "TOOLS", "UTILISATION_LIMIT", "Estimate", "SynthesisReport", "Target",
-           "choose_fold", "estimate", "find_tool", "get_target", "nextpnr_options", "read_report", "synthesise",
-           "tool_version"]
+__all__ = [
+    "ROUTERS",
+    "TARGETS",
+    "TOOLS",
+    "UTILISATION_LIMIT",
+    "Estimate",
+    "SynthesisReport",
+    "Target",
+    "choose_fold",
+    "estimate",
+    "find_tool",
+    "get_target",
+    "nextpnr_options",
+    "read_report",
+    "synthesise",
+    "tool_version",
+]
 
 log = logging.getLogger("octalgen")
 
@@ -99,8 +113,18 @@ TARGETS = {
     for t in (
         Target("ice40-up5k", "ice40", ("--up5k", "--package", "sg48"), 5280, 5280, 30, _ICE40_BRAM, 64),
         Target("ice40-hx8k", "ice40", ("--hx8k", "--package", "ct256"), 7680, 7680, 32, _ICE40_BRAM, 64),
-        Target("ecp5-85k", "ecp5", ("--85k", "--package", "CABGA381"), 83640, 83640, 208,
-               ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)), 1024, 64, 0.8),
+        Target(
+            "ecp5-85k",
+            "ecp5",
+            ("--85k", "--package", "CABGA381"),
+            83640,
+            83640,
+            208,
+            ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512)),
+            1024,
+            64,
+            0.8,
+        ),
     )
 }
 
@@ -192,8 +216,14 @@ def estimate(layout: PipelineLayout, target: Target) -> Estimate:
     return Estimate(luts, ffs, brams)
 
 
-def choose_fold(plan: KernelPlan, target: Target, limit: float | None = None, *,
-                lanes_per_stage: int = LANES_PER_STAGE, mark_chain: str = "vector") -> tuple[int, Estimate]:
+def choose_fold(
+    plan: KernelPlan,
+    target: Target,
+    limit: float | None = None,
+    *,
+    lanes_per_stage: int = LANES_PER_STAGE,
+    mark_chain: str = "vector",
+) -> tuple[int, Estimate]:
     """The smallest fold whose estimate uses at most ``limit`` (default: the target's) of every resource.
 
     Raises
@@ -318,8 +348,9 @@ def find_tool(name: str) -> str:
     search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     found = shutil.which(yowasp, path=search) or shutil.which(native)
     if not found:
-        raise ToolMissingError(f"{native} not found: install the synthesis extra (pip install 'octalgen[synth]') "
-                               f"or put {native} on PATH")
+        raise ToolMissingError(
+            f"{native} not found: install the synthesis extra (pip install 'octalgen[synth]') or put {native} on PATH"
+        )
     return found
 
 
@@ -335,8 +366,17 @@ def nextpnr_options(seed: int, router: str) -> list[str]:
     return ["--report", "report.json", "--seed", str(seed), "--router", router, "--timing-allow-fail"]
 
 
-def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_chosen: bool = False,
-               estimated: Estimate | None = None, seed: int = 1, router: str = "router1") -> SynthesisReport:
+def synthesise(
+    kernel,
+    target: Target,
+    freq_mhz: float,
+    workdir: Path,
+    *,
+    fold_chosen: bool = False,
+    estimated: Estimate | None = None,
+    seed: int = 1,
+    router: str = "router1",
+) -> SynthesisReport:
     """Run yosys and nextpnr on ``kernel`` for ``target`` in ``workdir``; return the report.
 
     ``workdir`` keeps the Verilog, the scripts, the logs and nextpnr's report.
@@ -352,11 +392,24 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
     unconstrained = "--lpf-allow-unconstrained" if target.family == "ecp5" else "--pcf-allow-unconstrained"
     commands = [
         [yosys, "-q", "-l", "yosys.log", "-s", "synth.ys"],
-        [nextpnr, *target.device, "--json", "netlist.json", "--freq", f"{freq_mhz:g}", unconstrained,
-         *nextpnr_options(seed, router), "-l", "nextpnr.log", "-q"],
+        [
+            nextpnr,
+            *target.device,
+            "--json",
+            "netlist.json",
+            "--freq",
+            f"{freq_mhz:g}",
+            unconstrained,
+            *nextpnr_options(seed, router),
+            "-l",
+            "nextpnr.log",
+            "-q",
+        ],
     ]
-    (workdir / "flow.sh").write_text("#!/bin/sh\n# the synthesis flow octalgen ran (in this directory)\nset -e\n"
-                                     + "".join(" ".join(c) + "\n" for c in commands))
+    (workdir / "flow.sh").write_text(
+        "#!/bin/sh\n# the synthesis flow octalgen ran (in this directory)\nset -e\n"
+        + "".join(" ".join(c) + "\n" for c in commands)
+    )
     began = time.perf_counter()
     for command in commands:
         log.info("running %s", " ".join(Path(command[0]).name if i == 0 else a for i, a in enumerate(command)))
@@ -366,36 +419,75 @@ def synthesise(kernel, target: Target, freq_mhz: float, workdir: Path, *, fold_c
             raise ComputationError(f"{Path(command[0]).name} failed (logs in {workdir}): " + " | ".join(tail))
     seconds = time.perf_counter() - began
     tools = {"yosys": tool_version(yosys, "-V"), "nextpnr": tool_version(nextpnr, "--version")}
-    return read_report(workdir, target, kernel, clock=lambda fmax: min(c["achieved"] for c in fmax.values()),
-                       fold_chosen=fold_chosen, estimated=estimated, seconds=seconds, tools=tools,
-                       target_mhz=freq_mhz, router=router, seed=seed)
+    return read_report(
+        workdir,
+        target,
+        kernel,
+        clock=lambda fmax: min(c["achieved"] for c in fmax.values()),
+        fold_chosen=fold_chosen,
+        estimated=estimated,
+        seconds=seconds,
+        tools=tools,
+        target_mhz=freq_mhz,
+        router=router,
+        seed=seed,
+    )
 
 
-def read_report(workdir: Path, target: Target, kernel, *, clock, fold_chosen: bool, estimated, seconds: float,
-                tools: dict, target_mhz: float, router: str, seed: int) -> SynthesisReport:
+def read_report(
+    workdir: Path,
+    target: Target,
+    kernel,
+    *,
+    clock,
+    fold_chosen: bool,
+    estimated,
+    seconds: float,
+    tools: dict,
+    target_mhz: float,
+    router: str,
+    seed: int,
+) -> SynthesisReport:
     """A :class:`SynthesisReport` from nextpnr's ``report.json`` (and yosys's netlist) in ``workdir``.
 
     ``clock`` picks the kernel clock's fmax from nextpnr's ``fmax`` table.
     """
     report = json.loads((workdir / "report.json").read_text())
     used = report["utilization"]
-    lut_cell, ff_cell, ram_cell = (("TRELLIS_COMB", "TRELLIS_FF", "DP16KD") if target.family == "ecp5"
-                                   else ("ICESTORM_LC", "ICESTORM_LC", "ICESTORM_RAM"))
+    lut_cell, ff_cell, ram_cell = (
+        ("TRELLIS_COMB", "TRELLIS_FF", "DP16KD")
+        if target.family == "ecp5"
+        else ("ICESTORM_LC", "ICESTORM_LC", "ICESTORM_RAM")
+    )
     fmax = clock(report["fmax"])
     if target.family == "ecp5":
         luts, ffs = used[lut_cell]["used"], used[ff_cell]["used"]
     else:
         luts, ffs = _netlist_counts(workdir / "netlist.json", target.family)
     return SynthesisReport(
-        game=kernel.plan.game.code, target=target.name, fold=kernel.fold, fold_chosen=fold_chosen,
-        luts=luts, ffs=ffs, brams=used[ram_cell]["used"],
-        luts_available=used[lut_cell]["available"], ffs_available=used[ff_cell]["available"],
+        game=kernel.plan.game.code,
+        target=target.name,
+        fold=kernel.fold,
+        fold_chosen=fold_chosen,
+        luts=luts,
+        ffs=ffs,
+        brams=used[ram_cell]["used"],
+        luts_available=used[lut_cell]["available"],
+        ffs_available=used[ff_cell]["available"],
         brams_available=used[ram_cell]["available"],
-        fmax_mhz=round(fmax, 2), target_mhz=target_mhz, values_per_second=round(fmax * 1e6 / kernel.fold),
-        latency=kernel.latency, estimate=asdict(estimated) if estimated else {},
-        utilization={cell: count for cell, count in used.items() if count["used"]}, seconds=round(seconds, 1),
-        tools=tools, router=router, seed=seed, lanes_per_stage=kernel.layout.lanes_per_stage,
-        block_ram_from=kernel.block_ram_depth, mark_chain=kernel.layout.mark_chain,
+        fmax_mhz=round(fmax, 2),
+        target_mhz=target_mhz,
+        values_per_second=round(fmax * 1e6 / kernel.fold),
+        latency=kernel.latency,
+        estimate=asdict(estimated) if estimated else {},
+        utilization={cell: count for cell, count in used.items() if count["used"]},
+        seconds=round(seconds, 1),
+        tools=tools,
+        router=router,
+        seed=seed,
+        lanes_per_stage=kernel.layout.lanes_per_stage,
+        block_ram_from=kernel.block_ram_depth,
+        mark_chain=kernel.layout.mark_chain,
     )
 
 

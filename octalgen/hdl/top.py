@@ -52,17 +52,40 @@ class BoardTop(Elaboratable):
         fast, locked = Signal(name="pll_clk"), Signal(name="pll_locked")
         m.submodules.pll = Instance(
             "EHXPLLL",
-            a_FREQUENCY_PIN_CLKI=f"{pll.reference_mhz:g}", a_FREQUENCY_PIN_CLKOP=f"{pll.output_mhz:g}",
-            a_ICP_CURRENT="12", a_LPF_RESISTOR="8", a_MFG_ENABLE_FILTEROPAMP="1", a_MFG_GMCREF_SEL="2",
-            p_PLLRST_ENA="DISABLED", p_INTFB_WAKE="DISABLED", p_STDBY_ENABLE="DISABLED",
-            p_DPHASE_SOURCE="DISABLED", p_OUTDIVIDER_MUXA="DIVA", p_OUTDIVIDER_MUXB="DIVB",
-            p_OUTDIVIDER_MUXC="DIVC", p_OUTDIVIDER_MUXD="DIVD",
-            p_CLKI_DIV=pll.input_divider, p_CLKOP_ENABLE="ENABLED", p_CLKOP_DIV=pll.output_divider,
-            p_CLKOP_CPHASE=(pll.output_divider - 1) // 2, p_CLKOP_FPHASE=0, p_FEEDBK_PATH="CLKOP",
+            a_FREQUENCY_PIN_CLKI=f"{pll.reference_mhz:g}",
+            a_FREQUENCY_PIN_CLKOP=f"{pll.output_mhz:g}",
+            a_ICP_CURRENT="12",
+            a_LPF_RESISTOR="8",
+            a_MFG_ENABLE_FILTEROPAMP="1",
+            a_MFG_GMCREF_SEL="2",
+            p_PLLRST_ENA="DISABLED",
+            p_INTFB_WAKE="DISABLED",
+            p_STDBY_ENABLE="DISABLED",
+            p_DPHASE_SOURCE="DISABLED",
+            p_OUTDIVIDER_MUXA="DIVA",
+            p_OUTDIVIDER_MUXB="DIVB",
+            p_OUTDIVIDER_MUXC="DIVC",
+            p_OUTDIVIDER_MUXD="DIVD",
+            p_CLKI_DIV=pll.input_divider,
+            p_CLKOP_ENABLE="ENABLED",
+            p_CLKOP_DIV=pll.output_divider,
+            p_CLKOP_CPHASE=(pll.output_divider - 1) // 2,
+            p_CLKOP_FPHASE=0,
+            p_FEEDBK_PATH="CLKOP",
             p_CLKFB_DIV=pll.feedback_divider,
-            i_RST=0, i_STDBY=0, i_CLKI=ClockSignal("reference"), o_CLKOP=fast, i_CLKFB=fast,
-            i_PHASESEL0=0, i_PHASESEL1=0, i_PHASEDIR=1, i_PHASESTEP=1, i_PHASELOADREG=1, i_PLLWAKESYNC=0,
-            i_ENCLKOP=0, o_LOCK=locked,
+            i_RST=0,
+            i_STDBY=0,
+            i_CLKI=ClockSignal("reference"),
+            o_CLKOP=fast,
+            i_CLKFB=fast,
+            i_PHASESEL0=0,
+            i_PHASESEL1=0,
+            i_PHASEDIR=1,
+            i_PHASESTEP=1,
+            i_PHASELOADREG=1,
+            i_PLLWAKESYNC=0,
+            i_ENCLKOP=0,
+            o_LOCK=locked,
         )
         # Lock, synchronised and held for 2^16 reference clocks (2.6 ms), then the clock runs for good.
         meta, steady = Signal(name="lock_meta"), Signal(name="lock_steady")
@@ -129,37 +152,65 @@ class BoardReport:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
 
 
-def build_board(streamer, board: Board, pll: PllSetting, workdir: Path, *, fold_chosen: bool = False,
-                estimated=None, seed: int = 1, router: str = "router1") -> BoardReport:
+def build_board(
+    streamer,
+    board: Board,
+    pll: PllSetting,
+    workdir: Path,
+    *,
+    fold_chosen: bool = False,
+    estimated=None,
+    seed: int = 1,
+    router: str = "router1",
+) -> BoardReport:
     """Synthesise, place, route and pack ``streamer`` for ``board`` in ``workdir``; returns the report."""
     tools = {"YOSYS": find_tool("yosys"), "NEXTPNR_ECP5": find_tool("nextpnr-ecp5"), "ECPPACK": find_tool("ecppack")}
     platform = board.load_platform()
     workdir.mkdir(parents=True, exist_ok=True)
     top = BoardTop(streamer, board, pll)
-    plan = platform.build(top, name="top", build_dir=str(workdir), do_build=False,
-                          nextpnr_opts=nextpnr_options(seed, router))
+    plan = platform.build(
+        top, name="top", build_dir=str(workdir), do_build=False, nextpnr_opts=nextpnr_options(seed, router)
+    )
     plan.extract(str(workdir))
     began = time.perf_counter()
-    result = subprocess.run(["sh", "build_top.sh"], check=False, cwd=workdir, env={**os.environ, **tools},
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["sh", "build_top.sh"], check=False, cwd=workdir, env={**os.environ, **tools}, capture_output=True, text=True
+    )
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
         raise ComputationError(f"the board flow failed (logs in {workdir}: top.rpt, top.tim): " + " | ".join(tail))
     seconds = time.perf_counter() - began
     kernel = streamer.kernel
-    synthesis = read_report(workdir, board.target, kernel, clock=_kernel_clock(pll), fold_chosen=fold_chosen,
-                            estimated=estimated, seconds=seconds,
-                            tools={"yosys": tool_version(tools["YOSYS"], "-V"),
-                                   "nextpnr": tool_version(tools["NEXTPNR_ECP5"], "--version"),
-                                   "ecppack": tool_version(tools["ECPPACK"], "--version")},
-                            target_mhz=pll.output_mhz, router=router, seed=seed)
+    synthesis = read_report(
+        workdir,
+        board.target,
+        kernel,
+        clock=_kernel_clock(pll),
+        fold_chosen=fold_chosen,
+        estimated=estimated,
+        seconds=seconds,
+        tools={
+            "yosys": tool_version(tools["YOSYS"], "-V"),
+            "nextpnr": tool_version(tools["NEXTPNR_ECP5"], "--version"),
+            "ecppack": tool_version(tools["ECPPACK"], "--version"),
+        },
+        target_mhz=pll.output_mhz,
+        router=router,
+        seed=seed,
+    )
     bitstream = workdir / "top.bit"
     settings = streamer.settings
     return BoardReport(
-        synthesis=synthesis, board=board.name, clock_mhz=round(pll.output_mhz, 4),
-        timing_met=synthesis.fmax_mhz >= pll.output_mhz, baud=round(pll.output_mhz * 1e6 / settings.clocks_per_bit),
-        settings=asdict(settings), first=kernel.first, table=kernel.plan.table.digest,
-        bitstream=bitstream.name, bitstream_bytes=bitstream.stat().st_size,
+        synthesis=synthesis,
+        board=board.name,
+        clock_mhz=round(pll.output_mhz, 4),
+        timing_met=synthesis.fmax_mhz >= pll.output_mhz,
+        baud=round(pll.output_mhz * 1e6 / settings.clocks_per_bit),
+        settings=asdict(settings),
+        first=kernel.first,
+        table=kernel.plan.table.digest,
+        bitstream=bitstream.name,
+        bitstream_bytes=bitstream.stat().st_size,
     )
 
 

@@ -37,8 +37,12 @@ class UartTx(wiring.Component):
         with m.If(timer != 0):
             m.d.sync += timer.eq(timer - 1)
         with m.Elif(left != 0):
-            m.d.sync += [self.tx.eq(shift[0]), shift.eq(shift >> 1), left.eq(left - 1),
-                         timer.eq(self.clocks_per_bit - 1)]
+            m.d.sync += [
+                self.tx.eq(shift[0]),
+                shift.eq(shift >> 1),
+                left.eq(left - 1),
+                timer.eq(self.clocks_per_bit - 1),
+            ]
         with m.Elif(self.valid):
             m.d.sync += [shift.eq(Cat(Const(0, 1), self.data, Const(1, 1))), left.eq(10)]
         return m

@@ -33,10 +33,12 @@ def header_lines(kernel: SpeculativePipeline) -> list[str]:
         *kernel.plan.provenance(
             fold=f"{layout.fold} (one value every {layout.fold} clocks)",
             latency=f"{kernel.latency} clocks to the first value, G({kernel.first})",
-            structure=(f"{len(layout.stages)} stages, {layout.mark_units} mark units, "
-                       f"{len(layout.recent)} recent term{'' if len(layout.recent) == 1 else 's'}, "
-                       f"{layout.candidates} candidate{'' if layout.candidates == 1 else 's'}, "
-                       f"{layout.history_bits} history bits"),
+            structure=(
+                f"{len(layout.stages)} stages, {layout.mark_units} mark units, "
+                f"{len(layout.recent)} recent term{'' if len(layout.recent) == 1 else 's'}, "
+                f"{layout.candidates} candidate{'' if layout.candidates == 1 else 's'}, "
+                f"{layout.history_bits} history bits"
+            ),
             decoder=kernel.decoder,
             toolchain=toolchain(),
         ),

@@ -47,7 +47,9 @@ class StonesKernel:
         self.game = game
         self.plan = make_stones_plan(game)
         self.module: CompiledModule = build_module(
-            f"stones_{game.rule.replace('-', '_')}", generate_source(self.plan), _CDEF[type(self.plan)],
+            f"stones_{game.rule.replace('-', '_')}",
+            generate_source(self.plan),
+            _CDEF[type(self.plan)],
             what=game.describe(),
         )
 
@@ -69,8 +71,11 @@ class StonesKernel:
         bits = _unpack(packed, count)
         if isinstance(self.plan, RegisterPlan):
             # The channels are the whole state.
-            return Outcomes.from_states(self.game, bits.T) if states else Outcomes(
-                self.game, dict(zip(self.game.channels, bits)))
+            return (
+                Outcomes.from_states(self.game, bits.T)
+                if states
+                else Outcomes(self.game, dict(zip(self.game.channels, bits)))
+            )
         if trace is None:
             return Outcomes(self.game, {"safe": bits[0]})
         history_bits = _unpack(trace, len(self.game.histories))  # one row per pile size

@@ -71,8 +71,7 @@ def state_period(states: np.ndarray, reach: int) -> Period | None:
     with np.errstate(over="ignore"):
         powers = np.cumprod(np.full(len(ids), _HASH_BASE, dtype=np.uint64), dtype=np.uint64)
         prefix = np.concatenate([[np.uint64(0)], np.cumsum(ids * powers, dtype=np.uint64)])
-        inverse = np.cumprod(np.full(count + 1, _inverse_mod_2_64(int(_HASH_BASE)), dtype=np.uint64),
-                             dtype=np.uint64)
+        inverse = np.cumprod(np.full(count + 1, _inverse_mod_2_64(int(_HASH_BASE)), dtype=np.uint64), dtype=np.uint64)
         sums = prefix[reach : reach + count + 1] - prefix[: count + 1]
         hashes = sums * inverse
     order = np.argsort(hashes, kind="stable")

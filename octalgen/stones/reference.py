@@ -69,9 +69,7 @@ def _no_repeat_loses(game: NoRepeat, count: int) -> np.ndarray:
     loses: dict[tuple[int, tuple[int, ...]], bool] = {}
     for n in range(count):
         for history in histories:
-            loses[n, history] = all(
-                not loses[n - s, game.after(history, s)] for s in game.legal(history) if s <= n
-            )
+            loses[n, history] = all(not loses[n - s, game.after(history, s)] for s in game.legal(history) if s <= n)
     states = np.zeros((count, len(histories)), dtype=bool)
     for n in range(count):
         states[n] = [loses[n, history] for history in histories]

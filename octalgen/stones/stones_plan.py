@@ -150,8 +150,13 @@ class HistoryPlan:
         return tuple(bounds)
 
     def context(self) -> dict:
-        return {"edges": self.edges, "word_edges": self.word_edges, "words": self.words, "full": self.full,
-                "ring": self.ring}
+        return {
+            "edges": self.edges,
+            "word_edges": self.word_edges,
+            "words": self.words,
+            "full": self.full,
+            "ring": self.ring,
+        }
 
     def describe(self) -> str:
         states = len(self.game.histories)
@@ -199,18 +204,18 @@ def _history_plan(game: NoRepeat) -> HistoryPlan:
             f"{game.describe()} has {len(histories)} reachable histories and {edge_count} edges, more than the "
             f"{MAX_HISTORY_EDGES} the generated kernel takes; use a smaller memory"
         )
-    edges = tuple(sorted(
-        (
-            Edge(destination[0], index[destination] // 64, index[destination] % 64, word, mask)
-            for destination in sorted(sources, key=index.__getitem__)
-            for word, mask in sources[destination].items()
-        ),
-        key=lambda edge: edge.source_word,  # stable: destinations stay in order within a word
-    ))
-    word_count = -(-len(histories) // 64)
-    full = tuple(
-        (1 << min(64, len(histories) - 64 * w)) - 1 for w in range(word_count)
+    edges = tuple(
+        sorted(
+            (
+                Edge(destination[0], index[destination] // 64, index[destination] % 64, word, mask)
+                for destination in sorted(sources, key=index.__getitem__)
+                for word, mask in sources[destination].items()
+            ),
+            key=lambda edge: edge.source_word,  # stable: destinations stay in order within a word
+        )
     )
+    word_count = -(-len(histories) // 64)
+    full = tuple((1 << min(64, len(histories) - 64 * w)) - 1 for w in range(word_count))
     ring = 1 << game.reach.bit_length()  # a power of two above the largest count
     return HistoryPlan(game, edges, word_count, full, ring)
 
