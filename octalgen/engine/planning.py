@@ -16,6 +16,7 @@ values the exact solver found; :func:`plan_for` plans a kernel only where one ca
 from __future__ import annotations
 
 import logging
+from typing import Literal, overload
 
 import numpy as np
 
@@ -242,6 +243,18 @@ def plan_for(table: RareTable, values, storage: str | None = None, *, early: boo
         if len(sooner.crossings) * CROSSING_STEPS < plan.start - sooner.start:
             return sooner
     return plan
+
+
+@overload
+def plan_game(
+    game: OctalGame, table: RareTable | None = None, *, required: Literal[True], limit: int = PLAN_LIMIT
+) -> tuple[KernelPlan, np.ndarray]: ...
+
+
+@overload
+def plan_game(
+    game: OctalGame, table: RareTable | None = None, *, required: bool = False, limit: int = PLAN_LIMIT
+) -> tuple[KernelPlan | None, np.ndarray]: ...
 
 
 def plan_game(
