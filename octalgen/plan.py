@@ -45,7 +45,7 @@ from functools import cached_property
 import numpy as np
 
 from . import __version__
-from .errors import InputError
+from .errors import InputError, InternalError
 from .rare import RareTable
 from .sparse import Rarity
 
@@ -97,6 +97,13 @@ class Encoding:
         return np.dtype(np.uint8 if self.kind == "u8" else np.uint16)
 
     @property
+    def u8_bit(self) -> int:
+        """:attr:`dropped_bit` of a u8 encoding (a u16 one deletes no bit)."""
+        if self.dropped_bit is None:
+            raise InternalError(f"a {self.kind} encoding has no dropped bit")
+        return self.dropped_bit
+
+    @property
     def capacity(self) -> int:
         """Number of distinct stored codes (256 or 65536)."""
         return 1 << self.bits
@@ -105,7 +112,7 @@ class Encoding:
         """The stored code of a value (any value for u16; bit ``dropped_bit`` deleted for u8)."""
         if self.kind == "u16":
             return value
-        b = self.dropped_bit
+        b = self.u8_bit
         return ((value >> (b + 1)) << b) | (value & ((1 << b) - 1))
 
     def decode(self, code: int, heap: int | None = None) -> int:
@@ -115,7 +122,7 @@ class Encoding:
         """
         if self.kind == "u16":
             return code
-        b = self.dropped_bit
+        b = self.u8_bit
         value = ((code >> b) << (b + 1)) | (code & ((1 << b) - 1))
         return value if not self.rarity.is_rare(value, heap) else value | (1 << b)
 
@@ -124,7 +131,7 @@ class Encoding:
         codes = np.asarray(codes, dtype=np.int64)
         if self.kind == "u16":
             return codes
-        b = self.dropped_bit
+        b = self.u8_bit
         value = ((codes >> b) << (b + 1)) | (codes & ((1 << b) - 1))
         return value | (self.rarity.rare_flags(value, first).astype(np.int64) << b)
 
@@ -140,7 +147,7 @@ class Encoding:
         """For u8: the value *rare* at heaps of each class that has each code (the common one of
         :attr:`decode_rows` with bit ``dropped_bit`` flipped), uint16, a row per class.  A pair of
         common heaps gives such a value, and XOR-linearity makes its code the XOR of theirs."""
-        return self.decode_rows ^ np.uint16(1 << self.dropped_bit)
+        return self.decode_rows ^ np.uint16(1 << self.u8_bit)
 
     def decode_values(self, codes: np.ndarray, first: int | None = None) -> np.ndarray:
         """:meth:`decode` on the stored codes of heaps ``first`` ..., as uint16 (a table look-up for
@@ -166,7 +173,7 @@ class Encoding:
             values = values.astype(np.int64)
         if self.kind == "u16":
             return values
-        one, b = values.dtype.type(1), values.dtype.type(self.dropped_bit)
+        one, b = values.dtype.type(1), values.dtype.type(self.u8_bit)
         return ((values >> (b + one)) << b) | (values & ((one << b) - one))
 
     def fits(self, value: int) -> bool:

@@ -117,7 +117,6 @@ def _bench_cuda(args) -> int:
     require_gpu()  # one line, before the C baseline spends any time
     game, count = args.game, args.count
     plan, prefix = plan_game(game, required=True)
-    assert plan is not None  # required=True raises instead of returning None
     baseline_count = min(count, DEFAULT_COUNT)
     codes = np.empty(plan.window + baseline_count, dtype=SpeculativeKernel(plan).dtype)
     codes[: plan.window] = plan.encoding.encode_array(prefix[plan.start - plan.window :])
@@ -157,7 +156,6 @@ def _bench_c(args) -> int:
     game, count = args.game, args.count
     threads = args.threads or default_threads()
     plan, prefix = plan_game(game, required=True)
-    assert plan is not None  # required=True raises instead of returning None
     threads = min(threads, SpeculativeKernel(plan).max_threads)
     start, window = plan.start, plan.window
     _say(

@@ -51,7 +51,6 @@ def run(args) -> int:
         check_output(args.output)  # before planning and rendering
     options = CudaOptions(term_groups=args.term_groups, cache_final=args.cache_final, arch=args.arch)
     plan, _prefix = plan_game(args.game, load_table(args), required=True)
-    assert plan is not None  # required=True raises instead of returning None
     source = render_kernels(cuda_plan_for(plan, options))
     if args.output:
         write_output(args.output, source)

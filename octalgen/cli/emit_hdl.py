@@ -95,7 +95,6 @@ def run(args) -> int:
     elif not args.sim:
         check_directory(game_folder(GENERATED_DIRECTORY, args.game))
     plan, prefix = plan_game(args.game, load_table(args), required=True)
-    assert plan is not None  # required=True raises instead of returning None
     first = plan.start
     if not args.sim:
         kernel = SpeculativePipeline(plan, prefix, fold=args.fold)

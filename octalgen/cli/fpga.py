@@ -104,7 +104,6 @@ def run(args) -> int:
         raise InputError("--baud must be positive")
     wanted_values = _values_option(args.values)
     plan, _prefix = plan_game(args.game, load_table(args), required=True)
-    assert plan is not None  # required=True raises instead of returning None
     checkpoint = checkpoint_digest(args.checkpoint) if args.checkpoint else None
     link = open_link(args.port, args.baud)
     follower = None if checkpoint else ExactFollower(args.game, plan.window, table=plan.table)

@@ -161,7 +161,6 @@ def run(args) -> int:
         target = replace(target, block_ram_depth=args.block_ram_from or None)
     lanes, chain = args.lanes_per_stage, args.mark_chain
     plan, history = plan_game(args.game, load_table(args), required=True)
-    assert plan is not None  # required=True raises instead of returning None
     if args.fold is None:
         fold, guess = choose_fold(plan, target, lanes_per_stage=lanes, mark_chain=chain)
         print(

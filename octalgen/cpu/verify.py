@@ -48,7 +48,7 @@ from functools import cached_property
 import numpy as np
 
 from ..build import DEFAULT_CFLAGS
-from ..errors import InputError
+from ..errors import InputError, InternalError
 from ..plan import KernelPlan
 from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_threads_for
 from .kernel import code_ctype, code_dtype
@@ -102,6 +102,13 @@ class VerifyResult:
     @property
     def proven(self) -> bool:
         return self.status == PROVEN
+
+    @property
+    def unproven_heap(self) -> int:
+        """:attr:`heap` of a result that is not proven: the first heap whose proof did not go through."""
+        if self.heap is None:
+            raise InternalError(f"a {self.status} proof names no heap where it stopped")
+        return self.heap
 
 
 class Verifier:

@@ -152,7 +152,6 @@ def run_benchmark(
     warm = make_kernels()
     began = time.perf_counter()
     plan = plan_game(octal, required=True)[0]
-    assert plan is not None  # required=True raises instead of returning None
     speculator = warm(plan)[0].speculator
     run_through_engine(octal, min(count, plan.start + WARM_UP), warm, verify=True)
     figures: dict = {

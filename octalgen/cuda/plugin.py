@@ -194,7 +194,7 @@ class FixedPointProducer:
         if len(buffer) < w or threads != 1:
             raise InputError(f"the GPU producer needs a buffer of at least the window of {w} codes and one thread")
         speculator = self.speculator
-        if first_heap != self._next_heap or not np.array_equal(buffer[:w], self._tail):
+        if first_heap != self._next_heap or self._tail is None or not np.array_equal(buffer[:w], self._tail):
             self._harvest()
             speculator.reset(buffer[:w])
             self._origin, self._served, self._logged_front = first_heap - w, w, 0
@@ -258,7 +258,7 @@ class HybridVerifier:
         self.figures = figures
         self.cpu = Verifier(plan.kernel)
         self._prefix = None
-        self._scan = None
+        self._scan: np.ndarray | None = None
 
     def verify(self, codes: np.ndarray, base: int, prefix, a: int, b: int) -> VerifyResult:
         codes = self._prepare(codes, base, prefix, a, b)
@@ -336,8 +336,9 @@ class DeviceProof:
     """
 
     def __init__(self, verifier: HybridVerifier, launch, task: tuple, seconds: float):
-        self._verifier, self._launch, self._task, self._seconds = verifier, launch, task, seconds
-        self._value = None
+        self._verifier, self._launch, self._seconds = verifier, launch, seconds
+        self._task: tuple | None = task
+        self._value: tuple[VerifyResult, float] | None = None
 
     def done(self) -> bool:
         return self._value is not None or self._launch.done()
@@ -348,6 +349,7 @@ class DeviceProof:
             if not self._launch.wait(timeout):
                 raise TimeoutError
             began = time.thread_time()
+            assert self._task is not None  # let go only once the result is known
             codes, base, prefix, a, b = self._task
             outcome = self._launch.outcome()
             bad = outcome[0]
@@ -381,11 +383,11 @@ class StreamingKernels:
     #: about 2m.
     early_start = False
 
-    def __init__(self, window: int | None, options: CudaOptions, asynchronous: bool = True):
+    def __init__(self, window: int, options: CudaOptions, asynchronous: bool = True):
         self.window = window
         self.options = options
         self.verifier_class = AsynchronousHybridVerifier if asynchronous else HybridVerifier
-        self.rounds = RoundFigures(window=window or 0)
+        self.rounds = RoundFigures(window=window)
         self.verification = VerifyFigures()
         self._made: dict[KernelPlan, tuple[FixedPointProducer, HybridVerifier]] = {}
 
@@ -454,13 +456,12 @@ class TwinKernels(StreamingKernels):
 
     def _devices(self, plan: CudaPlan):
         if plan.options.persistent:
-            from .persistent import PersistentSpeculator
+            from .persistent import IDLE_ROUNDS, PersistentSpeculator
 
-            extra = {} if self.idle_rounds is None else {"idle_rounds": self.idle_rounds}
-            speculator = PersistentSpeculator(plan, self.window, self.ring, self.seed, **extra)
-        else:
-            speculator = twin.Speculator(plan, self.window, self.ring, plan.options.cache_final)
-        return speculator, twin.DeviceVerifier(plan)
+            idle_rounds = IDLE_ROUNDS if self.idle_rounds is None else self.idle_rounds
+            persistent = PersistentSpeculator(plan, self.window, self.ring or 0, self.seed, idle_rounds)
+            return persistent, twin.DeviceVerifier(plan)
+        return twin.Speculator(plan, self.window, self.ring or 0, plan.options.cache_final), twin.DeviceVerifier(plan)
 
 
 class CudaKernels(StreamingKernels):

@@ -44,6 +44,7 @@ from .resume import Checkpoints
 from .scan import decode_codes
 from .seams import Consumer, KernelPlugin
 from .signals import StopRequest, StopRequested
+from .split import Split
 from .tally import UNSPARSE_WINDOW
 from .tape import FarTermTape
 
@@ -103,7 +104,7 @@ class Engine:
         self.stop = stop or StopRequest()
         # The rooms; the run's state is the plan's, the history's, the consumers' and the recoveries'.
         self.planning = Planning(game, options.storage, self.kernels.early_start)
-        self.history: History | None = None
+        self._history: History | None = None  # made when the run starts
         self.checkpoints = Checkpoints(
             self.directory,
             {"game": game.code, "table": table_identity(game, table), "keep_values": keep_all, **(identity or {})},
@@ -116,15 +117,22 @@ class Engine:
         self.pipeline: Pipeline | None = None
         self.session = Accounting()  # the run's wall seconds, and CPU seconds per role this session
         self.threads = options.threads or 1
-        self.split = None  # the automatic split of the cores, when one was made
+        self.split: Split | None = None  # the automatic split of the cores, when one was made
         self._consistent = True  # False while a change is half made: no checkpoint then
         self._started = False
-        self._phase_shown = None
+        self._phase_shown: str | None = None
 
     @property
     def position(self) -> int:
         """N: G(0) ... G(N-1) are proven (or, with ``verify=False``, computed)."""
-        return self.history.position if self.history is not None else 0
+        return self._history.position if self._history is not None else 0
+
+    @property
+    def history(self) -> History:
+        """The run's :class:`~.history.History` (made when the run starts)."""
+        if self._history is None:
+            raise InternalError("the run's history is read before the run starts")
+        return self._history
 
     # -- running --------------------------------------------------------------------------
 
@@ -175,6 +183,8 @@ class Engine:
             finally:
                 self.checkpoints.close()
         if stopped:
+            if self.stop.signal is None:
+                raise InternalError("the run stopped though no stop was requested")
             raise Interrupted(self.stop.signal, self.position, self.directory)
 
     def request_stop(self, signal_number: int = signal.SIGINT) -> None:
@@ -203,7 +213,7 @@ class Engine:
         options = self.options
         state = self.checkpoints.resume(options.until)
         table = state.rare_table(self.game, self.directory) if state is not None else None
-        self.history = self.checkpoints.history(
+        self._history = self.checkpoints.history(
             state, self.keep_all, options.prefix_limit, options.recent_limit, self.far_tape, self.recompute
         )
         self.history.keep_late = options.keep_late
@@ -285,7 +295,7 @@ class Engine:
             self.producer.prepare()
         if self.pipeline is None:
             self.pipeline, self.split = start_pipeline(
-                self.options, self.kernels, self.planning.plan, self.history, self.producer, self.stop
+                self.options, self.kernels, self.planning.kernel_plan, self.history, self.producer, self.stop
             )
             self.threads = self.split.threads if self.split is not None else self.threads
         self._phase("running")
@@ -375,8 +385,7 @@ class Engine:
                 engine.run()
             except Interrupted:  # this run's own stop request: it stops where it stands
                 raise StopRequested from None
-            if out is None:
-                return engine.history.values(0, heap)
-            if not engine.history.copy_values(out):  # it kept every value
+            held = engine.history.values(0, heap) if out is None else out if engine.history.copy_values(out) else None
+            if held is None:  # it kept every value
                 raise InternalError(f"a recomputation to G({heap}) lost values it kept")
-            return out
+            return held

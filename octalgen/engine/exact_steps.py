@@ -80,6 +80,7 @@ class ExactSteps:
         """G(position) ... G(stop-1) under ``rarity``; ``values_before(n)`` gives G(0) ... G(n-1) for a new solver."""
         if self.held(position) is None or self._rarity != rarity:
             self.continue_from(rarity, values_before(position))
+        assert self._solver is not None  # it held the values, or was just made
         began = time.thread_time()
         values = self._solver.extend(stop)[position:stop].copy()
         self.cpu_seconds += time.thread_time() - began

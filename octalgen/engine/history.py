@@ -261,6 +261,8 @@ class History:
             "(keep every value with --keep-values to avoid this)",
             heap - 1,
         )
+        if self.recompute is None:
+            raise InternalError(f"G(0) ... G({heap - 1}) are needed again and this history cannot recompute them")
         self.recomputed = self.recompute(heap, out)  # read from here on too: the decision's aftermath needs them
         return self.recomputed
 
@@ -278,7 +280,10 @@ class History:
         out = np.zeros(count, dtype=np.uint16)
         have = min(count, self.position)
         if have:
-            out[count - have :] = self.values(self.position - have, self.position)
+            held = self.values(self.position - have, self.position)
+            if held is None:
+                raise InternalError(f"the last {have} values, G({self.position - have}) ..., are not held")
+            out[count - have :] = held
         return out
 
     def window_reader(self, count: int):
@@ -331,6 +336,7 @@ class History:
         if late_values is None:
             history._late = None
         else:
+            assert history._late is not None  # a new history's, all zeros
             history._late[np.asarray(late_values, dtype=np.int64)] = 1
         history._grow_prefix(store.read(0, prefix_length))
         first = max(prefix_length, position - history.recent_length, store.first)

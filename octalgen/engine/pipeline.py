@@ -22,6 +22,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from ..cpu.verify import PROVEN, VerifyResult
 from ..errors import ComputationError, InternalError
 from ..plan import KernelPlan
 from . import split
-from .executors import VERIFY_HISTORY, Executor, InProcess, make_executor, verify_task
+from .executors import VERIFY_HISTORY, Executor, InProcess, VerifyFuture, make_executor, verify_task
 from .history import History
 from .options import SMALL_JOB, EngineOptions
 from .producer import Chunk, Producer
@@ -80,7 +81,7 @@ class Pipeline:
 
     def __init__(
         self,
-        producer: Producer,
+        producer: Producer | ProducerThread,
         kernels: KernelPlugin,
         executor: Executor,
         backlog: int,
@@ -95,11 +96,10 @@ class Pipeline:
         self.verify = verify
         self.stop = stop
         self.here = isinstance(executor, InProcess)  # proofs run in this process
-        self.threaded = isinstance(producer, ProducerThread)
         self.cpu_seconds = self.cpu_seconds_here = 0.0
         self.measuring_seconds = measuring_seconds
         self.values = 0
-        self._pending: deque[tuple[Chunk, object, object]] = deque()  # chunk, future, staged history
+        self._pending: deque[tuple[Chunk, VerifyFuture, Any]] = deque()  # chunk, future, staged history
         self._shared = (None, None)  # the prefix last shared with the executor, and its handle
 
     def step(
@@ -111,10 +111,11 @@ class Pipeline:
         ``prefix``: the exact values the proofs need.  Yields ``(chunk, result)``, ``result`` None
         for an unverified chunk; the caller may stop taking at any point.
         """
-        if self.threaded:
-            yield from self._step_threaded(until, size, threads, proof_history, prefix)
-        elif not self.producer.exhausted(until) and len(self._pending) < self.backlog:
-            chunk = self.producer.produce(until, size, threads, proof_history)
+        producer = self.producer
+        if isinstance(producer, ProducerThread):
+            yield from self._step_threaded(producer, until, size, threads, proof_history, prefix)
+        elif not producer.exhausted(until) and len(self._pending) < self.backlog:
+            chunk = producer.produce(until, size, threads, proof_history)
             if chunk.first < chunk.stop and self.verify:
                 self._submit(chunk, prefix, until)
             elif chunk.first < chunk.stop:
@@ -125,14 +126,16 @@ class Pipeline:
         else:
             self._stalled()
 
-    def _step_threaded(self, until, size, threads, proof_history, prefix):
+    def _step_threaded(
+        self, producer: ProducerThread, until: int, size: int, threads: int, proof_history: int | None, prefix
+    ) -> Iterator[tuple[Chunk, VerifyResult | None]]:
         # Hand out every chunk ready (up to the backlog) and take every result back; where neither
         # happened, wait for either (a result, a chunk, or WAIT_SLICE for a look at the stop request).
-        self.producer.run(until, size, threads, proof_history, ahead=1)  # one chunk ready beyond the backlog
+        producer.run(until, size, threads, proof_history, ahead=1)  # one chunk ready beyond the backlog
         for attempt in (0, 1):
             moved = False
             while len(self._pending) < self.backlog:
-                chunk = self.producer.take()
+                chunk = producer.take()
                 if chunk is None:
                     break
                 moved = True
@@ -145,11 +148,11 @@ class Pipeline:
                 yield item
             if moved or attempt:
                 return
-            if not self._pending and self.producer.idle():
+            if not self._pending and producer.idle():
                 self._stalled()
             self.stop.check()
             # A chunk ready is worth waking for only where the backlog has room for it.
-            self.executor.wait(WAIT_SLICE, self.producer.wake if len(self._pending) < self.backlog else None)
+            self.executor.wait(WAIT_SLICE, producer.wake if len(self._pending) < self.backlog else None)
 
     def _stalled(self):
         raise InternalError(f"the run stalled: nothing in flight, produced to G({self.producer.produced_to})")
@@ -201,7 +204,7 @@ class Pipeline:
 
     def cancel(self) -> None:
         """Forget every chunk in flight, and stop a producer's thread (it starts again from the proven position)."""
-        if self.threaded:
+        if isinstance(self.producer, ProducerThread):
             self.producer.halt()
         for _, future, staged in self._pending:
             future.cancel()
@@ -211,7 +214,7 @@ class Pipeline:
     def close(self) -> None:
         """Cancel what is in flight, stop a producer's thread, and end the executor's processes at once."""
         self.cancel()
-        if self.threaded:
+        if isinstance(self.producer, ProducerThread):
             self.producer.close()
         self.executor.close(kill=True)
 
@@ -278,14 +281,15 @@ def start_pipeline(
         workers = chosen.workers
     else:
         workers = default_threads()
-    if chosen is None and (options.threads or 1) > 1 and not far:  # threads chosen by hand: their block length
+    threads = options.threads or 1
+    if chosen is None and threads > 1 and not far:  # threads chosen by hand: their block length
         kernel, _ = kernels(plan)
         split.tune_blocks(
             plan,
             kernel,
             _window(plan, kernel, history),
             history.position,
-            min(options.threads, kernel.max_threads),
+            min(threads, kernel.max_threads),
             kernels.backend,
         )
     measuring = time.process_time() - began

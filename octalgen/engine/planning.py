@@ -16,10 +16,11 @@ values the exact solver found; :func:`plan_for` plans a kernel only where one ca
 from __future__ import annotations
 
 import logging
+from typing import Literal, overload
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, InternalError
 from ..game import OctalGame
 from ..mapped import SPILL_PIECE
 from ..plan import KernelPlan, make_plan, no_kernel_reason
@@ -68,6 +69,20 @@ class Planning:
         self.plan: KernelPlan | None = None
         self.early = early
 
+    @property
+    def known_table(self) -> RareTable:
+        """:attr:`table`, where the engine knows there is one (a kernel plan, or exact values, made it)."""
+        if self.table is None:
+            raise InternalError(f"{self.game.code}: the run's rare table is needed before the first values decide it")
+        return self.table
+
+    @property
+    def kernel_plan(self) -> KernelPlan:
+        """:attr:`plan`, where the kernel runs (it runs only where there is one)."""
+        if self.plan is None:
+            raise InternalError(f"{self.game.code}: the kernel runs without a kernel plan")
+        return self.plan
+
     def restore(self, table: RareTable | None, storage: str | None, history) -> None:
         """The plan of a run resumed from its checkpoint's table and storage."""
         self.table, self.storage = table, storage
@@ -77,7 +92,7 @@ class Planning:
     def replan(self, history) -> bool:
         """Plan the kernel for the current table and storage (the run's :class:`~.history.History`
         tells what storage must hold); True when the plan changed."""
-        plan = plan_for(self.table, self.known_values(history), self.storage, early=self.early)
+        plan = plan_for(self.known_table, self.known_values(history), self.storage, early=self.early)
         if plan is None:
             log.info(
                 "%s has no sparse space or no move leaving a heap: the exact solver computes every value",
@@ -115,7 +130,7 @@ class Planning:
 
     def reconcile(self, values) -> None:
         """The table reconciled with the exact ``values`` G(0) ... (:func:`reconcile`)."""
-        self.table = reconcile(self.table, values)
+        self.table = reconcile(self.known_table, values)
 
     def adopt(self, table: RareTable) -> None:
         """Go on under ``table``: a new rare value added, or a table under another mask."""
@@ -135,13 +150,13 @@ class Planning:
 
     def known_values(self, history) -> np.ndarray:
         """The prefix, and under a mask the values that appeared past it: what u8 storage must hold."""
-        late = history.late_values() if self.table.kind == "range" else None
+        late = history.late_values() if self.known_table.kind == "range" else None
         return history.prefix if late is None else np.concatenate([history.prefix, late])
 
 
 def rare_entries(values, rarity: Rarity) -> dict[int, int]:
     """``{position: value}`` of the rare positions among ``values`` (G(0) ...) under ``rarity``."""
-    found = {}
+    found: dict[int, int] = {}
     for lo in range(0, len(values), SPILL_PIECE):  # in pieces: a far decision's values are on disk
         piece = np.asarray(values[lo : lo + SPILL_PIECE])
         found.update((lo + int(p), int(piece[p])) for p in np.flatnonzero(rarity.rare_flags(piece, lo)))
@@ -228,6 +243,18 @@ def plan_for(table: RareTable, values, storage: str | None = None, *, early: boo
         if len(sooner.crossings) * CROSSING_STEPS < plan.start - sooner.start:
             return sooner
     return plan
+
+
+@overload
+def plan_game(
+    game: OctalGame, table: RareTable | None = None, *, required: Literal[True], limit: int = PLAN_LIMIT
+) -> tuple[KernelPlan, np.ndarray]: ...
+
+
+@overload
+def plan_game(
+    game: OctalGame, table: RareTable | None = None, *, required: bool = False, limit: int = PLAN_LIMIT
+) -> tuple[KernelPlan | None, np.ndarray]: ...
 
 
 def plan_game(

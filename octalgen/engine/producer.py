@@ -34,7 +34,7 @@ from ..cpu.kernel import StorageOverflow, code_dtype
 from ..errors import InternalError
 from ..plan import KernelPlan
 from .options import FIRST_CHUNK
-from .seams import KernelPlugin
+from .seams import ChunkFiller, KernelPlugin, ProofVerifier
 from .tape import Tape
 
 #: Heaps per call into the kernel: a stop request is noticed between calls.
@@ -95,7 +95,7 @@ class Producer:
         self.kernels = SerialKernels(kernels)
         self.check_stop = check_stop
         self.own_thread = False  # set by ProducerThread: then the kernel's CPU is counted per thread
-        self.coordinator_clock = None  # the CPU clock of the coordinating thread, where it is another
+        self.coordinator_clock: int | None = None  # the CPU clock of the coordinating thread, where it is another
         self.plan: KernelPlan | None = None
         self.produced_to = 0
         self.ring = np.zeros(0, dtype=np.uint8)
@@ -104,7 +104,8 @@ class Producer:
         self.overflow: StorageOverflow | None = None
         self.cpu_seconds = 0.0
         self.values = 0
-        self.fallbacks, self.first_fallback = 0, None
+        self.fallbacks = 0
+        self.first_fallback: int | None = None
         self._next_size = FIRST_CHUNK
 
     def reset(
@@ -129,7 +130,7 @@ class Producer:
 
     def prepare(self) -> None:
         """Make the plan's kernel now (building it, or loading it from the cache)."""
-        self.kernels(self.plan)
+        self.kernels(self._kernel_plan())
 
     def exhausted(self, until: int) -> bool:
         """Nothing more to produce before ``until``: produced to it, or stopped at an :attr:`overflow`."""
@@ -146,7 +147,7 @@ class Producer:
             raise InternalError(
                 f"asked to produce past G({self.overflow.heap}), which its storage cannot hold, before a reset"
             )
-        plan = self.plan
+        plan = self._kernel_plan()
         kernel, _ = self.kernels(plan)
         w, a = plan.window, self.produced_to
         b = min(until, a + min(size, self._next_size))
@@ -184,10 +185,11 @@ class Producer:
             chunk = Chunk(a, b, plan, codes, start, before)
         return chunk
 
-    def _fill(self, kernel, buffer: np.ndarray, a: int, b: int, threads: int) -> None:
+    def _fill(self, kernel: ChunkFiller, buffer: np.ndarray, a: int, b: int, threads: int) -> None:
         """Heaps ``a`` ... ``b - 1`` into ``buffer`` (the window, then their codes), :data:`FILL_STEP` at a
         time; the plan's crossings apart (:meth:`~octalgen.plan.KernelPlan.crossing_code`)."""
-        plan, w = self.plan, self.plan.window
+        plan = self._kernel_plan()
+        w = plan.window
         crossings = plan.crossings
         crossings = crossings[np.searchsorted(crossings, a) : np.searchsorted(crossings, b)].tolist()
         done = a
@@ -208,6 +210,12 @@ class Producer:
             buffer[w + crossing - a] = code
             done = crossing + 1
 
+    def _kernel_plan(self) -> KernelPlan:
+        """:attr:`plan`, which the engine gives before it asks for the kernel or a chunk."""
+        if self.plan is None:
+            raise InternalError("the producer was asked for the kernel's work without a kernel plan")
+        return self.plan
+
     def _cpu(self, threads: int) -> float:
         if not self.own_thread:
             return time.process_time()
@@ -215,6 +223,8 @@ class Producer:
             return time.thread_time()
         # The kernel's other threads live only during the fill: the process's CPU time less the
         # coordinator's (verification runs elsewhere where the producer has a thread of its own).
+        if self.coordinator_clock is None:
+            raise InternalError("a producer in a thread of its own was not given its coordinator's CPU clock")
         return time.process_time() - time.clock_gettime(self.coordinator_clock)
 
 
@@ -241,11 +251,12 @@ class SerialKernels:
     def __init__(self, plugin: KernelPlugin):
         self.plugin = plugin
         self._lock = threading.Lock()
-        self._last = (None, None)  # the last plan asked for, and what the plug-in gave
+        # The last plan asked for, and what the plug-in gave.
+        self._last: tuple[KernelPlan, tuple[ChunkFiller, ProofVerifier]] | None = None
 
-    def __call__(self, plan: KernelPlan):
+    def __call__(self, plan: KernelPlan) -> tuple[ChunkFiller, ProofVerifier]:
         with self._lock:
-            if self._last[0] is not plan:
+            if self._last is None or self._last[0] is not plan:
                 self._last = (plan, self.plugin(plan))
             return self._last[1]
 

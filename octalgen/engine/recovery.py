@@ -35,7 +35,7 @@ from ..mapped import SPILL_FROM
 from ..plan import Encoding
 from ..rare import RareTable
 from ..sparse import find_late_switch
-from .exact_heap import exact_value
+from .exact_heap import Reader, exact_value
 from .history import History
 from .planning import Planning
 from .producer import Chunk
@@ -95,7 +95,7 @@ class Recovery:
     def go_on(self, chunk: Chunk, failure: VerifyResult, switch: RareTable | None, history: History) -> Decision | None:
         """Go on past the heap m where the proof of ``chunk`` did not go through: under ``switch`` (then
         None is returned), or with G(m) decided (its :class:`Decision`); each said as it is found."""
-        m, table = failure.heap, self.planning.table
+        m, table = failure.unproven_heap, self.planning.known_table
         if switch is not None:
             self.mask_switches.append((m, table.mask, switch.mask))
             announce_switch(m, table, switch, len(history.prefix), table.game.code)
@@ -148,7 +148,7 @@ def verify_again(
             start, held = earliest, history.values_before(chunk.first)[earliest:]
         codes = np.concatenate([plan.encoding.encode_array(held).astype(chunk.codes.dtype), chunk.codes])
     began = time.thread_time()
-    result = verifier.verify(codes, start, history.prefix, undecided.heap, chunk.stop)
+    result = verifier.verify(codes, start, history.prefix, undecided.unproven_heap, chunk.stop)
     return result, time.thread_time() - began
 
 
@@ -156,9 +156,9 @@ def late_switch(planning: Planning, history: History, chunk: Chunk, failure: Ver
     """The table under another mask, for a proof of ``chunk`` that failed (or stayed undecided) at m
     past the prefix, where its kernel (under the run's storage) starts by m; None where none helps
     (:func:`switch_for_late_value`)."""
-    m = failure.heap
+    m = failure.unproven_heap
     pending = chunk.plan.encoding.decode_array(chunk.codes[: m - chunk.first + 1], chunk.first)
-    switched = switch_for_late_value(planning.table, history, failure, int(pending[-1]), pending[:-1])
+    switched = switch_for_late_value(planning.known_table, history, failure, int(pending[-1]), pending[:-1])
     plan = planning.plan_with(switched, history.prefix) if switched is not None else None
     return switched if plan is not None and plan.start <= m else None
 
@@ -182,7 +182,7 @@ def switch_for_late_value(
     Returns None where the failure is a correction (a common value), where m lies within the
     prefix (every value is held: a new term is cheap), or where no mask helps.
     """
-    m, late, prefix = failure.heap, history.late_values(), history.prefix
+    m, late, prefix = failure.unproven_heap, history.late_values(), history.prefix
     if late is None or not history.prefix_complete or m < len(prefix):
         return None
     known = failure.true_value
@@ -245,28 +245,27 @@ def decide(
     InternalError
         Where the verifier's value of G(m) is not the exact one.
     """
-    m = failure.heap
+    m = failure.unproven_heap
     if failure.true_value is not None and not table.is_rare(failure.true_value, m):
         # The verifier decided a common value: reading every value below m would only confirm it.
-        value = failure.true_value
-        return Decision(m, value, table, False, not encoding.fits(value), np.array([value], np.uint16))
+        common = failure.true_value
+        return Decision(m, common, table, False, not encoding.fits(common), np.array([common], np.uint16))
     decided: list[int] = []
-    source = history.values  # G(lo) ... G(hi - 1) below m: the history's, or all of them recomputed
+    everything: np.ndarray | None = None  # G(0) ... G(m - 1), once read back or recomputed
 
     def read(lo: int, hi: int) -> np.ndarray | None:
         check_stop()
-        below = source(lo, min(hi, m)) if lo < m else np.zeros(0, np.uint16)
+        if lo >= m:
+            below: np.ndarray | None = np.zeros(0, np.uint16)
+        else:  # below m: the history's, or all of them read back
+            below = history.values(lo, min(hi, m)) if everything is None else everything[lo : min(hi, m)]
         after = np.array(decided[max(lo, m) - m : max(hi, m) - m], dtype=np.uint16)
         return None if below is None else np.concatenate([below, after]) if len(after) else below
 
     value = exact_value(table, m, read)
     if value is None:  # not held: read back, or recomputed, once
         everything = history.values_before(m)
-
-        def source(lo: int, hi: int) -> np.ndarray:
-            return everything[lo:hi]
-
-        value = exact_value(table, m, read)
+        value = held_value(table, m, read)
     if failure.true_value is not None and failure.true_value != value:
         raise InternalError(f"the verifier says G({m}) = {failure.true_value}, the exact value is {value}")
     decided.append(value)
@@ -274,11 +273,20 @@ def decide(
         return Decision(m, value, table, False, not encoding.fits(value), np.array(decided, np.uint16))
     decided_table = table.with_entry(m, value)
     for n in range(m + 1, m + 1 + table.game.max_take):
-        value = exact_value(decided_table, n, read)
+        value = held_value(decided_table, n, read)
         decided.append(value)
         if decided_table.is_rare(value, n):
             decided_table = decided_table.with_entry(n, value)
     return Decision(m, decided[0], decided_table, True, False, np.array(decided, np.uint16))
+
+
+def held_value(table: RareTable, heap: int, read: Reader) -> int:
+    """:func:`~.exact_heap.exact_value` where ``read`` holds every value it needs (G(0) ... read back or
+    recomputed, and the values decided since)."""
+    value = exact_value(table, heap, read)
+    if value is None:
+        raise InternalError(f"G({heap}) needs values that are not held though every value before it was read back")
+    return value
 
 
 def announce_switch(heap: int, old: RareTable, new: RareTable, prefix_length: int, game_code: str) -> None:

@@ -220,11 +220,13 @@ class Scanner:
         if self.source is None:
             if end != self.position:
                 raise ValueError("a scanner without a source holds only its last W values")
+            assert self._tail is not None  # held exactly while there is no source
             return self._tail.copy()
         return self._read(end - self.window, end)
 
     def _read(self, start: int, stop: int) -> np.ndarray:
         """G(start) ... G(stop-1) from the source, zeros before heap 0."""
+        assert self.source is not None  # read only by a scanner with a source
         held = self.source.values(max(start, 0), max(stop, 0))
         if held is None:
             raise InternalError(

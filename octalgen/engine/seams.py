@@ -34,9 +34,11 @@ class ChunkFiller(Protocol):
     #: The block length :meth:`fill` uses for each thread count it is given without one (the split
     #: sets it from its measurements; absent: the kernel's default).
     tuned_blocks: dict[int, int]
-    #: Names the code whose speed the split of the cores measures (the compiled module's artefact,
-    #: which also holds the verifier): rates cached for other code are measured again.
-    code: str
+
+    @property
+    def code(self) -> str:
+        """Names the code whose speed the split of the cores measures (the compiled module's artefact,
+        which also holds the verifier): rates cached for other code are measured again."""
 
     def blocks(self) -> list[int]:
         """The lengths of the blocks of heaps :meth:`fill`'s threads may hand each other (empty: the
@@ -131,6 +133,7 @@ class Consumer(Protocol):
 
     def attach(self, history: History) -> None:
         """Before the first value: the history of the run, to read proven values back from."""
+        return None
 
     def accept(self, first: int, values: np.ndarray) -> None:
         """G(first) ... G(first + len(values) - 1), proven, in order (uint16)."""
@@ -139,6 +142,7 @@ class Consumer(Protocol):
     def restart(self, window: int, tail: np.ndarray, anchor_from: int) -> None:
         """The values from here on follow a new recurrence of ``window`` values (``tail``: the last
         ``window``); period anchors start at ``anchor_from``."""
+        return None
 
     def state(self) -> dict | None:
         """What a checkpoint keeps of it (JSON-friendly), or None for nothing."""
@@ -146,3 +150,4 @@ class Consumer(Protocol):
 
     def restore(self, state: dict | None) -> None:
         """Go on from :meth:`state`'s result (None where it kept nothing)."""
+        return None
