@@ -266,7 +266,10 @@ def test_pll_dividers_are_those_of_ecppll():
     assert (setting.input_divider, setting.feedback_divider, setting.output_divider) == (1, 4, 6)
 
 
-@pytest.mark.parametrize("fold, window_bank", [(2, WINDOW_BANK), (3, WINDOW_BANK), (4, 16)])
+# Fold 2 is slow; the window bank runs at fold 3 in the fast suite.
+@pytest.mark.parametrize(
+    "fold, window_bank", [pytest.param(2, WINDOW_BANK, marks=pytest.mark.slow), (3, WINDOW_BANK), (4, 16)]
+)
 def test_folded_board_summaries_equal_the_reference(fold, window_bank):
     """At fold 2 and more the window's old value passes one more register before the CRC, and at
     fold 4 a window deeper than a bank (here 46 values in banks of 16, 16 and 14) is read bank by

@@ -126,7 +126,10 @@ def test_one_value_per_clock_equals_reference(code, references):
 
 
 # .644 at fold 4: seven stages whose lane memories are fed from the reads of stages 0 to 5.
-@pytest.mark.parametrize("code, fold", [(".356", 3), (".156", 7), (".45", 2), (".644", 3), (".644", 4)])
+# .644 at fold 4 is slow (its dense small offsets at fold 3 run in the fast suite).
+@pytest.mark.parametrize(
+    "code, fold", [(".356", 3), (".156", 7), (".45", 2), (".644", 3), pytest.param(".644", 4, marks=pytest.mark.slow)]
+)
 def test_folded_kernel_equals_reference(code, fold, references):
     _, _, result = run_kernel(code, fold, 2000, references)
     assert result.checked == 2000 and result.ok, result.mismatch
@@ -144,10 +147,17 @@ def test_fewer_lanes_per_stage_equal_reference(code, fold, lanes_per_stage, refe
 # Folds 2, 3, 5 and 7: groups of 8, 6, 4 and 3 rows (banks by bit fields, and by division); .644 at
 # fold 4: lane memories fed from other stages' reads, as with vectors.
 # .644 at fold 4 with rows is slow: its lane memories fed from other stages' reads run with the
-# vector chain (test_fewer_lanes_per_stage_equal_reference), rows with 2 lanes per stage with .156.
+# vector chain (test_fewer_lanes_per_stage_equal_reference), rows with 2 lanes per stage with .156;
+# .16 at fold 7 too (one lane per stage runs with .356 and .45).
 @pytest.mark.parametrize(
     "code, fold, lanes_per_stage",
-    [(".356", 2, 1), (".45", 3, 1), pytest.param(".644", 4, 2, marks=pytest.mark.slow), (".156", 5, 2), (".16", 7, 1)],
+    [
+        (".356", 2, 1),
+        (".45", 3, 1),
+        pytest.param(".644", 4, 2, marks=pytest.mark.slow),
+        (".156", 5, 2),
+        pytest.param(".16", 7, 1, marks=pytest.mark.slow),
+    ],
 )
 def test_rows_mark_chain_equals_reference(code, fold, lanes_per_stage, references):
     """Stages that hand their marks on as rows, a group per clock (`synth --mark-chain rows`)."""

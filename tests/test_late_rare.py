@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -102,7 +103,7 @@ def _run(values, directory=None, failures=1, until=UNTIL, stop_after=None, statu
     )
     for _ in engine.steps():
         if stop_after is not None and engine.position > stop_after:
-            engine.request_stop()
+            engine.stop.request(signal.SIGINT)
     return engine, summarize(engine, tally)
 
 
@@ -325,7 +326,7 @@ def _run_034(values, monkeypatch, directory=None, stop_after=None, workers=0, **
         recent = sum(len(v) for _, v in engine.history.recent) if engine.position > FAR + (1 << 15) else 0
         engine.held = [max(engine.held[0], recent), max(engine.held[1], len(engine.history.prefix))]
         if stop_after is not None and engine.position > stop_after:
-            engine.request_stop()
+            engine.stop.request(signal.SIGINT)
     return engine, summarize(engine, tally), steps
 
 

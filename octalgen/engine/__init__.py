@@ -18,7 +18,8 @@ The loop and its rooms:
 * :mod:`.seams` — the protocols of what plugs in: the kernel plug-in (handed out by the
   :mod:`octalgen.backends` registry) and the consumers.
 * :mod:`.history` — the proven values a proof scan or a recovery may need again, bounded in
-  memory, on disk in the run's directory (:mod:`.store`), or computed anew.
+  memory, on disk in the run's directory (:mod:`.store`), or computed anew by a run of their
+  own (:mod:`.recompute`).
 * :mod:`.checkpoint` — the run's state (:class:`~.checkpoint.RunState`) and its file;
   :mod:`.resume` — starting afresh or from it, and writing it as the run goes.
 * :mod:`.signals` — Ctrl-C and SIGTERM as a stop at the next safe point (and the command line's

@@ -16,10 +16,7 @@ of a second: long C calls are split, workers are killed, the exit checkpoint is 
 from __future__ import annotations
 
 import logging
-import signal
-import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +36,7 @@ from .options import EngineOptions
 from .pipeline import Pipeline, start_pipeline
 from .planning import Planning
 from .producer import Chunk, Producer
+from .recompute import recompute_values
 from .recovery import Recovery
 from .resume import Checkpoints
 from .scan import decode_codes
@@ -105,11 +103,9 @@ class Engine:
         # The rooms; the run's state is the plan's, the history's, the consumers' and the recoveries'.
         self.planning = Planning(game, options.storage, self.kernels.early_start)
         self._history: History | None = None  # made when the run starts
-        self.checkpoints = Checkpoints(
-            self.directory,
-            {"game": game.code, "table": table_identity(game, table), "keep_values": keep_all, **(identity or {})},
-            options.checkpoint_every,
-        )
+        what = {"game": game.code, "table": table_identity(game, table), "keep_values": keep_all}
+        identity = {**what, **(identity or {})}
+        self.checkpoints = Checkpoints(self.directory, identity, options.checkpoint_every)
         self.exact = ExactSteps(game, self.directory)
         self.producer = Producer(self.kernels, self.stop.check)
         self.far_tape = FarTermTape(self.directory, self.stop.check)
@@ -187,10 +183,6 @@ class Engine:
                 raise InternalError("the run stopped though no stop was requested")
             raise Interrupted(self.stop.signal, self.position, self.directory)
 
-    def request_stop(self, signal_number: int = signal.SIGINT) -> None:
-        """Stop at the next safe point, as Ctrl-C does (the run then raises :class:`Interrupted`)."""
-        self.stop.request(signal_number)
-
     def _phase(self, text: str, eta: bool = True) -> None:
         if self.progress is not None and text != self._phase_shown:
             self.progress.phase(text, eta=eta)
@@ -201,9 +193,8 @@ class Engine:
         pipeline, self.pipeline = self.pipeline, None
         if pipeline is not None:
             pipeline.close()
-        self.session.close(
-            pipeline, self.producer, self.exact, self.recovery, self.position - first if first is not None else 0
-        )
+        done = self.position - first if first is not None else 0
+        self.session.close(pipeline, self.producer, self.exact, self.recovery, done)
         if self.planning.plan is not None and self.options.workers != 0:
             self.session.refine_split(self.planning.plan, self.threads, self.kernels.backend)
 
@@ -213,9 +204,8 @@ class Engine:
         options = self.options
         state = self.checkpoints.resume(options.until)
         table = state.rare_table(self.game, self.directory) if state is not None else None
-        self._history = self.checkpoints.history(
-            state, self.keep_all, options.prefix_limit, options.recent_limit, self.far_tape, self.recompute
-        )
+        limits = options.prefix_limit, options.recent_limit
+        self._history = self.checkpoints.history(state, self.keep_all, *limits, self.far_tape, self.recompute)
         self.history.keep_late = options.keep_late
         if state is not None:
             self.planning.restore(table, state.storage, self.history)
@@ -232,14 +222,8 @@ class Engine:
             self._restart_consumers()
 
     def _checkpoint(self) -> None:
-        self.checkpoints.write(
-            self.history,
-            self.options.until,
-            self.planning,
-            self.consumers.states(),
-            self.recovery,
-            self.session.run_seconds(),
-        )
+        consumers, seconds = self.consumers.states(), self.session.run_seconds()
+        self.checkpoints.write(self.history, self.options.until, self.planning, consumers, self.recovery, seconds)
 
     # -- exact steps ----------------------------------------------------------------------
 
@@ -249,9 +233,8 @@ class Engine:
             planning.table_from(self.history.values_before(self.position))
             self._replan(restart=True)
             return
-        stop, rarity = exact_target(
-            planning.table, planning.plan, self.position, self.consumers.piece_end(self.position)
-        )
+        piece_end = self.consumers.piece_end(self.position)
+        stop, rarity = exact_target(planning.table, planning.plan, self.position, piece_end)
         prefix = planning.plan is not None or planning.table is None  # the kernel takes over after it: no ETA
         self._phase("exact prefix" if prefix else "exact values", eta=not prefix)
         self._accept(self.exact.values(self.position, stop, rarity, self.history.values_before))
@@ -304,9 +287,8 @@ class Engine:
         # otherwise its scans would stop undecided and be retried here alone.
         proof_history = 0 if not self.options.verify else VERIFY_HISTORY if self.history.prefix_complete else None
         until = self.consumers.compute_to(self.position)
-        for chunk, result in self.pipeline.step(
-            until, self.options.chunk, self.threads, proof_history, self.history.prefix
-        ):
+        steps = self.pipeline.step(until, self.options.chunk, self.threads, proof_history, self.history.prefix)
+        for chunk, result in steps:
             if result is not None and result.status != PROVEN:
                 retried, switch = self.recovery.try_again(chunk, result, self.history)
                 if retried.status != PROVEN:
@@ -362,30 +344,5 @@ class Engine:
         self.session.consumers += time.thread_time() - began
         self._consistent = True
 
-    def recompute(self, heap: int, out: np.ndarray | None = None) -> np.ndarray:
-        """G(0) ... G(heap-1), computed anew by a run of their own under this run's table, options and
-        plug-in (recovery's last resort: the history's ``recompute``).
-
-        That run keeps every value in a temporary directory under this run's, so that a recovery of
-        its own reads them back, and shares this run's stop request.  ``out``: an array of ``heap``
-        values to write them to in pieces (one on disk), instead of joining them in memory.
-        """
-        table = self.planning.table if self.planning.table is not None else self.start_table
-        with tempfile.TemporaryDirectory(prefix="octalgen-recompute-", dir=self.directory) as directory:
-            engine = Engine(
-                self.game,
-                replace(self.options, until=heap, backlog=None),
-                table=table,
-                directory=directory,
-                keep_all=True,
-                kernels=self.kernels,
-                stop=self.stop,
-            )
-            try:
-                engine.run()
-            except Interrupted:  # this run's own stop request: it stops where it stands
-                raise StopRequested from None
-            held = engine.history.values(0, heap) if out is None else out if engine.history.copy_values(out) else None
-            if held is None:  # it kept every value
-                raise InternalError(f"a recomputation to G({heap}) lost values it kept")
-            return held
+    #: G(0) ... G(heap-1) computed anew (recovery's last resort: the history's ``recompute``).
+    recompute = recompute_values
