@@ -156,7 +156,7 @@ def test_a_long_index_is_sealed_in_segments_listed_by_their_digest(tmp_path, mon
 
     from octalgen.engine import store as store_module
     from octalgen.engine.checkpoint import SEALED_LAYOUT
-    from octalgen.engine.store import read_kept_values
+    from octalgen.engine.kept_values import read_kept_values
 
     monkeypatch.setattr(store_module, "FILE_VALUES", 1 << 12)
     monkeypatch.setattr(store_module, "SEGMENT_ENTRIES", 4)

@@ -234,17 +234,17 @@ def test_the_files_of_a_killed_run_are_swept_by_the_next_one(tmp_path):
     import subprocess
     import tempfile
 
-    from octalgen.engine import workers
+    from octalgen.engine import staged_files
 
     gone = subprocess.Popen(["true"])
     gone.wait()  # its pid names no process now (reused only after the kernel wraps around)
-    folder = workers._staging_dir() or tempfile.gettempdir()
+    folder = staged_files.staging_dir() or tempfile.gettempdir()
     dead = os.path.join(folder, f"octalgen-codes-{gone.pid}-test0001")
     alive = os.path.join(folder, f"octalgen-codes-{os.getpid()}-test0002")
     for path in (dead, alive):
         open(path, "wb").close()
     try:
-        workers.sweep_staged_files()
+        staged_files.sweep_staged_files()
         assert not os.path.exists(dead) and os.path.exists(alive)
     finally:
         for path in (dead, alive):

@@ -87,7 +87,7 @@ def _compiling(what: str = "") -> Callable[[Watched], bool]:
 
 def _worker_starting(watched: Watched) -> bool:
     """A verifying process has just been started."""
-    return any(b"octalgen.engine.workers" in _cmdline(pid) for pid in _group(watched.process.pid))
+    return any(b"octalgen.engine.worker_process" in _cmdline(pid) for pid in _group(watched.process.pid))
 
 
 def _proven(at_least: int) -> Callable[[Watched], bool]:

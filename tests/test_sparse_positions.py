@@ -26,8 +26,8 @@ from octalgen.cpu.kernel import NaiveKernel, SpeculativeKernel
 from octalgen.cpu.verify import Verifier
 from octalgen.cuda import plugin, twin
 from octalgen.cuda.cuda_plan import CODES, CudaPlan
+from octalgen.engine.kept_values import read_kept_values
 from octalgen.engine.run_summary import summary_of_checkpoint
-from octalgen.engine.store import read_kept_values
 from octalgen.errors import InputError, Interrupted, TableError
 from octalgen.game import parse_game
 from octalgen.hdl.kernel import SpeculativePipeline

@@ -92,7 +92,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..engine.store import KeptValues
+    from ..engine.kept_values import KeptValues
 
     if args.format in ("u16", "npy"):
         refuse_binary_on_terminal(args.format, args.output)

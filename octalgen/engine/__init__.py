@@ -11,15 +11,16 @@ The loop and its rooms:
   (:mod:`.producer_thread`: in a thread of its own); a far term's window, too long for memory,
   is on a tape on disk, whose one keeper is :mod:`.tape`.
 * :mod:`.pipeline` — chunks produced ahead, proven by the executors (this process, local
-  processes, Dask: :mod:`.executors`; the local worker processes and the files they map:
-  :mod:`.workers`; the split of the cores: :mod:`.split`), taken back in order.
+  processes, Dask: :mod:`.executors`; the pool of local worker processes: :mod:`.workers`, what
+  each runs: :mod:`.worker_process`, the files they map: :mod:`.staged_files`; the split of the
+  cores: :mod:`.split`), taken back in order.
 * :mod:`.recovery` — a proof that did not go through, tried again in order; G(m) decided exactly
   (:mod:`.exact_heap`: one heap's value from the values before it, read in pieces).
 * :mod:`.seams` — the protocols of what plugs in: the kernel plug-in (handed out by the
   :mod:`octalgen.backends` registry) and the consumers.
 * :mod:`.history` — the proven values a proof scan or a recovery may need again, bounded in
-  memory, on disk in the run's directory (:mod:`.store`), or computed anew by a run of their
-  own (:mod:`.recompute`).
+  memory, on disk in the run's directory (:mod:`.store`; read back for ``export``:
+  :mod:`.kept_values`), or computed anew by a run of their own (:mod:`.recompute`).
 * :mod:`.checkpoint` — the run's state (:class:`~.checkpoint.RunState`) and its file;
   :mod:`.resume` — starting afresh or from it, and writing it as the run goes.
 * :mod:`.signals` — Ctrl-C and SIGTERM as a stop at the next safe point (and the command line's

@@ -29,8 +29,9 @@ import numpy as np
 from ..cpu.verify import PROVEN, UNDECIDED, VerifyResult
 from ..errors import InputError, ToolMissingError
 from .signals import StopRequested
+from .staged_files import SharedArray, StagedArray
 from .tape import TapeSlice
-from .workers import LocalProcesses, SharedArray, StagedArray
+from .workers import LocalProcesses
 
 #: Seconds to wait for a Dask scheduler to answer.
 CONNECT_TIMEOUT = 20.0

@@ -1,156 +1,54 @@
-"""Local worker processes, and the files through which they get large arrays.
+"""Local worker processes: a pool that starts them, hands them tasks and collects the results.
 
 :class:`LocalProcesses` runs verification tasks in worker processes of this machine
-(``--workers``).  Each is a fresh interpreter that imports this module and serves (:func:`serve`),
+(``--workers``).  Each is a fresh interpreter that serves (:func:`~.worker_process.serve`),
 whatever the caller is: a script without a ``__main__`` guard, ``python -c``, standard input, a
 notebook.  The workers never outlive the run: each asks the
 kernel to kill it when its parent dies (Linux ``PR_SET_PDEATHSIG``) and also watches its parent
 itself, and ignores Ctrl-C and SIGTERM (the parent stops them).  ``close(kill=True)`` ends them
 at once instead of letting them finish (or after a grace in which their tasks clean up).
 
-Large read-only arrays reach them as files they map, not through the pipe: the prefix once per
-run, its new values appended as it grows (:class:`SharedArray`), a chunk's history once per task
-(:class:`StagedArray`), in ``/dev/shm`` where there is one.  A task's file is one of a few slots
-that are written again for later tasks once their tasks are over: a new file per task would cost
-the coordinator a fresh page for every 4 KiB written and an ``unlink``.  Files are named with the
-run's process id, so that a later run removes those of a run that died (:func:`sweep_staged_files`).
+Large read-only arrays reach them as files they map (:mod:`.staged_files`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import logging
 import os
-import pickle
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import lru_cache
 from multiprocessing.connection import Connection, Pipe, wait
 
 import numpy as np
 
 from ..errors import ComputationError
+from .staged_files import SharedArray, Slot, StagedArray, file_prefix, staging_dir, sweep_staged_files, unlink_quietly
+from .worker_process import LEFT_TO_THE_RUN, STOP_SIGNAL
 
 log = logging.getLogger("octalgen")
 
-
-@dataclass(frozen=True)
-class SharedArray:
-    """A read-only array in a file that local worker processes map instead of unpickling it."""
-
-    path: str
-    dtype: str
-    length: int
-
-    def array(self) -> np.ndarray:
-        return _mapped(self)
-
-
-@lru_cache(maxsize=4)
-def _mapped(shared: SharedArray) -> np.ndarray:
-    return np.memmap(shared.path, dtype=np.dtype(shared.dtype), mode="r", shape=(shared.length,))
-
-
-@dataclass(frozen=True)
-class StagedArray:
-    """One task's read-only array in a file that a local worker process maps (its first ``length`` items).
-
-    Unlike :class:`SharedArray` it is mapped anew by every task: once the task is over its file
-    (a slot of :class:`LocalProcesses`) is written again for a later task.
-    """
-
-    path: str
-    dtype: str
-    length: int
-
-    def array(self) -> np.ndarray:
-        if not self.length:
-            return np.zeros(0, dtype=np.dtype(self.dtype))
-        return np.memmap(self.path, dtype=np.dtype(self.dtype), mode="r", shape=(self.length,))
-
-    def head(self, length: int) -> StagedArray:
-        """Its first ``length`` items (a piece of a chunk reads the history up to its own end)."""
-        return StagedArray(self.path, self.dtype, length)
-
-
-def _staging_dir() -> str | None:
-    return "/dev/shm" if os.path.isdir("/dev/shm") else None
-
-
-def _file_prefix(kind: str) -> str:
-    """Names of this process's files: ``octalgen-KIND-PID-...``, so that a later run can tell them."""
-    return f"octalgen-{kind}-{os.getpid()}-"
-
-
-def sweep_staged_files() -> None:
-    """Remove the shared files, and the workers' temporary directories, of runs that died without
-    removing them (``kill -9``)."""
-    places = [(_staging_dir() or tempfile.gettempdir(), ("codes", "prefix")), (tempfile.gettempdir(), ("workers",))]
-    for folder, kinds in places:
-        try:
-            names = os.listdir(folder)
-        except OSError:
-            continue
-        for name in names:
-            parts = name.split("-")
-            if len(parts) < 4 or parts[0] != "octalgen" or parts[1] not in kinds or not parts[2].isdigit():
-                continue
-            try:
-                os.kill(int(parts[2]), 0)
-            except ProcessLookupError:  # its run is gone
-                path = os.path.join(folder, name)
-                if os.path.isdir(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    _unlink(path)
-            except OSError:  # alive (another user's)
-                pass
-
-
-_PR_SET_PDEATHSIG = 1
-
-#: Ctrl-C and SIGTERM: the run's to handle.  Both reach the workers too when they are sent to the
-#: run's process group (Ctrl-C at a terminal, ``timeout``, ``kill -- -PGID``); the run stops at its
-#: next safe point and stops its workers itself, so a worker that acted on them would only turn a
-#: clean stop into a failed run (or print a traceback of its own).
-LEFT_TO_THE_RUN = (signal.SIGINT, signal.SIGTERM)
-
-#: The signal by which :meth:`LocalProcesses.close` asks a worker to give up its task at once: the
-#: task unwinds (its temporary directories go, a compile under way is cancelled) and the worker
-#: ends.  Nothing else sends it to a process group.
-STOP_SIGNAL = signal.SIGUSR1
 
 #: Bytes of what a worker writes while it starts that are kept, to say why it could not.
 _STARTUP_OUTPUT = 1 << 16
 
 
-class WorkerStopped(BaseException):
-    """Raised in a worker process when the run asks it to stop (:data:`STOP_SIGNAL`).
-
-    A :class:`BaseException`, as :class:`KeyboardInterrupt` is, so that a task's ``except
-    Exception`` does not take it for its own failure.
-    """
-
-
 #: What a worker process runs (``python -c``): the run's ``sys.path`` first, so that octalgen and
-#: whatever its tasks import are found where the run found them, then :func:`serve`.
+#: whatever its tasks import are found where the run found them, then :func:`~.worker_process.serve`.
 _BOOTSTRAP = (
     "import json, os, sys; sys.path[:] = json.loads(os.environ.pop('OCTALGEN_WORKER_PATH')); "
-    "from octalgen.engine.workers import serve; serve(*map(int, sys.argv[1:4]))"
+    "from octalgen.engine.worker_process import serve; serve(*map(int, sys.argv[1:4]))"
 )
 
 
 def _worker_command() -> tuple[list[str], dict]:
-    """The command line and environment of a worker process: this Python, running :func:`serve`.
+    """The command line and environment of a worker process: this Python, running :func:`~.worker_process.serve`.
 
     A fresh interpreter imports octalgen and nothing of the caller's: not its ``__main__`` (an
     unguarded script, ``python -c``, a here-document on stdin, a notebook are all the same to it).
@@ -169,7 +67,7 @@ class _Worker:
     its temporary files go to ``scratch``.
 
     It is started with Ctrl-C and SIGTERM blocked, which it inherits: a signal sent to the process
-    group while the new interpreter starts waits until :func:`serve` has set them aside, and is
+    group while the new interpreter starts waits until :func:`~.worker_process.serve` has set them aside, and is
     then dropped.  What it writes while it starts goes to a pipe read only if it dies; once
     started, its stdout and stderr are the run's stderr (never the run's stdout, where values may go).
     """
@@ -260,84 +158,6 @@ def _duplicate_stderr() -> int:
         return os.open(os.devnull, os.O_WRONLY)
 
 
-def serve(connection_fd: int, stderr_fd: int, parent: int) -> None:
-    """A local worker process: run the tasks it is sent through ``connection_fd`` until it is sent None,
-    then end.
-
-    Ctrl-C and SIGTERM are ignored (they are the run's: :data:`LEFT_TO_THE_RUN`), also by an engine
-    that runs in a task (it catches no signal that is ignored: see :mod:`.signals`) and by the
-    programs a task starts, which inherit that.  :data:`STOP_SIGNAL` stops the task as it stands
-    (:class:`WorkerStopped`).  It dies with the run: the kernel is asked to kill it when its parent
-    dies (Linux ``PR_SET_PDEATHSIG``), and a thread also watches for that.
-    """
-    for number in LEFT_TO_THE_RUN:
-        signal.signal(number, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, LEFT_TO_THE_RUN)  # any that came meanwhile are dropped now
-
-    def stop(_number, _frame):
-        signal.signal(STOP_SIGNAL, signal.SIG_IGN)  # once: the task's unwinding is not cut short again
-        raise WorkerStopped
-
-    signal.signal(STOP_SIGNAL, stop)
-    try:
-        _die_with(parent)
-        for target in (1, 2):  # started: from now on, what it writes goes to the run's stderr
-            os.dup2(stderr_fd, target)
-        os.close(stderr_fd)
-        _serve(Connection(connection_fd))
-    except (WorkerStopped, EOFError, OSError):
-        pass
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # without waiting for threads a task left behind
-
-
-def _serve(connection: Connection) -> None:
-    while True:
-        message = connection.recv_bytes()
-        try:
-            task = pickle.loads(message)
-        except Exception as exc:  # noqa: BLE001 - handed back to the run, which raises it
-            connection.send(
-                (False, ComputationError(f"a verifying process could not read its task: {type(exc).__name__}: {exc}"))
-            )
-            continue
-        if task is None:
-            return
-        fn, args = task
-        try:
-            reply = (True, fn(*args))
-        except Exception as exc:  # noqa: BLE001 - handed back to the run, which raises it
-            reply = (False, exc)
-        try:
-            connection.send(reply)
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:
-            connection.send(
-                (
-                    False,
-                    ComputationError(
-                        f"a verifying process could not send back its result: {type(exc).__name__}: {exc}"
-                    ),
-                )
-            )
-
-
-def _die_with(parent: int) -> None:
-    """End this process when ``parent`` dies."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the parent died before the request above
-        os._exit(1)
-
-    def watch():  # also where PR_SET_PDEATHSIG does not exist or fires late
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="octalgen-parent-watch").start()
-
-
 class _WorkerFuture:
     """The result of a task given to :class:`LocalProcesses` (filled in by its ``pump``)."""
 
@@ -399,11 +219,11 @@ class LocalProcesses:
         self._queue: list[tuple[_WorkerFuture, Callable, tuple]] = []  # (future, fn, args) not handed out yet
         self._lost: ComputationError | None = None  # why the last worker that died did
         self._shared: tuple[str, str, int] | None = None  # the prefix's file: path, dtype, length
-        self._free: list[_Slot] = []  # files for tasks' arrays, not in use
-        self._staged: dict[str, _Slot] = {}  # by path: those in use
+        self._free: list[Slot] = []  # files for tasks' arrays, not in use
+        self._staged: dict[str, Slot] = {}  # by path: those in use
         # The workers' temporary directory (their TMPDIR), removed once they have ended: a task
         # killed where it stood leaves nothing behind.
-        self._scratch = tempfile.mkdtemp(prefix=_file_prefix("workers"))
+        self._scratch = tempfile.mkdtemp(prefix=file_prefix("workers"))
         self._all: list[_Worker] = []
         try:
             for _ in range(workers):
@@ -470,7 +290,7 @@ class LocalProcesses:
         """
         contiguous = [np.ascontiguousarray(a) for a in arrays]
         length = sum(len(a) for a in contiguous)
-        slot = self._free.pop() if self._free else _Slot.new()
+        slot = self._free.pop() if self._free else Slot.new()
         if slot is None:
             return np.concatenate(contiguous)
         try:
@@ -502,11 +322,11 @@ class LocalProcesses:
                 out.seek(old * array.itemsize)
                 out.write(array[old:].data.cast("B"))
         else:
-            handle, path = tempfile.mkstemp(prefix=_file_prefix("prefix"), dir=_staging_dir())
+            handle, path = tempfile.mkstemp(prefix=file_prefix("prefix"), dir=staging_dir())
             with os.fdopen(handle, "wb") as out:
                 out.write(array.data.cast("B"))
             if self._shared is not None:
-                _unlink(self._shared[0])  # workers that mapped it keep their mappings
+                unlink_quietly(self._shared[0])  # workers that mapped it keep their mappings
         self._shared = (path, array.dtype.str, len(array))
         return SharedArray(path, array.dtype.str, len(array))
 
@@ -530,45 +350,6 @@ class LocalProcesses:
         for slot in [*self._free, *self._staged.values()]:
             slot.remove()
         if self._shared is not None:
-            _unlink(self._shared[0])
+            unlink_quietly(self._shared[0])
         self._shared, self._free, self._staged = None, [], {}
         shutil.rmtree(self._scratch, ignore_errors=True)
-
-
-class _Slot:
-    """A file in /dev/shm for tasks' arrays, open for writing; it only grows, so that no worker's
-    mapping ever reaches past its end."""
-
-    def __init__(self, path: str, fd: int):
-        self.path, self.fd, self.size = path, fd, 0
-
-    @classmethod
-    def new(cls) -> _Slot | None:
-        try:
-            fd, path = tempfile.mkstemp(prefix=_file_prefix("codes"), dir=_staging_dir())
-        except OSError:
-            return None
-        return cls(path, fd)
-
-    def write(self, arrays: list[np.ndarray]) -> None:
-        """The arrays one after the other from the file's start (raises OSError: /dev/shm full)."""
-        size = sum(a.nbytes for a in arrays)
-        if size > self.size:
-            os.ftruncate(self.fd, size)
-            self.size = size
-        offset = 0
-        for array in arrays:
-            data = array.data.cast("B")
-            while data:
-                written = os.pwrite(self.fd, data, offset)
-                data, offset = data[written:], offset + written
-
-    def remove(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-        _unlink(self.path)
-
-
-def _unlink(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
