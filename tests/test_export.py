@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from octalgen.cli import main
-from octalgen.engine.store import KeptValues
+from octalgen.engine.kept_values import KeptValues
 from octalgen.plan import Encoding
 from octalgen.reference import exact_values
 

@@ -19,9 +19,9 @@ from octalgen.checksum import fnv1a64
 from octalgen.engine.checkpoint import read_checkpoint
 from octalgen.engine.core import Engine, EngineOptions
 from octalgen.engine.exact_steps import EXACT_STEP
+from octalgen.engine.kept_values import read_kept_values
 from octalgen.engine.options import FIRST_CHUNK
 from octalgen.engine.run_summary import summarize, summarized_run
-from octalgen.engine.store import read_kept_values
 from octalgen.engine.tally import RecurrenceProof, Tally
 from octalgen.errors import Interrupted
 from octalgen.game import parse_game

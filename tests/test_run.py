@@ -12,7 +12,7 @@ import pytest
 from engine_helpers import c_values, run_engine
 
 from octalgen.checksum import fnv1a64
-from octalgen.engine.store import read_kept_values
+from octalgen.engine.kept_values import read_kept_values
 from octalgen.reference import exact_values
 
 OFFICERS_FNV_65536_2097152 = "73c2a53ce177d95a"
