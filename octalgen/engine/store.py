@@ -268,11 +268,9 @@ class ValueStore:
             except OSError as exc:
                 found.append((entry, f"cannot be read ({exc.strerror})"))
                 continue
-            size = entry["count"] * _DTYPES[entry["kind"]].itemsize
-            if len(payload) != size:
-                found.append((entry, f"holds {len(payload)} bytes, not {size}"))
-            elif hashlib.sha256(payload).hexdigest() != entry["sha256"]:
-                found.append((entry, "fails its checksum"))
+            problem = _payload_problem(entry, payload)
+            if problem is not None:
+                found.append((entry, problem))
         return found
 
     def repair(self, entry: dict, values: np.ndarray) -> None:
@@ -289,7 +287,7 @@ class ValueStore:
         values = np.asarray(values, dtype=np.uint16)
         data, same = values.astype("<u2"), True
         if entry["kind"] == "u8":  # the codes, which must stand for the values (common ones that fit)
-            encoding = Encoding("u8", entry["mask"], entry["dropped_bit"], entry.get("parity"))
+            encoding = _encoding(entry)
             data = encoding.encode_array(values).astype(np.uint8)
             same = np.array_equal(encoding.decode_array(data, entry["first"]), values)
         payload = data.tobytes()
@@ -331,17 +329,13 @@ class ValueStore:
             payload = path.read_bytes()
         except OSError as exc:
             raise CheckpointError(f"cannot read stored values {path}: {exc.strerror}") from None
-        if (
-            len(payload) != entry["count"] * _DTYPES[entry["kind"]].itemsize
-            or hashlib.sha256(payload).hexdigest() != entry["sha256"]
-        ):
+        if _payload_problem(entry, payload) is not None:
             raise CheckpointError(
                 f"stored values {path} fail their checksum (damaged or edited; resuming the run computes them anew)"
             )
         data = np.frombuffer(payload, dtype=_DTYPES[entry["kind"]])
         if entry["kind"] == "u8":
-            encoding = Encoding("u8", entry["mask"], entry["dropped_bit"], entry.get("parity"))
-            data = encoding.decode_array(data, entry["first"])
+            data = _encoding(entry).decode_array(data, entry["first"])
         return np.asarray(data, dtype=np.uint16)
 
     def covers(self, start: int, stop: int) -> bool:
@@ -357,6 +351,21 @@ class ValueStore:
             if position >= stop:
                 return True
         return position >= stop or (bool(self._buffer) and self._buffer_first <= position and self.stop >= stop)
+
+
+def _payload_problem(entry: dict, payload: bytes) -> str | None:
+    """What is wrong with a file's bytes against its index ``entry`` (size, sha256); None: nothing."""
+    size = entry["count"] * _DTYPES[entry["kind"]].itemsize
+    if len(payload) != size:
+        return f"holds {len(payload)} bytes, not {size}"
+    if hashlib.sha256(payload).hexdigest() != entry["sha256"]:
+        return "fails its checksum"
+    return None
+
+
+def _encoding(entry: dict) -> Encoding:
+    """The byte encoding a ``u8`` file of ``entry`` was written in."""
+    return Encoding("u8", entry["mask"], entry["dropped_bit"], entry.get("parity"))
 
 
 def _reason(exc: OSError) -> str:
