@@ -378,11 +378,7 @@ def main(argv=None) -> int:
             started()
             return args.run(args) or 0
         except Interrupted as exc:
-            if exc.checkpoint is not None:
-                report(f"octalgen: {exc}; resume with:", shlex.join(command))
-            else:
-                report(f"octalgen: {exc}")
-            return exc.exit_code
+            return said_interrupted(exc, command)
         except OctalgenError as exc:
             if args is not None and args.verbose >= 2:  # debugging detail: where the error was raised
                 traceback.print_exc()
@@ -419,7 +415,16 @@ def stopped(stop: KeyboardInterrupt, checkpoint, command: list[str]) -> int:
     except (OctalgenError, OSError):
         body = None
     if body is not None and isinstance(body.get("position"), int):
-        report(f"octalgen: {Interrupted(number, body['position'], checkpoint)}; resume with:", shlex.join(command))
-    else:
-        report(f"octalgen: {stopped_by(number)}")
+        return said_interrupted(Interrupted(number, body["position"], checkpoint), command)
+    report(f"octalgen: {stopped_by(number)}")
     return 128 + number
+
+
+def said_interrupted(exc: Interrupted, command: list[str]) -> int:
+    """Say what a stopped run proved, with the command that resumes it where a checkpoint was kept;
+    returns the exit status."""
+    if exc.checkpoint is not None:
+        report(f"octalgen: {exc}; resume with:", shlex.join(command))
+    else:
+        report(f"octalgen: {exc}")
+    return exc.exit_code
