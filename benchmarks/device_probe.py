@@ -103,19 +103,19 @@ def main() -> int:
             }.items()
         },
     )
-    save("gpu_1e9", octalgen_run(f".6 --until 1e9 --backend cuda --checkpoint {scratch}/g9", 150))
-    save("cpu_3e8", octalgen_run(f".6 --until 3e8 --checkpoint {scratch}/c3", 150))
-    begun = octalgen_run(f".6 --until 3e7 --backend c --checkpoint {scratch}/cc", 60)
+    save("gpu_1e9", octalgen_run(f".6 --until 1e9 --backend cuda --checkpoint {scratch}/g9", 120))
+    save("cpu_3e8", octalgen_run(f".6 --until 3e8 --checkpoint {scratch}/c3", 90))
+    begun = octalgen_run(f".6 --until 3e7 --backend c --checkpoint {scratch}/cc", 40)
     save(
         "c_then_cuda",
-        {"c": begun, "cuda": octalgen_run(f".6 --until 1e8 --backend cuda --checkpoint {scratch}/cc", 90)},
+        {"c": begun, "cuda": octalgen_run(f".6 --until 1e8 --backend cuda --checkpoint {scratch}/cc", 50)},
     )
-    save("gpu_probe", shell(f"{sys.executable} benchmarks/gpu_probe.py --count 1e8 --out {OUT}/gpu_probe.json", 240))
+    save("gpu_probe", shell(f"{sys.executable} benchmarks/gpu_probe.py --count 1e8 --out {OUT}/gpu_probe.json", 100))
     save(
         "kernel_threads",
-        shell(f"{sys.executable} benchmarks/bench_kernel_threads.py --threads 1,2,4,8,12,16 --no-baseline", 100),
+        shell(f"{sys.executable} benchmarks/bench_kernel_threads.py --threads 1,2,4,8,12,16 --no-baseline", 60),
     )
-    save("scaling", shell(f"{sys.executable} benchmarks/scaling.py", 180))
+    save("scaling", shell(f"{sys.executable} benchmarks/scaling.py", 60))
 
     print("\nstep            seconds  digest             values/s")
     for name in ("gpu_1e9", "cpu_3e8"):
