@@ -207,6 +207,7 @@ class Engine:
         limits = options.prefix_limit, options.recent_limit
         self._history = self.checkpoints.history(state, self.keep_all, *limits, self.far_tape, self.recompute)
         self.history.keep_late = options.keep_late
+        self.history.exact_held = self.exact.held
         if state is not None:
             self.planning.restore(table, state.storage, self.history)
             self.checkpoints.restore_consumers(state, self.consumers.members)

@@ -18,8 +18,9 @@ every value below m.  :class:`History` holds
   disk (a byte a value under u8 storage), so that a rare value found far out is decided from them
   (:mod:`.exact_heap`), not from a recomputation.
 
-Whatever falls between the prefix and the recent values is read back from the far term's tape, or
-from the store where it kept them; otherwise :meth:`History.values` answers None.
+Whatever falls between the prefix and the recent values is read back from the far term's tape,
+from the store where it kept them, or from the exact solver while it holds every value; otherwise
+:meth:`History.values` answers None.
 :meth:`History.values_before` always answers: from :data:`~octalgen.mapped.SPILL_FROM` values on
 in a file on disk, written in pieces (a rare value decided far out does not hold every value in
 memory), and where the history no longer holds them, computed anew by a run of their own (the
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -105,6 +107,9 @@ class History:
         self.recompute = recompute
         self.keep_late = False
         self.recomputed: np.ndarray | None = None  # G(0) ... of the last recomputation (values_before)
+        # G(0) ... G(n - 1) where the exact solver holds them (None: it does not): during exact steps a
+        # new plan's window can be longer than the recent values, with no tape yet to hold it.
+        self.exact_held: Callable[[int], np.ndarray | None] = lambda n: None
         self._prefix = np.zeros(1 << 16, dtype=np.uint16)
         self._prefix_length = 0
         self.recent: deque[tuple[int, np.ndarray]] = deque()
@@ -221,6 +226,8 @@ class History:
                 taped = self.store.read(position, min(stop, first))
             if taped is None and self.recomputed is not None and min(stop, first) <= len(self.recomputed):
                 taped = self.recomputed[position : min(stop, first)]
+            if taped is None and (solved := self.exact_held(min(stop, first))) is not None:
+                taped = solved[position:]
             if taped is None:
                 return None
             parts.append(taped)
