@@ -18,8 +18,8 @@ after every step, so a step that hangs or fails costs only itself:
    predicted rate, CPU seconds per role per 10^8 values;
 4. a run begun with ``--backend c`` (to 3 * 10^7) and continued with ``--backend cuda`` from the
    same checkpoint (to 10^8): the digest ``0a4a3e704932696f``;
-5. ``benchmarks/gpu_probe.py --count 1e8`` (barrier microbenchmark, registers, the CUDA benchmark
-   with new and old options, the persistent kernel in a child);
+5. ``benchmarks/gpu_probe.py --count 1e8`` (registers, the CUDA benchmark with new and old
+   options);
 6. ``benchmarks/bench_kernel_threads.py --threads 1,2,4,8,12,16 --no-baseline``;
 7. ``benchmarks/scaling.py``.
 """

@@ -2,12 +2,8 @@
 
 What it measures (``.6`` to ``--count``, default 10^8), each on the same GPU in the same command:
 
-0. first, the barrier microbenchmark of the experimental persistent round kernel
-   (:func:`octalgen.cuda.persistent.barrier_microbenchmark`): microseconds per round of the
-   barrier alone and with one group's marks, one block per multiprocessor, against its target
-   (:data:`octalgen.cuda.persistent.BARRIER_TARGET_US`; ``--barrier-only`` runs just this);
 1. registers, shared memory and spills of every kernel (``nvcc --resource-usage``): the default
-   options, the cached marks and the persistent kernel's;
+   options and the cached marks;
 2. ``octalgen run .6 --until COUNT --backend cuda --json`` (a fresh checkpoint directory each
    time): digest, verified values/s over the whole run, wall seconds; with ``--old DIR``
    also the same command from an older checkout (see below);
@@ -15,19 +11,15 @@ What it measures (``.6`` to ``--count``, default 10^8), each on the same GPU in 
    reports) with the defaults (no cached marks, asynchronous proofs) and with cached marks,
    each proof waited for: speculative and verified values/s over the whole run and in steady
    state (second half), rounds, microseconds per round, advance per round, rounds per window,
-   positions recomputed per value, verification seconds on the GPU, checksums; then the same
-   with ``CudaOptions(persistent=True)`` (one launch for many rounds against the launch per
-   round of the rows before it); with ``--old DIR`` also that checkout's
-   ``benchmarks/cuda_bench.py --count COUNT --json``.
+   positions recomputed per value, verification seconds on the GPU, checksums; with
+   ``--old DIR`` also that checkout's ``benchmarks/cuda_bench.py --count COUNT --json``.
 
-The steps that run the persistent kernel (experimental, not yet measured on a GPU) run in a
-child process with a time limit, so that a hang costs that step only; the JSON is written
-after every step.
+The JSON is written after every step: a step that fails keeps the figures of those before it.
 
 Everything goes to ``$OUT/gpu_probe.json`` (or ``--out``), and a before/after table to stdout.
 Exit status 0 when every digest is the agreed one, 1 otherwise, and 1 with one line on
 stderr when there is no usable GPU (nothing else is run).  Each run takes seconds; nvcc's
-compiles take most of the rest; the child steps are capped at 90 and 150 s.
+compiles take most of the rest.
 
 How to run it through the device tool, from this machine (the device has no network, so the
 wheels travel with the tree; ``build/`` is ignored by git, so it may be carried)::
@@ -139,68 +131,11 @@ def resources(options) -> dict:
     return {kernel: {"registers": r, "shared_bytes": b} for kernel, (r, b) in parse_resource_usage(usage).items()}
 
 
-#: Seconds a child step may take before it is given up (its figures then say so).
-STEP_LIMIT = {"barrier": 90, "bench-persistent": 150}
-
-
-def child_step(step: str, until: int, scratch: Path) -> dict:
-    """Run ``--step STEP`` of this script in a child process (a hang or crash costs that step only)."""
-    out = scratch / f"{step}.json"
-    try:
-        done = subprocess.run(
-            [sys.executable, __file__, "--step", step, "--count", str(until), "--out", str(out)],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=STEP_LIMIT[step],
-        )
-    except subprocess.TimeoutExpired:
-        return {"failed": [f"no result in {STEP_LIMIT[step]} s"]}
-    if done.returncode or not out.exists():
-        return {"failed": done.stderr.strip().splitlines()[-3:] or [f"exit {done.returncode}"]}
-    return json.loads(out.read_text())
-
-
-def run_step(step: str, until: int) -> dict:
-    """One child step's figures (in the child process)."""
-    from octalgen.api import rare_table
-    from octalgen.cuda.bench import run_benchmark
-    from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
-    from octalgen.cuda.plugin import CudaKernels
-    from octalgen.cuda.runtime import device_defaults
-
-    arch, _ = device_defaults()
-    if step == "barrier":
-        from octalgen.cuda.persistent import barrier_microbenchmark
-
-        return barrier_microbenchmark(make_cuda_plan(rare_table(".6"), options=CudaOptions(persistent=True, arch=arch)))
-    if step == "bench-persistent":
-        options = CudaOptions(persistent=True, arch=arch)
-        return run_benchmark(".6", until, make_kernels=lambda: CudaKernels(options=options))
-    raise ValueError(step)
-
-
-def print_barrier(barrier: dict) -> None:
-    if "failed" in barrier:
-        print(f"barrier microbenchmark failed: {barrier['failed']}")
-        return
-    print(
-        f"barrier ({barrier['blocks']} blocks of {barrier['threads_per_block']} threads, "
-        f"{barrier['rounds']} rounds): "
-        f"alone {barrier['barrier_alone_us_per_round']:.2f} us/round (without mapped memory "
-        f"{barrier['barrier_without_host_us_per_round']:.2f}), with one group's marks "
-        f"{barrier['barrier_and_one_group_us_per_round']:.2f} us/round (target <= "
-        f"{barrier['target_us_per_round']} us: {'met' if barrier['worth_building_on'] else 'missed'})"
-    )
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=count_type, default=10**8, help="values of .6 (default 1e8)")
     parser.add_argument("--old", type=Path, help="an older checkout to run beside (git archive COMMIT)")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")) / "gpu_probe.json")
-    parser.add_argument("--barrier-only", action="store_true", help="only the barrier microbenchmark")
-    parser.add_argument("--step", choices=sorted(STEP_LIMIT), help=argparse.SUPPRESS)  # a child's one step
     args = parser.parse_args()
 
     from octalgen.cuda.runtime import unavailable
@@ -209,9 +144,6 @@ def main() -> int:
     if reason is not None:
         print(f"gpu_probe: {reason}", file=sys.stderr)
         return 1
-    if args.step:
-        args.out.write_text(json.dumps(run_step(args.step, args.count), indent=1, default=str))
-        return 0
     import cupy
 
     from octalgen.cuda.bench import run_benchmark
@@ -230,20 +162,14 @@ def main() -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
-    def save() -> None:  # after every step: a step that fails or hangs loses only itself
+    def save() -> None:  # after every step (see above)
         args.out.write_text(json.dumps(figures, indent=1, default=str))
 
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
-        figures["barrier"] = child_step("barrier", args.count, scratch)
-        save()
-        print_barrier(figures["barrier"])
-        if args.barrier_only:
-            return 0 if "failed" not in figures["barrier"] else 1
         figures["resources"] = {
             "new": resources(CudaOptions(arch=arch)),
             "old_options": resources(old_options),
-            "persistent": resources(CudaOptions(persistent=True, arch=arch)),
         }
         save()
         figures["run"] = {"new": run_command(ROOT, args.count, scratch / "new")}
@@ -253,8 +179,6 @@ def main() -> int:
         figures["bench"]["old_options"] = run_benchmark(
             ".6", args.count, make_kernels=lambda: CudaKernels(options=old_options, asynchronous=False)
         )
-        save()
-        figures["bench"]["persistent"] = child_step("bench-persistent", args.count, scratch)
         save()
         if args.old:
             figures["run"]["old_checkout"] = run_command(args.old.resolve(), args.count, scratch / "old")
@@ -267,7 +191,6 @@ def main() -> int:
             f"run {name:>12}: digest {run.get('digest')} {run.get('values_per_s', 0) / 1e6:8.2f} M verified "
             f"values/s over {run.get('seconds', 0):.1f} s {run.get('failed', '')}"
         )
-    print_barrier(figures["barrier"])
     for name, bench in figures["bench"].items():
         if "runs" in bench or "failed" in bench:
             print(f"bench {name:>10}: see the JSON {bench.get('failed', '')}")

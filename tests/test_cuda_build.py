@@ -13,7 +13,7 @@ from octalgen.cuda import runtime
 from octalgen.cuda.cuda_plan import CudaOptions, make_cuda_plan
 from octalgen.cuda.kernels import NVCC_FLAGS, compile_kernels, find_nvcc, render_kernels
 from octalgen.cuda.occupancy import KernelResources, Multiprocessor, parse_resource_usage, verify_grid_cap
-from octalgen.cuda.sass import disassemble, find_disassembler, term_loops
+from octalgen.cuda.sass import term_loops
 from octalgen.errors import ToolMissingError
 
 
@@ -37,55 +37,25 @@ needs_nvcc = pytest.mark.skipif(not _has_nvcc(), reason="nvcc (CUDA toolkit) not
         (".16", CudaOptions(cache_final=True, term_groups=8)),
         (".104", CudaOptions()),
         (".106", CudaOptions()),
-        (".6", CudaOptions(persistent=True)),
         (".644", CudaOptions(term_groups=1)),
     ],
-    ids=[".6", ".16", ".16-cached", ".104-positions", ".106-positions-rare-options", ".6-persistent", ".644-one-warp"],
+    ids=[".6", ".16", ".16-cached", ".104-positions", ".106-positions-rare-options", ".644-one-warp"],
 )
 def test_generated_cuda_compiles_without_warnings_or_spills(game, options):
     assert "--Werror" in NVCC_FLAGS and "all-warnings" in NVCC_FLAGS
     compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
     assert compiled.cubin.stat().st_size > 0
     usage = compiled.resource_usage
-    experimental = ("octal_persistent", "octal_barrier_probe")  # only where asked for: octalgen.cuda.persistent
-    kernels = ("octal_round", "octal_verify", "octal_verify_tail") + (experimental if options.persistent else ())
-    for kernel in kernels + experimental:
-        assert (f"Compiling entry function '{kernel}' for 'sm_90'" in usage) == (kernel in kernels)
+    kernels = ("octal_round", "octal_verify", "octal_verify_tail")
+    for kernel in kernels:
+        assert f"Compiling entry function '{kernel}' for 'sm_90'" in usage
     # Registers, never local memory: a spill would put the hot loops on device memory.
     assert usage.count("0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads") == len(kernels)
     # The verifier's term loop within 64 registers (unrolled it took 80), so that 8 blocks of 128
     # threads fit a multiprocessor by registers and a round block fits beside the verifier.
     registers = {kernel: figures[0] for kernel, figures in parse_resource_usage(usage).items()}
     assert registers["octal_verify"] <= 64 and registers["octal_verify_tail"] <= 64
-    # One persistent block of 512 threads a multiprocessor leaves room for the verifier beside it.
-    assert registers.get("octal_persistent", 0) <= 64
     assert compiled.source.read_text() == render_kernels(compiled.plan)
-
-
-def _has_disassembler() -> bool:
-    try:
-        find_disassembler()
-        return True
-    except ToolMissingError:
-        return False
-
-
-@needs_nvcc
-@pytest.mark.skipif(not _has_disassembler(), reason="no cuobjdump or nvdisasm (set CUOBJDUMP)")
-def test_the_persistent_terms_loop_is_one_load_one_xor_one_store_a_term():
-    """The SASS of octal_persistent (cuobjdump or nvdisasm): its hot terms loop (settled inputs through
-    L1, no ring wrap, unrolled 8 times) marks each term with one global byte load, one XOR and one
-    shared byte store, in at most 9 instructions with the loop's counter (12.6 in octal_round's)."""
-    compiled = compile_kernels(make_cuda_plan(rare_table(".6"), options=CudaOptions(persistent=True)))
-    loops = term_loops(disassemble(compiled.cubin, "octal_persistent"))
-    assert len(loops) == 4  # young and settled inputs, each with and without the ring's wrap
-    hot = max(loops, key=lambda loop: loop.terms)
-    assert hot.terms == 8 and hot.counts["LDG"] == hot.counts["STS"] == hot.xors == hot.terms
-    assert hot.per_term <= 9
-    assert not {"LDL", "STL", "LD", "ST", "LDS"} & set(hot.counts)  # no local, generic or shared loads
-    assert all(loop.counts["LDG"] == loop.counts["STS"] == loop.xors == loop.terms for loop in loops)
-    old = term_loops(disassemble(compiled.cubin, "octal_round"))
-    assert min(loop.per_term for loop in old if loop.terms > 1) > hot.per_term
 
 
 def test_source_is_reproducible_and_names_its_origin():
@@ -208,20 +178,3 @@ def test_the_sass_reader_finds_terms_loops_in_either_listing():
             == {"LDC": 1, "IADD3": 2, "LDG": 1, "LOP3": 2, "IMAD": 1, "STS": 1, "VIADD": 1, "ISETP": 1, "BRA": 1}
             and loop.per_term == 11
         )
-
-
-def test_the_experimental_persistent_kernel_is_off_by_default():
-    """Nothing uses octalgen.cuda.persistent unless CudaOptions(persistent=True) asks: the default
-    kernels carry none of it, and the plug-ins, runtime and benchmark do not import it."""
-    assert CudaOptions().persistent is False
-    plan = make_cuda_plan(rare_table(".6"))
-    assert "octal_persistent" not in render_kernels(plan) and "octal_barrier_probe" not in render_kernels(plan)
-    asked = render_kernels(make_cuda_plan(rare_table(".6"), options=CudaOptions(persistent=True)))
-    assert "octal_persistent(" in asked and "octal_barrier_probe(" in asked
-    code = (
-        "import sys, octalgen.cuda, octalgen.cuda.plugin, octalgen.cuda.runtime, octalgen.cuda.bench, "
-        "octalgen.cuda.sass, octalgen.backends; octalgen.backends.backends(); "
-        "print('octalgen.cuda.persistent' in sys.modules)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "False"

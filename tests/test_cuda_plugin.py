@@ -19,7 +19,7 @@ from octalgen.backends import compute_values
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.kernel import StorageOverflow, default_threads
 from octalgen.cpu.plugin import CKernels
-from octalgen.cuda import persistent, plugin, runtime, twin
+from octalgen.cuda import plugin, runtime, twin
 from octalgen.cuda.cuda_plan import CODES, CudaOptions
 from octalgen.engine import accounting, split
 from octalgen.engine.planning import plan_game
@@ -71,44 +71,6 @@ def test_run_with_the_twin_gives_the_reference_digest(code, until, options):
     assert until - start <= rounds.values < until - start + kernels.window  # the front may pass the end
     assert rounds.rounds == rounds.advance_counts.sum() > 0 and rounds.recomputed_per_value > 0
     assert not verification.settled_on_cpu
-
-
-@pytest.mark.parametrize("code, until", [(".644", 6_000), (".16", 40_000), (".6", 48_000)])
-@pytest.mark.parametrize("seed", [None, 1, 2, 3])
-def test_the_persistent_kernel_under_random_schedules_gives_the_reference_digest(code, until, seed):
-    """The persistent round kernel's twin through the engine (exact prefix, chunks, proofs): blocks in
-    a random order, reads before or after the round's writes, late limit reads, launches ending when
-    idle and starting again; the values never depend on the schedule."""
-    plan = plan_game(parse_game(code))[0]
-    w = plan.window
-    ring = 1 << (w + 128 + 256).bit_length()  # the smallest: launches end at the ring's turn too
-    kernels = plugin.TwinKernels(128, CudaOptions(persistent=True), ring=ring, seed=seed, idle_rounds=2)
-    summary, _ = run_twin(code, until, kernels=kernels, chunk=1 << 11)
-    assert summary.statistics.digest == reference_digest(code, until)
-    speculator = kernels(plan)[0].speculator
-    assert isinstance(speculator, persistent.PersistentSpeculator)
-    assert speculator.launches >= 1 + (until - plan.start) // (ring - w)
-    rounds, verification = kernels.figures()
-    assert rounds.rounds > 0 and not verification.settled_on_cpu
-
-
-def test_the_persistent_kernel_stops_resumes_and_continues_a_c_run(sixteen_60k, tmp_path):
-    """Stopped (as Ctrl-C) and resumed from its checkpoint, and a ``--backend c`` run continued on it."""
-    options = CudaOptions(persistent=True)
-    with pytest.raises(Interrupted):
-        run_twin(
-            ".16",
-            60_000,
-            tmp_path / "a",
-            stop_at=33_000,
-            chunk=1 << 12,
-            kernels=plugin.TwinKernels(128, options, seed=7),
-        )
-    resumed = run_twin(".16", 60_000, tmp_path / "a", chunk=1 << 12, kernels=plugin.TwinKernels(128, options, seed=8))
-    assert resumed[0].statistics == sixteen_60k
-    run_twin(".16", 30_000, tmp_path / "b", kernels=CKernels())
-    continued = run_twin(".16", 60_000, tmp_path / "b", kernels=plugin.TwinKernels(128, options, seed=9))
-    assert continued[0].statistics.digest == sixteen_60k.digest
 
 
 @pytest.fixture(scope="module")

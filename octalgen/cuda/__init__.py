@@ -18,12 +18,4 @@ Nothing in this package imports CuPy or touches a GPU when imported; only
 * :mod:`.sass` -- the compiled kernels' machine code: instructions per term of the terms loops.
 * :mod:`.occupancy` -- how many verifier blocks fit beside a round block (the verify grid's cap).
 * :mod:`.bench` -- the lent-GPU measurement (checksum, values/s, rounds, work).
-
-Experimental, off by default
-    :mod:`.persistent` -- the persistent round kernel (many rounds in one launch, one block per
-    multiprocessor, a barrier between rounds): its numpy specification, run under seeded random
-    schedules in the tests, its host loop through mapped memory, and the barrier
-    microbenchmark, with its CUDA in ``templates/cuda/persistent.cu.j2``.  It has not been
-    measured on a GPU, so nothing uses it unless ``CudaOptions(persistent=True)`` asks for it;
-    the default kernels do not even contain it.  ``benchmarks/gpu_probe.py`` measures it.
 """

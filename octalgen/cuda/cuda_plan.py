@@ -95,11 +95,6 @@ class CudaOptions:
         each round, which is faster on the GPU: a round lasts as long as its
         busiest block, which still marks most terms, plus the cache's reads,
         writes and barriers.
-    persistent : bool
-        **Experimental** (:mod:`octalgen.cuda.persistent`, not measured on a GPU): speculate
-        with ``octal_persistent``, one launch for many rounds, one block per multiprocessor,
-        a barrier of per-block flags between rounds.  False (the default) launches
-        ``octal_round`` once per round, and the kernels do not contain the persistent one.
     verify_block : int
         Threads per block of the verifier (one position per thread).
     scan_chunk : int
@@ -120,7 +115,6 @@ class CudaOptions:
 
     term_groups: int = 16
     cache_final: bool = False
-    persistent: bool = False
     verify_block: int = 128
     scan_chunk: int = 256
     scan_bound: int = 4096
@@ -140,10 +134,6 @@ class CudaOptions:
             )
         if not 1 <= self.scan_steps < 1 << 30:
             raise InputError(f"scan_steps must be in 1 .. 2**30, not {self.scan_steps}")
-        if self.persistent and self.cache_final:
-            raise InputError(
-                "the persistent round kernel has no cached marks: persistent and cache_final exclude each other"
-            )
 
 
 @dataclass(frozen=True)

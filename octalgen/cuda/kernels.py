@@ -14,7 +14,7 @@ from pathlib import Path
 from ..build import Artefact, cached_build, command_from_environment, run_compiler, tool_identity
 from ..errors import ToolMissingError
 from ..render import render
-from .cuda_plan import CudaPlan, spread
+from .cuda_plan import CudaPlan
 
 __all__ = ["NVCC_FLAGS", "CompiledKernels", "compile_kernels", "find_nvcc", "render_kernels"]
 
@@ -75,9 +75,7 @@ def render_kernels(plan: CudaPlan) -> str:
         term_groups=groups,
         mex_words=-(-64 // groups),
         terms_by_offset=by_offset,
-        spread_terms=[(offset, spread(code)) for offset, code in by_offset],
         cache_final=plan.options.cache_final,
-        persistent=plan.options.persistent,
         verify_block=plan.options.verify_block,
         scan_chunk=plan.options.scan_chunk,
         scan_bound=plan.options.scan_bound,

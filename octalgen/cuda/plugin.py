@@ -430,12 +430,6 @@ class TwinKernels(StreamingKernels):
         Codes per value ring (default :func:`~.twin.ring_size`).
     asynchronous : bool
         Proofs started without waiting for them (False: each proven when the engine asks).
-    seed : int or None
-        With ``options.persistent`` (experimental): the seed of the schedule the persistent
-        kernel's twin draws (block order, what each read sees, when each block reads the limit;
-        None: blocks in order, a Jacobi round: :class:`~.persistent.PersistentSpeculator`).
-    idle_rounds : int, optional
-        With ``options.persistent``: rounds without advance before a launch ends.
     """
 
     backend = "cuda-twin"
@@ -446,21 +440,13 @@ class TwinKernels(StreamingKernels):
         options: CudaOptions | None = None,
         ring: int | None = None,
         asynchronous: bool = True,
-        seed: int | None = 0,
-        idle_rounds: int | None = None,
     ):
         if window % 32 or window <= 0:
             raise InputError(f"window must be a positive multiple of 32, not {window}")
         super().__init__(window, options or CudaOptions(), asynchronous)
-        self.ring, self.seed, self.idle_rounds = ring, seed, idle_rounds
+        self.ring = ring
 
     def _devices(self, plan: CudaPlan):
-        if plan.options.persistent:
-            from .persistent import IDLE_ROUNDS, PersistentSpeculator
-
-            idle_rounds = IDLE_ROUNDS if self.idle_rounds is None else self.idle_rounds
-            persistent = PersistentSpeculator(plan, self.window, self.ring or 0, self.seed, idle_rounds)
-            return persistent, twin.DeviceVerifier(plan)
         return twin.Speculator(plan, self.window, self.ring or 0, plan.options.cache_final), twin.DeviceVerifier(plan)
 
 
@@ -490,8 +476,4 @@ class CudaKernels(StreamingKernels):
     def _devices(self, plan: CudaPlan):
         from .runtime import GpuSpeculator, GpuVerifier
 
-        if plan.options.persistent:
-            from .persistent import GpuPersistentSpeculator
-
-            return GpuPersistentSpeculator(plan, self.window), GpuVerifier(plan, beside="octal_persistent")
         return GpuSpeculator(plan, self.window), GpuVerifier(plan)

@@ -424,12 +424,12 @@ class GpuVerifier:
     Attributes
     ----------
     grid_cap : int
-        The most blocks of a launch: as many as fit beside one block of the round kernel
-        ``beside`` (``octal_round``, or ``octal_persistent``) on every multiprocessor
-        (:func:`~.occupancy.verify_grid_cap`); the kernel strides over the rest.
+        The most blocks of a launch: as many as fit beside one block of ``octal_round`` on
+        every multiprocessor (:func:`~.occupancy.verify_grid_cap`); the kernel strides over
+        the rest.
     """
 
-    def __init__(self, plan: CudaPlan, beside: str = "octal_round"):
+    def __init__(self, plan: CudaPlan):
         import cupy
 
         self.plan = plan
@@ -443,7 +443,7 @@ class GpuVerifier:
             count,
             multiprocessor,
             KernelResources(*figures["octal_verify"], plan.options.verify_block),
-            KernelResources(*figures[beside], round_block_threads(plan)),
+            KernelResources(*figures["octal_round"], round_block_threads(plan)),
         )
         # The last scan table and its device copy: one upload per table, not per launch.
         self._scan: tuple[np.ndarray | None, object] = (None, None)

@@ -9,8 +9,7 @@ disassembler (the CUDA toolkit's, or the ``nvidia-cuda-cuobjdump`` wheel's: set
 ``$CUOBJDUMP``).
 
 ``python -m octalgen.cuda.sass [GAME] [KERNEL] [FILE]`` prints each terms loop of KERNEL
-(default ``octal_round``; the experimental ``octal_persistent`` and ``octal_barrier_probe`` are
-compiled only when named) and writes its whole SASS into FILE where given.
+(default ``octal_round``) and writes its whole SASS into FILE where given.
 """
 
 from __future__ import annotations
@@ -186,13 +185,12 @@ def term_loops(sass: str) -> list[TermLoop]:
 
 def main(argv: list[str]) -> int:
     from ..api import rare_table
-    from .cuda_plan import CudaOptions, make_cuda_plan
+    from .cuda_plan import make_cuda_plan
     from .kernels import compile_kernels
 
     game = argv[0] if argv else ".6"
     kernel = argv[1] if len(argv) > 1 else "octal_round"
-    options = CudaOptions(persistent=kernel in ("octal_persistent", "octal_barrier_probe"))
-    compiled = compile_kernels(make_cuda_plan(rare_table(game), options=options))
+    compiled = compile_kernels(make_cuda_plan(rare_table(game)))
     sass = disassemble(compiled.cubin, kernel)
     for loop in term_loops(sass):
         print(
