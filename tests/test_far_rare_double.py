@@ -122,6 +122,8 @@ def test_without_a_checkpoint_directory_the_values_are_recomputed_once_and_exact
     engine, summary, _, _ = _run(case, monkeypatch)
     assert summary.statistics.digest == fnv1a64(case.values[: case.until])
     assert engine.recovery.rare_found == case.events
+    # The tape holds the values past the prefix from then on: the run keeps no copy of G(0) ... G(m).
+    assert engine.history.recomputed is None
 
 
 @pytest.mark.parametrize("after", [1_000, 20_000], ids=["during-crossings", "after"])

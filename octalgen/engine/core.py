@@ -328,6 +328,8 @@ class Engine:
             self._accept(found.values)
         self._consistent = True
         self._reset_producer()
+        if self.far_tape.tape is not None:  # it holds every value past the prefix: a recomputation's copy goes
+            self.history.recomputed = None
 
     # -- handing on -----------------------------------------------------------------------
 
