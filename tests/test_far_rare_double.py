@@ -33,7 +33,7 @@ RECENT = 1 << 13
 # game: (prefix P, the mask that makes the far value rare, the rare values past P up to N, N)
 CASES = {
     ".64": (1 << 15, 0x1BE, [(156_751, 58)], 250_000),
-    ".16": (1 << 12, 0x1E, [(13_932, 6), (13_935, 6)], 60_000),  # the second within the first's crossings
+    ".16": (1 << 12, 0x1E, [(13_932, 6), (13_935, 6)], 60_000),  # the second three heaps after the first
 }
 
 
