@@ -3,10 +3,10 @@
 The test double is the rarity: under the mask chosen here, the first rare value past the run's
 prefix appears far out, and every mask that would make it common makes a value seen since the
 prefix rare (or more than doubles the kernel's terms).  That is the case of ``.034``'s
-G(71,722) = 116 and of rogalski's heights, where new values keep appearing; here it comes on a
-heap of the test's choosing, in a second.  The run must decide the value, add it as a term at
-offset m, go on with its kernel at once (no exact steps to 2m), hold its prefix and recent values
-only, and end with the exact solver's digest, stopped and resumed or not.
+G(71,722) = 116 and of rogalski's heights, where new values keep appearing; here it comes at a
+heap the test chooses through the mask, on games small enough for CI.  The run must decide the
+value, add it as a term at offset m, go on with its kernel at once (no exact steps to 2m), hold its
+prefix and recent values only, and end with the exact solver's digest, stopped and resumed or not.
 """
 
 from __future__ import annotations
