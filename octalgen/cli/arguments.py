@@ -150,6 +150,19 @@ def mask_type(text: str) -> int:
     return value
 
 
+def add_masks(parser, example: str) -> None:
+    """``--mask M``, repeatable: the values rare under M counted too (``example``: a mask for the help)."""
+    parser.add_argument(
+        "--mask",
+        type=mask_type,
+        action="append",
+        default=[],
+        metavar="M",
+        help=f"also count the values that are rare under mask M (hexadecimal, e.g. {example}), and say "
+        "where the last one is; repeatable",
+    )
+
+
 def refuse_binary_on_terminal(fmt: str, path=None) -> None:
     """Refuse ``--format fmt`` (a binary one) written to stdout when stdout is a terminal.
 

@@ -10,11 +10,11 @@ from ..engine.options import CHECKPOINT_EVERY, CHUNK
 from . import fit_to_terminal, progress_for
 from .arguments import (
     add_game,
+    add_masks,
     add_table,
     chunk_type,
     count_type,
     load_table,
-    mask_type,
     positive_count_type,
     seconds_type,
     threads_type,
@@ -94,15 +94,7 @@ def register(sub) -> None:
         help="c: generated kernel and verifier on this machine's cores (default); cuda: the kernel "
         "and verifier on an NVIDIA GPU",
     )
-    parser.add_argument(
-        "--mask",
-        type=mask_type,
-        action="append",
-        default=[],
-        metavar="M",
-        help="also count the values that are rare under mask M (hexadecimal, e.g. 0x1ee), and say "
-        "where the last one is; repeatable",
-    )
+    add_masks(parser, "0x1ee")
     parser.add_argument(
         "--json", action="store_true", help="print the figures as JSON (all of them: the cores and CPU seconds too)"
     )

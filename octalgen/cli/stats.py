@@ -10,7 +10,7 @@ from ..engine.run_summary import summary_of_checkpoint
 from ..engine.value_statistics import plot_histogram
 from ..errors import InputError
 from ..output import check_output, write_output
-from .arguments import mask_type
+from .arguments import add_masks
 from .run import print_summary
 
 DESCRIPTION = """\
@@ -48,15 +48,7 @@ def register(sub) -> None:
     parser.add_argument("directory", metavar="DIR", help="the run's --checkpoint directory (or its checkpoint.json)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--histogram", action="store_true", help="also print 'value count first-heap' lines")
-    parser.add_argument(
-        "--mask",
-        type=mask_type,
-        action="append",
-        default=[],
-        metavar="M",
-        help="also count the values that are rare under mask M (hexadecimal, e.g. 0x7b8), and "
-        "say where the last one is; repeatable",
-    )
+    add_masks(parser, "0x7b8")
     parser.add_argument(
         "--plot",
         metavar="FILE.png",
