@@ -1,9 +1,11 @@
 """Helpers shared by the engine tests: a run as ``octalgen run`` makes it in this process, values
-from the ``c`` backend to check it against, and the command line and checkpoint position of a run
-started as a separate process (the resume and signal tests)."""
+from the ``c`` backend to check it against, and octalgen's command line run as a separate process
+(``octalgen_command``, ``run_octalgen``), with the checkpoint position of such a run (the resume and
+signal tests)."""
 
 import os
 import signal
+import subprocess
 import sys
 
 from octalgen.backends import compute_values
@@ -68,26 +70,37 @@ def c_values(code, count):
     return compute_values(code, 0, count, backend="c", workers=0)
 
 
+def octalgen_command(*arguments) -> list[str]:
+    """``python -m octalgen ARGUMENTS``: the command line as a user types it, for a process of its own."""
+    return [sys.executable, "-m", "octalgen", *map(str, arguments)]
+
+
+def run_octalgen(*arguments, check: bool = True, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """Run ``octalgen ARGUMENTS`` as a separate process, its output captured as text; with ``check``
+    its exit status must be 0 (the assertion shows its stderr)."""
+    done = subprocess.run(octalgen_command(*arguments), check=False, capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
 def _command(directory, until, *extra):
-    return [
-        sys.executable,
-        "-m",
-        "octalgen",
+    return octalgen_command(
         "-q",
         "run",
         ".6",
         "--until",
-        str(until),
+        until,
         "--checkpoint",
-        str(directory),
+        directory,
         "--chunk",
-        str(1 << 16),
+        1 << 16,
         "--checkpoint-every",
         "0.2",
         "--keep-values",
         "--json",
         *extra,
-    ]
+    )
 
 
 def _position(directory) -> int:

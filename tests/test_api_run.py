@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from engine_helpers import c_values
+from engine_helpers import c_values, run_octalgen
 
 import octalgen
 from octalgen.checksum import fnv1a64
@@ -45,28 +45,9 @@ def test_a_run_from_a_script_resumes_and_extends_in_a_checkpoint_the_command_sha
     result = subprocess.run([sys.executable, str(script)], check=False, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["100000", str(UNTIL), fnv1a64(c_values(".6", UNTIL))]
-    command = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "octalgen",
-            "-q",
-            "run",
-            ".6",
-            "--until",
-            str(UNTIL),
-            "--checkpoint",
-            str(checkpoint),
-            "--workers",
-            "0",
-            "--json",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    command = run_octalgen(
+        "-q", "run", ".6", "--until", UNTIL, "--checkpoint", checkpoint, "--workers", 0, "--json", timeout=300
     )
-    assert command.returncode == 0, command.stderr
     figures = json.loads(command.stdout)
     assert figures["fnv1a64"] == fnv1a64(c_values(".6", UNTIL)) and figures["session"]["values"] == 0
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from engine_helpers import run_engine
+from engine_helpers import run_engine, run_octalgen
 
 from octalgen.engine.checkpoint import read_checkpoint, write_checkpoint
 from octalgen.engine.counts import CountTables, compare_tables, format_table, read_tables
@@ -139,25 +137,7 @@ def test_034_past_both_rare_values_no_mask_helps_with_from_a_script(tmp_path):
     # G(71,722) = 116 and G(374,473) = 102 become terms: the tables on both sides of each are rogalski's.
     # Run as a user runs it: a separate process.
     out = tmp_path / "tables"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "octalgen",
-            "-q",
-            "run",
-            ".034",
-            "--until",
-            str(TO_2_20),
-            "--counts",
-            str(out),
-            "--json",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_octalgen("-q", "run", ".034", "--until", TO_2_20, "--counts", out, "--json")
     assert [e["heap"] for e in json.loads(result.stdout)["rare_found"]] == [71_722, 374_473]
     assert written(out, ".034") == rogalski(".034")
 
@@ -307,31 +287,9 @@ def test_tables_are_compared_over_the_n_both_have():
 @pytest.mark.parametrize("code", [".161", ".167"])
 def test_run_counts_are_rogalskis_tables_to_2_24(tmp_path, code):
     heaps = 1 << 24
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "octalgen",
-            "-q",
-            "run",
-            code,
-            "--until",
-            str(heaps + 1),
-            "--checkpoint",
-            str(tmp_path / "run"),
-            "--counts",
-            str(tmp_path / "out"),
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
+    run_octalgen(
+        "-q", "run", code, "--until", heaps + 1, "--checkpoint", tmp_path / "run", "--counts", tmp_path / "out"
     )
-    assert result.returncode == 0, result.stderr
     assert written(tmp_path / "out", code) == rogalski(code, heaps)
-    compared = subprocess.run(
-        [sys.executable, "-m", "octalgen", "stats", str(tmp_path / "run"), "--compare", str(ROGALSKI)],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
+    compared = run_octalgen("stats", tmp_path / "run", "--compare", ROGALSKI, check=False)
     assert compared.returncode == 0 and compared.stdout.startswith("equal: 24 tables (n = 2 ... 16777216)")

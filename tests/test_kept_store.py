@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from engine_helpers import c_values, run_engine
+from engine_helpers import c_values, run_engine, run_octalgen
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine.checkpoint import read_checkpoint, write_checkpoint
@@ -22,24 +20,11 @@ from octalgen.errors import CheckpointError
 UNTIL = 2_000_000
 
 
-def _octalgen(*arguments, check=True) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", "octalgen", *map(str, arguments)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
-
-
 @pytest.fixture(scope="module")
 def kept(tmp_path_factory):
     """A finished ``run --keep-values`` of .6 to UNTIL, with many stored files; its values."""
     directory = tmp_path_factory.mktemp("kept") / "run"
-    _octalgen(
+    run_octalgen(
         "-q",
         "run",
         ".6",
@@ -54,6 +39,7 @@ def kept(tmp_path_factory):
         1 << 16,
         "--checkpoint-every",
         0.2,
+        timeout=600,
     )
     return directory, c_values(".6", UNTIL)
 
@@ -75,7 +61,9 @@ def test_a_damaged_kept_store_is_repaired_when_the_run_resumes(kept, tmp_path):
     prefix[1001] ^= 1
     files[0].write_bytes(bytes(prefix))
 
-    resumed = _octalgen("-q", "run", ".6", "--until", UNTIL, "--checkpoint", directory, "--keep-values", "--json")
+    resumed = run_octalgen(
+        "-q", "run", ".6", "--until", UNTIL, "--checkpoint", directory, "--keep-values", "--json", timeout=600
+    )
     warning = [line for line in resumed.stderr.splitlines() if line.strip()]
     assert len(warning) == 1 and files[0].name in warning[0] and "2 more are damaged" in warning[0], resumed.stderr
     assert "computing G(0) ... " in warning[0]
@@ -83,7 +71,7 @@ def test_a_damaged_kept_store_is_repaired_when_the_run_resumes(kept, tmp_path):
     assert {path.name: path.read_bytes() for path in sorted((directory / "values").glob("G*"))} == before
 
     out = tmp_path / "values.u16"
-    _octalgen("export", directory, "--format", "u16", "-o", out)
+    run_octalgen("export", directory, "--format", "u16", "-o", out, timeout=600)
     exported = np.fromfile(out, dtype="<u2")
     assert fnv1a64(exported) == fnv1a64(reference) and np.array_equal(exported, reference)
 

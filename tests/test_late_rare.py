@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import logging
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from engine_helpers import run_octalgen
 
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.plugin import CKernels
@@ -158,27 +157,9 @@ def _published_counts(heaps: int) -> dict[int, int]:
 @pytest.mark.slow
 def test_167_to_2_30_has_rogalskis_counts_and_switches_its_mask_at_the_late_64(tmp_path):
     # G(332,129,728) = 64, rare under the mask the first values choose (0x3d), common under
-    # rogalski's 0x7d: about two minutes on 2 cores.
+    # rogalski's 0x7d.
     heaps = 1 << 30
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "octalgen",
-            "-q",
-            "run",
-            ".167",
-            "--until",
-            str(heaps + 1),
-            "--checkpoint",
-            str(tmp_path),
-            "--json",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_octalgen("-q", "run", ".167", "--until", heaps + 1, "--checkpoint", tmp_path, "--json")
     figures = json.loads(result.stdout)
     counts = {int(v): c for v, c in figures["counts"].items()}
     counts[0] -= 1  # G(0): the published tables count heaps 1 ... n
@@ -480,27 +461,9 @@ def test_034_past_both_events_has_rogalskis_counts_in_bounded_memory(tmp_path):
 
     heaps = 1 << 24
     tables = tmp_path / "tables"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "octalgen",
-            "-q",
-            "run",
-            ".034",
-            "--until",
-            str(heaps + 1),
-            "--checkpoint",
-            str(tmp_path / "run"),
-            "--counts",
-            str(tables),
-            "--json",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
+    result = run_octalgen(
+        "-q", "run", ".034", "--until", heaps + 1, "--checkpoint", tmp_path / "run", "--counts", tables, "--json"
     )
-    assert result.returncode == 0, result.stderr
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     figures = json.loads(result.stdout)
     assert figures["rare_found"] == [{"heap": FAR, "value": 116}, {"heap": FAR_2, "value": 102}]

@@ -20,14 +20,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from engine_helpers import c_values
+from engine_helpers import c_values, octalgen_command
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine.checkpoint import read_checkpoint
@@ -159,18 +158,14 @@ def _shared_memory_files(pid: int) -> list[str]:
         return []
 
 
-def _octalgen(*arguments) -> list[str]:
-    return [sys.executable, "-m", "octalgen", *arguments]
-
-
 def _commands(moment: Moment, until: int, checkpoint: Path, survey: Path) -> tuple[list[str], list[str]]:
     """The command stopped at ``moment``, and the one that resumes it (the same, reporting its figures)."""
     if moment.command == "survey":
-        command = _octalgen(
+        command = octalgen_command(
             "-q", "survey", "--digits", "1", "--whole", "0", "--max", "3000", "--workers", "2", "--out", str(survey)
         )
         return command, command
-    command = _octalgen(
+    command = octalgen_command(
         "-q",
         "run",
         ".6",
