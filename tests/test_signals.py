@@ -7,11 +7,10 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-from engine_helpers import _command, _position, c_values, run_engine
+from engine_helpers import _command, _position, c_values, octalgen_command, run_engine
 
 from octalgen.checksum import fnv1a64
 from octalgen.engine.checkpoint import read_checkpoint
@@ -60,24 +59,21 @@ def test_a_killed_run_leaves_no_process_behind(tmp_path):
 
 @pytest.mark.parametrize("signal_number, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_ctrl_c_and_sigterm_stop_with_one_line_and_the_run_resumes(tmp_path, signal_number, status):
-    # A goal far out of reach: a quiet machine proved 3e6 values within the second below (CI, stop 25).
-    command = [
-        sys.executable,
-        "-m",
-        "octalgen",
+    # A goal far out of reach: the signal comes while the run is at work.
+    command = octalgen_command(
         "run",
         ".6",
         "--until",
         "1e9",
         "--checkpoint",
-        str(tmp_path),
+        tmp_path,
         "--workers",
         "1",
         "--chunk",
-        str(1 << 16),
+        1 << 16,
         "--checkpoint-every",
         "0.5",
-    ]
+    )
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     while process.poll() is None and _position(tmp_path) < 50_000:
         time.sleep(0.05)
@@ -98,23 +94,20 @@ def test_sigterm_to_the_whole_process_group_is_a_clean_stop(tmp_path):
     # timeout(1), kill -- -PGID and batch systems signal the run's process group: its verifying
     # processes too.  They ignore it (the run kills them as it stops), so the run stops as for a
     # SIGTERM of its own, not with "a verifying process died".
-    command = [
-        sys.executable,
-        "-m",
-        "octalgen",
+    command = octalgen_command(
         "run",
         ".6",
         "--until",
         "1e9",
         "--checkpoint",
-        str(tmp_path),
+        tmp_path,
         "--workers",
         "2",
         "--chunk",
-        str(1 << 16),
+        1 << 16,
         "--checkpoint-every",
         "0.2",
-    ]
+    )
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )  # a process group of its own: the run and its workers
