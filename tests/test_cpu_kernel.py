@@ -372,8 +372,8 @@ def test_u16_verifier_rejects_a_rare_value_in_its_history():
 #: the vector logic at the widths of other CPUs, run here.  u16 values: GCC vectors of 16 bytes
 #: (SSE, NEON), 32 or 64 (AVX-512), at any width on any CPU; with AVX-512 VBMI the table look-up, and
 #: with AVX-512BW the marks of 64 heaps at once.  u8 codes: AVX2 for widths below 64, AVX-512BW for
-#: 64 where the CPU has it (else AVX2), the plain path without AVX2; with AVX-512 VBMI byte permutes
-#: look options up and sort 64 heaps' marks (and take the dense round) in lanes, with VBMI2 a
+#: 64 where the CPU has it (else AVX2), the plain path without AVX2, every vector path taking the
+#: scan's round in lanes; with AVX-512 VBMI byte permutes look options up and sort 128 heaps' marks, with VBMI2 a
 #: group's hits are listed by a compress, and "no compress" takes them bit by bit.  A CPU without
 #: an extension runs the path that does not need it (the build's -march decides).
 SCANS = {

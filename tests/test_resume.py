@@ -133,15 +133,16 @@ def test_finished_runs_extended_with_a_larger_until_give_the_digest_of_one_run(o
 
 
 def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_figures(tmp_path):
-    until = 3_000_000
+    until = 8_000_000
     whole = run_engine(".6", until, tmp_path / "whole", workers=0, chunk=1 << 16, keep_all=True)
     directory = tmp_path / "killed"
     rng = random.Random(5)
     # Kill when the run has passed random points (so the test does not depend on the machine's
     # speed), plus a random fraction of a second: during kernel, verification, checkpoint writes.
-    # The last point leaves half the run, more than a checkpoint interval and the extra wait can
-    # cover at any speed this runs at (about 1.5 M values/s), so no run finishes before its kill.
-    targets = sorted(rng.uniform(0.02, 0.5) * until for _ in range(5))
+    # A kill waits for a checkpoint past the one before, so each comes up to 0.4 M values after it (a
+    # checkpoint interval and the extra wait, at 1.6 M values/s): the five end near 2.5 M of 8 M, and
+    # none finishes before its kill at three times that speed.
+    targets = sorted(rng.uniform(0.02, 0.25) * until for _ in range(5))
     positions = [0]
     for target in targets:
         process = subprocess.Popen(
@@ -153,7 +154,7 @@ def test_kill_9_at_random_moments_then_resume_gives_the_uninterrupted_figures(tm
         # Each kill also waits for a checkpoint past the previous one, so every resume has work to redo.
         while process.poll() is None and _position(directory) < max(target, positions[-1] + 1):
             time.sleep(0.02)
-        time.sleep(rng.uniform(0, 0.3))
+        time.sleep(rng.uniform(0, 0.15))
         assert process.poll() is None, "the run finished before it was killed"
         os.killpg(process.pid, signal.SIGKILL)  # the run and its verifier process, with no warning
         process.wait()

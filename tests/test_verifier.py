@@ -168,10 +168,11 @@ def test_u8_codes_over_a_far_rare_position_are_proven_by_its_table_entry():
     assert (result.status, result.heap, result.true_value) == ("failed", a + 100, values[a + 100])
 
 
-# -- far out: 64 heaps a batch, the dense round in lanes -----------------------------------------------
+# -- far out: many heaps a batch, the round in lanes ----------------------------------------------------
 
-#: Heaps from here on are proven 64 at a time, their dense round taken in lanes where the CPU has AVX-512
-#: VBMI (every x of the round below 2 x (32768 + 512) + k); the truth is the exact C solver's.
+#: Heaps from here on are proven many at a time (128 where the CPU has AVX-512 VBMI), their round taken in
+#: lanes (every x of the round is below 32768, so every heap past 2 x 32768 + k); the truth is the exact C
+#: solver's.
 FAR_FROM, FAR_TO = 1 << 17, (1 << 17) + 4096
 
 
@@ -193,8 +194,8 @@ def _far_verify(plan, codes, scan, a, b):
 
 @pytest.mark.parametrize("storage", ["u8", "u16"])
 def test_far_heaps_are_proven_alike_by_every_scan(storage):
-    """Every proof scan proves the same heaps with the same count of pairs: the dense round taken in lanes
-    finds what each heap's own round finds."""
+    """Every proof scan proves the same heaps with the same count of pairs: the round taken in lanes finds
+    what each heap's own round finds."""
     from test_cpu_kernel import SCANS
 
     plan = make_plan(shipped_table(".6"), storage=storage)
@@ -207,20 +208,21 @@ def test_far_heaps_are_proven_alike_by_every_scan(storage):
 @pytest.mark.parametrize("storage", ["u8", "u16"])
 @pytest.mark.parametrize("scan", ["native", "plain", "32-byte vectors", "64-byte vectors, no byte permutes"])
 def test_a_fault_in_any_heap_of_a_batch_is_caught(storage, scan):
-    """A wrong value in any of the 64 heaps of a batch (sorted by their values into lanes) is caught with
-    the true value: one code off (a lower one unmarked, or its own marked) and one 33 off (another range)."""
+    """A wrong value in any of the 128 heaps of a batch (sorted by their values into lanes) is caught with
+    the true value: one code off (a lower one unmarked, or its own marked), and 17 and 33 off (other ranges
+    of 16 and of 32 codes)."""
     plan = make_plan(shipped_table(".6"), storage=storage)
     truth = _far_truth(".6")
     codes = plan.encoding.encode_array(truth).astype(plan.encoding.dtype)
     mask = plan.table.mask
     low = mask & -mask
-    flips = (1, 0x21) if storage == "u8" else (low | ((mask ^ low) & -(mask ^ low)), 0x40 | low)
-    a = FAR_FROM + 64
-    for heap in range(a, a + 64, 3):
+    flips = (1, 0x11, 0x21) if storage == "u8" else (low | ((mask ^ low) & -(mask ^ low)), 0x40 | low)
+    a = FAR_FROM + 128
+    for heap in range(a, a + 128, 3):
         for flip in flips:
             bad = codes.copy()
             bad[heap] ^= flip
             if storage == "u16" and plan.table.is_rare(int(bad[heap]), heap):
                 continue  # a rare value: refused before the proof
-            result = _far_verify(plan, bad, scan, a, a + 128)
+            result = _far_verify(plan, bad, scan, a, a + 256)
             assert (result.status, result.heap, result.true_value) == ("failed", heap, truth[heap]), (heap, flip)

@@ -313,12 +313,13 @@ static const uint64_t RARE_OPTIONS[RARE_OPTION_COUNT + 1] = { 0 };
 #define TWO_HEAP_TAKES 1
 static const uint64_t TAKES[TWO_HEAP_TAKES + 1] = { 1, 0 };
 
-/* The order of the proof scan's pairs (x, rest - x) (octalgen/verify.h): REGIONS regions of x, from
-   REGION_START[r], taken in turn; a dense round of DENSE_PAIRS x from each, then a chunk a round, from
-   FIRST_CHUNK x. */
+/* The order of the proof scan's pairs (x, rest - x) (octalgen/verify.h): a round of ROUND_PAIRS x, the
+   common heaps below ROUND_SPAN by their codes in turn; then REGIONS regions of x, from REGION_START[r],
+   taken in turn, a chunk a round, from FIRST_CHUNK x. */
+#define ROUND_PAIRS 1536u
+#define ROUND_SPAN 32768u
 #define REGIONS 3u
 static const uint64_t REGION_START[REGIONS + 1] = { 1u, 8192u, 32768u, UINT64_MAX };
-#define DENSE_PAIRS 512u
 #define FIRST_CHUNK 512u
 
 /* The verifier's code tables: DECODE[c][code] the value common at heaps of class c stored as code;
@@ -625,7 +626,7 @@ static const uint16_t RARE_VALUE[HEAP_CLASSES][256] = {
     },
 };
 /* NEED_COUNT[c][code]: the codes in NEED_BELOW[c][32 * code]; NEED_TOP[c][code]: one more than the
-   largest of them (0: none; the vector path's dense round reads it). */
+   largest of them (0: none; the vector path's round reads it). */
 static const uint16_t NEED_COUNT[HEAP_CLASSES][256] = {
     {
         2, 2, 2, 2, 4, 4, 8, 8, 10, 10, 10, 10, 12, 12, 16, 16,
@@ -686,6 +687,13 @@ static const uint16_t NEED_TOP[HEAP_CLASSES][256] __attribute__((unused)) = {
 #define OCTALGEN_MARKS_H
 
 static void mark_terms(const code_t *g, uint8_t *marks, uint8_t stamp);
+
+/* Terms given at run time (the verifier's round of pairs, octalgen/verify.h: offset k + x, the code of
+   G(x)), marked in lanes as the plan's are. */
+typedef struct {
+    uint32_t count;
+    uint32_t offset[TWO_HEAP_TAKES * ROUND_PAIRS], code[TWO_HEAP_TAKES * ROUND_PAIRS];
+} round_terms_t;
 
 /* CLASS(n): the class of heap n.  HEAP_CLASSES 2: positional rarity, v is rare at heap n when
    popcount(v & mask) + n + PARITY is even, so what is rare depends on the heap's class; 1: the same
@@ -779,10 +787,10 @@ typedef __m256i mvec_t;
 /* A batch's marks lane by lane: words[r][j], heap n + j's marks in the codes [32 r, 32 r + 32). */
 typedef uint32_t lane_words_t[8][MARK_LANES];
 
-/* The code term t marks in each lane: code(c) ^ G(n + j - o). */
-static inline __attribute__((always_inline)) mvec_t term_lanes(const code_t *g, uint32_t t)
+/* The code a term (o, c) marks in each lane: code(c) ^ G(n + j - o). */
+static inline __attribute__((always_inline)) mvec_t term_lanes(const code_t *g, uint32_t offset, uint32_t code)
 {
-    return MV_XOR(MV_CODES(g - TERM_OFFSET[t]), MV_SET1(TERM_CODE[t]));
+    return MV_XOR(MV_CODES(g - offset), MV_SET1(code));
 }
 
 /* Each lane's mark x as a bit of the range of codes [32 r, 32 r + 32): 0 where x is in another. */
@@ -791,10 +799,11 @@ static inline __attribute__((always_inline)) mvec_t range_bit(mvec_t x, uint32_t
     return MV_SLLV(MV_SET1(1), MV_XOR(x, MV_SET1(32u * r)));
 }
 
-/* acc[r] |= the marks of the terms first ... last - 1 for the heaps from g = G(n), in the codes
-   [32 r, 32 r + 32), r < ranges (a constant where it is inlined: one loop over the terms per count
-   of ranges). */
+/* acc[r] |= the marks of the terms (offset[t], code[t]), t = first ... last - 1, for the heaps from
+   g = G(n), in the codes [32 r, 32 r + 32), r < ranges (a constant where it is inlined: one loop over
+   the terms per count of ranges). */
 static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mvec_t *acc, const uint32_t ranges,
+                                                             const uint32_t *offset, const uint32_t *code,
                                                              uint32_t first, uint32_t last)
 {
     /* In registers: the codes are bytes, which may alias anything, so ORs into acc itself would be
@@ -806,12 +815,12 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
     /* Two terms a step: with AVX-512 one three-input OR (vpternlogd) adds both to a range, 2.5
        instructions a term and range where one at a time takes 3. */
     for (; t + 1 < last; t += 2) {
-        const mvec_t x = term_lanes(g, t), y = term_lanes(g, t + 1);
+        const mvec_t x = term_lanes(g, offset[t], code[t]), y = term_lanes(g, offset[t + 1], code[t + 1]);
         for (uint32_t r = 0; r < ranges; r++)
             a[r] = MV_OR3(a[r], range_bit(x, r), range_bit(y, r));
     }
     for (; t < last; t++) {
-        const mvec_t x = term_lanes(g, t);
+        const mvec_t x = term_lanes(g, offset[t], code[t]);
         for (uint32_t r = 0; r < ranges; r++)
             a[r] = MV_OR(a[r], range_bit(x, r));
     }
@@ -820,32 +829,33 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
 }
 
 /* mark_lanes with ranges 1 ... 8, each a loop of its own. */
-static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, uint32_t first, uint32_t last)
+static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, const uint32_t *offset, const uint32_t *code,
+                        uint32_t first, uint32_t last)
 {
     switch (ranges) {
     case 1u:
-        mark_lanes(g, acc, 1u, first, last);
+        mark_lanes(g, acc, 1u, offset, code, first, last);
         break;
     case 2u:
-        mark_lanes(g, acc, 2u, first, last);
+        mark_lanes(g, acc, 2u, offset, code, first, last);
         break;
     case 3u:
-        mark_lanes(g, acc, 3u, first, last);
+        mark_lanes(g, acc, 3u, offset, code, first, last);
         break;
     case 4u:
-        mark_lanes(g, acc, 4u, first, last);
+        mark_lanes(g, acc, 4u, offset, code, first, last);
         break;
     case 5u:
-        mark_lanes(g, acc, 5u, first, last);
+        mark_lanes(g, acc, 5u, offset, code, first, last);
         break;
     case 6u:
-        mark_lanes(g, acc, 6u, first, last);
+        mark_lanes(g, acc, 6u, offset, code, first, last);
         break;
     case 7u:
-        mark_lanes(g, acc, 7u, first, last);
+        mark_lanes(g, acc, 7u, offset, code, first, last);
         break;
     case 8u:
-        mark_lanes(g, acc, 8u, first, last);
+        mark_lanes(g, acc, 8u, offset, code, first, last);
         break;
     default:
         break;
@@ -861,7 +871,7 @@ static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t 
     mvec_t acc[8];
     for (uint32_t r = 0; r < ranges; r++)
         acc[r] = fresh ? MV_ZERO : MV_LOAD(words[r]);
-    mark_ranges(g, acc, ranges, first, last);
+    mark_ranges(g, acc, ranges, TERM_OFFSET, TERM_CODE, first, last);
     for (uint32_t r = 0; r < ranges; r++)
         MV_STORE(words[r], acc[r]);
     for (uint32_t r = ranges; fresh && r < 8; r++)
@@ -1537,6 +1547,7 @@ int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, ui
  */
 #define NEED_BYTE(c) ((c) >> 3)
 #define NEED_BIT(c) ((uint8_t)(1u << ((c) & 7u)))
+#define FOUND_WORDS 8u  /* a set of codes in need's layout as 32-bit words (octalgen/verify.h's found) */
 
 /* Blocks of 64 options looked up together with need as it was before them, one branch asking whether
    any had a hit; a heap's first group is shorter: nearly every block there has hits, and those taken
@@ -1654,6 +1665,20 @@ static inline void take_found(scan_t *s, const uint32_t *found)
         words[w] &= ~found[w];
     memcpy(s->need, words, 32);
     s->missing = count_missing(s);
+}
+
+/* The round's pairs (xs[i], rest - xs[i]), i < count (codes[i]: the code of G(xs[i]); ys: G(rest)), every
+   one, both heaps common: their options taken off need at once, as a set, without a branch on each.
+   Returns 1 once nothing is missing. */
+static int take_round(scan_t *s, const uint32_t *xs, const code_t *codes, uint32_t count, const code_t *ys)
+{
+    uint32_t found[FOUND_WORDS] = {0};
+    for (uint32_t i = 0; i < count; i++) {
+        const uint32_t c = codes[i] ^ ys[-(int64_t)xs[i]];
+        found[c >> 5] |= 1u << (c & 31);
+    }
+    take_found(s, found);
+    return s->missing == 0;
 }
 
 /* The least rare value still missing at heap n (need is not empty). */
@@ -1879,16 +1904,17 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
  * Bit j of batch_marks(...) (g = G(n)) is set when the code of heap n + j is the mex of its marks: every
  * code below it is marked and it is not.  A heap that does not pass is marked again by the scalar path.
  * The marks of MARK_LANES heaps are ORed in ranges of 32 codes up to the range of the largest code
- * among them, term by term: the cost of a term is its number of ranges.  With AVX-512 VBMI the heaps
- * go AGREE_HEAPS = 64 at a time, sorted by their codes' ranges into four batches of 16 (a byte
- * permute of a term's 64 sources puts each batch's in its lanes), so that a batch of small codes is
- * not marked up to the largest code of the 64: some 40% fewer ranges than 16 heaps in a row.
+ * among them, term by term: the cost of a term is its number of ranges, a shift each.  With AVX-512
+ * VBMI the heaps go AGREE_HEAPS = 128 at a time, sorted by their codes' ranges of 16 into four batches
+ * of 32 lanes of 16 bits (a two-source byte permute of a term's 128 sources puts each batch's in its
+ * lanes), so that a batch of small codes is not marked up to the largest code of the 128, and a shift
+ * takes 32 lanes: on .6 a fifth fewer shifts and permutes a heap and term than 16 lanes of 32 bits
+ * for 64 heaps sorted alike, and some half as many as 16 heaps in a row.
  *
- * The same lanes take the proof scan's dense round (octalgen/verify.h): its pairs (x, n - k - x) are
- * terms too, of offset k + x and code G(x) (a rare x, whose pairs give common options, left out), whose
- * marks are the rare values' codes the round finds; ORed in ranges up to the largest code a heap of the
- * batch needs, they take most missing values off each heap's need without a branch per hit, where a
- * heap's own scan of the round would take them one group of hits at a time.
+ * The same lanes take the proof scan's round (octalgen/verify.h): its pairs (x, n - k - x) are terms
+ * too, of offset k + x and code G(x) (its x are common), whose marks are the rare values' codes the
+ * round finds; ORed in ranges up to the largest code a heap of the batch needs, they take most missing
+ * values off each heap's need without a branch per hit.
  */
 #if defined(VECTOR_MARKS)
 #define BATCH_MARKS 1
@@ -1906,55 +1932,73 @@ static inline uint32_t lanes_agree(mvec_t v, const mvec_t *acc, uint32_t ranges)
     return ~bad & ((1u << MARK_LANES) - 1u);
 }
 
+#define ROUND_IN_LANES 1
+
+/* One more than the largest code that some heap n + j needs, for j = heaps[l] (heaps NULL: j = l), l < lanes
+   (g = G(n)); 0 if none needs any. */
+static inline uint32_t need_top(const code_t *g, uint64_t n, const uint8_t *heaps, uint32_t lanes)
+{
+    uint32_t top = 0;
+    for (uint32_t l = 0; l < lanes; l++) {
+        const uint32_t j = heaps ? heaps[l] : l, heap_top = NEED_TOP[CLASS(n + j)][g[j]];
+        top = heap_top > top ? heap_top : top;
+    }
+    return top;
+}
+
 /* Sorted lanes where terms are many (for a few, sorting costs more than the ranges it saves). */
 #if MARK_LANES == 16 && defined(__AVX512VBMI__) && TERMS >= 256
-#define AGREE_HEAPS 64u
-#define DENSE_LANES 1
-/* Byte 4 l of a batch's index: the heap in lane l; the permute keeps only those bytes. */
-#define DWORD_LOW_BYTES 0x1111111111111111ull
-#define DENSE_TERMS_MAX (TWO_HEAP_TAKES * REGIONS * DENSE_PAIRS + 1u)
+#define AGREE_HEAPS 128u
+typedef unsigned __int128 heap_mask_t;  /* bit j: heap n + j of a batch */
+/* Byte 2 l of a batch's index: the heap in lane l (below 128); the permute keeps only those bytes. */
+#define WORD_LOW_BYTES 0x5555555555555555ull
 
-/* The dense round's pairs as terms (offset k + x, the code of G(x)), the same for every heap. */
-typedef struct {
-    uint32_t count;
-    uint32_t offset[DENSE_TERMS_MAX], code[DENSE_TERMS_MAX];
-} dense_terms_t;
+/* Lane l: the code p[byte 2 l of index], 16 bits. */
+static inline __attribute__((always_inline)) __m512i sorted_codes(const code_t *p, __m512i index)
+{
+    return _mm512_maskz_permutex2var_epi8(WORD_LOW_BYTES, _mm512_loadu_si512((const void *)p), index,
+                                          _mm512_loadu_si512((const void *)(p + 64)));
+}
 
-/* acc[r] |= the marks in the codes [32 r, 32 r + 32), r < ranges, of the terms (offset[t], code[t]),
-   t < count, for the heaps g + lane (index: byte 4 l lane l's heap, below 64). */
+/* Each lane's mark x as a bit of the range of codes [16 r, 16 r + 16): 0 where x is in another. */
+static inline __attribute__((always_inline)) __m512i word_bit(__m512i x, uint32_t r)
+{
+    return _mm512_sllv_epi16(_mm512_set1_epi16(1), _mm512_xor_si512(x, _mm512_set1_epi16((short)(16u * r))));
+}
+
+/* acc[r] |= the marks in the codes [16 r, 16 r + 16), r < ranges, of the terms (offset[t], code[t]),
+   t < count, for the heaps g + lane (index as for sorted_codes). */
 static inline __attribute__((always_inline)) void mark_sorted_lanes(const code_t *g, __m512i index,
                                                                       const uint32_t *offset, const uint32_t *code,
-                                                                      uint32_t count, mvec_t *acc,
+                                                                      uint32_t count, __m512i *acc,
                                                                       const uint32_t ranges)
 {
-    mvec_t a[8];
+    __m512i a[16];
     for (uint32_t r = 0; r < ranges; r++)
         a[r] = acc[r];
-#define SORTED_LANES(t) _mm512_xor_si512(_mm512_maskz_permutexvar_epi8(DWORD_LOW_BYTES, index,                     \
-                                                                       _mm512_loadu_si512((const void *)(g - offset[t]))), \
-                                         _mm512_set1_epi32((int)code[t]))
+#define SORTED_LANES(t) _mm512_xor_si512(sorted_codes(g - offset[t], index), _mm512_set1_epi16((short)code[t]))
     uint32_t t = 0;
     for (; t + 1 < count; t += 2) {
-        const mvec_t x = SORTED_LANES(t), y = SORTED_LANES(t + 1);
+        const __m512i x = SORTED_LANES(t), y = SORTED_LANES(t + 1);
         for (uint32_t r = 0; r < ranges; r++)
-            a[r] = MV_OR3(a[r], range_bit(x, r), range_bit(y, r));
+            a[r] = _mm512_ternarylogic_epi32(a[r], word_bit(x, r), word_bit(y, r), 0xfe);
     }
     for (; t < count; t++) {
-        const mvec_t x = SORTED_LANES(t);
+        const __m512i x = SORTED_LANES(t);
         for (uint32_t r = 0; r < ranges; r++)
-            a[r] = MV_OR(a[r], range_bit(x, r));
+            a[r] = _mm512_or_si512(a[r], word_bit(x, r));
     }
 #undef SORTED_LANES
     for (uint32_t r = 0; r < ranges; r++)
         acc[r] = a[r];
 }
 
-/* mark_sorted_lanes from cleared accumulators with ranges 1 ... 8, each a loop of its own. */
+/* mark_sorted_lanes from cleared accumulators with ranges 1 ... 16, each a loop of its own. */
 static void mark_sorted(const code_t *g, __m512i index, const uint32_t *offset, const uint32_t *code, uint32_t count,
-                        mvec_t *acc, uint32_t ranges)
+                        __m512i *acc, uint32_t ranges)
 {
     for (uint32_t r = 0; r < ranges; r++)
-        acc[r] = MV_ZERO;
+        acc[r] = _mm512_setzero_si512();
     switch (ranges) {
     case 1u: mark_sorted_lanes(g, index, offset, code, count, acc, 1u); break;
     case 2u: mark_sorted_lanes(g, index, offset, code, count, acc, 2u); break;
@@ -1963,59 +2007,78 @@ static void mark_sorted(const code_t *g, __m512i index, const uint32_t *offset, 
     case 5u: mark_sorted_lanes(g, index, offset, code, count, acc, 5u); break;
     case 6u: mark_sorted_lanes(g, index, offset, code, count, acc, 6u); break;
     case 7u: mark_sorted_lanes(g, index, offset, code, count, acc, 7u); break;
-    default: mark_sorted_lanes(g, index, offset, code, count, acc, 8u); break;
+    case 8u: mark_sorted_lanes(g, index, offset, code, count, acc, 8u); break;
+    case 9u: mark_sorted_lanes(g, index, offset, code, count, acc, 9u); break;
+    case 10u: mark_sorted_lanes(g, index, offset, code, count, acc, 10u); break;
+    case 11u: mark_sorted_lanes(g, index, offset, code, count, acc, 11u); break;
+    case 12u: mark_sorted_lanes(g, index, offset, code, count, acc, 12u); break;
+    case 13u: mark_sorted_lanes(g, index, offset, code, count, acc, 13u); break;
+    case 14u: mark_sorted_lanes(g, index, offset, code, count, acc, 14u); break;
+    case 15u: mark_sorted_lanes(g, index, offset, code, count, acc, 15u); break;
+    default: mark_sorted_lanes(g, index, offset, code, count, acc, 16u); break;
     }
 }
 
-/* (a) for the heaps n ... n + 63 (g = G(n)), the result's bit j for heap n + j; with dense (not NULL),
-   also the dense round: found[j] gets the codes it finds for heap n + j below the largest its code needs
-   (in need's layout). */
-static uint64_t batch_marks(const code_t *g, uint64_t n, const dense_terms_t *dense, uint32_t (*found)[8])
+/* Bits of the lanes of v (codes, 16 bits a lane) that are the mex of their marks acc[0 ... ranges - 1]. */
+static inline uint32_t words_agree(__m512i v, const __m512i *acc, uint32_t ranges)
 {
-    /* the 64 heaps in order of their codes' ranges (a counting sort) */
-    uint8_t order[64] __attribute__((aligned(16)));
-    uint32_t start[9] = {0};
-    for (uint32_t j = 0; j < 64; j++)
-        start[(g[j] >> 5) + 1]++;
-    for (uint32_t r = 1; r < 9; r++)
+    const __m512i one = _mm512_set1_epi16(1);
+    uint32_t bad = 0;
+    for (uint32_t r = 0; r < ranges; r++) {
+        const __m512i low = _mm512_set1_epi16((short)(16u * r));
+        const __m512i bit = _mm512_sllv_epi16(one, _mm512_sub_epi16(v, low));  /* the code's own bit; 0 past this range */
+        const __m512i below = _mm512_sub_epi16(bit, one);                       /* the bits below it; all 16 past it */
+        bad |= (uint32_t)_mm512_cmpge_epu16_mask(v, low) &
+               ((uint32_t)_mm512_cmpneq_epi16_mask(_mm512_and_si512(acc[r], below), below) |
+                (uint32_t)_mm512_test_epi16_mask(acc[r], bit));
+    }
+    return ~bad;
+}
+
+/* (a) for the heaps n ... n + 127 (g = G(n)), the result's bit j for heap n + j; with round (not NULL),
+   also the round: found[j] gets the codes it finds for heap n + j below the largest its code needs (in
+   need's layout). */
+static heap_mask_t batch_marks(const code_t *g, uint64_t n, const round_terms_t *round,
+                               uint32_t (*found)[FOUND_WORDS])
+{
+    /* the 128 heaps in order of their codes' ranges (a counting sort) */
+    uint8_t order[128] __attribute__((aligned(64)));
+    uint32_t start[17] = {0};
+    for (uint32_t j = 0; j < 128; j++)
+        start[(g[j] >> 4) + 1]++;
+    for (uint32_t r = 1; r < 17; r++)
         start[r] += start[r - 1];
-    for (uint32_t j = 0; j < 64; j++)
-        order[start[g[j] >> 5]++] = (uint8_t)j;
-    uint64_t agree = 0;
+    for (uint32_t j = 0; j < 128; j++)
+        order[start[g[j] >> 4]++] = (uint8_t)j;
+    heap_mask_t agree = 0;
     for (uint32_t b = 0; b < 4; b++) {
-        const uint8_t *heaps = order + 16 * b;
-        const __m512i index = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)heaps));
-        const uint32_t ranges = (g[heaps[15]] >> 5) + 1u;
-        mvec_t acc[8];
+        const uint8_t *heaps = order + 32 * b;
+        const __m512i index = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)heaps));
+        const uint32_t ranges = (g[heaps[31]] >> 4) + 1u;
+        __m512i acc[16];
         mark_sorted(g, index, TERM_OFFSET, TERM_CODE, TERMS, acc, ranges);
-        const mvec_t v = _mm512_maskz_permutexvar_epi8(DWORD_LOW_BYTES, index, _mm512_loadu_si512((const void *)g));
-        for (uint32_t good = lanes_agree(v, acc, ranges); good; good &= good - 1)
-            agree |= 1ull << heaps[__builtin_ctz(good)];
-        if (!dense)
+        for (uint32_t good = words_agree(sorted_codes(g, index), acc, ranges); good; good &= good - 1)
+            agree |= (heap_mask_t)1 << heaps[__builtin_ctz(good)];
+        const uint32_t round_ranges = round ? (need_top(g, n, heaps, 32) + 15u) / 16u : 0;
+        if (round_ranges == 0)
             continue;
-        uint32_t top = 0;  /* the codes any heap of the batch needs lie below it */
-        for (uint32_t l = 0; l < 16; l++) {
-            const uint32_t need_top = NEED_TOP[CLASS(n + heaps[l])][g[heaps[l]]];
-            top = need_top > top ? need_top : top;
-        }
-        const uint32_t dense_ranges = (top + 31u) / 32u;
-        if (dense_ranges == 0)
-            continue;
-        mark_sorted(g, index, dense->offset, dense->code, dense->count, acc, dense_ranges);
-        uint32_t words[16] __attribute__((aligned(64)));
-        for (uint32_t r = 0; r < dense_ranges; r++) {
-            _mm512_store_si512((void *)words, acc[r]);
-            for (uint32_t l = 0; l < 16; l++)
-                found[heaps[l]][r] = words[l];
-        }
+        mark_sorted(g, index, round->offset, round->code, round->count, acc, round_ranges);
+        uint16_t words[16][32] __attribute__((aligned(64)));  /* words[r][l]: lane l's codes [16 r, 16 r + 16) */
+        for (uint32_t r = 0; r < 16; r++)
+            _mm512_store_si512((void *)words[r], r < round_ranges ? acc[r] : _mm512_setzero_si512());
+        for (uint32_t l = 0; l < 32; l++)
+            for (uint32_t r = 0; 2 * r < round_ranges; r++)
+                found[heaps[l]][r] = (uint32_t)words[2 * r][l] | (uint32_t)words[2 * r + 1][l] << 16;
     }
     return agree;
 }
 #else
 #define AGREE_HEAPS MARK_LANES
-static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint32_t (*found)[8])
+typedef uint64_t heap_mask_t;  /* bit j: heap n + j of a batch */
+/* (a) for the heaps n ... n + MARK_LANES - 1 in a row, and with round (not NULL) the round, as above. */
+static heap_mask_t batch_marks(const code_t *g, uint64_t n, const round_terms_t *round,
+                               uint32_t (*found)[FOUND_WORDS])
 {
-    (void)n, (void)dense, (void)found;
     uint32_t top = 0;
     for (uint32_t j = 0; j < MARK_LANES; j++)
         top = g[j] > top ? g[j] : top;
@@ -2023,8 +2086,21 @@ static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint
     mvec_t acc[8];
     for (uint32_t r = 0; r < ranges; r++)
         acc[r] = MV_ZERO;
-    mark_ranges(g, acc, ranges, 0, TERMS);
-    return lanes_agree(MV_CODES(g), acc, ranges);
+    mark_ranges(g, acc, ranges, TERM_OFFSET, TERM_CODE, 0, TERMS);
+    const uint64_t agree = lanes_agree(MV_CODES(g), acc, ranges);
+    const uint32_t round_ranges = round ? (need_top(g, n, NULL, MARK_LANES) + 31u) / 32u : 0;
+    if (round_ranges) {
+        for (uint32_t r = 0; r < round_ranges; r++)
+            acc[r] = MV_ZERO;
+        mark_ranges(g, acc, round_ranges, round->offset, round->code, 0, round->count);
+        uint32_t words[MARK_LANES] __attribute__((aligned(64)));
+        for (uint32_t r = 0; r < round_ranges; r++) {
+            MV_STORE(words, acc[r]);
+            for (uint32_t l = 0; l < MARK_LANES; l++)
+                found[l][r] = words[l];
+        }
+    }
+    return agree;
 }
 #endif
 #endif
@@ -2186,56 +2262,123 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).  The
-   values of heaps far apart differ in kind (the small heaps' are small), so the scan goes through the x
-   of REGIONS regions, from REGION_START[r] on (the unit places them), in turn, and finds the missing
-   values sooner than in the order of x alone; every x in the end.  Where the scans are long (the
-   first DENSE_PROBE heaps of a call need half as many pairs as the round has, or more: its pairs cost
-   less, taken in lanes), round 0, the dense round,
-   takes the first DENSE_PAIRS x of each region (and take) as a whole: every one of its pairs counts
-   as looked at, wherever the last missing value turns up (the vector path takes the round for 64
-   heaps at once, see octalgen/verify_u8.h).  Then each region a chunk a round, FIRST_CHUNK pairs
-   while the first region lasts and twice as many each round after (a long scan, which more rounds
-   would only slow).  Every path decides alike, from the same counts. */
-#define DENSE_PROBE 64u
+/* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).
+   First, where the scans are long (the first ROUND_PROBE heaps of a call need half as many pairs as the
+   round has, or more), the round: the same ROUND_PAIRS x for every heap and take (round_t), the common
+   heaps below ROUND_SPAN taken by their codes in turn, the first heap of each code, then the second of
+   each, and so on.  A pair's option is G(x) ^ G(rest - x), and x of every value meet every missing value
+   far sooner than x in order, whose values are alike (the small heaps' are small): the round proves most
+   heaps by itself.  It is taken as a whole, every one of its pairs counted as looked at wherever the last
+   missing value turns up, so a path may take its pairs in any order (the vector path takes them for
+   many heaps at once, as terms in lanes: octalgen/verify_u8.h).  Then the x of REGIONS regions, from
+   REGION_START[r] on, in turn, a chunk of each a round, FIRST_CHUNK pairs while the first region lasts
+   and twice as many each round after (a long scan, which more rounds would only slow); every x in the
+   end.  Every path decides alike, from the same counts. */
+#define ROUND_PROBE 64u
+#define ROUND_BUCKETS 256u  /* the codes the round takes in turn (u16: by their low byte) */
+_Static_assert(ROUND_SPAN <= 65536u, "the round's heaps are sorted as 16-bit numbers");
 
-/* The pairs of the dense round of heap n (the x in [1, rest / 2] of it). */
-static uint64_t dense_count(uint64_t n)
+/* The round: its x, in order, and their stored codes. */
+typedef struct {
+    uint32_t count;
+    uint64_t reach;  /* every x of the round is below it */
+    uint32_t x[ROUND_PAIRS];
+    code_t code[ROUND_PAIRS];
+} round_t;
+
+/* The round from the prefix: its common heaps x in [1, ROUND_SPAN), by their codes in turn. */
+static void make_round(round_t *round, const scan_t *s)
+{
+    const uint64_t span = min_u64(ROUND_SPAN, s->prefix_length);
+    uint16_t sorted[ROUND_SPAN];  /* the heaps by code (a counting sort), each code's in order */
+    uint32_t start[ROUND_BUCKETS + 1] = {0}, fill[ROUND_BUCKETS];
+    for (uint64_t x = 1; x < span; x++)
+        start[(s->prefix[x] & (ROUND_BUCKETS - 1)) + 1] += !rare_heap(s, x);
+    for (uint32_t c = 0; c < ROUND_BUCKETS; c++)
+        start[c + 1] += start[c];
+    memcpy(fill, start, sizeof fill);
+    for (uint64_t x = 1; x < span; x++)
+        if (!rare_heap(s, x))
+            sorted[fill[s->prefix[x] & (ROUND_BUCKETS - 1)]++] = (uint16_t)x;
+    round->count = 0;
+    round->reach = 1;
+    for (uint32_t i = 0, more = 1; more && round->count < ROUND_PAIRS; i++) {
+        more = 0;
+        for (uint32_t c = 0; c < ROUND_BUCKETS && round->count < ROUND_PAIRS; c++)
+            if (start[c] + i < start[c + 1]) {
+                const uint32_t x = sorted[start[c] + i];
+                round->x[round->count] = x;
+                round->code[round->count++] = s->prefix[x];
+                round->reach = x + 1u > round->reach ? x + 1u : round->reach;
+                more = 1;
+            }
+    }
+}
+
+/* The pairs of the round for heap n (its x below rest / 2 + 1, each take). */
+static uint64_t round_count(const round_t *round, uint64_t n)
 {
     uint64_t count = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++) {
         if (n < TAKES[t] + 2)
             continue;
         const uint64_t half = (n - TAKES[t]) / 2 + 1;
-        for (uint32_t r = 0; r < REGIONS; r++) {
-            uint64_t hi = REGION_START[r] + DENSE_PAIRS;
-            hi = hi < REGION_START[r + 1] ? hi : REGION_START[r + 1];
-            hi = hi < half ? hi : half;
-            count += hi > REGION_START[r] ? hi - REGION_START[r] : 0;
-        }
+        if (half >= round->reach)
+            count += round->count;
+        else
+            for (uint32_t i = 0; i < round->count; i++)
+                count += round->x[i] < half;
     }
     return count;
 }
 
-/* Scans the pair options of heap n in that order, with the dense round or without (dense_round), the
-   round done already or not (dense_done): returns 1 once nothing is missing. */
-static int scan_all(scan_t *s, uint64_t n, int dense_round, int dense_done)
+/* Whether every y = rest - x of the round lies in the values, past the rare positions (a far one among
+   them is taken pair by pair, by scan_pairs), for the rests rest ... rest + heaps - 1. */
+static int round_in_values(const scan_t *s, const round_t *round, uint64_t rest, uint64_t heaps)
 {
-    uint64_t next[TWO_HEAP_TAKES + 1][REGIONS] = {{0}};
-    const uint64_t before = s->scanned;
-    int done = 0;
-    for (int t = 0; t < TWO_HEAP_TAKES; t++)
-        for (uint32_t r = 0; r < REGIONS; r++) {
-            const uint64_t rest = n - TAKES[t], dense_end = REGION_START[r] + (dense_round ? DENSE_PAIRS : 0u);
-            next[t][r] = dense_end < REGION_START[r + 1] ? dense_end : REGION_START[r + 1];
-            if (!dense_round || dense_done || done || n < TAKES[t] + 2 || REGION_START[r] >= rest / 2 + 1)
-                continue;
-            done = scan_pairs(s, rest, REGION_START[r], next[t][r] < rest / 2 + 1 ? next[t][r] : rest / 2 + 1);
+    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
+    if (rest < 2 * round->reach || rest - round->reach + 1 < low || rest + heaps > s->base + s->length)
+        return 0;
+    for (uint64_t i = 0; i < s->far_count; i++)
+        if (s->far[i] + round->reach > rest && s->far[i] < rest + heaps)
+            return 0;
+    return 1;
+}
+
+/* The round of heap n, pair by pair: returns 1 once nothing is missing. */
+static int scan_round(scan_t *s, const round_t *round, uint64_t n)
+{
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        if (n < TAKES[t] + 2)
+            continue;
+        const uint64_t rest = n - TAKES[t], half = rest / 2 + 1;
+        if (round_in_values(s, round, rest, 1)) {
+            if (take_round(s, round->x, round->code, round->count, s->values + (rest - s->base)))
+                return 1;
+            continue;
         }
-    if (dense_round && !dense_done)
-        s->scanned = before + dense_count(n);  /* the round as a whole */
-    if (done)
-        return 1;
+        for (uint32_t i = 0; i < round->count; i++)
+            if (round->x[i] < half && scan_pairs(s, rest, round->x[i], round->x[i] + 1u))
+                return 1;
+    }
+    return 0;
+}
+
+/* Scans the pair options of heap n in that order, with the round or without (with_round), the round
+   taken already or not (round_done): returns 1 once nothing is missing. */
+static int scan_all(scan_t *s, const round_t *round, uint64_t n, int with_round, int round_done)
+{
+    if (with_round && !round_done) {
+        const uint64_t before = s->scanned;
+        const int done = scan_round(s, round, n);
+        s->scanned = before + round_count(round, n);  /* the round as a whole */
+        if (done)
+            return 1;
+    }
+    uint64_t next[TWO_HEAP_TAKES + 1][REGIONS];
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        for (uint32_t r = 0; r < REGIONS; r++)
+            next[t][r] = REGION_START[r];
     for (uint64_t chunk = FIRST_CHUNK, more = 1; more; chunk = next[0][0] < REGION_START[1] ? chunk : 2 * chunk) {
         more = 0;
         for (int t = 0; t < TWO_HEAP_TAKES; t++) {
@@ -2257,40 +2400,25 @@ static int scan_all(scan_t *s, uint64_t n, int dense_round, int dense_done)
     return 0;
 }
 
-#if defined(DENSE_LANES)
-/* The dense round's pairs as terms (octalgen/verify_u8.h), from the prefix; 0 if the prefix lacks an x. */
-static int dense_terms(dense_terms_t *dense, const code_t *prefix, uint64_t prefix_length, const uint8_t *rare,
-                       uint64_t rare_length)
+#if defined(ROUND_IN_LANES)
+/* The round's pairs as terms (batch_marks takes them in lanes): offset k + x, the code of G(x). */
+static void terms_of_round(round_terms_t *terms, const round_t *round)
 {
-    dense->count = 0;
+    terms->count = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++)
-        for (uint32_t r = 0; r < REGIONS; r++)
-            for (uint64_t x = REGION_START[r]; x < REGION_START[r] + DENSE_PAIRS && x < REGION_START[r + 1]; x++) {
-                if (x >= prefix_length)
-                    return 0;
-                if (x < rare_length && rare[x])
-                    continue;  /* a rare x: its pairs give common options */
-                dense->offset[dense->count] = (uint32_t)(TAKES[t] + x);
-                dense->code[dense->count++] = prefix[x];
-            }
-    return 1;
+        for (uint32_t i = 0; i < round->count; i++) {
+            terms->offset[terms->count] = (uint32_t)(TAKES[t] + round->x[i]);
+            terms->code[terms->count++] = round->code[i];
+        }
 }
 
-/* Whether the dense round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes: it is whole for
-   each (rest / 2 past it), and every y = rest - x of it lies in the values, past the rare positions (a far
-   one among them is taken pair by pair, by scan_pairs). */
-static int dense_in_lanes(const scan_t *s, uint64_t n)
+/* Whether the round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes. */
+static int round_in_lanes(const scan_t *s, const round_t *round, uint64_t n)
 {
-    const uint64_t reach = REGION_START[REGIONS - 1] + DENSE_PAIRS;  /* every x of the round is below it */
-    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
-    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
-        if (n < TAKES[t] + 2 * reach || n - TAKES[t] - reach + 1 < low || n + AGREE_HEAPS - TAKES[t] > s->base + s->length)
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        if (n < TAKES[t] || !round_in_values(s, round, n - TAKES[t], AGREE_HEAPS))
             return 0;
-        for (uint64_t i = 0; i < s->far_count; i++)
-            if (s->far[i] + TAKES[t] + reach > n && s->far[i] + TAKES[t] < n + AGREE_HEAPS)
-                return 0;
-    }
-    return 1;
+    return round->count > 0;
 }
 #endif
 
@@ -2313,42 +2441,45 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
-    int dense_round = 0;  /* decided after the first DENSE_PROBE heaps */
+    round_t round;
+    make_round(&round, &s);
+    int with_round = 0;  /* decided after the first ROUND_PROBE heaps */
 #if defined(BATCH_MARKS)
-    uint64_t batch = first, batch_end = first, agree = 0, dense_done = 0;  /* (a) and the dense round of the batch */
-    uint32_t found[AGREE_HEAPS][8];
-#if defined(DENSE_LANES)
-    dense_terms_t round_terms;
-    const int dense_ready = dense_terms(&round_terms, prefix, prefix_length, rare, rare_length);
+    uint64_t batch = first, batch_end = first;
+    heap_mask_t agree = 0, round_done = 0;  /* (a) and the round of the batch's heaps */
+    uint32_t found[AGREE_HEAPS][FOUND_WORDS];
+#if defined(ROUND_IN_LANES)
+    round_terms_t terms;
+    terms_of_round(&terms, &round);
 #endif
 #endif
     for (uint64_t n = first; n < end; n++) {
-        if (n == first + DENSE_PROBE)  /* the round where the scans are half as long as it, or longer */
-            dense_round = 2 * s.scanned >= DENSE_PROBE * dense_count(n);
+        if (n == first + ROUND_PROBE)  /* the round where the scans are half as long as it, or longer */
+            with_round = 2 * s.scanned >= ROUND_PROBE * round_count(&round, n);
         const code_t *g = values + (n - base);
         uint32_t code;
-        int dense = 0;
+        int in_round = 0;
         const int crossed = crossing < crossing_count && crossings[crossing] == n;
         crossing += (uint64_t)crossed;
 #if defined(BATCH_MARKS)
         if (n >= batch_end && n + AGREE_HEAPS <= end) {
             batch = n;
             batch_end = n + AGREE_HEAPS;
-            dense_done = 0;
-#if defined(DENSE_LANES)
-            if (dense_round && dense_ready && dense_in_lanes(&s, n)) {
+            round_done = 0;
+#if defined(ROUND_IN_LANES)
+            if (with_round && round_in_lanes(&s, &round, n)) {
                 memset(found, 0, sizeof found);
-                dense_done = ~0ull;
-                agree = batch_marks(g, n, &round_terms, found);
+                round_done = ~(heap_mask_t)0;
+                agree = batch_marks(g, n, &terms, found);
             } else
 #endif
                 agree = batch_marks(g, n, NULL, found);
         }
-        if (crossed) {  /* its lane's check is not looked at, nor its dense round's finds */
+        if (crossed) {  /* its lane's check is not looked at, nor its round's finds */
             code = crossing_mex(&s, g, n, marks, &stamp);
         } else if (n < batch_end && (agree >> (n - batch) & 1u)) {  /* (a) for this heap */
             code = *g;
-            dense = (int)(dense_done >> (n - batch) & 1u);
+            in_round = (int)(round_done >> (n - batch) & 1u);
         } else
 #else
         if (crossed) {
@@ -2365,13 +2496,13 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             break;
         }
         need_below(&s, n, code, g);
-#if defined(DENSE_LANES)
-        if (dense && s.missing) {  /* the dense round's finds, and its pairs */
+#if defined(ROUND_IN_LANES)
+        if (in_round && s.missing) {  /* the round's finds, and its pairs */
             take_found(&s, found[n - batch]);
-            s.scanned += dense_count(n);
+            s.scanned += round_count(&round, n);
         }
 #endif
-        int proven = s.missing == 0 || scan_all(&s, n, dense_round, dense);
+        int proven = s.missing == 0 || scan_all(&s, &round, n, with_round, in_round);
         if (proven && !failed)
             continue;
         result[1] = (int64_t)n;

@@ -125,9 +125,9 @@ class Verifier:
     The code is chosen for the CPU it is built on (the build's ``-march``; the module cache is
     keyed by the CPU): the proof scan looks many options up at once in the set of rare values
     still missing (AVX-512 VBMI byte permutes, AVX-512BW or AVX2 shuffles, GCC vectors elsewhere),
-    and the kernel's marks are checked for 8, 16 or 64 heaps at once (with AVX-512 VBMI the 64
-    sorted by their values, and the scan's first round of pairs taken for them in the same vector
-    lanes).  :data:`PLAIN_SCAN_FLAGS` builds the plain C scan and scalar marks.  Every path scans
+    and the kernel's marks are checked for 8, 16 or 128 heaps at once (with AVX-512 VBMI the 128
+    sorted by their values), the scan's first round of pairs taken for them in the same vector
+    lanes.  :data:`PLAIN_SCAN_FLAGS` builds the plain C scan and scalar marks.  Every path scans
     the same pairs in the same order (octalgen/verify.h), so results and ``options_scanned`` agree.
     """
 

@@ -17,6 +17,13 @@
 
 static void mark_terms(const code_t *g, uint8_t *marks, uint8_t stamp);
 
+/* Terms given at run time (the verifier's round of pairs, octalgen/verify.h: offset k + x, the code of
+   G(x)), marked in lanes as the plan's are. */
+typedef struct {
+    uint32_t count;
+    uint32_t offset[TWO_HEAP_TAKES * ROUND_PAIRS], code[TWO_HEAP_TAKES * ROUND_PAIRS];
+} round_terms_t;
+
 /* CLASS(n): the class of heap n.  HEAP_CLASSES 2: positional rarity, v is rare at heap n when
    popcount(v & mask) + n + PARITY is even, so what is rare depends on the heap's class; 1: the same
    at every heap. */
@@ -109,10 +116,10 @@ typedef __m256i mvec_t;
 /* A batch's marks lane by lane: words[r][j], heap n + j's marks in the codes [32 r, 32 r + 32). */
 typedef uint32_t lane_words_t[8][MARK_LANES];
 
-/* The code term t marks in each lane: code(c) ^ G(n + j - o). */
-static inline __attribute__((always_inline)) mvec_t term_lanes(const code_t *g, uint32_t t)
+/* The code a term (o, c) marks in each lane: code(c) ^ G(n + j - o). */
+static inline __attribute__((always_inline)) mvec_t term_lanes(const code_t *g, uint32_t offset, uint32_t code)
 {
-    return MV_XOR(MV_CODES(g - TERM_OFFSET[t]), MV_SET1(TERM_CODE[t]));
+    return MV_XOR(MV_CODES(g - offset), MV_SET1(code));
 }
 
 /* Each lane's mark x as a bit of the range of codes [32 r, 32 r + 32): 0 where x is in another. */
@@ -121,10 +128,11 @@ static inline __attribute__((always_inline)) mvec_t range_bit(mvec_t x, uint32_t
     return MV_SLLV(MV_SET1(1), MV_XOR(x, MV_SET1(32u * r)));
 }
 
-/* acc[r] |= the marks of the terms first ... last - 1 for the heaps from g = G(n), in the codes
-   [32 r, 32 r + 32), r < ranges (a constant where it is inlined: one loop over the terms per count
-   of ranges). */
+/* acc[r] |= the marks of the terms (offset[t], code[t]), t = first ... last - 1, for the heaps from
+   g = G(n), in the codes [32 r, 32 r + 32), r < ranges (a constant where it is inlined: one loop over
+   the terms per count of ranges). */
 static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mvec_t *acc, const uint32_t ranges,
+                                                             const uint32_t *offset, const uint32_t *code,
                                                              uint32_t first, uint32_t last)
 {
     /* In registers: the codes are bytes, which may alias anything, so ORs into acc itself would be
@@ -136,12 +144,12 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
     /* Two terms a step: with AVX-512 one three-input OR (vpternlogd) adds both to a range, 2.5
        instructions a term and range where one at a time takes 3. */
     for (; t + 1 < last; t += 2) {
-        const mvec_t x = term_lanes(g, t), y = term_lanes(g, t + 1);
+        const mvec_t x = term_lanes(g, offset[t], code[t]), y = term_lanes(g, offset[t + 1], code[t + 1]);
         for (uint32_t r = 0; r < ranges; r++)
             a[r] = MV_OR3(a[r], range_bit(x, r), range_bit(y, r));
     }
     for (; t < last; t++) {
-        const mvec_t x = term_lanes(g, t);
+        const mvec_t x = term_lanes(g, offset[t], code[t]);
         for (uint32_t r = 0; r < ranges; r++)
             a[r] = MV_OR(a[r], range_bit(x, r));
     }
@@ -150,32 +158,33 @@ static inline __attribute__((always_inline)) void mark_lanes(const code_t *g, mv
 }
 
 /* mark_lanes with ranges 1 ... 8, each a loop of its own. */
-static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, uint32_t first, uint32_t last)
+static void mark_ranges(const code_t *g, mvec_t *acc, uint32_t ranges, const uint32_t *offset, const uint32_t *code,
+                        uint32_t first, uint32_t last)
 {
     switch (ranges) {
     case 1u:
-        mark_lanes(g, acc, 1u, first, last);
+        mark_lanes(g, acc, 1u, offset, code, first, last);
         break;
     case 2u:
-        mark_lanes(g, acc, 2u, first, last);
+        mark_lanes(g, acc, 2u, offset, code, first, last);
         break;
     case 3u:
-        mark_lanes(g, acc, 3u, first, last);
+        mark_lanes(g, acc, 3u, offset, code, first, last);
         break;
     case 4u:
-        mark_lanes(g, acc, 4u, first, last);
+        mark_lanes(g, acc, 4u, offset, code, first, last);
         break;
     case 5u:
-        mark_lanes(g, acc, 5u, first, last);
+        mark_lanes(g, acc, 5u, offset, code, first, last);
         break;
     case 6u:
-        mark_lanes(g, acc, 6u, first, last);
+        mark_lanes(g, acc, 6u, offset, code, first, last);
         break;
     case 7u:
-        mark_lanes(g, acc, 7u, first, last);
+        mark_lanes(g, acc, 7u, offset, code, first, last);
         break;
     case 8u:
-        mark_lanes(g, acc, 8u, first, last);
+        mark_lanes(g, acc, 8u, offset, code, first, last);
         break;
     default:
         break;
@@ -191,7 +200,7 @@ static void mark_words(const code_t *g, uint32_t (*words)[MARK_LANES], uint32_t 
     mvec_t acc[8];
     for (uint32_t r = 0; r < ranges; r++)
         acc[r] = fresh ? MV_ZERO : MV_LOAD(words[r]);
-    mark_ranges(g, acc, ranges, first, last);
+    mark_ranges(g, acc, ranges, TERM_OFFSET, TERM_CODE, first, last);
     for (uint32_t r = 0; r < ranges; r++)
         MV_STORE(words[r], acc[r]);
     for (uint32_t r = ranges; fresh && r < 8; r++)

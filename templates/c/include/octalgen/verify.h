@@ -152,56 +152,123 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-/* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).  The
-   values of heaps far apart differ in kind (the small heaps' are small), so the scan goes through the x
-   of REGIONS regions, from REGION_START[r] on (the unit places them), in turn, and finds the missing
-   values sooner than in the order of x alone; every x in the end.  Where the scans are long (the
-   first DENSE_PROBE heaps of a call need half as many pairs as the round has, or more: its pairs cost
-   less, taken in lanes), round 0, the dense round,
-   takes the first DENSE_PAIRS x of each region (and take) as a whole: every one of its pairs counts
-   as looked at, wherever the last missing value turns up (the vector path takes the round for 64
-   heaps at once, see octalgen/verify_u8.h).  Then each region a chunk a round, FIRST_CHUNK pairs
-   while the first region lasts and twice as many each round after (a long scan, which more rounds
-   would only slow).  Every path decides alike, from the same counts. */
-#define DENSE_PROBE 64u
+/* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).
+   First, where the scans are long (the first ROUND_PROBE heaps of a call need half as many pairs as the
+   round has, or more), the round: the same ROUND_PAIRS x for every heap and take (round_t), the common
+   heaps below ROUND_SPAN taken by their codes in turn, the first heap of each code, then the second of
+   each, and so on.  A pair's option is G(x) ^ G(rest - x), and x of every value meet every missing value
+   far sooner than x in order, whose values are alike (the small heaps' are small): the round proves most
+   heaps by itself.  It is taken as a whole, every one of its pairs counted as looked at wherever the last
+   missing value turns up, so a path may take its pairs in any order (the vector path takes them for
+   many heaps at once, as terms in lanes: octalgen/verify_u8.h).  Then the x of REGIONS regions, from
+   REGION_START[r] on, in turn, a chunk of each a round, FIRST_CHUNK pairs while the first region lasts
+   and twice as many each round after (a long scan, which more rounds would only slow); every x in the
+   end.  Every path decides alike, from the same counts. */
+#define ROUND_PROBE 64u
+#define ROUND_BUCKETS 256u  /* the codes the round takes in turn (u16: by their low byte) */
+_Static_assert(ROUND_SPAN <= 65536u, "the round's heaps are sorted as 16-bit numbers");
 
-/* The pairs of the dense round of heap n (the x in [1, rest / 2] of it). */
-static uint64_t dense_count(uint64_t n)
+/* The round: its x, in order, and their stored codes. */
+typedef struct {
+    uint32_t count;
+    uint64_t reach;  /* every x of the round is below it */
+    uint32_t x[ROUND_PAIRS];
+    code_t code[ROUND_PAIRS];
+} round_t;
+
+/* The round from the prefix: its common heaps x in [1, ROUND_SPAN), by their codes in turn. */
+static void make_round(round_t *round, const scan_t *s)
+{
+    const uint64_t span = min_u64(ROUND_SPAN, s->prefix_length);
+    uint16_t sorted[ROUND_SPAN];  /* the heaps by code (a counting sort), each code's in order */
+    uint32_t start[ROUND_BUCKETS + 1] = {0}, fill[ROUND_BUCKETS];
+    for (uint64_t x = 1; x < span; x++)
+        start[(s->prefix[x] & (ROUND_BUCKETS - 1)) + 1] += !rare_heap(s, x);
+    for (uint32_t c = 0; c < ROUND_BUCKETS; c++)
+        start[c + 1] += start[c];
+    memcpy(fill, start, sizeof fill);
+    for (uint64_t x = 1; x < span; x++)
+        if (!rare_heap(s, x))
+            sorted[fill[s->prefix[x] & (ROUND_BUCKETS - 1)]++] = (uint16_t)x;
+    round->count = 0;
+    round->reach = 1;
+    for (uint32_t i = 0, more = 1; more && round->count < ROUND_PAIRS; i++) {
+        more = 0;
+        for (uint32_t c = 0; c < ROUND_BUCKETS && round->count < ROUND_PAIRS; c++)
+            if (start[c] + i < start[c + 1]) {
+                const uint32_t x = sorted[start[c] + i];
+                round->x[round->count] = x;
+                round->code[round->count++] = s->prefix[x];
+                round->reach = x + 1u > round->reach ? x + 1u : round->reach;
+                more = 1;
+            }
+    }
+}
+
+/* The pairs of the round for heap n (its x below rest / 2 + 1, each take). */
+static uint64_t round_count(const round_t *round, uint64_t n)
 {
     uint64_t count = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++) {
         if (n < TAKES[t] + 2)
             continue;
         const uint64_t half = (n - TAKES[t]) / 2 + 1;
-        for (uint32_t r = 0; r < REGIONS; r++) {
-            uint64_t hi = REGION_START[r] + DENSE_PAIRS;
-            hi = hi < REGION_START[r + 1] ? hi : REGION_START[r + 1];
-            hi = hi < half ? hi : half;
-            count += hi > REGION_START[r] ? hi - REGION_START[r] : 0;
-        }
+        if (half >= round->reach)
+            count += round->count;
+        else
+            for (uint32_t i = 0; i < round->count; i++)
+                count += round->x[i] < half;
     }
     return count;
 }
 
-/* Scans the pair options of heap n in that order, with the dense round or without (dense_round), the
-   round done already or not (dense_done): returns 1 once nothing is missing. */
-static int scan_all(scan_t *s, uint64_t n, int dense_round, int dense_done)
+/* Whether every y = rest - x of the round lies in the values, past the rare positions (a far one among
+   them is taken pair by pair, by scan_pairs), for the rests rest ... rest + heaps - 1. */
+static int round_in_values(const scan_t *s, const round_t *round, uint64_t rest, uint64_t heaps)
 {
-    uint64_t next[TWO_HEAP_TAKES + 1][REGIONS] = {{0}};
-    const uint64_t before = s->scanned;
-    int done = 0;
-    for (int t = 0; t < TWO_HEAP_TAKES; t++)
-        for (uint32_t r = 0; r < REGIONS; r++) {
-            const uint64_t rest = n - TAKES[t], dense_end = REGION_START[r] + (dense_round ? DENSE_PAIRS : 0u);
-            next[t][r] = dense_end < REGION_START[r + 1] ? dense_end : REGION_START[r + 1];
-            if (!dense_round || dense_done || done || n < TAKES[t] + 2 || REGION_START[r] >= rest / 2 + 1)
-                continue;
-            done = scan_pairs(s, rest, REGION_START[r], next[t][r] < rest / 2 + 1 ? next[t][r] : rest / 2 + 1);
+    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
+    if (rest < 2 * round->reach || rest - round->reach + 1 < low || rest + heaps > s->base + s->length)
+        return 0;
+    for (uint64_t i = 0; i < s->far_count; i++)
+        if (s->far[i] + round->reach > rest && s->far[i] < rest + heaps)
+            return 0;
+    return 1;
+}
+
+/* The round of heap n, pair by pair: returns 1 once nothing is missing. */
+static int scan_round(scan_t *s, const round_t *round, uint64_t n)
+{
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        if (n < TAKES[t] + 2)
+            continue;
+        const uint64_t rest = n - TAKES[t], half = rest / 2 + 1;
+        if (round_in_values(s, round, rest, 1)) {
+            if (take_round(s, round->x, round->code, round->count, s->values + (rest - s->base)))
+                return 1;
+            continue;
         }
-    if (dense_round && !dense_done)
-        s->scanned = before + dense_count(n);  /* the round as a whole */
-    if (done)
-        return 1;
+        for (uint32_t i = 0; i < round->count; i++)
+            if (round->x[i] < half && scan_pairs(s, rest, round->x[i], round->x[i] + 1u))
+                return 1;
+    }
+    return 0;
+}
+
+/* Scans the pair options of heap n in that order, with the round or without (with_round), the round
+   taken already or not (round_done): returns 1 once nothing is missing. */
+static int scan_all(scan_t *s, const round_t *round, uint64_t n, int with_round, int round_done)
+{
+    if (with_round && !round_done) {
+        const uint64_t before = s->scanned;
+        const int done = scan_round(s, round, n);
+        s->scanned = before + round_count(round, n);  /* the round as a whole */
+        if (done)
+            return 1;
+    }
+    uint64_t next[TWO_HEAP_TAKES + 1][REGIONS];
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        for (uint32_t r = 0; r < REGIONS; r++)
+            next[t][r] = REGION_START[r];
     for (uint64_t chunk = FIRST_CHUNK, more = 1; more; chunk = next[0][0] < REGION_START[1] ? chunk : 2 * chunk) {
         more = 0;
         for (int t = 0; t < TWO_HEAP_TAKES; t++) {
@@ -223,40 +290,25 @@ static int scan_all(scan_t *s, uint64_t n, int dense_round, int dense_done)
     return 0;
 }
 
-#if defined(DENSE_LANES)
-/* The dense round's pairs as terms (octalgen/verify_u8.h), from the prefix; 0 if the prefix lacks an x. */
-static int dense_terms(dense_terms_t *dense, const code_t *prefix, uint64_t prefix_length, const uint8_t *rare,
-                       uint64_t rare_length)
+#if defined(ROUND_IN_LANES)
+/* The round's pairs as terms (batch_marks takes them in lanes): offset k + x, the code of G(x). */
+static void terms_of_round(round_terms_t *terms, const round_t *round)
 {
-    dense->count = 0;
+    terms->count = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++)
-        for (uint32_t r = 0; r < REGIONS; r++)
-            for (uint64_t x = REGION_START[r]; x < REGION_START[r] + DENSE_PAIRS && x < REGION_START[r + 1]; x++) {
-                if (x >= prefix_length)
-                    return 0;
-                if (x < rare_length && rare[x])
-                    continue;  /* a rare x: its pairs give common options */
-                dense->offset[dense->count] = (uint32_t)(TAKES[t] + x);
-                dense->code[dense->count++] = prefix[x];
-            }
-    return 1;
+        for (uint32_t i = 0; i < round->count; i++) {
+            terms->offset[terms->count] = (uint32_t)(TAKES[t] + round->x[i]);
+            terms->code[terms->count++] = round->code[i];
+        }
 }
 
-/* Whether the dense round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes: it is whole for
-   each (rest / 2 past it), and every y = rest - x of it lies in the values, past the rare positions (a far
-   one among them is taken pair by pair, by scan_pairs). */
-static int dense_in_lanes(const scan_t *s, uint64_t n)
+/* Whether the round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes. */
+static int round_in_lanes(const scan_t *s, const round_t *round, uint64_t n)
 {
-    const uint64_t reach = REGION_START[REGIONS - 1] + DENSE_PAIRS;  /* every x of the round is below it */
-    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
-    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
-        if (n < TAKES[t] + 2 * reach || n - TAKES[t] - reach + 1 < low || n + AGREE_HEAPS - TAKES[t] > s->base + s->length)
+    for (int t = 0; t < TWO_HEAP_TAKES; t++)
+        if (n < TAKES[t] || !round_in_values(s, round, n - TAKES[t], AGREE_HEAPS))
             return 0;
-        for (uint64_t i = 0; i < s->far_count; i++)
-            if (s->far[i] + TAKES[t] + reach > n && s->far[i] + TAKES[t] < n + AGREE_HEAPS)
-                return 0;
-    }
-    return 1;
+    return round->count > 0;
 }
 #endif
 
@@ -279,42 +331,45 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     result[0] = 0;
     result[1] = (int64_t)end;
     result[2] = -1;
-    int dense_round = 0;  /* decided after the first DENSE_PROBE heaps */
+    round_t round;
+    make_round(&round, &s);
+    int with_round = 0;  /* decided after the first ROUND_PROBE heaps */
 #if defined(BATCH_MARKS)
-    uint64_t batch = first, batch_end = first, agree = 0, dense_done = 0;  /* (a) and the dense round of the batch */
-    uint32_t found[AGREE_HEAPS][8];
-#if defined(DENSE_LANES)
-    dense_terms_t round_terms;
-    const int dense_ready = dense_terms(&round_terms, prefix, prefix_length, rare, rare_length);
+    uint64_t batch = first, batch_end = first;
+    heap_mask_t agree = 0, round_done = 0;  /* (a) and the round of the batch's heaps */
+    uint32_t found[AGREE_HEAPS][FOUND_WORDS];
+#if defined(ROUND_IN_LANES)
+    round_terms_t terms;
+    terms_of_round(&terms, &round);
 #endif
 #endif
     for (uint64_t n = first; n < end; n++) {
-        if (n == first + DENSE_PROBE)  /* the round where the scans are half as long as it, or longer */
-            dense_round = 2 * s.scanned >= DENSE_PROBE * dense_count(n);
+        if (n == first + ROUND_PROBE)  /* the round where the scans are half as long as it, or longer */
+            with_round = 2 * s.scanned >= ROUND_PROBE * round_count(&round, n);
         const code_t *g = values + (n - base);
         uint32_t code;
-        int dense = 0;
+        int in_round = 0;
         const int crossed = crossing < crossing_count && crossings[crossing] == n;
         crossing += (uint64_t)crossed;
 #if defined(BATCH_MARKS)
         if (n >= batch_end && n + AGREE_HEAPS <= end) {
             batch = n;
             batch_end = n + AGREE_HEAPS;
-            dense_done = 0;
-#if defined(DENSE_LANES)
-            if (dense_round && dense_ready && dense_in_lanes(&s, n)) {
+            round_done = 0;
+#if defined(ROUND_IN_LANES)
+            if (with_round && round_in_lanes(&s, &round, n)) {
                 memset(found, 0, sizeof found);
-                dense_done = ~0ull;
-                agree = batch_marks(g, n, &round_terms, found);
+                round_done = ~(heap_mask_t)0;
+                agree = batch_marks(g, n, &terms, found);
             } else
 #endif
                 agree = batch_marks(g, n, NULL, found);
         }
-        if (crossed) {  /* its lane's check is not looked at, nor its dense round's finds */
+        if (crossed) {  /* its lane's check is not looked at, nor its round's finds */
             code = crossing_mex(&s, g, n, marks, &stamp);
         } else if (n < batch_end && (agree >> (n - batch) & 1u)) {  /* (a) for this heap */
             code = *g;
-            dense = (int)(dense_done >> (n - batch) & 1u);
+            in_round = (int)(round_done >> (n - batch) & 1u);
         } else
 #else
         if (crossed) {
@@ -331,13 +386,13 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             break;
         }
         need_below(&s, n, code, g);
-#if defined(DENSE_LANES)
-        if (dense && s.missing) {  /* the dense round's finds, and its pairs */
+#if defined(ROUND_IN_LANES)
+        if (in_round && s.missing) {  /* the round's finds, and its pairs */
             take_found(&s, found[n - batch]);
-            s.scanned += dense_count(n);
+            s.scanned += round_count(&round, n);
         }
 #endif
-        int proven = s.missing == 0 || scan_all(&s, n, dense_round, dense);
+        int proven = s.missing == 0 || scan_all(&s, &round, n, with_round, in_round);
         if (proven && !failed)
             continue;
         result[1] = (int64_t)n;

@@ -15,6 +15,7 @@
 
 /* Candidates (values) are below NEED_LIMIT. */
 #define NEED_WORDS (NEED_LIMIT / 64)
+#define FOUND_WORDS 16u  /* the values below 512 in 32-bit words (the round's finds in lanes) */
 
 /* ---- u16: the scan in values --------------------------------------------------------------
  * The proof scan of one heap takes the rare values below the candidate off a need list as the
@@ -168,6 +169,26 @@ static uint64_t fold_seen(scan_t *s, uint32_t limit)
         s->missing += (uint64_t)__builtin_popcountll(s->need[w]);
     }
     return s->missing;
+}
+
+/* need less the values of found (value v: bit v & 31 of word v >> 5, for v below 32 FOUND_WORDS). */
+static inline void take_found(scan_t *s, const uint32_t *found)
+{
+    s->missing = 0;
+    for (uint32_t w = 0; w < NEED_WORDS; w++) {
+        if (2 * w + 1 < FOUND_WORDS)
+            s->need[w] &= ~((uint64_t)found[2 * w] | (uint64_t)found[2 * w + 1] << 32);
+        s->missing += (uint64_t)__builtin_popcountll(s->need[w]);
+    }
+}
+
+/* The round's pairs (xs[i], rest - xs[i]), i < count (codes[i]: G(xs[i]); ys: G(rest)), every one: their
+   options marked in seen, then folded into need.  Returns 1 once nothing is missing. */
+static int take_round(scan_t *s, const uint32_t *xs, const code_t *codes, uint32_t count, const code_t *ys)
+{
+    for (uint32_t i = 0; i < count; i++)
+        s->seen[SEEN_INDEX((uint32_t)(codes[i] ^ ys[-(int64_t)xs[i]]), s->limit)] = s->stamp;
+    return fold_seen(s, s->limit) == 0;
 }
 
 /* Takes v off the need list: -1 if it was not on it, else the number still missing. */
@@ -499,12 +520,16 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
  * up to the largest value of the batch, and each lane's value taken when every value below it that is
  * common at its heap is marked and it is not (and it is common).  Heaps whose values reach 512 or more
  * (more ranges than it keeps) are marked heap by heap.  A mark of a rare value (a term whose source is
- * a far rare position) marks a rare value, which the check leaves out, as heap_mex does.
+ * a far rare position) marks a rare value, which the check leaves out, as heap_mex does.  The same lanes
+ * take the proof scan's round (octalgen/verify.h), its pairs as terms whose marks are the options it
+ * finds, in the same ranges.
  */
 #if !defined(OCTALGEN_PORTABLE) && !defined(OCTALGEN_PLAIN_SCAN) && defined(__AVX512BW__) && \
     (!defined(SCAN_VECTOR_BYTES) || SCAN_VECTOR_BYTES >= 64)
 #define BATCH_MARKS 1
+#define ROUND_IN_LANES 1
 #define AGREE_HEAPS 64u
+typedef uint64_t heap_mask_t;  /* bit j: heap n + j of a batch */
 #define LANE_RANGES 16u  /* values below 512 */
 #define LOW_WORDS 0x55555555u  /* the low word of every 32-bit lane */
 
@@ -521,21 +546,23 @@ static inline __attribute__((always_inline)) __m512i value_bit(__m512i x, uint32
     return _mm512_sllv_epi32(_mm512_set1_epi32(1), _mm512_xor_si512(x, _mm512_set1_epi32((int)(32u * r))));
 }
 
-/* acc[r] |= the marks in the ranges first + r, r < ranges, of every term for the 16 heaps g + lane. */
-static inline __attribute__((always_inline)) void mark_values(const code_t *g, __m512i index, __m512i *acc,
+/* acc[r] |= the marks in the ranges first + r, r < ranges, of the terms (offset[t], code[t]), t < count,
+   for the 16 heaps g + lane. */
+static inline __attribute__((always_inline)) void mark_values(const code_t *g, __m512i index, const uint32_t *offset,
+                                                                const uint32_t *code, uint32_t count, __m512i *acc,
                                                                 uint32_t first, const uint32_t ranges)
 {
     __m512i a[8];
     for (uint32_t r = 0; r < ranges; r++)
         a[r] = acc[r];
-#define VALUE_LANES(t) _mm512_xor_si512(sorted_values(g - TERM_OFFSET[t], index), _mm512_set1_epi32((int)TERM_CODE[t]))
+#define VALUE_LANES(t) _mm512_xor_si512(sorted_values(g - offset[t], index), _mm512_set1_epi32((int)code[t]))
     uint32_t t = 0;
-    for (; t + 1 < TERMS; t += 2) {
+    for (; t + 1 < count; t += 2) {
         const __m512i x = VALUE_LANES(t), y = VALUE_LANES(t + 1);
         for (uint32_t r = 0; r < ranges; r++)
             a[r] = _mm512_ternarylogic_epi32(a[r], value_bit(x, first + r), value_bit(y, first + r), 0xfe);
     }
-    for (; t < TERMS; t++) {
+    for (; t < count; t++) {
         const __m512i x = VALUE_LANES(t);
         for (uint32_t r = 0; r < ranges; r++)
             a[r] = _mm512_or_si512(a[r], value_bit(x, first + r));
@@ -546,26 +573,28 @@ static inline __attribute__((always_inline)) void mark_values(const code_t *g, _
 }
 
 /* mark_values from cleared accumulators for the ranges first ... first + ranges - 1 (ranges 1 ... 8). */
-static void mark_value_ranges(const code_t *g, __m512i index, __m512i *acc, uint32_t first, uint32_t ranges)
+static void mark_value_ranges(const code_t *g, __m512i index, const uint32_t *offset, const uint32_t *code,
+                              uint32_t count, __m512i *acc, uint32_t first, uint32_t ranges)
 {
     for (uint32_t r = 0; r < ranges; r++)
         acc[r] = _mm512_setzero_si512();
     switch (ranges) {
-    case 1u: mark_values(g, index, acc, first, 1u); break;
-    case 2u: mark_values(g, index, acc, first, 2u); break;
-    case 3u: mark_values(g, index, acc, first, 3u); break;
-    case 4u: mark_values(g, index, acc, first, 4u); break;
-    case 5u: mark_values(g, index, acc, first, 5u); break;
-    case 6u: mark_values(g, index, acc, first, 6u); break;
-    case 7u: mark_values(g, index, acc, first, 7u); break;
-    default: mark_values(g, index, acc, first, 8u); break;
+    case 1u: mark_values(g, index, offset, code, count, acc, first, 1u); break;
+    case 2u: mark_values(g, index, offset, code, count, acc, first, 2u); break;
+    case 3u: mark_values(g, index, offset, code, count, acc, first, 3u); break;
+    case 4u: mark_values(g, index, offset, code, count, acc, first, 4u); break;
+    case 5u: mark_values(g, index, offset, code, count, acc, first, 5u); break;
+    case 6u: mark_values(g, index, offset, code, count, acc, first, 6u); break;
+    case 7u: mark_values(g, index, offset, code, count, acc, first, 7u); break;
+    default: mark_values(g, index, offset, code, count, acc, first, 8u); break;
     }
 }
 
-/* (a) for the heaps n ... n + 63 (g = G(n)): bit j for heap n + j. */
-static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint32_t (*found)[8])
+/* (a) for the heaps n ... n + 63 (g = G(n)): bit j for heap n + j; with round (not NULL), also the round:
+   found[j] gets the values it finds for heap n + j below its value. */
+static heap_mask_t batch_marks(const code_t *g, uint64_t n, const round_terms_t *round,
+                               uint32_t (*found)[FOUND_WORDS])
 {
-    (void)dense, (void)found;
     uint8_t order[64];
     uint16_t heaps[16 * 2] __attribute__((aligned(64)));
     uint32_t start[LANE_RANGES + 1] = {0};
@@ -588,7 +617,8 @@ static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint
         const uint32_t ranges = (g[order[16 * b + 15]] >> 5) + 1u;
         __m512i acc[LANE_RANGES];
         for (uint32_t first = 0; first < ranges; first += 8)
-            mark_value_ranges(g, index, acc + first, first, ranges - first < 8 ? ranges - first : 8);
+            mark_value_ranges(g, index, TERM_OFFSET, TERM_CODE, TERMS, acc + first, first,
+                              ranges - first < 8 ? ranges - first : 8);
         /* each lane's common values (the rows of its heap's class), range by range */
         uint32_t odd = 0;
         for (uint32_t l = 0; l < 16; l++)
@@ -608,6 +638,17 @@ static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint
         }
         for (uint32_t good = ~bad & 0xffffu; good; good &= good - 1)
             agree |= 1ull << order[16 * b + __builtin_ctz(good)];
+        /* the round: its options in the ranges of (a) (each heap needs those below its value) */
+        const uint32_t round_ranges = round ? ranges : 0;
+        for (uint32_t first = 0; first < round_ranges; first += 8)
+            mark_value_ranges(g, index, round->offset, round->code, round->count, acc + first, first,
+                              round_ranges - first < 8 ? round_ranges - first : 8);
+        uint32_t words[16] __attribute__((aligned(64)));
+        for (uint32_t r = 0; r < round_ranges; r++) {
+            _mm512_store_si512((void *)words, acc[r]);
+            for (uint32_t l = 0; l < 16; l++)
+                found[order[16 * b + l]][r] = words[l];
+        }
     }
     return agree;
 }

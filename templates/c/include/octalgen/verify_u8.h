@@ -30,6 +30,7 @@
  */
 #define NEED_BYTE(c) ((c) >> 3)
 #define NEED_BIT(c) ((uint8_t)(1u << ((c) & 7u)))
+#define FOUND_WORDS 8u  /* a set of codes in need's layout as 32-bit words (octalgen/verify.h's found) */
 
 /* Blocks of 64 options looked up together with need as it was before them, one branch asking whether
    any had a hit; a heap's first group is shorter: nearly every block there has hits, and those taken
@@ -147,6 +148,20 @@ static inline void take_found(scan_t *s, const uint32_t *found)
         words[w] &= ~found[w];
     memcpy(s->need, words, 32);
     s->missing = count_missing(s);
+}
+
+/* The round's pairs (xs[i], rest - xs[i]), i < count (codes[i]: the code of G(xs[i]); ys: G(rest)), every
+   one, both heaps common: their options taken off need at once, as a set, without a branch on each.
+   Returns 1 once nothing is missing. */
+static int take_round(scan_t *s, const uint32_t *xs, const code_t *codes, uint32_t count, const code_t *ys)
+{
+    uint32_t found[FOUND_WORDS] = {0};
+    for (uint32_t i = 0; i < count; i++) {
+        const uint32_t c = codes[i] ^ ys[-(int64_t)xs[i]];
+        found[c >> 5] |= 1u << (c & 31);
+    }
+    take_found(s, found);
+    return s->missing == 0;
 }
 
 /* The least rare value still missing at heap n (need is not empty). */
@@ -372,16 +387,17 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
  * Bit j of batch_marks(...) (g = G(n)) is set when the code of heap n + j is the mex of its marks: every
  * code below it is marked and it is not.  A heap that does not pass is marked again by the scalar path.
  * The marks of MARK_LANES heaps are ORed in ranges of 32 codes up to the range of the largest code
- * among them, term by term: the cost of a term is its number of ranges.  With AVX-512 VBMI the heaps
- * go AGREE_HEAPS = 64 at a time, sorted by their codes' ranges into four batches of 16 (a byte
- * permute of a term's 64 sources puts each batch's in its lanes), so that a batch of small codes is
- * not marked up to the largest code of the 64: some 40% fewer ranges than 16 heaps in a row.
+ * among them, term by term: the cost of a term is its number of ranges, a shift each.  With AVX-512
+ * VBMI the heaps go AGREE_HEAPS = 128 at a time, sorted by their codes' ranges of 16 into four batches
+ * of 32 lanes of 16 bits (a two-source byte permute of a term's 128 sources puts each batch's in its
+ * lanes), so that a batch of small codes is not marked up to the largest code of the 128, and a shift
+ * takes 32 lanes: on .6 a fifth fewer shifts and permutes a heap and term than 16 lanes of 32 bits
+ * for 64 heaps sorted alike, and some half as many as 16 heaps in a row.
  *
- * The same lanes take the proof scan's dense round (octalgen/verify.h): its pairs (x, n - k - x) are
- * terms too, of offset k + x and code G(x) (a rare x, whose pairs give common options, left out), whose
- * marks are the rare values' codes the round finds; ORed in ranges up to the largest code a heap of the
- * batch needs, they take most missing values off each heap's need without a branch per hit, where a
- * heap's own scan of the round would take them one group of hits at a time.
+ * The same lanes take the proof scan's round (octalgen/verify.h): its pairs (x, n - k - x) are terms
+ * too, of offset k + x and code G(x) (its x are common), whose marks are the rare values' codes the
+ * round finds; ORed in ranges up to the largest code a heap of the batch needs, they take most missing
+ * values off each heap's need without a branch per hit.
  */
 #if defined(VECTOR_MARKS)
 #define BATCH_MARKS 1
@@ -399,55 +415,73 @@ static inline uint32_t lanes_agree(mvec_t v, const mvec_t *acc, uint32_t ranges)
     return ~bad & ((1u << MARK_LANES) - 1u);
 }
 
+#define ROUND_IN_LANES 1
+
+/* One more than the largest code that some heap n + j needs, for j = heaps[l] (heaps NULL: j = l), l < lanes
+   (g = G(n)); 0 if none needs any. */
+static inline uint32_t need_top(const code_t *g, uint64_t n, const uint8_t *heaps, uint32_t lanes)
+{
+    uint32_t top = 0;
+    for (uint32_t l = 0; l < lanes; l++) {
+        const uint32_t j = heaps ? heaps[l] : l, heap_top = NEED_TOP[CLASS(n + j)][g[j]];
+        top = heap_top > top ? heap_top : top;
+    }
+    return top;
+}
+
 /* Sorted lanes where terms are many (for a few, sorting costs more than the ranges it saves). */
 #if MARK_LANES == 16 && defined(__AVX512VBMI__) && TERMS >= 256
-#define AGREE_HEAPS 64u
-#define DENSE_LANES 1
-/* Byte 4 l of a batch's index: the heap in lane l; the permute keeps only those bytes. */
-#define DWORD_LOW_BYTES 0x1111111111111111ull
-#define DENSE_TERMS_MAX (TWO_HEAP_TAKES * REGIONS * DENSE_PAIRS + 1u)
+#define AGREE_HEAPS 128u
+typedef unsigned __int128 heap_mask_t;  /* bit j: heap n + j of a batch */
+/* Byte 2 l of a batch's index: the heap in lane l (below 128); the permute keeps only those bytes. */
+#define WORD_LOW_BYTES 0x5555555555555555ull
 
-/* The dense round's pairs as terms (offset k + x, the code of G(x)), the same for every heap. */
-typedef struct {
-    uint32_t count;
-    uint32_t offset[DENSE_TERMS_MAX], code[DENSE_TERMS_MAX];
-} dense_terms_t;
+/* Lane l: the code p[byte 2 l of index], 16 bits. */
+static inline __attribute__((always_inline)) __m512i sorted_codes(const code_t *p, __m512i index)
+{
+    return _mm512_maskz_permutex2var_epi8(WORD_LOW_BYTES, _mm512_loadu_si512((const void *)p), index,
+                                          _mm512_loadu_si512((const void *)(p + 64)));
+}
 
-/* acc[r] |= the marks in the codes [32 r, 32 r + 32), r < ranges, of the terms (offset[t], code[t]),
-   t < count, for the heaps g + lane (index: byte 4 l lane l's heap, below 64). */
+/* Each lane's mark x as a bit of the range of codes [16 r, 16 r + 16): 0 where x is in another. */
+static inline __attribute__((always_inline)) __m512i word_bit(__m512i x, uint32_t r)
+{
+    return _mm512_sllv_epi16(_mm512_set1_epi16(1), _mm512_xor_si512(x, _mm512_set1_epi16((short)(16u * r))));
+}
+
+/* acc[r] |= the marks in the codes [16 r, 16 r + 16), r < ranges, of the terms (offset[t], code[t]),
+   t < count, for the heaps g + lane (index as for sorted_codes). */
 static inline __attribute__((always_inline)) void mark_sorted_lanes(const code_t *g, __m512i index,
                                                                       const uint32_t *offset, const uint32_t *code,
-                                                                      uint32_t count, mvec_t *acc,
+                                                                      uint32_t count, __m512i *acc,
                                                                       const uint32_t ranges)
 {
-    mvec_t a[8];
+    __m512i a[16];
     for (uint32_t r = 0; r < ranges; r++)
         a[r] = acc[r];
-#define SORTED_LANES(t) _mm512_xor_si512(_mm512_maskz_permutexvar_epi8(DWORD_LOW_BYTES, index,                     \
-                                                                       _mm512_loadu_si512((const void *)(g - offset[t]))), \
-                                         _mm512_set1_epi32((int)code[t]))
+#define SORTED_LANES(t) _mm512_xor_si512(sorted_codes(g - offset[t], index), _mm512_set1_epi16((short)code[t]))
     uint32_t t = 0;
     for (; t + 1 < count; t += 2) {
-        const mvec_t x = SORTED_LANES(t), y = SORTED_LANES(t + 1);
+        const __m512i x = SORTED_LANES(t), y = SORTED_LANES(t + 1);
         for (uint32_t r = 0; r < ranges; r++)
-            a[r] = MV_OR3(a[r], range_bit(x, r), range_bit(y, r));
+            a[r] = _mm512_ternarylogic_epi32(a[r], word_bit(x, r), word_bit(y, r), 0xfe);
     }
     for (; t < count; t++) {
-        const mvec_t x = SORTED_LANES(t);
+        const __m512i x = SORTED_LANES(t);
         for (uint32_t r = 0; r < ranges; r++)
-            a[r] = MV_OR(a[r], range_bit(x, r));
+            a[r] = _mm512_or_si512(a[r], word_bit(x, r));
     }
 #undef SORTED_LANES
     for (uint32_t r = 0; r < ranges; r++)
         acc[r] = a[r];
 }
 
-/* mark_sorted_lanes from cleared accumulators with ranges 1 ... 8, each a loop of its own. */
+/* mark_sorted_lanes from cleared accumulators with ranges 1 ... 16, each a loop of its own. */
 static void mark_sorted(const code_t *g, __m512i index, const uint32_t *offset, const uint32_t *code, uint32_t count,
-                        mvec_t *acc, uint32_t ranges)
+                        __m512i *acc, uint32_t ranges)
 {
     for (uint32_t r = 0; r < ranges; r++)
-        acc[r] = MV_ZERO;
+        acc[r] = _mm512_setzero_si512();
     switch (ranges) {
     case 1u: mark_sorted_lanes(g, index, offset, code, count, acc, 1u); break;
     case 2u: mark_sorted_lanes(g, index, offset, code, count, acc, 2u); break;
@@ -456,59 +490,78 @@ static void mark_sorted(const code_t *g, __m512i index, const uint32_t *offset, 
     case 5u: mark_sorted_lanes(g, index, offset, code, count, acc, 5u); break;
     case 6u: mark_sorted_lanes(g, index, offset, code, count, acc, 6u); break;
     case 7u: mark_sorted_lanes(g, index, offset, code, count, acc, 7u); break;
-    default: mark_sorted_lanes(g, index, offset, code, count, acc, 8u); break;
+    case 8u: mark_sorted_lanes(g, index, offset, code, count, acc, 8u); break;
+    case 9u: mark_sorted_lanes(g, index, offset, code, count, acc, 9u); break;
+    case 10u: mark_sorted_lanes(g, index, offset, code, count, acc, 10u); break;
+    case 11u: mark_sorted_lanes(g, index, offset, code, count, acc, 11u); break;
+    case 12u: mark_sorted_lanes(g, index, offset, code, count, acc, 12u); break;
+    case 13u: mark_sorted_lanes(g, index, offset, code, count, acc, 13u); break;
+    case 14u: mark_sorted_lanes(g, index, offset, code, count, acc, 14u); break;
+    case 15u: mark_sorted_lanes(g, index, offset, code, count, acc, 15u); break;
+    default: mark_sorted_lanes(g, index, offset, code, count, acc, 16u); break;
     }
 }
 
-/* (a) for the heaps n ... n + 63 (g = G(n)), the result's bit j for heap n + j; with dense (not NULL),
-   also the dense round: found[j] gets the codes it finds for heap n + j below the largest its code needs
-   (in need's layout). */
-static uint64_t batch_marks(const code_t *g, uint64_t n, const dense_terms_t *dense, uint32_t (*found)[8])
+/* Bits of the lanes of v (codes, 16 bits a lane) that are the mex of their marks acc[0 ... ranges - 1]. */
+static inline uint32_t words_agree(__m512i v, const __m512i *acc, uint32_t ranges)
 {
-    /* the 64 heaps in order of their codes' ranges (a counting sort) */
-    uint8_t order[64] __attribute__((aligned(16)));
-    uint32_t start[9] = {0};
-    for (uint32_t j = 0; j < 64; j++)
-        start[(g[j] >> 5) + 1]++;
-    for (uint32_t r = 1; r < 9; r++)
+    const __m512i one = _mm512_set1_epi16(1);
+    uint32_t bad = 0;
+    for (uint32_t r = 0; r < ranges; r++) {
+        const __m512i low = _mm512_set1_epi16((short)(16u * r));
+        const __m512i bit = _mm512_sllv_epi16(one, _mm512_sub_epi16(v, low));  /* the code's own bit; 0 past this range */
+        const __m512i below = _mm512_sub_epi16(bit, one);                       /* the bits below it; all 16 past it */
+        bad |= (uint32_t)_mm512_cmpge_epu16_mask(v, low) &
+               ((uint32_t)_mm512_cmpneq_epi16_mask(_mm512_and_si512(acc[r], below), below) |
+                (uint32_t)_mm512_test_epi16_mask(acc[r], bit));
+    }
+    return ~bad;
+}
+
+/* (a) for the heaps n ... n + 127 (g = G(n)), the result's bit j for heap n + j; with round (not NULL),
+   also the round: found[j] gets the codes it finds for heap n + j below the largest its code needs (in
+   need's layout). */
+static heap_mask_t batch_marks(const code_t *g, uint64_t n, const round_terms_t *round,
+                               uint32_t (*found)[FOUND_WORDS])
+{
+    /* the 128 heaps in order of their codes' ranges (a counting sort) */
+    uint8_t order[128] __attribute__((aligned(64)));
+    uint32_t start[17] = {0};
+    for (uint32_t j = 0; j < 128; j++)
+        start[(g[j] >> 4) + 1]++;
+    for (uint32_t r = 1; r < 17; r++)
         start[r] += start[r - 1];
-    for (uint32_t j = 0; j < 64; j++)
-        order[start[g[j] >> 5]++] = (uint8_t)j;
-    uint64_t agree = 0;
+    for (uint32_t j = 0; j < 128; j++)
+        order[start[g[j] >> 4]++] = (uint8_t)j;
+    heap_mask_t agree = 0;
     for (uint32_t b = 0; b < 4; b++) {
-        const uint8_t *heaps = order + 16 * b;
-        const __m512i index = _mm512_cvtepu8_epi32(_mm_load_si128((const __m128i *)heaps));
-        const uint32_t ranges = (g[heaps[15]] >> 5) + 1u;
-        mvec_t acc[8];
+        const uint8_t *heaps = order + 32 * b;
+        const __m512i index = _mm512_cvtepu8_epi16(_mm256_load_si256((const __m256i *)heaps));
+        const uint32_t ranges = (g[heaps[31]] >> 4) + 1u;
+        __m512i acc[16];
         mark_sorted(g, index, TERM_OFFSET, TERM_CODE, TERMS, acc, ranges);
-        const mvec_t v = _mm512_maskz_permutexvar_epi8(DWORD_LOW_BYTES, index, _mm512_loadu_si512((const void *)g));
-        for (uint32_t good = lanes_agree(v, acc, ranges); good; good &= good - 1)
-            agree |= 1ull << heaps[__builtin_ctz(good)];
-        if (!dense)
+        for (uint32_t good = words_agree(sorted_codes(g, index), acc, ranges); good; good &= good - 1)
+            agree |= (heap_mask_t)1 << heaps[__builtin_ctz(good)];
+        const uint32_t round_ranges = round ? (need_top(g, n, heaps, 32) + 15u) / 16u : 0;
+        if (round_ranges == 0)
             continue;
-        uint32_t top = 0;  /* the codes any heap of the batch needs lie below it */
-        for (uint32_t l = 0; l < 16; l++) {
-            const uint32_t need_top = NEED_TOP[CLASS(n + heaps[l])][g[heaps[l]]];
-            top = need_top > top ? need_top : top;
-        }
-        const uint32_t dense_ranges = (top + 31u) / 32u;
-        if (dense_ranges == 0)
-            continue;
-        mark_sorted(g, index, dense->offset, dense->code, dense->count, acc, dense_ranges);
-        uint32_t words[16] __attribute__((aligned(64)));
-        for (uint32_t r = 0; r < dense_ranges; r++) {
-            _mm512_store_si512((void *)words, acc[r]);
-            for (uint32_t l = 0; l < 16; l++)
-                found[heaps[l]][r] = words[l];
-        }
+        mark_sorted(g, index, round->offset, round->code, round->count, acc, round_ranges);
+        uint16_t words[16][32] __attribute__((aligned(64)));  /* words[r][l]: lane l's codes [16 r, 16 r + 16) */
+        for (uint32_t r = 0; r < 16; r++)
+            _mm512_store_si512((void *)words[r], r < round_ranges ? acc[r] : _mm512_setzero_si512());
+        for (uint32_t l = 0; l < 32; l++)
+            for (uint32_t r = 0; 2 * r < round_ranges; r++)
+                found[heaps[l]][r] = (uint32_t)words[2 * r][l] | (uint32_t)words[2 * r + 1][l] << 16;
     }
     return agree;
 }
 #else
 #define AGREE_HEAPS MARK_LANES
-static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint32_t (*found)[8])
+typedef uint64_t heap_mask_t;  /* bit j: heap n + j of a batch */
+/* (a) for the heaps n ... n + MARK_LANES - 1 in a row, and with round (not NULL) the round, as above. */
+static heap_mask_t batch_marks(const code_t *g, uint64_t n, const round_terms_t *round,
+                               uint32_t (*found)[FOUND_WORDS])
 {
-    (void)n, (void)dense, (void)found;
     uint32_t top = 0;
     for (uint32_t j = 0; j < MARK_LANES; j++)
         top = g[j] > top ? g[j] : top;
@@ -516,8 +569,21 @@ static uint64_t batch_marks(const code_t *g, uint64_t n, const void *dense, uint
     mvec_t acc[8];
     for (uint32_t r = 0; r < ranges; r++)
         acc[r] = MV_ZERO;
-    mark_ranges(g, acc, ranges, 0, TERMS);
-    return lanes_agree(MV_CODES(g), acc, ranges);
+    mark_ranges(g, acc, ranges, TERM_OFFSET, TERM_CODE, 0, TERMS);
+    const uint64_t agree = lanes_agree(MV_CODES(g), acc, ranges);
+    const uint32_t round_ranges = round ? (need_top(g, n, NULL, MARK_LANES) + 31u) / 32u : 0;
+    if (round_ranges) {
+        for (uint32_t r = 0; r < round_ranges; r++)
+            acc[r] = MV_ZERO;
+        mark_ranges(g, acc, round_ranges, round->offset, round->code, 0, round->count);
+        uint32_t words[MARK_LANES] __attribute__((aligned(64)));
+        for (uint32_t r = 0; r < round_ranges; r++) {
+            MV_STORE(words, acc[r]);
+            for (uint32_t l = 0; l < MARK_LANES; l++)
+                found[l][r] = words[l];
+        }
+    }
+    return agree;
 }
 #endif
 #endif
