@@ -316,7 +316,7 @@ static const uint64_t TAKES[TWO_HEAP_TAKES + 1] = { 1, 0 };
 /* The order of the proof scan's pairs (x, rest - x) (octalgen/verify.h): a round of ROUND_PAIRS x, the
    common heaps below ROUND_SPAN by their codes in turn; then REGIONS regions of x, from REGION_START[r],
    taken in turn, a chunk a round, from FIRST_CHUNK x. */
-#define ROUND_PAIRS 1536u
+#define ROUND_PAIRS 1280u
 #define ROUND_SPAN 32768u
 #define REGIONS 3u
 static const uint64_t REGION_START[REGIONS + 1] = { 1u, 8192u, 32768u, UINT64_MAX };
