@@ -209,20 +209,27 @@ def cached_build(
             return Artefact(name, final, True, 0.0)
         if final.exists():  # a partial or broken artefact: a miss
             shutil.rmtree(final, ignore_errors=True)
-        for left in glob.glob(glob.escape(str(root / f".staging-{name}-")) + "*"):  # by a builder killed under the lock
-            shutil.rmtree(left, ignore_errors=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=root))
-        began = time.perf_counter()
+        _remove_staging(root, name)  # by a builder killed under the lock
         try:
+            staging = Path(tempfile.mkdtemp(prefix=f".staging-{name}-", dir=root))
+            began = time.perf_counter()
             builder(staging, name)
+            seconds = time.perf_counter() - began
+            (staging / _COMPLETE).write_text(json.dumps({"key": key, "seconds": seconds}, default=str))
+            os.rename(staging, final)
         except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)  # a failed compile was kept by run_compiler
+            # A failed compile was kept by run_compiler.  Under the lock every staging directory of this
+            # name is this builder's, so an interrupt anywhere (even as mkdtemp returns) leaves none.
+            _remove_staging(root, name)
             raise
-        seconds = time.perf_counter() - began
-        (staging / _COMPLETE).write_text(json.dumps({"key": key, "seconds": seconds}, default=str))
-        os.rename(staging, final)
     log.info("compiled %s in %.1f s", what, seconds)
     return Artefact(name, final, False, seconds)
+
+
+def _remove_staging(root: Path, name: str) -> None:
+    """Remove the staging directories of artefact ``name`` under ``root`` (the caller holds its lock)."""
+    for left in glob.glob(glob.escape(str(root / f".staging-{name}-")) + "*"):
+        shutil.rmtree(left, ignore_errors=True)
 
 
 def discard(artefact: Artefact) -> None:
