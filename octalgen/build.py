@@ -227,9 +227,17 @@ def cached_build(
 
 
 def _remove_staging(root: Path, name: str) -> None:
-    """Remove the staging directories of artefact ``name`` under ``root`` (the caller holds its lock)."""
+    """Remove the staging directories of artefact ``name`` under ``root`` (the caller holds its lock).
+
+    A compiler stopped with the build (Ctrl-C reaches its whole process group) may still create a
+    file there as it dies, after the removal listed the directory: it is removed again until gone.
+    """
     for left in glob.glob(glob.escape(str(root / f".staging-{name}-")) + "*"):
-        shutil.rmtree(left, ignore_errors=True)
+        for _ in range(100):
+            shutil.rmtree(left, ignore_errors=True)
+            if not os.path.lexists(left):
+                break
+            time.sleep(0.01)
 
 
 def discard(artefact: Artefact) -> None:

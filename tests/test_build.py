@@ -120,6 +120,28 @@ def test_partial_artefact_is_a_miss(cache):
     assert not again.cached and (again.path / "out.txt").read_text() == "complete"
 
 
+def test_an_interrupted_build_leaves_no_staging_even_as_its_compiler_writes(cache, monkeypatch):
+    """Ctrl-C reaches the compiler's whole process group: a dying compiler may still create a file in the
+    staging directory after the removal listed it, so that the removal, ignoring errors, leaves it.  The
+    build removes it again until it is gone."""
+    real_rmtree, calls = build.shutil.rmtree, []
+
+    def rmtree(path, ignore_errors=False):
+        calls.append(path)
+        if len(calls) == 1:  # the directory emptied, and a file made again before its rmdir: ENOTEMPTY, ignored
+            (Path(path) / "late.o").write_text("")
+            return
+        real_rmtree(path, ignore_errors=ignore_errors)
+
+    def builder(staging: Path, name: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build.shutil, "rmtree", rmtree)
+    with pytest.raises(KeyboardInterrupt):
+        build.cached_build("octalgen_w", {"x": 1}, builder)
+    assert not list(cache.glob(".staging-*")) and len(calls) == 2
+
+
 def test_failed_compile_keeps_the_source_and_caches_nothing(cache):
     with pytest.raises(BuildError) as caught:
         build.build_module("octalgen_bad", "int answer(int x) { return x +; }\n", CDEF)
