@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from octalgen.cpu.plugin import CKernels
-from octalgen.cpu.verify import Verifier
+from octalgen.cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from octalgen.engine.exact_heap import exact_value
 from octalgen.engine.exact_steps import exact_solver
 from octalgen.engine.planning import plan_for
@@ -83,8 +83,13 @@ def test_the_verifier_proves_the_true_codes_and_finds_a_fault_at_a_crossing(plan
     plan = plans[1]
     codes = plan.encoding.encode_array(values).astype(np.uint8)
     verifier, prefix = Verifier(plan), values[: 1 << 16]  # both rare values past the prefix: far ones
+    plain = Verifier(plan, flags=PLAIN_SCAN_FLAGS)
     for length in (1 << 16, FAR_2 + 1):  # ... or within it
-        assert verifier.verify(codes[1:], 1, values[:length], plan.start, UNTIL).proven
+        result = verifier.verify(codes[1:], 1, values[:length], plan.start, UNTIL)
+        assert result.proven
+        # Within it, the pairs of the scan's first round reach heaps flagged rare: every path leaves out
+        # those of one rare heap and one common alike (the plain one pair by pair).
+        assert result == plain.verify(codes[1:], 1, values[:length], plan.start, UNTIL)
     for n in (plan.crossings[0], plan.crossings[len(plan.crossings) // 2], plan.crossings[-1], plan.start + 1):
         wrong = codes.copy()
         wrong[n] ^= 1

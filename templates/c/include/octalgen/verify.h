@@ -222,28 +222,51 @@ static uint64_t round_count(const round_t *round, uint64_t n)
     return count;
 }
 
-/* Whether every y = rest - x of the round lies in the values, past the rare positions (a far one among
-   them is taken pair by pair, by scan_pairs), for the rests rest ... rest + heaps - 1. */
-static int round_in_values(const scan_t *s, const round_t *round, uint64_t rest, uint64_t heaps)
+/* Whether every heap in [lo, hi] is in the prefix or in the values, none of them a far rare position. */
+static int heaps_held(const scan_t *s, uint64_t lo, uint64_t hi)
 {
-    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
-    if (rest < 2 * round->reach || rest - round->reach + 1 < low || rest + heaps > s->base + s->length)
+    const uint64_t end = s->base + s->length;
+    if (hi >= s->prefix_length && (hi >= end || (lo < s->base && s->base > s->prefix_length)))
         return 0;
     for (uint64_t i = 0; i < s->far_count; i++)
-        if (s->far[i] + round->reach > rest && s->far[i] < rest + heaps)
+        if (s->far[i] >= lo && s->far[i] <= hi)
             return 0;
     return 1;
 }
 
-/* The round of heap n, pair by pair: returns 1 once nothing is missing. */
+/* The options of the round's pairs (x, rest - x) with x < rest / 2 + 1, every heap rest - x held
+   (heaps_held): listed in options, without a branch on each pair, each heap read from the prefix or
+   the values as it lies; a pair whose heap rest - x is flagged rare is left out (its x is common, so
+   its option is common: no value the scan needs).  Returns how many are listed. */
+static uint32_t round_options(const scan_t *s, const round_t *round, uint64_t rest, code_t *options)
+{
+    static const uint8_t common = 0;  /* the flag read where there are none (u16) */
+    const uint8_t *flags = s->rare_length ? s->rare : &common;
+    const uint64_t half = rest / 2 + 1;
+    uint32_t listed = 0;
+    for (uint32_t i = 0; i < round->count; i++) {
+        const uint64_t x = round->x[i], y = rest - (x < half ? x : 0);
+        const int in_prefix = y < s->prefix_length, flagged = y < s->rare_length;
+        const code_t prefix = s->prefix[in_prefix ? y : 0], value = s->values[in_prefix ? 0 : y - s->base];
+        const int rare = flagged & (flags[flagged ? y : 0] != 0);
+        options[listed] = (code_t)(round->code[i] ^ (in_prefix ? prefix : value));
+        listed += (uint32_t)((x < half) & !rare);
+    }
+    return listed;
+}
+
+/* The round of heap n: returns 1 once nothing is missing.  Its options are listed and taken as a set
+   where its heaps are held; the plain path takes them pair by pair, as the scan takes any pair, so
+   that the proof scans compared by the tests check round_options. */
 static int scan_round(scan_t *s, const round_t *round, uint64_t n)
 {
+    code_t options[ROUND_PAIRS];
     for (int t = 0; t < TWO_HEAP_TAKES; t++) {
         if (n < TAKES[t] + 2)
             continue;
         const uint64_t rest = n - TAKES[t], half = rest / 2 + 1;
-        if (round_in_values(s, round, rest, 1)) {
-            if (take_round(s, round->x, round->code, round->count, s->values + (rest - s->base)))
+        if (VECTOR_SCAN && heaps_held(s, rest + 1 - min_u64(round->reach, half), rest)) {
+            if (take_options(s, options, round_options(s, round, rest, options)))
                 return 1;
             continue;
         }
@@ -300,6 +323,19 @@ static void terms_of_round(round_terms_t *terms, const round_t *round)
             terms->offset[terms->count] = (uint32_t)(TAKES[t] + round->x[i]);
             terms->code[terms->count++] = round->code[i];
         }
+}
+
+/* Whether every y = rest - x of the round lies in the values, past the rare positions (a far one among
+   them is taken pair by pair, by scan_pairs), for the rests rest ... rest + heaps - 1. */
+static int round_in_values(const scan_t *s, const round_t *round, uint64_t rest, uint64_t heaps)
+{
+    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
+    if (rest < 2 * round->reach || rest - round->reach + 1 < low || rest + heaps > s->base + s->length)
+        return 0;
+    for (uint64_t i = 0; i < s->far_count; i++)
+        if (s->far[i] + round->reach > rest && s->far[i] < rest + heaps)
+            return 0;
+    return 1;
 }
 
 /* Whether the round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes. */

@@ -182,12 +182,12 @@ static inline void take_found(scan_t *s, const uint32_t *found)
     }
 }
 
-/* The round's pairs (xs[i], rest - xs[i]), i < count (codes[i]: G(xs[i]); ys: G(rest)), every one: their
-   options marked in seen, then folded into need.  Returns 1 once nothing is missing. */
-static int take_round(scan_t *s, const uint32_t *xs, const code_t *codes, uint32_t count, const code_t *ys)
+/* The options of pairs (listed by octalgen/verify.h's round_options), every one: marked in seen, then
+   folded into need.  Returns 1 once nothing is missing. */
+static int take_options(scan_t *s, const code_t *options, uint32_t count)
 {
     for (uint32_t i = 0; i < count; i++)
-        s->seen[SEEN_INDEX((uint32_t)(codes[i] ^ ys[-(int64_t)xs[i]]), s->limit)] = s->stamp;
+        s->seen[SEEN_INDEX((uint32_t)options[i], s->limit)] = s->stamp;
     return fold_seen(s, s->limit) == 0;
 }
 

@@ -150,16 +150,13 @@ static inline void take_found(scan_t *s, const uint32_t *found)
     s->missing = count_missing(s);
 }
 
-/* The round's pairs (xs[i], rest - xs[i]), i < count (codes[i]: the code of G(xs[i]); ys: G(rest)), every
-   one, both heaps common: their options taken off need at once, as a set, without a branch on each.
-   Returns 1 once nothing is missing. */
-static int take_round(scan_t *s, const uint32_t *xs, const code_t *codes, uint32_t count, const code_t *ys)
+/* The options of pairs (listed by octalgen/verify.h's round_options) taken off need at once, as a set,
+   without a branch on each.  Returns 1 once nothing is missing. */
+static int take_options(scan_t *s, const code_t *options, uint32_t count)
 {
     uint32_t found[FOUND_WORDS] = {0};
-    for (uint32_t i = 0; i < count; i++) {
-        const uint32_t c = codes[i] ^ ys[-(int64_t)xs[i]];
-        found[c >> 5] |= 1u << (c & 31);
-    }
+    for (uint32_t i = 0; i < count; i++)
+        found[options[i] >> 5] |= 1u << (options[i] & 31);
     take_found(s, found);
     return s->missing == 0;
 }
