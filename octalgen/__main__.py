@@ -1,5 +1,6 @@
 """``python -m octalgen`` and the ``octalgen`` command: :func:`main`."""
 
+import os
 import signal
 import sys
 
@@ -7,6 +8,9 @@ import sys
 def main() -> int:
     """The command line (:func:`octalgen.cli.main`), stopped by Ctrl-C or SIGTERM with one line from
     its first moment: also while the command line's own module is imported."""
+    # octalgen never multiplies matrices: one BLAS thread, not numpy's default of one a core that
+    # each spin a while after the import, costing CPU time the run could use.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
         from .engine.signals import raise_terminated
 

@@ -4,6 +4,7 @@ digest, an unreachable scheduler as one line, and the rates that split the cores
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -225,6 +226,27 @@ def test_a_staged_history_reaches_the_worker_whole_and_its_file_serves_the_next_
     finally:
         pool.close(kill=True)
     assert not os.path.exists(shared.path)
+
+
+def _threads_with_numpy() -> int:
+    """The threads of the process that runs this, once numpy (and its BLAS) is imported."""
+    import numpy  # noqa: F401 - its BLAS starts its threads when imported
+
+    return len(os.listdir("/proc/self/task"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="threads are counted in /proc")
+def test_a_worker_process_starts_no_blas_threads():
+    """A task never multiplies matrices: numpy's BLAS in a worker keeps to the calling thread, where its
+    default starts one a core, each spinning a while.  The worker has its own thread and the one that
+    watches its parent."""
+    from octalgen.engine.executors import LocalProcesses
+
+    pool = LocalProcesses(1)
+    try:
+        assert pool.submit(_threads_with_numpy).result(timeout=60) == 2
+    finally:
+        pool.close(kill=True)
 
 
 def test_the_files_of_a_killed_run_are_swept_by_the_next_one(tmp_path):

@@ -59,7 +59,9 @@ def _worker_command() -> tuple[list[str], dict]:
             "(sys.executable is empty); run with --workers 0 (workers=0) to verify in this process"
         )
     path = [os.fspath(entry) for entry in sys.path if isinstance(entry, (str, os.PathLike))]
-    return [sys.executable, "-c", _BOOTSTRAP], {**os.environ, "OCTALGEN_WORKER_PATH": json.dumps(path)}
+    # A task never multiplies matrices: one BLAS thread, not one a core spinning after numpy's import.
+    environment = {**os.environ, "OCTALGEN_WORKER_PATH": json.dumps(path), "OPENBLAS_NUM_THREADS": "1"}
+    return [sys.executable, "-c", _BOOTSTRAP], environment
 
 
 class _Worker:
