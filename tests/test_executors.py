@@ -92,6 +92,32 @@ def test_a_long_run_replaces_the_start_up_rates_of_the_split(tmp_path, monkeypat
     assert split._cached(plan, 2)["kernel"]["1"] == 9.6e5 and split._cached(plan, 2)["kernel"]["2"] == 5e5
 
 
+def test_the_start_up_sample_proves_heaps_whose_round_goes_in_lanes():
+    """The verifier's start-up rate is measured on the last heaps of the kernel's sample, whose scan
+    does not read back into the exact prefix (the first 2 ROUND_SPAN heaps' rounds do, proven several
+    times slower, and would have the split take the verifier for far slower than it is): every heap
+    it proves there is proven."""
+    from octalgen.cpu.generate import ROUND_SPAN
+    from octalgen.engine import split
+
+    plan = make_plan(shipped_table(".6"))
+    kernel, verifier = CKernels()(plan)
+    values = c_values(".6", plan.start)
+    window = plan.encoding.encode_array(values[plan.start - plan.window :]).astype(kernel.dtype)
+    calls = []
+
+    class Recording:
+        def verify(self, codes, base, prefix, a, b):
+            calls.append((a, b, verifier.verify(codes, base, prefix, a, b)))
+            return calls[-1][2]
+
+    rates = split._measure(plan, kernel, Recording(), window, values, plan.start, cores=1)
+    assert rates["verify"] > 0 and all(result.proven for _, _, result in calls)
+    a, b, _ = calls[-1]  # the timed one
+    assert (b - a, b) == (split.VERIFY_SAMPLE, plan.start + split.KERNEL_SAMPLE)
+    assert min(a for a, _, _ in calls) >= plan.start + 2 * ROUND_SPAN
+
+
 def test_the_split_expects_the_coordinator_the_start_and_the_drain_and_says_when_it_missed(monkeypatch, tmp_path):
     from dataclasses import replace
 

@@ -23,7 +23,8 @@ differ by more than a quarter, so a wrong model shows.  Rates are
 values per CPU second of the role (wall time only for T >= 2 threads, which spin), so a
 measurement on a busy machine is not a slow one; and a long enough run with one kernel thread
 replaces the cached start-up rates with the rates its own accounting measured (:func:`refine`),
-which are the better figures: the start-up sample is short and starts at the kernel's first heap.
+which are the better figures: the start-up sample is short, and its heaps are the first few hundred
+thousand past the kernel's first heap.
 
 The block length matters with many threads (the threads hand blocks to each other: short
 blocks keep more of them busy, long ones cost fewer hand-overs), so each thread count is measured
@@ -52,7 +53,8 @@ log = logging.getLogger("octalgen")
 #: The backend of the default kernel plug-in (:class:`~octalgen.cpu.plugin.CKernels`, the generated C).
 DEFAULT_BACKEND = "c"
 
-#: Heaps the kernel computes per measurement, and the verifier proves (after an untimed call on the first few).
+#: Heaps the kernel computes per measurement, and of them the last that the verifier proves (after an
+#: untimed call on a few before them).
 KERNEL_SAMPLE, VERIFY_SAMPLE, VERIFY_WARM_UP = 1 << 18, 1 << 15, 1 << 10
 
 #: CPU seconds of the coordinating process per value, until a run has measured its own (what a long
@@ -185,12 +187,15 @@ def _measure(plan, kernel, verifier, window, prefix, start, cores) -> dict:
                 kernel_rates[threads] = rate
                 if block is not None:
                     blocks[threads] = block
-    codes = buffer[: plan.window + VERIFY_SAMPLE]
-    # An untimed first call: it checks the prefix and brings the tables into the caches, which would
-    # take a large part of a timed sample this short and make the verifier look slower than it is.
-    verifier.verify(codes, start - plan.window, prefix, start, start + VERIFY_WARM_UP)
+    # The verifier proves the last heaps the kernel computed: the first ones, whose proof reads back
+    # into the exact prefix, are proven several times slower than all later ones (their scan's first
+    # round cannot go in lanes), and would make the verifier look slower than it is.  An untimed first
+    # call checks the prefix and brings the tables into the caches, which would take a large part of
+    # a timed sample this short.
+    base, end = start - plan.window, start + KERNEL_SAMPLE
+    verifier.verify(buffer, base, prefix, end - VERIFY_SAMPLE - VERIFY_WARM_UP, end - VERIFY_SAMPLE)
     began = time.thread_time()
-    verifier.verify(codes, start - plan.window, prefix, start, start + VERIFY_SAMPLE)
+    verifier.verify(buffer, base, prefix, end - VERIFY_SAMPLE, end)
     verify_rate = VERIFY_SAMPLE / max(time.thread_time() - began, 1e-9)
     return {"kernel": kernel_rates, "blocks": blocks, "verify": verify_rate}
 
