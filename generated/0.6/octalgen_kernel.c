@@ -1013,12 +1013,53 @@ static inline __attribute__((always_inline)) uint32_t lane_value(const code_t *g
  * Heap by heap: the unrolled terms' marks, then the mex.  With VECTOR_MARKS (u8 codes, AVX2 or
  * AVX-512), MARK_LANES heaps at once first: the terms whose sources precede the batch (offsets of
  * MARK_LANES or more: all but a few) are marked as one-bit sets in each heap's lane
- * (octalgen/marks.h's mark_words), in the ranges of 32 codes up to the one that holds the largest
- * value of the last four batches; then heap by heap the terms whose sources lie in the batch, and
- * the least unmarked code (lane_value).  A heap whose marks fill every range marked is marked again
- * heap-wise: a byte store a term, where a range costs MARK_LANES heaps a vector instruction a term.
- * (Four batches, not the last one alone: a heap whose value tops the last batch's ranges is marked
- * again.) */
+ * (octalgen/marks.h's mark_words), in the first ranges of 32 codes; then heap by heap the terms
+ * whose sources lie in the batch, and the least unmarked code (lane_value).  A heap whose marks fill
+ * every range marked is marked again heap-wise: a byte store a term, where a range costs MARK_LANES
+ * heaps a vector instruction a term.  How many ranges the lanes mark is chosen from the codes of the
+ * heaps computed lately (range_tally_t): the count that costs least, the heaps whose codes lie past
+ * them marked again. */
+
+#if defined(VECTOR_MARKS)
+/* The codes of the heaps computed lately, by their range of 32 (halved every TALLY_HEAPS heaps, so that
+   it follows the values as they change).  A heap whose code lies past the ranges marked costs
+   REMARK_RANGES ranges' worth of lane work (its every term a byte store): the ratio that the kernel's
+   times on .6, .014 and .172, with at most 3, 4 and 5 ranges, imply lies between 10 and 12. */
+#define TALLY_HEAPS 4096u
+#define REMARK_RANGES 11u
+typedef struct {
+    uint32_t heaps[8], total;
+} range_tally_t;
+
+static inline void tally_code(range_tally_t *tally, uint32_t code)
+{
+    tally->heaps[code / 32u]++;
+    if (++tally->total == TALLY_HEAPS) {
+        tally->total = 0;
+        for (uint32_t r = 0; r < 8; r++) {
+            tally->heaps[r] /= 2u;
+            tally->total += tally->heaps[r];
+        }
+    }
+}
+
+/* The ranges to mark: the count R that costs least, R ranges for every heap and REMARK_RANGES for each
+   whose code lies past them, by the tally (the most, 8, while it is empty). */
+static inline uint32_t tally_ranges(const range_tally_t *tally)
+{
+    uint32_t best = 8, past = 0;
+    uint64_t least = 8ull * tally->total;
+    for (uint32_t r = 7; r >= 1; r--) {
+        past += tally->heaps[r];  /* heaps whose code lies past r ranges */
+        const uint64_t cost = (uint64_t)r * tally->total + (uint64_t)REMARK_RANGES * past;
+        if (cost < least) {
+            least = cost;
+            best = r;
+        }
+    }
+    return best;
+}
+#endif
 
 static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_heap)
 {
@@ -1029,23 +1070,19 @@ static int64_t fill_one_thread(code_t *buffer, uint64_t count, uint64_t first_he
     uint64_t i = 0;
 #if defined(VECTOR_MARKS)
     const uint32_t near = first_term_above(MARK_LANES - 1u);  /* terms 0 ... near - 1 read the batch */
-    uint32_t ranges = 8, tops[4] = {255u, 255u, 255u, 255u};
+    range_tally_t tally = {{0}, 0};
     for (; i + MARK_LANES <= count; i += MARK_LANES, g += MARK_LANES) {
         lane_words_t words __attribute__((aligned(64)));
+        const uint32_t ranges = tally_ranges(&tally);
         mark_words(g, words, ranges, near, TERMS, 1);
-        uint32_t top = 0, v = g[-1];
+        uint32_t v = g[-1];
         for (uint32_t j = 0; j < MARK_LANES; j++) {
             v = lane_value(g + j, words, j, ranges, v, marks, &stamp);
             if (v >= MEX_SIZE)
                 return (int64_t)(i + j);
             g[j] = (code_t)v;
-            top = v > top ? v : top;
+            tally_code(&tally, v);
         }
-        tops[i / MARK_LANES % 4u] = top;
-        top = tops[0] > tops[1] ? tops[0] : tops[1];
-        top = tops[2] > top ? tops[2] : top;
-        top = tops[3] > top ? tops[3] : top;
-        ranges = top / 32u + 1u;
     }
 #endif
     for (; i < count; i++, g++) {
@@ -1327,6 +1364,7 @@ static void *worker(void *argument)
     lane_words_t *words = aligned_alloc(64, batches * sizeof(lane_words_t));
     uint32_t *marked = malloc(batches * sizeof(uint32_t));
     uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));  /* a heap whose ranges fill up, bytewise */
+    range_tally_t tally = {{0}, 0};
     uint32_t ranges = 8;
     memset(marks, 0, MARK_SIZE);
     int ready = words && marked && history;
@@ -1392,7 +1430,7 @@ static void *worker(void *argument)
         KERNEL_CLOCK_ARRIVAL();
         /* 3. late: this block's own sources, heap by heap, and the mex. */
 #if defined(VECTOR_MARKS)
-        uint32_t top = 0, v = g[-1];
+        uint32_t v = g[-1];
         for (uint64_t b = 0, i = 0; i < count; b++, i += MARK_LANES) {
             mark_batch(g + i, words[b], &marked[b], ranges, near);  /* the sources before start + i */
             for (uint32_t j = 0; j < MARK_LANES && i + j < count; j++) {
@@ -1403,10 +1441,10 @@ static void *worker(void *argument)
                     goto done;
                 }
                 g[i + j] = (code_t)v;
-                top = v > top ? v : top;
+                tally_code(&tally, v);
             }
         }
-        ranges = top / 32u + 1u;  /* the next block's ranges: up to this one's largest value */
+        ranges = tally_ranges(&tally);  /* the next block's */
 #else
         for (uint64_t i = 0; i < count; i++) {
             uint8_t *row = rows + i * BLOCK_ROW;
