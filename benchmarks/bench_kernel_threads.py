@@ -1,6 +1,7 @@
 """How the speculative kernel scales with threads: this tree's block kernel against c62a57f's.
 
     python benchmarks/bench_kernel_threads.py                      # .6, threads 1,2, both kernels
+    python benchmarks/bench_kernel_threads.py --baseline 7cd030a   # against another commit's kernel
     python benchmarks/bench_kernel_threads.py --threads 1,2,4,8    # more threads than cores: oversubscribed
     python benchmarks/bench_kernel_threads.py --blocks 64,128,256  # this tree's kernel at other block lengths
     python benchmarks/bench_kernel_threads.py --clock              # and its critical path per heap
@@ -21,7 +22,7 @@ measures both on this tree's kernel (critical path from the baton's arrival to t
 departure; work: the threads' CPU time less their waits).
 
 Each row is its own process, so that both kernels are built and run the same way: c62a57f's
-package and templates are extracted (``git archive``) into a temporary folder and imported from
+(or ``--baseline``'s) package and templates are extracted (``git archive``) into a temporary folder and imported from
 there, this tree's from here.  A row runs ``--rounds`` rounds of N heaps (N is printed), each cut
 at ROUND_SECONDS, in calls of up to PIECE heaps chained by their windows, with patient threads (no
 fall-back to one thread on a busy machine), and prints the median values/s, the process CPU time
@@ -54,13 +55,18 @@ import numpy as np
 import octalgen
 from octalgen.cpu.exact import exact_values_c
 from octalgen.cpu.kernel import SpeculativeKernel
-from octalgen.plan import make_plan
-from octalgen.rare import shipped_table
+from octalgen.game import parse_game
 
 code, heaps, threads, rounds, block, piece, limit = sys.argv[1:]
 heaps, threads, rounds, block, piece = int(heaps), int(threads), int(rounds), int(block), int(piece)
 limit = float(limit)
-plan = make_plan(shipped_table(code))
+try:
+    from octalgen.engine.planning import plan_game
+    plan, _ = plan_game(parse_game(code))  # the shipped table, or one found from the first values
+except ImportError:  # before planning had a module of its own: shipped tables only
+    from octalgen.plan import make_plan
+    from octalgen.rare import shipped_table
+    plan = make_plan(shipped_table(code))
 kernel = SpeculativeKernel(plan, block_heaps=block) if block else SpeculativeKernel(plan)
 prefix = exact_values_c(code, plan.start, mask=plan.table.mask)
 first_window = plan.encoding.encode_array(prefix[plan.start - plan.window:]).astype(kernel.dtype)
@@ -88,11 +94,11 @@ print(json.dumps({"rate": statistics.median(rates), "cpu": statistics.median(cpu
 """
 
 
-def baseline_tree(folder: Path) -> Path:
-    """c62a57f's package and templates, extracted into ``folder`` (the templates also where the
+def baseline_tree(folder: Path, commit: str) -> Path:
+    """``commit``'s package and templates, extracted into ``folder`` (the templates also where the
     package looks for them when installed, so that nothing of this tree's is picked up)."""
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", BASELINE, "octalgen", "templates"], check=True, capture_output=True
+        ["git", "-C", str(ROOT), "archive", commit, "octalgen", "templates"], check=True, capture_output=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
     subprocess.run(["cp", "-r", str(folder / "templates"), str(folder / "octalgen" / "templates")], check=True)
@@ -118,7 +124,7 @@ def row(args, threads: int, block: int, tree: Path | None) -> dict:
     ]
     done = subprocess.run(command, check=False, env=env, cwd=str(tree or ROOT), capture_output=True, text=True)
     if done.returncode:
-        raise SystemExit(f"row failed ({'c62a57f' if tree else 'this tree'}, {threads} threads):\n{done.stderr}")
+        raise SystemExit(f"row failed ({args.baseline if tree else 'this tree'}, {threads} threads):\n{done.stderr}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
     expected = str(tree) if tree is not None else str(ROOT)
     if not result["package"].startswith(expected):
@@ -175,7 +181,10 @@ def main() -> None:
     parser.add_argument("--heaps", type=int, default=1 << 22, help="N, heaps per round (default 2^22)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per row, the median is printed (default 3)")
     parser.add_argument("--blocks", default="0", help="this tree's block lengths, e.g. 64,128,256 (0: its default)")
-    parser.add_argument("--no-baseline", action="store_true", help=f"leave out {BASELINE}'s kernel")
+    parser.add_argument(
+        "--baseline", default=BASELINE, help=f"the commit whose kernel is timed beside this tree's (default {BASELINE})"
+    )
+    parser.add_argument("--no-baseline", action="store_true", help="leave out the baseline's kernel")
     parser.add_argument("--clock", action="store_true", help="also clock this tree's critical path per heap")
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
@@ -187,13 +196,14 @@ def main() -> None:
     )
     digests = set()
     with tempfile.TemporaryDirectory() as folder:
-        tree = None if args.no_baseline else baseline_tree(Path(folder))
+        tree = None if args.no_baseline else baseline_tree(Path(folder), args.baseline)
         ones = {}
         for t in threads:
             over = "" if t <= cores else "  (oversubscribed)"
             kernels = [(f"this tree, B={b or 'default'}", b, None) for b in blocks]
             if tree is not None:
-                kernels.append((f"{BASELINE} (per-heap baton)", 0, tree))
+                label = f"{BASELINE} (per-heap baton)" if args.baseline == BASELINE else args.baseline
+                kernels.append((label, 0, tree))
             for label, block, where in kernels:
                 result = row(args, t, block, where)
                 name = f"this tree, B={result['block']}" if where is None and block == 0 else label
