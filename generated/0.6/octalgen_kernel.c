@@ -2474,13 +2474,10 @@ static void terms_of_round(round_terms_t *terms, const round_t *round)
    them is taken pair by pair, by scan_pairs), for the rests rest ... rest + heaps - 1. */
 static int round_in_values(const scan_t *s, const round_t *round, uint64_t rest, uint64_t heaps)
 {
-    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length;
-    if (rest < 2 * round->reach || rest - round->reach + 1 < low || rest + heaps > s->base + s->length)
+    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length, lo = rest + 1 - round->reach;
+    if (rest < 2 * round->reach || lo < low || rest + heaps > s->base + s->length)
         return 0;
-    for (uint64_t i = 0; i < s->far_count; i++)
-        if (s->far[i] + round->reach > rest && s->far[i] < rest + heaps)
-            return 0;
-    return 1;
+    return heaps_held(s, lo, rest + heaps - 1);  /* in the values: held unless a far one lies there */
 }
 
 /* Whether the round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes. */
