@@ -44,9 +44,10 @@ class Backend:
         One line for ``--help``.
     compute : callable
         ``compute(game, start, count, table=None, threads=None, progress=None)`` (game: an
-        :class:`~octalgen.game.OctalGame`) yielding int64
-        numpy chunks that together are G(start) ... G(start+count-1); it tells ``progress`` (a
-        :class:`~octalgen.progress.Progress`) its phase and how far it has come.
+        :class:`~octalgen.game.OctalGame`) yielding numpy chunks of integers (uint16 from the
+        engine, int64 from the reference) that together are G(start) ... G(start+count-1); it
+        tells ``progress`` (a :class:`~octalgen.progress.Progress`) its phase and how far it has
+        come.
     unavailable : callable
         Returns None when the backend can run here, else the reason (one line).
     plugin : callable or None
@@ -127,4 +128,4 @@ def compute_values(game, start: int, count: int, backend: str | None = None, **o
     from ..game import parse_game
 
     chunks = list(get_backend(backend).compute(parse_game(game), start, count, **options))
-    return np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+    return np.concatenate(chunks).astype(np.int64, copy=False) if chunks else np.zeros(0, np.int64)

@@ -130,7 +130,7 @@ def _write(chunks, fmt: str, start: int, out):
         if fmt == "bfile":
             out.write(bfile_lines(chunk, position))
         elif dtype is not None:  # the chunks are uint16 (octalgen.iter_values): every value fits
-            out.write(chunk.astype(dtype).tobytes())
+            out.write(chunk.astype(dtype, copy=False))
         else:
             out.write(decimal_lines(chunk))
         position += len(chunk)

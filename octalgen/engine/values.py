@@ -23,11 +23,11 @@ class ValueSink(Consumer):
     def accept(self, first: int, values: np.ndarray) -> None:
         lo, hi = max(first, self.start), min(first + len(values), self.stop)
         if lo < hi:
-            self.ready.append(values[lo - first : hi - first].astype(np.int64))
+            self.ready.append(values[lo - first : hi - first].copy())  # the engine reuses its buffers
 
 
 class ValueStream:
-    """G(start) ... G(start+count-1) in int64 chunks, as the engine proves them: the one way a value
+    """G(start) ... G(start+count-1) in uint16 chunks, as the engine proves them: the one way a value
     stream runs the engine (``octalgen values``, the ``c`` and ``cuda`` backends, ``bench``).
 
     Iterating runs the engine (:attr:`engine`, whose figures stay readable after it).
@@ -70,5 +70,5 @@ class ValueStream:
 def stream_values(
     game, start: int, count: int, table=None, *, progress=None, kernels=None, **options
 ) -> Iterator[np.ndarray]:
-    """Yield G(start) ... G(start+count-1) in int64 chunks, computed by the engine (:class:`ValueStream`)."""
+    """Yield G(start) ... G(start+count-1) in uint16 chunks, computed by the engine (:class:`ValueStream`)."""
     yield from ValueStream(game, start, count, table, progress=progress, kernels=kernels, **options)

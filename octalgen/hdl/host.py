@@ -35,7 +35,7 @@ EXACT_LIMIT = 10**15
 
 
 def exact_chunks(game, start: int, count: int, table=None):
-    """Proven G(start) ... G(start + count - 1) in int64 chunks (the one place the host asks for exact values)."""
+    """Proven G(start) ... G(start + count - 1) in uint16 chunks (the one place the host asks for exact values)."""
     from ..engine.values import stream_values  # the engine behind the c backend
 
     return stream_values(game, start, count, table)
