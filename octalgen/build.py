@@ -406,6 +406,35 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
     raise AssertionError("unreachable")
 
 
+def module_address(module: CompiledModule) -> tuple[str, str, str]:
+    """Where a loaded module lies and what can load it: (name, directory, :func:`loader_identity`), for
+    another process of this machine to load it by :func:`load_module_at` without making its source."""
+    return module.artefact.name, str(module.artefact.path), loader_identity()
+
+
+def load_module_at(address: tuple[str, str, str]) -> CompiledModule | None:
+    """The module at ``address`` (:func:`module_address`), or None where this process cannot take it
+    from there: another machine or Python, or the artefact gone (the caller then builds it)."""
+    name, folder, identity = address
+    if name in _LOADED:
+        return _LOADED[name]
+    path = Path(folder)
+    if identity != loader_identity() or not (path / _COMPLETE).is_file():
+        return None
+    try:
+        module = _load_extension(Artefact(name, path, True, 0.0))
+    except (ImportError, OSError):
+        return None
+    _LOADED[name] = CompiledModule(module.ffi, module.lib, Artefact(name, path, True, 0.0))
+    return _LOADED[name]
+
+
+@cache
+def loader_identity() -> str:
+    """The machine and the Python that load native modules: one built for another may not run here."""
+    return f"{machine_identity()} {sys.version} {sysconfig.get_config_var('EXT_SUFFIX')}"
+
+
 def _load_extension(artefact: Artefact):
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     path = artefact.path / f"{artefact.name}{suffix}"

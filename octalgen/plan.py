@@ -311,6 +311,8 @@ class KernelPlan:
         if self.encoding.kind != "u8":
             return np.zeros(0, dtype=np.uint64)
         positions, start = self._positions, self.start
+        if not len(positions) or positions[-1] + self.window < start:  # no term reaches a rare position
+            return np.zeros(0, dtype=np.uint64)
         heaps = [positions[np.searchsorted(positions, start - o) :] + o for o in np.unique(self._terms[0])]
         return np.unique(np.concatenate([np.zeros(0, np.int64), *heaps])).astype(np.uint64)
 

@@ -36,7 +36,6 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
-import yaml
 
 from .errors import GameCodeError, TableError
 from .game import OctalGame, parse_game
@@ -64,9 +63,6 @@ SCHEMA_1 = "octalgen-rare-table/1"
 #: Values computed when a table is made for a game that ships none.
 DEFAULT_TABLE_UPTO = 1 << 15
 
-# libyaml's safe loader where PyYAML was built with it: the .6 table loads in milliseconds, not a second.
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 _KEYS = ("schema", "game", "kind", "parity", "mask", "exact_to", "count", "last_position", "digest", "rare")
 _KEYS_1 = tuple(k for k in _KEYS if k not in ("kind", "parity"))
@@ -228,14 +224,20 @@ class RareTable:
             f"{self.count} {'rare values' if self.parity is None else 'rare positions'}, "
             f"exact below {self.exact_to}\n"
         )
-        return header + yaml.dump(document, Dumper=_SafeDumper, default_flow_style=None, sort_keys=False, width=120)
+        import yaml
+
+        dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+        return header + yaml.dump(document, Dumper=dumper, default_flow_style=None, sort_keys=False, width=120)
 
     @classmethod
     def from_yaml(cls, text: str, game=None, source: str = "rare table") -> RareTable:
         """Parse and check a table (schema 2, or schema 1: a range table); ``game`` (optional) is the
         game it must belong to."""
+        import yaml  # here: a worker process gets its tables pickled, never as text
+
+        # libyaml's safe loader where PyYAML was built with it: the .6 table loads in milliseconds, not a second.
         try:
-            doc = yaml.load(text, Loader=_SafeLoader)
+            doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark else ""

@@ -10,15 +10,19 @@ units include (:mod:`octalgen.c_headers`).
 from __future__ import annotations
 
 from functools import lru_cache
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from .shipped import shipped_folder
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The shared Jinja environment (strict undefined, no autoescape, stable whitespace)."""
+    import jinja2  # here: a worker process that loads a cached module never renders
+
     root = shipped_folder("octalgen.templates", "templates")
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
@@ -34,6 +38,8 @@ def environment() -> jinja2.Environment:
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept under the build cache: every command renders (the source is the key
     of its compiled module), and compiling the templates anew each time cost a third of a second."""
+    import jinja2
+
     from .build import cache_dir
 
     directory = cache_dir() / "jinja"

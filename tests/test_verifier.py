@@ -10,11 +10,15 @@ the table once, and that must never let a wrong prefix through.
 
 from __future__ import annotations
 
+import pickle
+import subprocess
+import sys
 from functools import cache
 
 import numpy as np
 import pytest
 
+from octalgen.build import load_module_at, loader_identity, module_address
 from octalgen.cpu.kernel import SpeculativeKernel
 from octalgen.cpu.verify import Verifier
 from octalgen.errors import InputError
@@ -145,6 +149,34 @@ def test_a_read_only_prefix_is_checked_once(monkeypatch):
     ]
     assert all(result.proven for result in results)
     assert len(checks) == 3  # once for the read-only prefix, at every call for the writable one
+
+
+def test_a_worker_keeps_the_verifier_it_unpickled_and_loads_the_module_the_run_had_loaded(tmp_path):
+    """A worker process gets the verifier anew with every task: it must keep the first it unpickled (the
+    plan's tables and the module made once) and load the module from where the run had it, rendering
+    nothing; the module it loads proves the true codes."""
+    game = Game(".16", None, 50_000)
+    verifier = Verifier(game.plan)
+    name = verifier.module.artefact.name  # loaded here, as the run's verifier is
+    task = tmp_path / "task.pickle"
+    task.write_bytes(pickle.dumps((verifier, game.codes[game.base :], game.base, game.prefix("writable"))))
+    worker = f"""
+import pickle, sys
+first, codes, base, prefix = pickle.loads(open({str(task)!r}, "rb").read())
+again = pickle.loads(open({str(task)!r}, "rb").read())[0]
+result = again.verify(codes, base, prefix, again.plan.start, base + len(codes))
+print(again is first, "jinja2" in sys.modules, again.module.artefact.name, result.proven)
+"""
+    said = subprocess.run([sys.executable, "-c", worker], capture_output=True, text=True, check=True).stdout.split()
+    assert said == ["True", "False", name, "True"]
+
+
+def test_a_module_is_not_loaded_from_where_another_machine_or_python_had_it(tmp_path):
+    module = Verifier(Game(".16", None, 50_000).plan).module
+    unloaded = "octalgen_kernel_not_loaded_here"  # not loaded in this process: looked for where it is said to be
+    assert load_module_at((unloaded, str(module.artefact.path), "another machine")) is None
+    assert load_module_at((unloaded, str(tmp_path), loader_identity())) is None  # no complete artefact there
+    assert load_module_at(module_address(module)) is module
 
 
 def test_u8_codes_over_a_far_rare_position_are_proven_by_its_table_entry():

@@ -22,7 +22,8 @@ class CKernels:
 
     def __call__(self, plan: KernelPlan) -> tuple[SpeculativeKernel, Verifier]:
         if plan not in self._made:
-            kernel = SpeculativeKernel(plan)
+            kernel, verifier = SpeculativeKernel(plan), Verifier(plan)
             _ = kernel.module  # built (or loaded) now, while the engine shows "building kernel"
-            self._made = {plan: (kernel, Verifier(plan))}  # only the current one
+            _ = verifier.module  # the same unit: loaded, so that worker processes load it from where it lies
+            self._made = {plan: (kernel, verifier)}  # only the current one
         return self._made[plan]

@@ -43,11 +43,11 @@ import mmap
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..build import DEFAULT_CFLAGS
+from ..build import DEFAULT_CFLAGS, load_module_at, module_address
 from ..errors import InputError, InternalError
 from ..plan import KernelPlan
 from .generate import DEFAULT_MAX_THREADS, compile_unit, kernel_unit, max_threads_for
@@ -137,8 +137,9 @@ class Verifier:
         self.max_threads = max_threads_for(plan, max_threads)
         self.dtype = code_dtype(plan)
 
-    def __getstate__(self):
-        return {"plan": self.plan, "flags": self.flags, "max_threads": self.max_threads, "dtype": self.dtype}
+    def __reduce__(self):
+        loaded = self.__dict__.get("module")  # where a worker of this machine finds it (see module_address)
+        return _unpickled_verifier, (self.plan, self.max_threads, self.flags, loaded and module_address(loaded))
 
     @cached_property
     def module(self):
@@ -279,6 +280,18 @@ class Verifier:
                         f"G({heap}) = {int(before[index])} is rare but not in the table: "
                         "add it to the table and make a new plan"
                     )
+
+
+@lru_cache(maxsize=4)
+def _unpickled_verifier(plan: KernelPlan, max_threads: int, flags: tuple, address: tuple | None) -> Verifier:
+    """The verifier a pickled one becomes: one a process for each plan, so that a worker, which gets
+    the verifier anew with every task, makes the plan's tables and loads the module once; loaded
+    from where the pickling process had it (``address``), where this process can, not generated again."""
+    verifier = Verifier(plan, max_threads, flags)
+    module = load_module_at(address) if address is not None else None
+    if module is not None:
+        verifier.__dict__["module"] = module  # what the cached property would have made
+    return verifier
 
 
 def _frozen(array) -> bool:
