@@ -69,6 +69,10 @@ CHECKED_BEFORE = 1 << 20
 #: heap from the values read in pieces (:mod:`octalgen.engine.exact_heap`).
 SCAN_REACH = 1 << 24
 
+#: Values of the prefix checked and stored at a time: a run's prefix is 2^23 values, and temporaries of
+#: its whole length would cost each worker process fresh pages by the thousand.
+_PIECE = 1 << 16
+
 #: Read-only prefixes already checked and stored as the scan reads them, by (id, table digest,
 #: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few
 #: suffice: a run shares one prefix at a time.
@@ -241,7 +245,10 @@ class Verifier:
         if len(prefix) and (prefix.min() < 0 or prefix.max() >= 1 << 16):
             raise InputError("prefix values must lie in 0 ... 65535")
         prefix = np.ascontiguousarray(prefix, dtype=np.uint16)
-        rare = np.flatnonzero(table.rare_flags(prefix, 0))
+        found = [np.zeros(0, np.int64)]
+        for lo in range(0, len(prefix), _PIECE):
+            found.append(lo + np.flatnonzero(table.rare_flags(prefix[lo : lo + _PIECE], lo)))
+        rare = np.concatenate(found)
         entries = tuple(zip(rare.tolist(), prefix[rare].tolist()))
         if entries != tuple(e for e in table.entries if e[0] < len(prefix)):
             raise InputError(
@@ -261,7 +268,10 @@ class Verifier:
         table = self.plan.table
         rare = np.zeros(min(len(prefix), table.last_position + 1), dtype=np.uint8)
         rare[[p for p in table.positions if p < len(rare)]] = 0xFF
-        return self.plan.encoding.encode_array(prefix).astype(np.uint8), rare
+        codes = np.empty(len(prefix), dtype=np.uint8)
+        for lo in range(0, len(prefix), _PIECE):
+            codes[lo : lo + _PIECE] = self.plan.encoding.encode_array(prefix[lo : lo + _PIECE])
+        return codes, rare
 
     def _check_common(self, values: np.ndarray, base: int, prefix_length: int, a: int) -> None:
         """u16 values before a and past the prefix must be common, but at the table's far rare positions
