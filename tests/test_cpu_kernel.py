@@ -451,6 +451,41 @@ def test_every_proof_scan_catches_planted_faults(reference, scan):
         assert (result.status, result.heap, result.true_value) == ("failed", heap, values[heap])
 
 
+@functools.cache
+def _short_scans():
+    """.167 from 2^13 on: a heap's proof scans some 80 pairs a take, so the verifier takes a round cut
+    to 96 pairs (verify.h's fit_round), where the whole round of 1,280 would cost more than it finds."""
+    values = exact_values(".167", 30_000)
+    plan = make_plan(RareTable.from_values(".167", values))
+    return plan, values, plan.encoding.encode_array(values).astype(np.uint8)
+
+
+def _verify_short_scans(scan, codes, a, b):
+    plan, values, _ = _short_scans()
+    base = plan.start - plan.window
+    return Verifier(plan, flags=SCANS[scan]).verify(codes[base:b], base, values[: plan.start], a, b)
+
+
+def test_every_proof_scan_takes_the_fitted_round_alike():
+    _, values, codes = _short_scans()
+    first = 1 << 13
+    results = {scan: _verify_short_scans(scan, codes, first, len(values)) for scan in SCANS}
+    assert all(result.proven for result in results.values()), results
+    assert len({result.options_scanned for result in results.values()}) == 1
+    # the round taken: each heap past the probe counts its 96 pairs for each of the two takes, at least
+    assert results["plain"].options_scanned >= 2 * 96 * (len(values) - first - 64)
+
+
+@pytest.mark.parametrize("scan", SCANS)
+def test_every_proof_scan_with_the_fitted_round_catches_planted_faults(scan):
+    _, values, codes = _short_scans()
+    for heap in (9_000, 20_001, len(values) - 1):
+        bad = codes.copy()
+        bad[heap] ^= 0x21
+        result = _verify_short_scans(scan, bad, heap - 1000, min(len(values), heap + 1000))
+        assert (result.status, result.heap, result.true_value) == ("failed", heap, values[heap])
+
+
 @pytest.mark.parametrize("scan", SCANS)
 def test_a_wrong_code_is_caught_in_every_lane_of_the_marks(scan):
     """The vector check of the kernel's marks holds 8 or 16 heaps a batch, from the first heap asked

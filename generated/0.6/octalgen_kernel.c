@@ -2298,10 +2298,10 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
 }
 
 /* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).
-   First, where the scans are long (the first ROUND_PROBE heaps of a call need half as many pairs as the
-   round has, or more), the round: the same ROUND_PAIRS x for every heap and take (round_t), the common
-   heaps below ROUND_SPAN taken by their codes in turn, the first heap of each code, then the second of
-   each, and so on.  A pair's option is G(x) ^ G(rest - x), and x of every value meet every missing value
+   First, where the scans are long (the first ROUND_PROBE heaps of a call need ROUND_MIN pairs a take or
+   more), the round: the same x for every heap and take (round_t), the common heaps below ROUND_SPAN taken
+   by their codes in turn, the first heap of each code, then the second of each, and so on, cut to about as
+   many as a heap of the probe needed a take (fit_round; at most ROUND_PAIRS).  A pair's option is G(x) ^ G(rest - x), and x of every value meet every missing value
    far sooner than x in order, whose values are alike (the small heaps' are small): the round proves most
    heaps by itself.  It is taken as a whole, every one of its pairs counted as looked at wherever the last
    missing value turns up, so a path may take its pairs in any order (the vector path takes them for
@@ -2310,6 +2310,7 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
    and twice as many each round after (a long scan, which more rounds would only slow); every x in the
    end.  Every path decides alike, from the same counts. */
 #define ROUND_PROBE 64u
+#define ROUND_MIN 64u
 #define ROUND_BUCKETS 256u  /* the codes the round takes in turn (u16: by their low byte) */
 _Static_assert(ROUND_SPAN <= 65536u, "the round's heaps are sorted as 16-bit numbers");
 
@@ -2348,6 +2349,24 @@ static void make_round(round_t *round, const scan_t *s)
                 more = 1;
             }
     }
+}
+
+/* The round cut to the pairs a take of a heap of the probe scanned (of `scanned` in all), rounded up to
+   a multiple of 32: its x are in turn by code, so its first x are a round of their own.  A round far
+   longer than the scans costs more than it finds, and one far shorter finds too little.  Returns whether
+   to take it: where those scans are ROUND_MIN pairs or more. */
+static int fit_round(round_t *round, uint64_t scanned)
+{
+    const uint64_t per_take = scanned / (ROUND_PROBE * (TWO_HEAP_TAKES > 0 ? (uint64_t)TWO_HEAP_TAKES : 1u));
+    if (per_take < ROUND_MIN)
+        return 0;
+    if ((per_take + 31u) / 32u * 32u < round->count) {
+        round->count = (uint32_t)((per_take + 31u) / 32u * 32u);
+        round->reach = 1;
+        for (uint32_t i = 0; i < round->count; i++)
+            round->reach = round->x[i] + 1u > round->reach ? round->x[i] + 1u : round->reach;
+    }
+    return round->count > 0;
 }
 
 /* The pairs of the round for heap n (its x below rest / 2 + 1, each take). */
@@ -2517,13 +2536,16 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     heap_mask_t agree = 0, round_done = 0;  /* (a) and the round of the batch's heaps */
     uint32_t found[AGREE_HEAPS][FOUND_WORDS];
 #if defined(ROUND_IN_LANES)
-    round_terms_t terms;
-    terms_of_round(&terms, &round);
+    round_terms_t terms;  /* the round fitted to the probe's scans */
 #endif
 #endif
     for (uint64_t n = first; n < end; n++) {
-        if (n == first + ROUND_PROBE)  /* the round where the scans are half as long as it, or longer */
-            with_round = 2 * s.scanned >= ROUND_PROBE * round_count(&round, n);
+        if (n == first + ROUND_PROBE) {
+            with_round = fit_round(&round, s.scanned);
+#if defined(ROUND_IN_LANES)
+            terms_of_round(&terms, &round);
+#endif
+        }
         const code_t *g = values + (n - base);
         uint32_t code;
         int in_round = 0;

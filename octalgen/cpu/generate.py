@@ -56,11 +56,12 @@ DEFAULT_BLOCK_HEAPS = {"u8": 256, "u16": 64}
 DENSE_CHUNK = 128
 SPARSE_FROM = 16
 
-#: The order of the proof scan's pairs (x, rest - x) (octalgen/verify.h).  First a round of
-#: ROUND_PAIRS x, the common heaps below ROUND_SPAN taken by their values in turn: a pair's option is
-#: G(x) ^ G(rest - x), and x of every value meet a heap's missing rare values far sooner than x in
-#: order, whose values are alike: at G(2^23) ... the round alone finds every missing value of 75% of
-#: .6's heaps and 65% of .172's, the first 1,280 x in order of 26% and 15%.  Then the x of regions
+#: The order of the proof scan's pairs (x, rest - x) (octalgen/verify.h).  First a round of up to
+#: ROUND_PAIRS x (about as many as a take of a probe's heaps scanned), the common heaps below
+#: ROUND_SPAN taken by their values in turn: a pair's option is G(x) ^ G(rest - x), and x of every
+#: value meet a heap's missing rare values far sooner than x in order, whose values are alike: at
+#: G(2^23) ... the round alone finds every missing value of 75% of .6's heaps and 65% of .172's, the
+#: first 1,280 x in order of 26% and 15%.  Then the x of regions
 #: starting at PAIR_REGIONS, in turn (the values of heaps far apart differ in kind), in chunks from
 #: FIRST_CHUNK x.
 ROUND_PAIRS = 1280
