@@ -170,7 +170,9 @@ class History:
     def _grow_prefix(self, values: np.ndarray) -> None:
         need = self._prefix_length + len(values)
         if need > len(self._prefix):
-            grown = np.zeros(max(need, 2 * len(self._prefix)), dtype=np.uint16)
+            # To its limit at once: the zeros are the system's untouched pages, which cost nothing until
+            # written, where doubling copied the prefix again at every step.
+            grown = np.zeros(max(need, self.prefix_limit), dtype=np.uint16)
             grown[: self._prefix_length] = self.prefix
             self._prefix = grown
         self._prefix[self._prefix_length : need] = values
