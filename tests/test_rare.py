@@ -1,5 +1,7 @@
 """Rare masks and rare-value tables: detection, shipped tables, YAML schema and its errors."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -55,6 +57,15 @@ def test_yaml_round_trip_is_exact():
     assert table.to_yaml() == again.to_yaml()  # byte-for-byte reproducible
 
 
+def test_a_table_in_another_yaml_layout_reads_the_same():
+    """The entries as to_yaml writes them are read a line at a time; any other layout as YAML."""
+    table = shipped_table(".6")
+    head, listed, _ = table.to_yaml().partition("\nrare:\n")
+    assert listed
+    flow = f"{head}\nrare: {json.dumps([list(e) for e in table.entries])}\n"
+    assert RareTable.from_yaml(flow, game=".6") == RareTable.from_yaml(table.to_yaml(), game=".6") == table
+
+
 def test_digest_depends_on_entries_not_on_exact_to():
     table = shipped_table(".356")
     longer = RareTable(table.game, table.mask, table.entries, table.exact_to * 2)
@@ -80,6 +91,7 @@ def test_with_entry_adds_a_rare_value():
         (lambda t: t.rsplit("\n", 2)[0] + "\n", "truncated"),
         (lambda t: t.replace("[43, 14]", "[43, 13]"), "digest"),
         (lambda t: t.replace("[43, 14]", "[43, 12]"), "common"),
+        (lambda t: t.replace("[43, 14]", "[43, '14']"), "integer pairs"),
         (lambda t: t.replace("exact_to:", "exakt_to:"), "exact_to"),
         (lambda t: "rare: [1, 2", "not valid YAML"),
         (lambda t: "- 1\n- 2\n", "mapping"),
