@@ -119,7 +119,6 @@ def tool_identity(command: tuple[str, ...]) -> str:
 @cache
 def machine_identity() -> str:
     """The OS, architecture and CPU (model and feature flags), for keys of native code."""
-    cpu = platform.processor()
     try:
         with open("/proc/cpuinfo") as f:
             fields = {}
@@ -130,7 +129,7 @@ def machine_identity() -> str:
                 fields[key.strip()] = value.strip()
         cpu = f"{fields.get('model name', '')} {fields.get('flags', fields.get('Features', ''))}"
     except OSError:
-        pass
+        cpu = platform.processor()  # where there is no /proc (it may run uname: not on Linux)
     return f"{platform.system()} {platform.machine()} {hashlib.sha256(cpu.encode()).hexdigest()[:16]}"
 
 
