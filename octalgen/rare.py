@@ -64,7 +64,6 @@ SCHEMA_1 = "octalgen-rare-table/1"
 #: Values computed when a table is made for a game that ships none.
 DEFAULT_TABLE_UPTO = 1 << 15
 
-
 #: The entries as :meth:`RareTable.to_yaml` writes them, ``- [position, value]`` a line: read without
 #: PyYAML's constructor, which takes some 25 ms for the 1,584 of ``.6`` (a table in another layout is
 #: read as YAML, and the same checks follow).

@@ -2300,15 +2300,16 @@ static int scan_pairs(scan_t *s, uint64_t rest, uint64_t lo, uint64_t hi)
 /* The order of the pairs (x, rest - x), x = 1 ... rest / 2, of each two-heap take (rest = n - k).
    First, where the scans are long (the first ROUND_PROBE heaps of a call need ROUND_MIN pairs a take or
    more), the round: the same x for every heap and take (round_t), the common heaps below ROUND_SPAN taken
-   by their codes in turn, the first heap of each code, then the second of each, and so on, cut to about as
-   many as a heap of the probe needed a take (fit_round; at most ROUND_PAIRS).  A pair's option is G(x) ^ G(rest - x), and x of every value meet every missing value
-   far sooner than x in order, whose values are alike (the small heaps' are small): the round proves most
-   heaps by itself.  It is taken as a whole, every one of its pairs counted as looked at wherever the last
-   missing value turns up, so a path may take its pairs in any order (the vector path takes them for
-   many heaps at once, as terms in lanes: octalgen/verify_u8.h).  Then the x of REGIONS regions, from
-   REGION_START[r] on, in turn, a chunk of each a round, FIRST_CHUNK pairs while the first region lasts
-   and twice as many each round after (a long scan, which more rounds would only slow); every x in the
-   end.  Every path decides alike, from the same counts. */
+   by their codes in turn, the first heap of each code, then the second of each, and so on, cut to about
+   as many as a heap of the probe needed a take (fit_round; at most ROUND_PAIRS).  A pair's option is
+   G(x) ^ G(rest - x), and x of every value meet every missing value far sooner than x in order, whose
+   values are alike (the small heaps' are small): the round proves most heaps by itself.  It is taken as
+   a whole, every one of its pairs counted as looked at wherever the last missing value turns up, so a
+   path may take its pairs in any order (the vector path takes them for many heaps at once, as terms in
+   lanes: octalgen/verify_u8.h).  Then the x of REGIONS regions, from REGION_START[r] on, in turn, a
+   chunk of each a round, FIRST_CHUNK pairs while the first region lasts and twice as many each round
+   after (a long scan, which more rounds would only slow); every x in the end.  Every path decides alike,
+   from the same counts. */
 #define ROUND_PROBE 64u
 #define ROUND_MIN 64u
 #define ROUND_BUCKETS 256u  /* the codes the round takes in turn (u16: by their low byte) */

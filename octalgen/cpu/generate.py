@@ -61,9 +61,8 @@ SPARSE_FROM = 16
 #: ROUND_SPAN taken by their values in turn: a pair's option is G(x) ^ G(rest - x), and x of every
 #: value meet a heap's missing rare values far sooner than x in order, whose values are alike: at
 #: G(2^23) ... the round alone finds every missing value of 75% of .6's heaps and 65% of .172's, the
-#: first 1,280 x in order of 26% and 15%.  Then the x of regions
-#: starting at PAIR_REGIONS, in turn (the values of heaps far apart differ in kind), in chunks from
-#: FIRST_CHUNK x.
+#: first 1,280 x in order of 26% and 15%.  Then the x of regions starting at PAIR_REGIONS, in turn
+#: (the values of heaps far apart differ in kind), in chunks from FIRST_CHUNK x.
 ROUND_PAIRS = 1280
 ROUND_SPAN = 1 << 15
 PAIR_REGIONS = (1, 8192, 32768)

@@ -23,7 +23,7 @@ class ValueSink(Consumer):
     def accept(self, first: int, values: np.ndarray) -> None:
         lo, hi = max(first, self.start), min(first + len(values), self.stop)
         if lo < hi:
-            self.ready.append(values[lo - first : hi - first].copy())  # the engine reuses its buffers
+            self.ready.append(values[lo - first : hi - first].copy())  # kept past the call: the array is the engine's
 
 
 class ValueStream:
