@@ -460,24 +460,29 @@ def _short_scans():
     return plan, values, plan.encoding.encode_array(values).astype(np.uint8)
 
 
+#: The paths that take the round differently: in lanes of the machine's widest vectors, in AVX2 lanes,
+#: and pair by pair in plain C (the other vector widths differ only in the scan after it).
+FITTED_SCANS = ("native", "32-byte vectors", "plain")
+
+
 def _verify_short_scans(scan, codes, a, b):
     plan, values, _ = _short_scans()
     base = plan.start - plan.window
     return Verifier(plan, flags=SCANS[scan]).verify(codes[base:b], base, values[: plan.start], a, b)
 
 
-def test_every_proof_scan_takes_the_fitted_round_alike():
+def test_the_proof_scans_take_the_fitted_round_alike():
     _, values, codes = _short_scans()
     first = 1 << 13
-    results = {scan: _verify_short_scans(scan, codes, first, len(values)) for scan in SCANS}
+    results = {scan: _verify_short_scans(scan, codes, first, len(values)) for scan in FITTED_SCANS}
     assert all(result.proven for result in results.values()), results
     assert len({result.options_scanned for result in results.values()}) == 1
     # the round taken: each heap past the probe counts its 96 pairs for each of the two takes, at least
     assert results["plain"].options_scanned >= 2 * 96 * (len(values) - first - 64)
 
 
-@pytest.mark.parametrize("scan", SCANS)
-def test_every_proof_scan_with_the_fitted_round_catches_planted_faults(scan):
+@pytest.mark.parametrize("scan", FITTED_SCANS)
+def test_the_proof_scans_with_the_fitted_round_catch_planted_faults(scan):
     _, values, codes = _short_scans()
     for heap in (9_000, 20_001, len(values) - 1):
         bad = codes.copy()

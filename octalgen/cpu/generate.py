@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -189,11 +190,15 @@ def kernel_unit(plan: KernelPlan, max_threads: int = DEFAULT_MAX_THREADS, block_
         Heaps per block of the threaded kernel (see :func:`block_heaps_for`); the values do not
         depend on it.
     """
-    kind = plan.encoding.kind
     if plan.mex_size > 1 << 16:
         raise InputError(f"{plan.game.code}: {len(plan.terms)} terms need a mark array beyond 16 bits")
-    recent = max_threads_for(plan, max_threads)
-    block_heaps = block_heaps_for(plan, block_heaps)
+    return _kernel_unit(plan, max_threads_for(plan, max_threads), block_heaps_for(plan, block_heaps))
+
+
+@lru_cache(maxsize=8)
+def _kernel_unit(plan: KernelPlan, recent: int, block_heaps: int) -> CUnit:
+    """:func:`kernel_unit` once a process for each plan and build: a run's kernel and verifier are the same unit."""
+    kind = plan.encoding.kind
     terms = plan.encoded_terms()
     unrolled = [("MARK" if c else "MARK0", o, c) for o, c in sorted(terms)]
     # A heap's scalar marks: the terms in the plan's order, those of offsets below `recent` last.
