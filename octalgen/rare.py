@@ -67,8 +67,9 @@ DEFAULT_TABLE_UPTO = 1 << 15
 #: The entries as :meth:`RareTable.to_yaml` writes them, ``- [position, value]`` a line: read without
 #: PyYAML's constructor, which takes some 25 ms for the 1,584 of ``.6`` (a table in another layout is
 #: read as YAML, and the same checks follow).
-_ENTRY_LINES = re.compile(r"(?:- \[(?:0|[1-9]\d*), (?:0|[1-9]\d*)\]\n)*")
-_ENTRY = re.compile(r"- \[(\d+), (\d+)\]\n")
+_ENTRY_LINE = r"- \[(0|[1-9]\d*), (0|[1-9]\d*)\]\n"
+_ENTRY = re.compile(_ENTRY_LINE)
+_ENTRY_LINES = re.compile(f"(?:{_ENTRY_LINE})*")
 
 _KEYS = ("schema", "game", "kind", "parity", "mask", "exact_to", "count", "last_position", "digest", "rare")
 _KEYS_1 = tuple(k for k in _KEYS if k not in ("kind", "parity"))

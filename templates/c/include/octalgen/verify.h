@@ -178,6 +178,14 @@ typedef struct {
     code_t code[ROUND_PAIRS];
 } round_t;
 
+/* One more than the largest x of the round's first `count` (1 if none). */
+static void set_reach(round_t *round)
+{
+    round->reach = 1;
+    for (uint32_t i = 0; i < round->count; i++)
+        round->reach = round->x[i] + 1u > round->reach ? round->x[i] + 1u : round->reach;
+}
+
 /* The round from the prefix: its common heaps x in [1, ROUND_SPAN), by their codes in turn. */
 static void make_round(round_t *round, const scan_t *s)
 {
@@ -193,7 +201,6 @@ static void make_round(round_t *round, const scan_t *s)
         if (!rare_heap(s, x))
             sorted[fill[s->prefix[x] & (ROUND_BUCKETS - 1)]++] = (uint16_t)x;
     round->count = 0;
-    round->reach = 1;
     for (uint32_t i = 0, more = 1; more && round->count < ROUND_PAIRS; i++) {
         more = 0;
         for (uint32_t c = 0; c < ROUND_BUCKETS && round->count < ROUND_PAIRS; c++)
@@ -201,10 +208,10 @@ static void make_round(round_t *round, const scan_t *s)
                 const uint32_t x = sorted[start[c] + i];
                 round->x[round->count] = x;
                 round->code[round->count++] = s->prefix[x];
-                round->reach = x + 1u > round->reach ? x + 1u : round->reach;
                 more = 1;
             }
     }
+    set_reach(round);
 }
 
 /* The round cut to the pairs a take of a heap of the probe scanned (of `scanned` in all), rounded up to
@@ -216,11 +223,10 @@ static int fit_round(round_t *round, uint64_t scanned)
     const uint64_t per_take = scanned / (ROUND_PROBE * (TWO_HEAP_TAKES > 0 ? (uint64_t)TWO_HEAP_TAKES : 1u));
     if (per_take < ROUND_MIN)
         return 0;
-    if ((per_take + 31u) / 32u * 32u < round->count) {
-        round->count = (uint32_t)((per_take + 31u) / 32u * 32u);
-        round->reach = 1;
-        for (uint32_t i = 0; i < round->count; i++)
-            round->reach = round->x[i] + 1u > round->reach ? round->x[i] + 1u : round->reach;
+    const uint64_t fitted = (per_take + 31u) / 32u * 32u;
+    if (fitted < round->count) {
+        round->count = (uint32_t)fitted;
+        set_reach(round);
     }
     return round->count > 0;
 }
