@@ -36,6 +36,36 @@ def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
     assert summary.statistics.digest == fnv1a64(c_values(".6", until))
 
 
+def test_a_prefix_verified_in_this_process_is_checked_once_each_time_it_grows(monkeypatch):
+    """With no workers the prefix is checked once each time the run shares it anew, as a worker checks
+    the file it maps: not again for every piece of every chunk."""
+    from octalgen.engine.executors import InProcess
+
+    until = 1_500_000
+    expected = fnv1a64(c_values(".6", until))
+    shared, checked = [], []
+    share, check = InProcess.share, Verifier._checked_prefix
+    monkeypatch.setattr(InProcess, "share", lambda self, array: shared.append(len(array)) or share(self, array))
+    monkeypatch.setattr(Verifier, "_checked_prefix", lambda self, p: checked.append(len(p)) or check(self, p))
+    summary = run_engine(".6", until, workers=0, chunk=1 << 18)  # pieces of 2^17: two a chunk
+    assert summary.statistics.digest == expected
+    assert len(shared) >= 2 and sorted(checked) == sorted(shared)
+
+
+def test_on_one_core_the_run_verifies_in_its_own_process(monkeypatch):
+    """A worker on the kernel's only core would take turns with it, adding its start-up and its copies."""
+    from octalgen.engine import pipeline
+
+    until = 2_500_000  # past a small job, which never starts workers
+    made = []
+    make = pipeline.make_executor
+    monkeypatch.setattr(pipeline, "make_executor", lambda workers, *more: made.append(workers) or make(workers, *more))
+    monkeypatch.setattr(pipeline, "default_threads", lambda: 1)
+    summary = run_engine(".6", until)
+    assert made == [0]
+    assert summary.statistics.digest == fnv1a64(c_values(".6", until))
+
+
 def test_both_kernel_plug_ins_implement_the_engines_seam():
     from octalgen.cuda.plugin import TwinKernels
 

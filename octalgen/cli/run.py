@@ -117,8 +117,8 @@ def add_engine_options(parser) -> None:
         "--workers",
         type=workers_type,
         metavar="W",
-        help="verifying processes (default: chosen with --threads, or one per core; none for a small "
-        "job; 0: verify in this process)",
+        help="verifying processes (default: chosen with --threads, or one per core; none on one core "
+        "or for a small job; 0: verify in this process)",
     )
     parser.add_argument(
         "--scheduler", metavar="ADDRESS", help="send verification to a running Dask scheduler, e.g. tcp://host:8786"

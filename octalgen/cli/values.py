@@ -72,7 +72,7 @@ def register(sub) -> None:
         "--workers",
         type=workers_type,
         metavar="W",
-        help="verifying processes (c backend; default: one per core, none for a small job)",
+        help="verifying processes (c backend; default: one per core; none on one core or for a small job)",
     )
     add_table(parser)
     parser.set_defaults(run=run)

@@ -197,8 +197,11 @@ class InProcess:
         return VerifyResult(PROVEN, options_scanned=scanned), seconds
 
     def share(self, array: np.ndarray):
-        """A handle to pass ``array`` to many tasks (here: the array itself)."""
-        return array
+        """A handle to pass ``array`` to many tasks (here: a read-only copy, which a verifier checks
+        once for all of them, as a worker checks the file it maps; the caller's array may grow)."""
+        frozen = np.array(array)
+        frozen.flags.writeable = False
+        return frozen
 
     def stage(self, *arrays: np.ndarray):
         """A handle to pass the concatenation of ``arrays`` to one task (here: that array)."""

@@ -266,6 +266,8 @@ def start_pipeline(
         workers = options.workers
     elif options.scheduler is None and options.until - history.position <= SMALL_JOB:
         workers = 0  # starting worker processes would cost more than they save
+    elif options.scheduler is None and default_threads() == 1:
+        workers = 0  # one core: a worker would take turns with the kernel, adding only its start-up
     elif options.threads is None and options.scheduler is None and not far:
         kernel, verifier = kernels(plan)
         chosen = split.choose(
