@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -88,6 +89,30 @@ def test_ctrl_c_and_sigterm_stop_with_one_line_and_the_run_resumes(tmp_path, sig
     assert "Traceback" not in err and out == ""
     resumed = run_engine(".6", proven + 10_000, tmp_path, workers=0)
     assert resumed.statistics.digest == fnv1a64(c_values(".6", proven + 10_000))
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_second_signal_as_the_command_ends_gives_its_status_not_a_death_by_signal(tmp_path, signal_number):
+    # Ctrl-C to the process group during a compile: the compiler dies of it, the build raises
+    # KeyboardInterrupt and the command says so, and the group's signal may reach this process only
+    # then.  Here it comes as the command's last line is written.
+    script = tmp_path / "second.py"
+    script.write_text(
+        "import signal, sys\n"
+        "import octalgen.cli as cli\n"
+        "from octalgen.__main__ import main\n"
+        "said = cli.report\n"
+        "def report(*lines):\n"
+        "    said(*lines)\n"
+        f"    signal.raise_signal({int(signal_number)})\n"
+        "cli.report = report\n"
+        f"sys.argv = ['octalgen', 'values', '.6', '-n', '10', '--table', {str(tmp_path / 'missing.yaml')!r}]\n"
+        "sys.exit(main())\n"
+    )
+    done = subprocess.run([sys.executable, script], check=False, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 128 + signal_number, done.stderr
+    assert done.stderr.startswith("octalgen: error: ") and len(done.stderr.splitlines()) == 1, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
 
 
 def test_sigterm_to_the_whole_process_group_is_a_clean_stop(tmp_path):
