@@ -49,6 +49,32 @@ def test_commands_start_without_amaranth(tmp_path, args):
         assert "ulx3s-85f" in result.stdout
 
 
+#: Runs octalgen's main(), then prints the sub-commands whose modules were imported.
+COMMAND_MODULES_AFTER = """\
+import sys
+from octalgen.cli import COMMANDS, main
+status = main(sys.argv[1:])
+print(" ".join(name for name in COMMANDS if f"octalgen.cli.{name}" in sys.modules))
+sys.exit(status)
+"""
+
+
+@pytest.mark.parametrize("args", [("values", ".6", "-n", "3"), ("-q", "info", ".6")])
+def test_a_command_imports_no_other_commands_module(tmp_path, args):
+    """A command line is parsed by its own command's parser: the other commands' modules, and what
+    they import to describe their options (the boards' tables, the benchmarks), are never loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", COMMAND_MODULES_AFTER, *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == next(a for a in args if not a.startswith("-"))
+
+
 def test_building_hardware_needs_amaranth(tmp_path):
     """The check above can fail: a command that builds a circuit does import Amaranth."""
     result = without_amaranth("emit", "hdl", ".356", "-o", str(tmp_path), cwd=tmp_path)

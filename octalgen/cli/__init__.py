@@ -212,7 +212,9 @@ class CommandParser(OneLineParser):
         )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser: every sub-command's, or only ``command``'s (one of :data:`COMMANDS`),
+    which is all that a command line naming it parses, without importing the other modules."""
     parser = OneLineParser(
         prog="octalgen",
         formatter_class=HelpFormatter,
@@ -226,9 +228,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0, help=_VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     sub.required = True
-    for name in COMMANDS:
+    for name in COMMANDS if command is None else (command,):
         importlib.import_module(f"{__name__}.{name}").register(sub)
     return parser
+
+
+def named_command(argv: list[str]) -> str | None:
+    """The sub-command a command line names: its first word that is no option (the main parser's
+    options take no value), where that is one of :data:`COMMANDS`.  None where it names none, or asks
+    for the main help first: the whole parser lists them, or says what is wrong."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 class _CurrentStderr(logging.StreamHandler):
@@ -361,7 +375,7 @@ def main(argv=None) -> int:
     args = None
     with command_signals() as started:
         try:
-            parser = build_parser()
+            parser = build_parser(named_command(command[1:]))
             args = parser.parse_args(argv)
             args.quiet = args.quiet or getattr(args, "sub_quiet", False)
             args.verbose += getattr(args, "sub_verbose", 0)
