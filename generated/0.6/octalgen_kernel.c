@@ -1673,7 +1673,8 @@ static uint64_t count_missing(const scan_t *s)
 }
 
 /* need: the rare values below the candidate code at heap n (whose codes before it are g[-1], ...),
-   less the one-heap options rare there. */
+   less the one-heap options rare there.  (The vector path's, below count_need, writes need in one store.) */
+#if !VECTOR_SCAN
 static void need_below(scan_t *s, uint64_t n, uint32_t code, const code_t *g)
 {
     memcpy(s->need, NEED_BELOW[CLASS(n)] + 32 * code, 32);
@@ -1693,6 +1694,7 @@ static void need_below(scan_t *s, uint64_t n, uint32_t code, const code_t *g)
     s->incomplete = 0;
     s->group = FIRST_GROUP_BLOCKS;
 }
+#endif
 
 /* Takes the codes of found (in need's layout) off need. */
 static inline void take_found(scan_t *s, const uint32_t *found)
@@ -1814,6 +1816,31 @@ static inline uint64_t count_need(__m256i need)
                       __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 1)) +
                       __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 2)) +
                       __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 3)));
+}
+
+/* need_below, the codes taken off in a register and need written in one 32-byte store: the next
+   reads of need are 32 bytes wide, which a byte store still in flight cannot forward to (they would
+   wait for it to reach the cache). */
+static inline __m256i take_code(__m256i need, uint32_t c, uint64_t *missing)
+{
+    const __m256i bit = _mm256_load_si256((const __m256i *)CODE_BIT[c]);
+    *missing -= (uint64_t)!_mm256_testz_si256(need, bit);
+    return _mm256_andnot_si256(bit, need);
+}
+
+static void need_below(scan_t *s, uint64_t n, uint32_t code, const code_t *g)
+{
+    __m256i need = _mm256_loadu_si256((const __m256i *)(NEED_BELOW[CLASS(n)] + 32 * code));
+    uint64_t missing = NEED_COUNT[CLASS(n)][code];
+    for (int t = 0; t < RARE_OPTION_COUNT; t++)  /* G(n - k) is rare at n: see the plain path's */
+        need = take_code(need, g[-(int64_t)RARE_OPTIONS[t]], &missing);
+    for (int t = 0; t < NONE_TAKE_COUNT; t++)
+        if (n == NONE_TAKES[t] && RARE_VALUE[CLASS(n)][0] == 0)  /* taking all k beans leaves 0, rare at n */
+            need = take_code(need, 0, &missing);
+    _mm256_store_si256((__m256i *)s->need, need);
+    s->missing = missing;
+    s->incomplete = 0;
+    s->group = FIRST_GROUP_BLOCKS;
 }
 
 /* need less a group's hits (hits[b] bit k: pair i + 64 b + k), taken in order: returns 1 when the last
