@@ -263,9 +263,7 @@ static inline uint64_t count_need(__m256i need)
                       __builtin_popcountll((uint64_t)_mm256_extract_epi64(need, 3)));
 }
 
-/* need_below, the codes taken off in a register and need written in one 32-byte store: the next
-   reads of need are 32 bytes wide, which a byte store still in flight cannot forward to (they would
-   wait for it to reach the cache). */
+/* need less the code c, and *missing less one where need held it. */
 static inline __m256i take_code(__m256i need, uint32_t c, uint64_t *missing)
 {
     const __m256i bit = _mm256_load_si256((const __m256i *)CODE_BIT[c]);
@@ -273,6 +271,9 @@ static inline __m256i take_code(__m256i need, uint32_t c, uint64_t *missing)
     return _mm256_andnot_si256(bit, need);
 }
 
+/* need_below, the codes taken off in a register and need written in one 32-byte store: the next
+   reads of need are 32 bytes wide, which a byte store still in flight cannot forward to (they would
+   wait for it to reach the cache). */
 static void need_below(scan_t *s, uint64_t n, uint32_t code, const code_t *g)
 {
     __m256i need = _mm256_loadu_si256((const __m256i *)(NEED_BELOW[CLASS(n)] + 32 * code));
