@@ -20,15 +20,15 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def without_amaranth(*args: str, cwd) -> subprocess.CompletedProcess:
+def python_c(code: str, *args: str, cwd) -> subprocess.CompletedProcess:
+    """``python -c CODE ARGS`` in a fresh interpreter, its output captured."""
     return subprocess.run(
-        [sys.executable, "-c", WITHOUT_AMARANTH, *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
+        [sys.executable, "-c", code, *args], check=False, capture_output=True, text=True, timeout=120, cwd=cwd
     )
+
+
+def without_amaranth(*args: str, cwd) -> subprocess.CompletedProcess:
+    return python_c(WITHOUT_AMARANTH, *args, cwd=cwd)
 
 
 def test_values_start_without_amaranth(tmp_path, oeis_sequences):
@@ -63,14 +63,7 @@ sys.exit(status)
 def test_a_command_imports_no_other_commands_module(tmp_path, args):
     """A command line is parsed by its own command's parser: the other commands' modules, and what
     they import to describe their options (the boards' tables, the benchmarks), are never loaded."""
-    done = subprocess.run(
-        [sys.executable, "-c", COMMAND_MODULES_AFTER, *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    done = python_c(COMMAND_MODULES_AFTER, *args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == next(a for a in args if not a.startswith("-"))
 
