@@ -390,7 +390,7 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
         if artefact.name in _LOADED:
             return _LOADED[artefact.name]
         try:
-            module = _load_extension(artefact)
+            compiled = _loaded(artefact)
         except (ImportError, OSError) as exc:
             discard(artefact)
             if attempt == 2 or not artefact.cached:
@@ -399,8 +399,6 @@ def build_module(prefix: str, source: str, cdef: str, flags=DEFAULT_CFLAGS, what
             continue
         if artefact.cached:
             log.info("loaded %s from cache", what)
-        compiled = CompiledModule(module.ffi, module.lib, artefact)
-        _LOADED[artefact.name] = compiled
         return compiled
     raise AssertionError("unreachable")
 
@@ -421,17 +419,24 @@ def load_module_at(address: tuple[str, str, str]) -> CompiledModule | None:
     if identity != loader_identity() or not (path / _COMPLETE).is_file():
         return None
     try:
-        module = _load_extension(Artefact(name, path, True, 0.0))
+        return _loaded(Artefact(name, path, True, 0.0))
     except (ImportError, OSError):
         return None
-    _LOADED[name] = CompiledModule(module.ffi, module.lib, Artefact(name, path, True, 0.0))
-    return _LOADED[name]
 
 
 @cache
 def loader_identity() -> str:
     """The machine and the Python that load native modules: one built for another may not run here."""
     return f"{machine_identity()} {sys.version} {sysconfig.get_config_var('EXT_SUFFIX')}"
+
+
+def _loaded(artefact: Artefact) -> CompiledModule:
+    """The module of ``artefact``, loaded once a process (:data:`_LOADED`); ImportError or OSError
+    where it cannot be loaded."""
+    if artefact.name not in _LOADED:
+        module = _load_extension(artefact)
+        _LOADED[artefact.name] = CompiledModule(module.ffi, module.lib, artefact)
+    return _LOADED[artefact.name]
 
 
 def _load_extension(artefact: Artefact):
