@@ -185,9 +185,8 @@ def _as_uint16(chunks, start: int) -> Iterator[np.ndarray]:
     """The backend's chunks of G(start) ... as uint16, a value that does not fit being one error."""
     position = start
     for chunk in chunks:
-        fits = chunk.dtype == np.uint16  # the engine's chunks: no value to look at
-        too_big = np.zeros(0, np.int64) if fits else np.flatnonzero(chunk > LARGEST_VALUE)
-        if len(too_big):
+        too_big = np.flatnonzero(chunk > LARGEST_VALUE) if chunk.dtype != np.uint16 else None  # uint16: all fit
+        if too_big is not None and len(too_big):
             at = int(too_big[0])
             raise ComputationError(
                 f"G({position + at}) = {int(chunk[at])} does not fit the uint16 values of "
