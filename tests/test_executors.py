@@ -5,6 +5,7 @@ digest, an unreachable scheduler as one line, and the rates that split the cores
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from types import SimpleNamespace
 
 import pytest
@@ -13,7 +14,7 @@ from engine_helpers import c_values, run_engine
 from octalgen.checksum import fnv1a64
 from octalgen.cpu.exact import exact_values_c
 from octalgen.cpu.plugin import CKernels
-from octalgen.cpu.verify import Verifier
+from octalgen.cpu.verify import Verifier, is_frozen
 from octalgen.engine import recovery
 from octalgen.engine.seams import ChunkFiller, KernelPlugin, ProofVerifier
 from octalgen.plan import make_plan
@@ -36,20 +37,26 @@ def test_chunks_produced_ahead_are_proven_by_the_workers(monkeypatch):
     assert summary.statistics.digest == fnv1a64(c_values(".6", until))
 
 
-def test_a_prefix_verified_in_this_process_is_checked_once_each_time_it_grows(monkeypatch):
-    """With no workers the prefix is checked once each time the run shares it anew, as a worker checks
-    the file it maps: not again for every piece of every chunk."""
+def test_a_prefix_verified_in_this_process_is_checked_once_as_it_grows(monkeypatch):
+    """With no workers the run hands the verifier its history's prefix itself, read-only: each value is
+    checked once, as the prefix grows, not again for every share, piece or chunk."""
+    from octalgen.cpu import verify
     from octalgen.engine.executors import InProcess
 
     until = 1_500_000
     expected = fnv1a64(c_values(".6", until))
+    monkeypatch.setattr(verify, "_CHECKED", OrderedDict())  # none of another test's prefixes
     shared, checked = [], []
     share, check = InProcess.share, Verifier._checked_prefix
-    monkeypatch.setattr(InProcess, "share", lambda self, array: shared.append(len(array)) or share(self, array))
-    monkeypatch.setattr(Verifier, "_checked_prefix", lambda self, p: checked.append(len(p)) or check(self, p))
+    monkeypatch.setattr(InProcess, "share", lambda self, array: shared.append(share(self, array)) or shared[-1])
+    monkeypatch.setattr(
+        Verifier, "_checked_prefix", lambda self, p, start=0: checked.append((start, len(p))) or check(self, p, start)
+    )
     summary = run_engine(".6", until, workers=0, chunk=1 << 18)  # pieces of 2^17: two a chunk
     assert summary.statistics.digest == expected
-    assert len(shared) >= 2 and sorted(checked) == sorted(shared)
+    assert len(shared) >= 2 and all(is_frozen(handle) for handle in shared)
+    lengths = [len(handle) for handle in shared]
+    assert checked == list(zip([0, *lengths[:-1]], lengths))  # from where the last check ended
 
 
 def test_on_one_core_the_run_verifies_in_its_own_process(monkeypatch):
@@ -263,7 +270,7 @@ def test_a_staged_history_reaches_the_worker_whole_and_its_file_serves_the_next_
     try:
         short = pool.stage(codes[:1000])
         pool.release(short)
-        staged = pool.stage(codes[:20_000], codes[20_000:])
+        staged = pool.stage(codes)
         assert isinstance(staged, StagedArray) and staged.path == short.path and len(staged.array()) == len(codes)
         shared = pool.share(prefix[:5000])
         grown = pool.share(prefix)

@@ -13,12 +13,14 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+from collections import OrderedDict
 from functools import cache
 
 import numpy as np
 import pytest
 
 from octalgen.build import load_module_at, loader_identity, module_address
+from octalgen.cpu import verify
 from octalgen.cpu.kernel import SpeculativeKernel
 from octalgen.cpu.verify import Verifier
 from octalgen.errors import InputError
@@ -138,17 +140,46 @@ def test_a_checked_prefix_never_lets_a_wrong_one_through():
         game.verify(game.codes, view)
 
 
+def _checks_from(monkeypatch) -> list[int]:
+    """Where each check of a prefix starts, as verifiers check them from now on (none remembered)."""
+    monkeypatch.setattr(verify, "_CHECKED", OrderedDict())  # none of another test's prefixes
+    starts: list[int] = []
+    check = Verifier._checked_prefix
+    monkeypatch.setattr(Verifier, "_checked_prefix", lambda self, p, at=0: starts.append(at) or check(self, p, at))
+    return starts
+
+
 def test_a_read_only_prefix_is_checked_once(monkeypatch):
     game = Game(".16", None, 50_000)
-    checks = []
-    check = Verifier._checked_prefix
-    monkeypatch.setattr(Verifier, "_checked_prefix", lambda self, prefix: checks.append(1) or check(self, prefix))
+    checks = _checks_from(monkeypatch)
     frozen, writable = game.prefix("read-only"), game.prefix("writable")
     results = [
         game.verify(game.codes, prefix, b=game.plan.start + 2000) for prefix in (frozen, frozen, writable, writable)
     ]
     assert all(result.proven for result in results)
-    assert len(checks) == 3  # once for the read-only prefix, at every call for the writable one
+    assert checks == [0, 0, 0]  # once for the read-only prefix, at every call for the writable one
+
+
+@pytest.mark.parametrize("storage", ["u8", "u16"])
+def test_a_read_only_prefix_that_extends_a_checked_one_is_checked_past_it(monkeypatch, storage):
+    """A run's prefix grows: the longer one is checked and stored only past the last, whose head it
+    must repeat; one whose head differs is checked whole, and a wrong value there is caught."""
+    game = Game(".6", storage, 56_000)
+    checks = _checks_from(monkeypatch)
+    full = np.array(game.truth[:50_000], dtype=np.uint16)  # past the kernel's first heap, as a run's
+    full.flags.writeable = False
+    head = np.array(full[:30_000])  # in other memory: compared value by value
+    head.flags.writeable = False
+    assert game.verify(game.codes, head, b=game.plan.start + 2000).proven
+    assert game.verify(game.codes, full, b=game.plan.start + 2000).proven
+    assert game.verify(game.codes, full[:-1000], b=game.plan.start + 2000).proven
+    assert checks == [0, 30_000, 30_000]  # the shorter view extends the head, not the full prefix
+    wrong = np.array(game.truth[: game.plan.start], dtype=np.uint16)
+    wrong[20_627] = 278  # a common value where the table has the rare 277
+    wrong.flags.writeable = False
+    with pytest.raises(InputError, match="contradicts the rare table"):
+        game.verify(game.codes, wrong)
+    assert checks[-1] == 0
 
 
 def test_a_worker_keeps_the_verifier_it_unpickled_and_loads_the_module_the_run_had_loaded(tmp_path):

@@ -19,8 +19,8 @@ far out): u16 values are checked; a u8 code stands for a common value, and the s
 pairs of a far rare position apart, by the table.  A term that reads a rare position (at the
 crossing heaps of a plan that starts early, :attr:`~octalgen.plan.KernelPlan.crossings`) marks
 nothing there: its option is rare.  A read-only prefix (the memory map that worker processes
-share) is checked once per process, not once per call: a run hands every task the same one, of up
-to 2^23 values.
+share, the run's own history) is checked once per process, not once per call: a run hands every
+task the same one, of up to 2^23 values; as it grows, each new one is checked only past the last.
 
 Memory is bounded: ``values`` may hold only a recent stretch G(base) ... of a long run.  The
 scan then uses only pairs whose two heaps are both in the prefix or the stretch.  The result
@@ -73,10 +73,14 @@ SCAN_REACH = 1 << 24
 #: its whole length would cost each worker process fresh pages by the thousand.
 _PIECE = 1 << 16
 
+#: Codes a verifier's buffer of prefix codes has room for at first: a run's prefix grows to 2^23 values.
+_CODES_ROOM = 1 << 23
+
 #: Read-only prefixes already checked and stored as the scan reads them, by (id, table digest,
-#: encoding): the entry holds the array itself, so its id cannot be reused while it is here.  A few
-#: suffice: a run shares one prefix at a time.
-_CHECKED: OrderedDict = OrderedDict()
+#: encoding): the entry (a :class:`_Checked`) holds the array itself, so its id cannot be reused while
+#: it is here.  A few suffice: a run shares one prefix at a time, each extending the last, and one that
+#: begins with an entry's prefix is checked and stored only past it.
+_CHECKED: OrderedDict[tuple, _Checked] = OrderedDict()
 _CHECKED_KEEP = 4
 _CHECKED_LOCK = threading.Lock()  # verifiers may run in threads (a Dask worker's)
 
@@ -221,57 +225,71 @@ class Verifier:
         return VerifyResult(status, int(result[1]), true_value, int(result[3]))
 
     def _prefix(self, prefix) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_stored_prefix`, once per read-only prefix (see :data:`_CHECKED`)."""
-        frozen = _frozen(prefix)
-        key = (id(prefix), self.plan.table.digest, self.plan.encoding)
-        with _CHECKED_LOCK:
-            known = _CHECKED.get(key) if frozen else None
-            if known is not None and known[0] is prefix:
+        """:meth:`_stored_prefix` of ``prefix`` once checked; a read-only prefix is checked and stored once,
+        and one that extends an earlier one (a run's, as it grows) only past it (see :data:`_CHECKED`)."""
+        if not is_frozen(prefix):
+            return self._stored_prefix(self._checked_prefix(prefix))[0]
+        tag = (self.plan.table.digest, self.plan.encoding)
+        key = (id(prefix), *tag)
+        with _CHECKED_LOCK:  # the buffer of codes is written past its end by one verifier at a time
+            known = _CHECKED.get(key)
+            if known is not None and known.prefix is prefix:
                 _CHECKED.move_to_end(key)
-                return known[1]
-        checked = self._stored_prefix(self._checked_prefix(prefix))
-        if frozen:
-            with _CHECKED_LOCK:
-                _CHECKED[key] = (prefix, checked)
-                while len(_CHECKED) > _CHECKED_KEEP:
-                    _CHECKED.popitem(last=False)
-        return checked
+                return known.stored
+            earlier = sorted((c for k, c in _CHECKED.items() if k[1:] == tag), key=lambda c: -len(c.prefix))
+            head = next((c for c in earlier if _begins_with(prefix, c.prefix)), None)
+            start = len(head.prefix) if head is not None else 0
+            checked = self._checked_prefix(prefix, start)
+            stored, codes = self._stored_prefix(checked, start, head.codes if head is not None else None)
+            _CHECKED[key] = _Checked(prefix, stored, codes)
+            while len(_CHECKED) > _CHECKED_KEEP:
+                _CHECKED.popitem(last=False)
+            return stored
 
-    def _checked_prefix(self, prefix) -> np.ndarray:
-        """The prefix as uint16, after checking that its rare values are exactly the table's below its end
-        (the table's entries past it are far ones: see :meth:`verify`)."""
+    def _checked_prefix(self, prefix, start: int = 0) -> np.ndarray:
+        """The prefix as uint16, after checking that its rare values from ``start`` on are exactly the
+        table's there, below its end (the table's entries past it are far ones: see :meth:`verify`)."""
         table = self.plan.table
         prefix = np.asarray(prefix)
-        if len(prefix) and (prefix.min() < 0 or prefix.max() >= 1 << 16):
+        rest = prefix[start:]
+        if len(rest) and not np.can_cast(prefix.dtype, np.uint16) and (rest.min() < 0 or rest.max() >= 1 << 16):
             raise InputError("prefix values must lie in 0 ... 65535")
         prefix = np.ascontiguousarray(prefix, dtype=np.uint16)
         found = [np.zeros(0, np.int64)]
-        for lo in range(0, len(prefix), _PIECE):
+        for lo in range(start, len(prefix), _PIECE):
             found.append(lo + np.flatnonzero(table.rare_flags(prefix[lo : lo + _PIECE], lo)))
         rare = np.concatenate(found)
         entries = tuple(zip(rare.tolist(), prefix[rare].tolist()))
-        if entries != tuple(e for e in table.entries if e[0] < len(prefix)):
+        if entries != tuple(e for e in table.entries if start <= e[0] < len(prefix)):
             raise InputError(
                 f"the prefix G(0) ... G({len(prefix) - 1}) contradicts the rare table "
                 f"{table.digest[:19]}: fix the table against it and make a new plan"
             )
         return prefix
 
-    def _stored_prefix(self, prefix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _stored_prefix(
+        self, prefix: np.ndarray, start: int = 0, codes: _Codes | None = None
+    ) -> tuple[tuple[np.ndarray, np.ndarray], _Codes | None]:
         """What the C scan reads of a checked prefix: its stored codes, and the rare flags of its heaps
         up to the last rare position (0xff at a rare position; u8 codes only, whose scan must leave
         out the pairs of one rare and one common heap; empty for u16, where the codes are the values).
         The flags are the table's positions, which the check found to be the prefix's.  A rare value's
-        u8 code is cut to 8 bits: only flagged pairs read it."""
+        u8 code is cut to 8 bits: only flagged pairs read it.
+
+        ``codes``: the buffer holding the u8 codes of the prefix's first ``start`` values, which are
+        encoded only from there on.  Returns the stored prefix, and the buffer that holds its codes.
+        """
         if self.dtype == np.uint16:
-            return prefix, np.zeros(0, dtype=np.uint8)
+            return (prefix, np.zeros(0, dtype=np.uint8)), None
         table = self.plan.table
         rare = np.zeros(min(len(prefix), table.last_position + 1), dtype=np.uint8)
         rare[[p for p in table.positions if p < len(rare)]] = 0xFF
-        codes = np.empty(len(prefix), dtype=np.uint8)
-        for lo in range(0, len(prefix), _PIECE):
-            codes[lo : lo + _PIECE] = self.plan.encoding.encode_array(prefix[lo : lo + _PIECE])
-        return codes, rare
+        codes = _Codes.holding(codes, start, len(prefix))
+        for lo in range(start, len(prefix), _PIECE):
+            hi = min(lo + _PIECE, len(prefix))
+            codes.array[lo:hi] = self.plan.encoding.encode_array(prefix[lo:hi])
+        codes.filled = len(prefix)
+        return (codes.array[: len(prefix)], rare), codes
 
     def _check_common(self, values: np.ndarray, base: int, prefix_length: int, a: int) -> None:
         """u16 values before a and past the prefix must be common, but at the table's far rare positions
@@ -304,9 +322,66 @@ def _unpickled_verifier(plan: KernelPlan, max_threads: int, flags: tuple, addres
     return verifier
 
 
-def _frozen(array) -> bool:
-    """True when nothing can change ``array``: it and every array it views are read-only
-    (a memory map opened for reading, as worker processes get the prefix)."""
+class _Codes:
+    """The u8 codes of a read-only prefix and of the longer ones that begin with it, in one buffer written
+    only past ``filled``: the codes handed out for a shorter prefix (a view of its head) never change."""
+
+    def __init__(self, capacity: int):
+        self.array, self.filled = np.empty(capacity, dtype=np.uint8), 0
+
+    @classmethod
+    def holding(cls, codes: _Codes | None, start: int, length: int) -> _Codes:
+        """``codes`` where ``length`` codes may follow its first ``start`` there, else a new buffer
+        holding a copy of them, with room for a run's whole prefix or twice ``length`` (its pages
+        cost nothing until written; a copy would cost fresh ones)."""
+        if codes is not None and codes.filled == start and len(codes.array) >= length:
+            return codes
+        grown = cls(max(2 * length, _CODES_ROOM))
+        if codes is not None:
+            grown.array[:start] = codes.array[:start]
+        return grown
+
+
+@dataclass
+class _Checked:
+    """A read-only prefix that was checked, what the scan reads of it, and the buffer of its codes."""
+
+    prefix: np.ndarray
+    stored: tuple[np.ndarray, np.ndarray]
+    codes: _Codes | None
+
+
+def _begins_with(longer, head) -> bool:
+    """True when read-only ``longer`` begins with the values of read-only ``head``: at once where
+    they lie in the same memory."""
+    longer, head = np.asarray(longer), np.asarray(head)
+    if longer.ndim != 1 or head.ndim != 1 or len(longer) < len(head) or longer.dtype != head.dtype:
+        return False
+    if not len(head) or (_address(head) is not None and _address(longer) == _address(head)):
+        return True
+    ends = [*range(_PIECE << 4, len(head), _PIECE << 4), len(head)]
+    return all(np.array_equal(longer[lo:hi], head[lo:hi]) for lo, hi in zip([0, *ends], ends))
+
+
+def _address(array: np.ndarray) -> int | None:
+    """Where a contiguous array's values begin in memory (None for a strided one)."""
+    return array.__array_interface__["data"][0] if array.flags.c_contiguous else None
+
+
+def is_frozen(array) -> bool:
+    """Whether nothing changes the values of ``array``, so that a verifier may check it once.
+
+    Parameters
+    ----------
+    array : object
+
+    Returns
+    -------
+    bool
+        True where ``array`` and every array it views are read-only, on memory of their own or a
+        memory map, which its owner only writes past them: a worker process maps the prefix from
+        a file the run appends to, and the run's history grows its prefix in an anonymous map.
+    """
     while isinstance(array, np.ndarray):
         if array.flags.writeable:
             return False

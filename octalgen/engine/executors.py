@@ -26,7 +26,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..cpu.verify import PROVEN, UNDECIDED, VerifyResult
+from ..cpu.verify import PROVEN, UNDECIDED, VerifyResult, is_frozen
 from ..errors import InputError, ToolMissingError
 from .signals import StopRequested
 from .staged_files import SharedArray, StagedArray
@@ -131,8 +131,8 @@ class Executor(Protocol):
     def share(self, array: np.ndarray):
         """A handle that passes ``array`` (read-only, large) to many tasks."""
 
-    def stage(self, *arrays: np.ndarray):
-        """A handle that passes the concatenation of ``arrays`` (read-only, large) to one task."""
+    def stage(self, array: np.ndarray):
+        """A handle that passes ``array`` (read-only, large) to one task."""
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` by :meth:`stage` is over (``finished`` False: it was cancelled and
@@ -197,15 +197,18 @@ class InProcess:
         return VerifyResult(PROVEN, options_scanned=scanned), seconds
 
     def share(self, array: np.ndarray):
-        """A handle to pass ``array`` to many tasks (here: a read-only copy, which a verifier checks
-        once for all of them, as a worker checks the file it maps; the caller's array may grow)."""
+        """A handle to pass ``array`` to many tasks: an array that a verifier checks once for all of
+        them, as a worker checks the file it maps (``array`` itself where nothing changes it, as the
+        run's prefix; else a read-only copy)."""
+        if is_frozen(array):
+            return array
         frozen = np.array(array)
         frozen.flags.writeable = False
         return frozen
 
-    def stage(self, *arrays: np.ndarray):
-        """A handle to pass the concatenation of ``arrays`` to one task (here: that array)."""
-        return _joined(arrays)
+    def stage(self, array: np.ndarray):
+        """A handle to pass ``array`` to one task (here: the array itself)."""
+        return array
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do here)."""
@@ -216,10 +219,6 @@ class InProcess:
 
     def close(self, kill: bool = False) -> None:
         pass
-
-
-def _joined(arrays) -> np.ndarray:
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _wait_for(wake: int | None, timeout: float) -> None:
@@ -276,9 +275,9 @@ class DaskCluster:
         """Send ``array`` to every worker once; tasks given the handle receive the array."""
         return self._client.scatter(array, broadcast=True)
 
-    def stage(self, *arrays: np.ndarray):
-        """A handle to pass the concatenation of ``arrays`` to one task: that array (sent with the task)."""
-        return _joined(arrays)
+    def stage(self, array: np.ndarray):
+        """A handle to pass ``array`` to one task: the array itself (sent with the task)."""
+        return array
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` is over (nothing to do)."""

@@ -33,6 +33,7 @@ the store keeps every value on disk, so that a resumed run writes its tape anew.
 from __future__ import annotations
 
 import logging
+import mmap
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
@@ -110,7 +111,7 @@ class History:
         # G(0) ... G(n - 1) where the exact solver holds them (None: it does not): during exact steps a
         # new plan's window can be longer than the recent values, with no tape yet to hold it.
         self.exact_held: Callable[[int], np.ndarray | None] = lambda n: None
-        self._prefix = np.zeros(1 << 16, dtype=np.uint16)
+        self._prefix = _anonymous_map(1 << 16)
         self._prefix_length = 0
         self.recent: deque[tuple[int, np.ndarray]] = deque()
         self.position = 0
@@ -170,9 +171,9 @@ class History:
     def _grow_prefix(self, values: np.ndarray) -> None:
         need = self._prefix_length + len(values)
         if need > len(self._prefix):
-            # To its limit at once: the zeros are the system's untouched pages, which cost nothing until
-            # written, where doubling copied the prefix again at every step.
-            grown = np.zeros(max(need, self.prefix_limit), dtype=np.uint16)
+            # To its limit at once: the system's untouched pages cost nothing until written, where
+            # doubling copied the prefix again at every step.
+            grown = _anonymous_map(max(need, self.prefix_limit))
             grown[: self._prefix_length] = self.prefix
             self._prefix = grown
         self._prefix[self._prefix_length : need] = values
@@ -186,8 +187,11 @@ class History:
 
     @property
     def prefix(self) -> np.ndarray:
-        """G(0) ... G(P-1) (a view: it is replaced, not changed, as the prefix grows)."""
-        return self._prefix[: self._prefix_length]
+        """G(0) ... G(P-1): read-only, and never changed, as the prefix grows only past it (a verifier
+        checks it once, and each longer one only past it)."""
+        view = np.ndarray((self._prefix_length,), dtype=np.uint16, buffer=self._prefix.base)
+        view.flags.writeable = False
+        return view
 
     @property
     def prefix_complete(self) -> bool:
@@ -352,3 +356,12 @@ class History:
         history.recent.append((first, store.read(first, position)))
         history.position = position
         return history
+
+
+def _anonymous_map(length: int) -> np.ndarray:
+    """``length`` uint16 zeros in an anonymous memory map: the prefix grows in it, and its read-only
+    views count as unchanging (:func:`~octalgen.cpu.verify.is_frozen`): only past them is it written."""
+    memory = mmap.mmap(-1, max(1, length) * 2)
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)  # as numpy's own large arrays: fewer faults
+    return np.ndarray((length,), dtype=np.uint16, buffer=memory)

@@ -171,7 +171,7 @@ class Pipeline:
                 base = max(base, chunk.first - chunk.plan.window - VERIFY_HISTORY)
             staged = chunk.tape.stage(base, chunk.stop, self.executor.tape_access)
         else:
-            staged = self.executor.stage(chunk.before, chunk.codes)  # written once, read by every piece
+            staged = self.executor.stage(chunk.history)  # written once, read by every piece
         futures = []
         for a, b in itertools.pairwise(bounds):
             # Each piece gets the history up to its own end: what the whole chunk's task would read.

@@ -26,7 +26,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -45,25 +44,27 @@ FILL_STEP = 1 << 18
 class Chunk:
     """Produced codes of heaps [first, stop) under ``plan``'s encoding.
 
-    Its proof scans are given the codes of heaps ``base`` ... ``stop - 1`` (the chunk's own last):
-    ``before`` (heaps ``base`` ... ``first - 1``) and ``codes``, kept apart so that they are copied
-    once, where they are staged for a task, not joined here first.
+    Its proof scans are given :attr:`history`, the codes of heaps ``base`` ... ``stop - 1`` (the
+    chunk's own last) in one array: the producer's ring of codes, which it joins once a chunk
+    anyway, or a view of the tape.
     """
 
     first: int
     stop: int
     plan: KernelPlan
-    codes: np.ndarray
     base: int
-    before: np.ndarray
+    history: np.ndarray
     tape: Tape | None = None  # where the codes are views of a tape (a far term's window)
 
-    @cached_property
-    def history(self) -> np.ndarray:
-        """The codes of heaps ``base`` ... ``stop - 1``, in one array (a view of the tape, where there is one)."""
-        if self.tape is not None:
-            return self.tape.view(self.base, self.stop)
-        return np.concatenate([self.before, self.codes])
+    @property
+    def codes(self) -> np.ndarray:
+        """The chunk's own codes, of heaps ``first`` ... ``stop - 1`` (a view of :attr:`history`)."""
+        return self.history[self.first - self.base :]
+
+    @property
+    def before(self) -> np.ndarray:
+        """The codes of heaps ``base`` ... ``first - 1`` (a view of :attr:`history`)."""
+        return self.history[: self.first - self.base]
 
 
 class Producer:
@@ -172,17 +173,17 @@ class Producer:
         self.values += b - a
         self.produced_to = b
         if tape is not None:  # every code on the tape: mapped, not copied, and no scan stops short of them
-            chunk = Chunk(a, b, plan, codes, tape.first, tape.view(tape.first, a), tape)
+            chunk = Chunk(a, b, plan, tape.first, tape.view(tape.first, b), tape)
             # What the next fill reads stays mapped; the rest of the pages go back (the file keeps them).
             tape.release([*term_reads(plan, b, b + min(size, self._next_size)), (b, tape.stop)])
         else:
             start = self.ring_base if proof_history is None else max(self.ring_base, a - w - proof_history)
-            before = self.ring[start - self.ring_base :]
+            history = np.concatenate([self.ring[start - self.ring_base :], codes])
             # The ring keeps every code since the reset (None), or the last w + proof_history: drop the rest.
-            drop = 0 if proof_history is None else max(0, len(before) + len(codes) - (w + proof_history))
-            self.ring = np.concatenate([before[drop:], codes[max(0, drop - len(before)) :]])
+            drop = 0 if proof_history is None else max(0, len(history) - (w + proof_history))
+            self.ring = history[drop:]
             self.ring_base = b - len(self.ring)
-            chunk = Chunk(a, b, plan, codes, start, before)
+            chunk = Chunk(a, b, plan, start, history)
         return chunk
 
     def _fill(self, kernel: ChunkFiller, buffer: np.ndarray, a: int, b: int, threads: int) -> None:

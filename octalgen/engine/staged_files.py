@@ -111,18 +111,15 @@ class Slot:
             return None
         return cls(path, fd)
 
-    def write(self, arrays: list[np.ndarray]) -> None:
-        """The arrays one after the other from the file's start (raises OSError: /dev/shm full)."""
-        size = sum(a.nbytes for a in arrays)
-        if size > self.size:
-            os.ftruncate(self.fd, size)
-            self.size = size
-        offset = 0
-        for array in arrays:
-            data = array.data.cast("B")
-            while data:
-                written = os.pwrite(self.fd, data, offset)
-                data, offset = data[written:], offset + written
+    def write(self, array: np.ndarray) -> None:
+        """The (contiguous) array from the file's start (raises OSError: /dev/shm full)."""
+        if array.nbytes > self.size:
+            os.ftruncate(self.fd, array.nbytes)
+            self.size = array.nbytes
+        data, offset = array.data.cast("B"), 0
+        while data:
+            written = os.pwrite(self.fd, data, offset)
+            data, offset = data[written:], offset + written
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):

@@ -282,26 +282,24 @@ class LocalProcesses:
         """Collect results and hand out tasks until one finished, ``wake`` is readable, or ``timeout`` passed."""
         self.pump(timeout, wake)
 
-    def stage(self, *arrays: np.ndarray):
-        """A handle to pass the concatenation of ``arrays`` (of one dtype) to one task: a file in
-        /dev/shm (memory) that its worker maps.
+    def stage(self, array: np.ndarray):
+        """A handle to pass ``array`` to one task: a file in /dev/shm (memory) that its worker maps.
 
         Written once here, rather than pickled and sent through a pipe, copied and unpickled, into
         a slot whose pages earlier tasks have faulted in.  Where the file cannot be written (a
         full /dev/shm), the array itself.
         """
-        contiguous = [np.ascontiguousarray(a) for a in arrays]
-        length = sum(len(a) for a in contiguous)
+        array = np.ascontiguousarray(array)
         slot = self._free.pop() if self._free else Slot.new()
         if slot is None:
-            return np.concatenate(contiguous)
+            return array
         try:
-            slot.write(contiguous)
+            slot.write(array)
         except OSError:
             slot.remove()
-            return np.concatenate(contiguous)
+            return array
         self._staged[slot.path] = slot
-        return StagedArray(slot.path, contiguous[0].dtype.str, length)
+        return StagedArray(slot.path, array.dtype.str, len(array))
 
     def release(self, handle, finished: bool = True) -> None:
         """The task given ``handle`` (by :meth:`stage`) is over: its file may be written again.
