@@ -135,9 +135,12 @@ def test_run_counts_are_rogalskis_tables_to_2_20(cli, tmp_path, code):
 
 def test_034_past_both_rare_values_no_mask_helps_with_from_a_script(tmp_path):
     # G(71,722) = 116 and G(374,473) = 102 become terms: the tables on both sides of each are rogalski's.
-    # Run as a user runs it: a separate process.
+    # Run as a user runs it: a separate process, from the table of the first 2^15 values (the shipped
+    # one holds both).
+    first = tmp_path / "first.yaml"
+    run_octalgen("-q", "rare", ".034", "--upto", 1 << 15, "-o", first)
     out = tmp_path / "tables"
-    result = run_octalgen("-q", "run", ".034", "--until", TO_2_20, "--counts", out, "--json")
+    result = run_octalgen("-q", "run", ".034", "--until", TO_2_20, "--counts", out, "--json", "--table", first)
     assert [e["heap"] for e in json.loads(result.stdout)["rare_found"]] == [71_722, 374_473]
     assert written(out, ".034") == rogalski(".034")
 

@@ -41,10 +41,25 @@ def test_shipped_officers_table():
     assert table.exact_to >= 10**6
 
 
-@pytest.mark.parametrize("code", [".6", ".77", ".07", ".137", ".15", ".007", ".16", ".356", ".156", ".45", ".644"])
-def test_shipped_tables_agree_with_the_reference(code):
+#: Rogalski's open games: rare values at heaps 1 ... 2^24 (his published results, ../shared/README.md).
+ROGALSKI_RARE_TO_2_24 = {".014": 2036, ".034": 1078, ".161": 488, ".167": 59, ".172": 2351}
+
+
+@pytest.mark.parametrize("code, count", ROGALSKI_RARE_TO_2_24.items())
+def test_shipped_tables_of_the_open_games_hold_rogalskis_rare_values(code, count):
     table = shipped_table(code)
-    upto = min(table.exact_to, 60_000)
+    assert table.exact_to >= 1 << 24
+    assert sum(1 for p in table.positions if 1 <= p <= 1 << 24) == count
+
+
+@pytest.mark.parametrize(
+    "code, upto",
+    [(code, 60_000) for code in (".6", ".77", ".07", ".137", ".15", ".007", ".16", ".356", ".156", ".45", ".644")]
+    + [(code, 20_000) for code in ROGALSKI_RARE_TO_2_24],  # their counts to 2^24 are checked above
+)
+def test_shipped_tables_agree_with_the_reference(code, upto):
+    table = shipped_table(code)
+    upto = min(table.exact_to, upto)
     values = exact_values(code, upto, mask=table.mask)
     rare = [(p, v) for p, v in table.entries if p < upto]
     assert rare == [(int(p), int(values[p])) for p in np.flatnonzero(np.bitwise_count(values & table.mask) % 2 == 0)]
