@@ -40,7 +40,7 @@ stored raw in 16 bits.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -357,11 +357,13 @@ class KernelPlan:
         return lines
 
 
+@lru_cache(maxsize=16)
 def plan_terms(table: RareTable) -> tuple[Term, ...]:
     """The unique terms of a table's game, by decreasing offset.
 
     A one-heap option is a term (constant 0) unless positional rarity makes it rare at the
-    heap (odd beans taken: :func:`plan_rare_options`).
+    heap (odd beans taken: :func:`plan_rare_options`).  Once a process for each table: planning
+    asks several times (a table of thousands of entries makes each a set of thousands of terms).
     """
     terms = set()
     for k, _none, leave_one, leave_two in table.game.moves():
