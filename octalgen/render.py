@@ -9,6 +9,11 @@ units include (:mod:`octalgen.c_headers`).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import pickle
+import tempfile
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -51,5 +56,66 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
 
 def render(template: str, **context) -> str:
-    """Render ``template`` (a path under ``templates/``, e.g. ``c/kernel.c.j2``) with ``context``."""
-    return environment().get_template(template).render(**context)
+    """Render ``template`` (a path under ``templates/``, e.g. ``c/kernel.c.j2``) with ``context``.
+
+    The text is kept under the build cache, keyed by every template's text and by the context, so
+    that a command whose code was rendered before neither imports Jinja nor renders it again (every
+    command renders: the source is the key of its compiled module).
+    """
+    key = _render_key(template, context)
+    kept = _rendered_dir() / f"{key}.txt" if key is not None else None
+    if kept is not None:
+        with contextlib.suppress(OSError):
+            return kept.read_text()
+    text = environment().get_template(template).render(**context)
+    if kept is not None:
+        _keep(kept, text)
+    return text
+
+
+def _render_key(template: str, context: dict) -> str | None:
+    """sha256 of the templates, the name and the context, which a pickle writes whole (where one
+    JSON text would not tell a tuple from a list); None for a context that does not pickle."""
+    try:
+        material = pickle.dumps((template, context), protocol=5)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return hashlib.sha256(_templates_digest().encode() + material).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def _templates_digest() -> str:
+    """sha256 of every template (``*.j2`` under ``templates/``: a template may include or import any other)."""
+    digest = hashlib.sha256()
+    pending = [("", shipped_folder("octalgen.templates", "templates"))]
+    files = []
+    while pending:
+        where, folder = pending.pop()
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                pending.append((f"{where}{entry.name}/", entry))
+            elif entry.name.endswith(".j2"):
+                files.append((f"{where}{entry.name}", entry))
+    for name, entry in sorted(files, key=lambda f: f[0]):
+        digest.update(name.encode() + b"\0" + entry.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _rendered_dir():
+    from .build import cache_dir
+
+    return cache_dir() / "rendered"
+
+
+def _keep(path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all (readers never see half of it)."""
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, staged = tempfile.mkstemp(prefix=".staging-", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w") as out:
+                out.write(text)
+            os.replace(staged, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(staged)

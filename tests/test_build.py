@@ -207,3 +207,21 @@ def test_two_processes_build_once(cache, tmp_path):
     assert sorted(r["cached"] for r in results) == [False, True]
     assert (Path(results[0]["path"]) / "out.txt").read_text() == "done"
     assert not list(cache.glob(".staging-*"))
+
+
+def test_a_render_is_kept_and_keyed_by_its_templates_and_context(cache, monkeypatch):
+    """Rendered text is read back where the templates and the context are the same; a context that
+    differs, even only a tuple for a list, or another template's text renders anew."""
+    from octalgen import render as rendering
+
+    made = []
+    environment = rendering.environment
+    monkeypatch.setattr(rendering, "environment", lambda: made.append(1) or environment())
+    header = {"provenance": ["unit: x"], "declarations": "int f(void);", "guard": "X_H"}
+    text = rendering.render("c/header.h.j2", **header)
+    assert "int f(void);" in text and made == [1]
+    assert rendering.render("c/header.h.j2", **header) == text and made == [1]
+    assert "Y_H" in rendering.render("c/header.h.j2", **(header | {"guard": "Y_H"})) and len(made) == 2
+    assert rendering.render("c/header.h.j2", **(header | {"provenance": ("unit: x",)})) == text and len(made) == 3
+    monkeypatch.setattr(rendering, "_templates_digest", lambda: "templates edited")
+    assert rendering.render("c/header.h.j2", **header) == text and len(made) == 4

@@ -73,3 +73,26 @@ def test_building_hardware_needs_amaranth(tmp_path):
     result = without_amaranth("emit", "hdl", ".356", "-o", str(tmp_path), cwd=tmp_path)
     assert result.returncode != 0
     assert "amaranth" in result.stderr.lower()
+
+
+#: Prints the digest of G(0) ... G(59,999) of .6 from octalgen's API, and whether Jinja was imported.
+VALUES_AND_JINJA = """\
+import sys
+import octalgen
+from octalgen.checksum import fnv1a64
+print(fnv1a64(octalgen.values(".6", 60_000)), "jinja2" in sys.modules)
+"""
+
+
+def test_code_rendered_once_is_read_back_without_jinja(tmp_path, monkeypatch):
+    """Every command renders its generated code (the source is the key of its module); the text is
+    kept, so that a later command neither imports Jinja nor renders, and computes the same values."""
+    from engine_helpers import c_values
+
+    from octalgen.checksum import fnv1a64
+
+    monkeypatch.setenv("OCTALGEN_CACHE_DIR", str(tmp_path / "cache"))
+    first, again = (python_c(VALUES_AND_JINJA, cwd=tmp_path) for _ in range(2))
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    digest = str(fnv1a64(c_values(".6", 60_000)))
+    assert first.stdout.split() == [digest, "True"] and again.stdout.split() == [digest, "False"]
