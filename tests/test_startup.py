@@ -96,3 +96,12 @@ def test_code_rendered_once_is_read_back_without_jinja(tmp_path, monkeypatch):
     assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
     digest = str(fnv1a64(c_values(".6", 60_000)))
     assert first.stdout.split() == [digest, "True"] and again.stdout.split() == [digest, "False"]
+
+
+def test_the_default_backend_is_found_without_the_gpus_modules(tmp_path):
+    """The fastest exact backend that can run is the default: the CPU's is asked first, and the GPU's
+    slower one (its runtime, plans and kernels, to find whether it could run) is never imported."""
+    code = "import sys\nfrom octalgen.backends import get_backend as b\nprint(b().name, 'octalgen.cuda' in sys.modules)"
+    done = python_c(code, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["c", "False"]

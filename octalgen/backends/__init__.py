@@ -91,9 +91,9 @@ def get_backend(name: str | None = None) -> Backend:
         When the named backend cannot run here (the reason says why).
     """
     available = backends()
-    if name is None:
-        exact = [b for b in available.values() if b.exact and b.unavailable() is None]
-        return max(exact, key=lambda b: b.speed_rank)
+    if name is None:  # the fastest first: a slower one's check (the GPU's imports) is then never made
+        exact = sorted((b for b in available.values() if b.exact), key=lambda b: -b.speed_rank)
+        return next(b for b in exact if b.unavailable() is None)
     if name not in available:
         raise InputError(f"unknown backend {name!r}; choose from {', '.join(sorted(available))}")
     backend = available[name]
