@@ -144,11 +144,11 @@ class RareTable:
         """``range`` or ``positions`` (see :class:`~octalgen.sparse.Rarity`)."""
         return self.rarity.kind
 
-    @property
+    @cached_property
     def positions(self) -> tuple[int, ...]:
         return tuple(p for p, _ in self.entries)
 
-    @property
+    @cached_property
     def values(self) -> tuple[int, ...]:
         return tuple(v for _, v in self.entries)
 

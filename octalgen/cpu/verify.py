@@ -150,6 +150,11 @@ class Verifier:
         return _unpickled_verifier, (self.plan, self.max_threads, self.flags, loaded and module_address(loaded))
 
     @cached_property
+    def _positions(self) -> np.ndarray:
+        """The table's rare positions, ascending, uint64 (those past a prefix are far ones)."""
+        return np.array(self.plan.table.positions, dtype=np.uint64)
+
+    @cached_property
     def module(self):
         return compile_unit(kernel_unit(self.plan, self.max_threads), self.flags)
 
@@ -196,7 +201,7 @@ class Verifier:
         if a == b:
             return VerifyResult(PROVEN)
         stored, rare = prefix
-        far = np.array([p for p in plan.table.positions if p >= len(stored)], dtype=np.uint64)
+        far = self._positions[np.searchsorted(self._positions, len(stored)) :]
         crossings = plan.crossings[np.searchsorted(plan.crossings, a) : np.searchsorted(plan.crossings, b)]
         result = np.zeros(4, dtype=np.int64)
         ffi, lib = self.module.ffi, self.module.lib
