@@ -65,8 +65,8 @@ def render(template: str, **context) -> str:
     key = _render_key(template, context)
     kept = _rendered_dir() / f"{key}.txt" if key is not None else None
     if kept is not None:
-        with contextlib.suppress(OSError):
-            return kept.read_text()
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            return kept.read_text(encoding="utf-8")
     text = environment().get_template(template).render(**context)
     if kept is not None:
         _keep(kept, text)
@@ -113,7 +113,7 @@ def _keep(path, text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, staged = tempfile.mkstemp(prefix=".staging-", dir=path.parent)
         try:
-            with os.fdopen(handle, "w") as out:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text)
             os.replace(staged, path)
         finally:
