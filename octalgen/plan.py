@@ -316,6 +316,14 @@ class KernelPlan:
         heaps = [positions[np.searchsorted(positions, start - o) :] + o for o in np.unique(self._terms[0])]
         return np.unique(np.concatenate([np.zeros(0, np.int64), *heaps])).astype(np.uint64)
 
+    def crossings_at_least(self) -> int:
+        """A floor of ``len(crossings)``, found without listing them: the heaps at which the term of the
+        largest offset alone reads a rare position (listing them all takes a loop over the offsets)."""
+        positions, offsets = self._positions, self._terms[0]
+        if self.encoding.kind != "u8" or not len(positions) or not len(offsets):
+            return 0
+        return len(positions) - int(np.searchsorted(positions, self.start - int(offsets.max())))
+
     def crossing_code(self, codes: np.ndarray, at: int, heap: int) -> int:
         """The kernel's code at the crossing ``heap``, whose code is ``codes[at]`` (the codes before it
         precede it): the least code no term marks, where a term that reads a rare position marks

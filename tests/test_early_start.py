@@ -110,6 +110,16 @@ def test_planning_starts_early_only_where_the_crossings_cost_less_than_the_exact
     assert plan_for(six, [], early=True) == make_plan(six)
 
 
+@pytest.mark.parametrize("code", [".6", ".014", ".172", ".034"])
+def test_the_floor_of_an_early_plans_crossings_is_one(plans, code):
+    """Planning rules an early start out by a floor of its crossings where it can, without listing them."""
+    candidates = [*plans] if code == ".034" else [make_plan(shipped_table(code), early=True)]
+    for plan in candidates:
+        assert plan.early
+        assert 0 < plan.crossings_at_least() <= len(plan.crossings)
+    assert make_plan(candidates[0].table).crossings_at_least() == 0  # a plan past 2m crosses nothing
+
+
 @pytest.mark.parametrize(
     "code, count",
     [

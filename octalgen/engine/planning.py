@@ -240,7 +240,8 @@ def plan_for(table: RareTable, values, storage: str | None = None, *, early: boo
     plan = make_plan(table, max_common=max_common, storage=storage)
     if early and plan.encoding.kind == "u8" and table.kind == "range":
         sooner = make_plan(table, max_common=max_common, storage=storage, early=True)
-        if len(sooner.crossings) * CROSSING_STEPS < plan.start - sooner.start:
+        gain = plan.start - sooner.start  # the exact steps an early start saves
+        if sooner.crossings_at_least() * CROSSING_STEPS < gain and len(sooner.crossings) * CROSSING_STEPS < gain:
             return sooner
     return plan
 
