@@ -71,6 +71,13 @@ _ENTRY_LINE = r"- \[(0|[1-9]\d*), (0|[1-9]\d*)\]\n"
 _ENTRY = re.compile(_ENTRY_LINE)
 _ENTRY_LINES = re.compile(f"(?:{_ENTRY_LINE})*")
 
+#: A line of the head as ``to_yaml`` writes it, ``key: value``, with a value that YAML reads as this
+#: text does (a quoted string, a decimal integer, a schema, kind or digest): read without importing
+#: PyYAML, whose import and first use cost every command that loads a shipped table some 17 ms.
+_HEAD_LINE = re.compile(
+    r"([a-z_]+): (?:'([^'\n]*)'|(-?(?:0|[1-9]\d*))|(octalgen-rare-table/\d+|range|positions|sha256:[0-9a-f]{64}))"
+)
+
 _KEYS = ("schema", "game", "kind", "parity", "mask", "exact_to", "count", "last_position", "digest", "rare")
 _KEYS_1 = tuple(k for k in _KEYS if k not in ("kind", "parity"))
 KINDS = ("range", "positions")
@@ -240,21 +247,21 @@ class RareTable:
     def from_yaml(cls, text: str, game=None, source: str = "rare table") -> RareTable:
         """Parse and check a table (schema 2, or schema 1: a range table); ``game`` (optional) is the
         game it must belong to."""
-        import yaml  # here: a worker process gets its tables pickled, never as text
+        head, listed, entries = text.partition("\nrare:\n")
+        doc = _written_head(head) if listed and _ENTRY_LINES.fullmatch(entries) else None
+        if doc is not None:  # the table as to_yaml writes it: read by line
+            doc["rare"] = [[int(p), int(v)] for p, v in _ENTRY.findall(entries)]
+        else:
+            import yaml  # here: a worker process gets its tables pickled, never as text
 
-        # libyaml's safe loader where PyYAML was built with it: the .6 table loads in milliseconds, not a second.
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        try:
-            head, listed, entries = text.partition("\nrare:\n")
-            doc = yaml.load(head, Loader=loader) if listed and _ENTRY_LINES.fullmatch(entries) else None
-            if isinstance(doc, dict) and "rare" not in doc:  # the entries as to_yaml writes them: by line
-                doc["rare"] = [[int(p), int(v)] for p, v in _ENTRY.findall(entries)]
-            else:
+            # libyaml's safe loader where PyYAML was built with it: the .6 table loads in milliseconds, not a second.
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            try:
                 doc = yaml.load(text, Loader=loader)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            raise TableError(f"{source}: not valid YAML{where}") from None
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at line {mark.line + 1}" if mark else ""
+                raise TableError(f"{source}: not valid YAML{where}") from None
         if not isinstance(doc, dict):
             raise TableError(f"{source}: expected a YAML mapping with keys {', '.join(_KEYS)}")
         schema = doc.get("schema")
@@ -327,6 +334,21 @@ def table_filename(game: OctalGame) -> str:
     """File name of a game's shipped table, e.g. ``0.6.yaml``, ``4.07.yaml``."""
     code = game.code
     return ("0" + code if code.startswith(".") else code) + ".yaml"
+
+
+def _written_head(head: str) -> dict | None:
+    """The keys of a table's head as :meth:`RareTable.to_yaml` writes them (comment lines, then
+    :data:`_HEAD_LINE` lines, each key once), read as YAML reads them; None for any other text."""
+    doc: dict[str, object] = {}
+    for line in head.split("\n"):
+        if line.startswith("#"):
+            continue
+        found = _HEAD_LINE.fullmatch(line)
+        if found is None or found[1] in doc or found[1] == "rare":
+            return None
+        quoted, number, word = found[2], found[3], found[4]
+        doc[found[1]] = int(number) if number is not None else quoted if quoted is not None else word
+    return doc
 
 
 def shipped_table(game) -> RareTable | None:

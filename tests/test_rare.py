@@ -1,6 +1,8 @@
 """Rare masks and rare-value tables: detection, shipped tables, YAML schema and its errors."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -79,6 +81,29 @@ def test_a_table_in_another_yaml_layout_reads_the_same():
     assert listed
     flow = f"{head}\nrare: {json.dumps([list(e) for e in table.entries])}\n"
     assert RareTable.from_yaml(flow, game=".6") == RareTable.from_yaml(table.to_yaml(), game=".6") == table
+
+
+@pytest.mark.parametrize(
+    "written, edited",
+    [
+        ("exact_to: 1000000", "exact_to: 1_000_000"),  # YAML 1.1 reads 1000000
+        ("mask: '0x1ee'", "mask: 0x1ee"),  # YAML reads the integer 494
+        ("count: 1584", "count: 1584  # entries"),
+        ("game: '.6'", 'game: ".6"'),
+    ],
+)
+def test_a_head_written_otherwise_is_read_as_yaml_reads_it(written, edited):
+    """The head as to_yaml writes it is read without PyYAML; any other text of it by PyYAML, alike."""
+    text = shipped_table(".6").to_yaml()
+    assert written in text
+    assert RareTable.from_yaml(text.replace(written, edited), game=".6") == shipped_table(".6")
+
+
+def test_a_shipped_table_loads_without_pyyaml(tmp_path):
+    code = "import sys\nfrom octalgen.rare import shipped_table\nshipped_table('.014')\nprint('yaml' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]
 
 
 def test_digest_depends_on_entries_not_on_exact_to():
