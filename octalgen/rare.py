@@ -65,15 +65,15 @@ SCHEMA_1 = "octalgen-rare-table/1"
 DEFAULT_TABLE_UPTO = 1 << 15
 
 #: The entries as :meth:`RareTable.to_yaml` writes them, ``- [position, value]`` a line: read without
-#: PyYAML's constructor, which takes some 25 ms for the 1,584 of ``.6`` (a table in another layout is
-#: read as YAML, and the same checks follow).
+#: PyYAML's constructor, slow for the thousands of a large table (a table in another layout is read as
+#: YAML, and the same checks follow).
 _ENTRY_LINE = r"- \[(0|[1-9]\d*), (0|[1-9]\d*)\]\n"
 _ENTRY = re.compile(_ENTRY_LINE)
 _ENTRY_LINES = re.compile(f"(?:{_ENTRY_LINE})*")
 
 #: A line of the head as ``to_yaml`` writes it, ``key: value``, with a value that YAML reads as this
 #: text does (a quoted string, a decimal integer, a schema, kind or digest): read without importing
-#: PyYAML, whose import and first use cost every command that loads a shipped table some 17 ms.
+#: PyYAML, which every command that loads a shipped table would otherwise import for eight lines.
 _HEAD_LINE = re.compile(
     r"([a-z_]+): (?:'([^'\n]*)'|(-?(?:0|[1-9]\d*))|(octalgen-rare-table/\d+|range|positions|sha256:[0-9a-f]{64}))"
 )
