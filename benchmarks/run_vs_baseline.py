@@ -26,21 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+# This checkout's package, not an installed copy: the baseline is unpacked from this checkout's history.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-
-def unpack(commit: str, into: Path) -> Path:
-    """The baseline's files (``git archive``), importable as ``octalgen`` from ``into``."""
-    if not (into / "octalgen" / "__init__.py").exists():
-        into.mkdir(parents=True, exist_ok=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    # The installed (editable) octalgen maps octalgen.templates to this checkout's templates/: the
-    # baseline must find its own, so they are put where the package looks first.
-    link = into / "octalgen" / "templates"
-    if not link.exists():
-        link.symlink_to(into / "templates", target_is_directory=True)
-    return into
+from baseline import ROOT, unpack
 
 
 def run_once(path: Path, game: str, until: str, extra: list[str], timeout: float) -> dict:
@@ -83,24 +72,26 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take (default 900)")
     parser.add_argument("extra", nargs="*", help="more options of octalgen run (after --)")
     args = parser.parse_args()
-    base_dir = unpack(args.baseline, Path(tempfile.gettempdir()) / f"octalgen-baseline-{args.baseline}")
-    versions = [("this tree", ROOT), (args.baseline, base_dir)]
-    print(f"octalgen run {args.game} --until {args.until} {' '.join(args.extra)}; {os.cpu_count()} cores here")
-    print(f"{'version':>10} {'values/s':>12} {'wall s':>8} {'coord. CPU s/1e8':>17} {'digest':>17} {'load':>5}")
-    rates: dict[str, list[float]] = {name: [] for name, _ in versions}
-    for round_ in range(args.rounds):
-        for name, path in versions if round_ % 2 == 0 else versions[::-1]:
-            load = os.getloadavg()[0]
-            row = run_once(path, args.game, args.until, args.extra, args.timeout)
-            if "error" in row:
-                print(f"{name:>10} failed: {row['error']}")
-                continue
-            rates[name].append(row["rate"])
-            coordinator = f"{row['coordinator']:.2f}" if row["coordinator"] is not None else "-"
-            print(
-                f"{name:>10} {row['rate']:>12,} {row['wall']:>8.1f} {coordinator:>17} {row['digest']:>17} {load:>5.2f}",
-                flush=True,
-            )
+    with tempfile.TemporaryDirectory(prefix="octalgen-baseline-") as temp:
+        base_dir = unpack(args.baseline, Path(temp))
+        versions = [("this tree", ROOT), (args.baseline, base_dir)]
+        print(f"octalgen run {args.game} --until {args.until} {' '.join(args.extra)}; {os.cpu_count()} cores here")
+        print(f"{'version':>10} {'values/s':>12} {'wall s':>8} {'coord. CPU s/1e8':>17} {'digest':>17} {'load':>5}")
+        rates: dict[str, list[float]] = {name: [] for name, _ in versions}
+        for round_ in range(args.rounds):
+            for name, path in versions if round_ % 2 == 0 else versions[::-1]:
+                load = os.getloadavg()[0]
+                row = run_once(path, args.game, args.until, args.extra, args.timeout)
+                if "error" in row:
+                    print(f"{name:>10} failed: {row['error']}")
+                    continue
+                rates[name].append(row["rate"])
+                coordinator = f"{row['coordinator']:.2f}" if row["coordinator"] is not None else "-"
+                digest = row["digest"]
+                print(
+                    f"{name:>10} {row['rate']:>12,} {row['wall']:>8.1f} {coordinator:>17} {digest:>17} {load:>5.2f}",
+                    flush=True,
+                )
     new, old = (rates[name] for name, _ in versions)
     if new and old:
         print(
