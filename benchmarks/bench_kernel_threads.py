@@ -41,8 +41,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+# This checkout's package, not an installed copy: the baseline is unpacked from this checkout's history.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from baseline import ROOT, unpack
+
 BASELINE = "c62a57f"
-ROOT = Path(__file__).resolve().parent.parent
 #: Most heaps per kernel call (the first calls of a round are shorter), and the longest a round
 #: runs (it then stops with the heaps it did).
 PIECE = 1 << 18
@@ -92,17 +96,6 @@ for _ in range(rounds):
 print(json.dumps({"rate": statistics.median(rates), "cpu": statistics.median(cpus), "digests": sorted(digests),
                   "package": octalgen.__file__, "block": getattr(kernel, "block_heaps", None)}))
 """
-
-
-def baseline_tree(folder: Path, commit: str) -> Path:
-    """``commit``'s package and templates, extracted into ``folder`` (the templates also where the
-    package looks for them when installed, so that nothing of this tree's is picked up)."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", commit, "octalgen", "templates"], check=True, capture_output=True
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
-    subprocess.run(["cp", "-r", str(folder / "templates"), str(folder / "octalgen" / "templates")], check=True)
-    return folder
 
 
 def row(args, threads: int, block: int, tree: Path | None) -> dict:
@@ -196,7 +189,7 @@ def main() -> None:
     )
     digests = set()
     with tempfile.TemporaryDirectory() as folder:
-        tree = None if args.no_baseline else baseline_tree(Path(folder), args.baseline)
+        tree = None if args.no_baseline else unpack(args.baseline, Path(folder))
         ones = {}
         for t in threads:
             over = "" if t <= cores else "  (oversubscribed)"
