@@ -286,9 +286,8 @@ class Verifier:
         """
         if self.dtype == np.uint16:
             return (prefix, np.zeros(0, dtype=np.uint8)), None
-        table = self.plan.table
-        rare = np.zeros(min(len(prefix), table.last_position + 1), dtype=np.uint8)
-        rare[[p for p in table.positions if p < len(rare)]] = 0xFF
+        rare = np.zeros(min(len(prefix), self.plan.table.last_position + 1), dtype=np.uint8)
+        rare[self._positions[: np.searchsorted(self._positions, len(rare))]] = 0xFF
         codes = _Codes.holding(codes, start, len(prefix))
         for lo in range(start, len(prefix), _PIECE):
             hi = min(lo + _PIECE, len(prefix))
