@@ -328,7 +328,8 @@ class KernelPlan:
         """The kernel's code at the crossing ``heap``, whose code is ``codes[at]`` (the codes before it
         precede it): the least code no term marks, where a term that reads a rare position marks
         nothing (its option, the XOR of two rare values, is a rare value, which no code stands for).
-        :attr:`~Encoding.capacity` where every code is marked (the value does not fit)."""
+        :attr:`~Encoding.capacity` where every code is marked (the value does not fit).  The plain
+        definition of what the kernel computes at crossings (``fill_crossings``), for the tests."""
         offsets, constants = self._terms
         positions, sources = self._positions, heap - offsets
         common = positions[np.minimum(np.searchsorted(positions, sources), len(positions) - 1)] != sources
@@ -341,6 +342,14 @@ class KernelPlan:
         """The terms' offsets and encoded constants, int64 arrays."""
         encoded = np.array(self.encoded_terms(), dtype=np.int64).reshape(-1, 2)
         return encoded[:, 0], encoded[:, 1]
+
+    @cached_property
+    def rare_flags(self) -> np.ndarray:
+        """uint8, 1 at each rare position from 1 on, up to the last: the heaps whose terms mark nothing at
+        :attr:`crossings` (:meth:`crossing_code`)."""
+        flags = np.zeros(int(self._positions[-1]) + 1 if len(self._positions) else 0, dtype=np.uint8)
+        flags[self._positions] = 1
+        return flags
 
     @cached_property
     def _positions(self) -> np.ndarray:

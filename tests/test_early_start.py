@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from octalgen.build import DEFAULT_CFLAGS
 from octalgen.cpu.plugin import CKernels
 from octalgen.cpu.verify import PLAIN_SCAN_FLAGS, Verifier
 from octalgen.engine.exact_heap import exact_value
@@ -64,6 +65,22 @@ def test_the_speculation_at_each_crossing_heap_is_the_true_code(plans, values):
             assert plan.crossing_code(codes, n, n) == codes[n], n
 
 
+def test_the_kernel_takes_the_crossing_heaps_one_by_one_to_the_true_codes(plans, values):
+    """Every heap from the start on, crossing or not, from the terms that read a common heap (the way the
+    producer takes stretches of crossings): the true codes; as the kernel's own way, a code off."""
+    plan = plans[1]
+    codes = plan.encoding.encode_array(values).astype(np.uint8)
+    kernel, _ = CKernels()(plan)
+    first, count = plan.start, 3_000
+    assert np.isin(np.arange(first, first + count), plan.crossings).sum() > 100
+    buffer = codes[first - plan.window : first + count].copy()
+    buffer[plan.window :] = 0
+    kernel.fill_crossings(buffer, first)
+    assert np.array_equal(buffer[plan.window :], codes[first : first + count])
+    kernel.fill(buffer, first)  # every term marks: wrong at some crossing heap
+    assert not np.array_equal(buffer[plan.window :], codes[first : first + count])
+
+
 @pytest.mark.parametrize("on_tape", [False, True], ids=["ring", "tape"])
 def test_the_producer_speculates_the_crossings_apart_and_produces_the_true_codes(plans, values, on_tape, tmp_path):
     plan = plans[1]
@@ -79,16 +96,34 @@ def test_the_producer_speculates_the_crossings_apart_and_produces_the_true_codes
         assert np.array_equal(chunk.codes, codes[chunk.first : chunk.stop]), chunk.first
 
 
-def test_the_verifier_proves_the_true_codes_and_finds_a_fault_at_a_crossing(plans, values):
+#: The vector paths of the u8 scan and of the round in lanes (AVX-512 with byte permutes where this CPU has
+#: them, AVX-512BW without, AVX2), each compared with the plain C path.
+VECTOR_SCANS = {
+    "native": DEFAULT_CFLAGS,
+    "64-byte vectors, no byte permutes": (
+        *DEFAULT_CFLAGS,
+        "-DSCAN_VECTOR_BYTES=64",
+        "-mno-avx512vbmi",
+        "-mno-avx512vbmi2",
+        "-Wno-psabi",
+    ),
+    "32-byte vectors": (*DEFAULT_CFLAGS, "-DSCAN_VECTOR_BYTES=32"),
+}
+
+
+@pytest.mark.parametrize("scan", VECTOR_SCANS)
+def test_the_verifier_proves_the_true_codes_and_finds_a_fault_at_a_crossing(plans, values, scan):
     plan = plans[1]
     codes = plan.encoding.encode_array(values).astype(np.uint8)
-    verifier, prefix = Verifier(plan), values[: 1 << 16]  # both rare values past the prefix: far ones
+    verifier, prefix = Verifier(plan, flags=VECTOR_SCANS[scan]), values[: 1 << 16]  # both rare values far ones
     plain = Verifier(plan, flags=PLAIN_SCAN_FLAGS)
     for length in (1 << 16, FAR_2 + 1):  # ... or within it
         result = verifier.verify(codes[1:], 1, values[:length], plan.start, UNTIL)
         assert result.proven
-        # Within it, the pairs of the scan's first round reach heaps flagged rare: every path leaves out
-        # those of one rare heap and one common alike (the plain one pair by pair).
+        # Within it, the pairs of the scan reach heaps flagged rare, those of the round too while the heap
+        # is below twice the rare values' end: every path leaves out the pairs of one rare heap and one
+        # common alike (the vector scan by the flags of both heaps, the round in lanes by leaving out the
+        # heaps whose round meets a flagged heap; the plain path pair by pair).
         assert result == plain.verify(codes[1:], 1, values[:length], plan.start, UNTIL)
     for n in (plan.crossings[0], plan.crossings[len(plan.crossings) // 2], plan.crossings[-1], plan.start + 1):
         wrong = codes.copy()

@@ -57,6 +57,13 @@
    not be had.  Heaps before *done are always computed. */
 int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads,
                          uint32_t block, int patient, uint64_t *done);
+/* The way of a plan's crossing heaps (it starts early): heaps first_heap ... first_heap + count - 1 into
+   buffer[20628:] as octalgen_kernel_fill computes them, one by one, each from its terms that read a
+   heap not flagged rare (rare[h] nonzero for a rare position h < rare_length): a term that reads a rare
+   position marks nothing.  Returns -1 when done, else the heap (counted from the first) whose value does
+   not fit the storage. */
+int64_t octalgen_kernel_fill_crossing(uint8_t *buffer, uint64_t count, uint64_t first_heap,
+                                      const uint8_t *rare, uint64_t rare_length);
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
    prefix: the stored codes of G(0) ... G(prefix_length - 1); rare[x] (u8 codes only, x < rare_length):
@@ -943,6 +950,19 @@ static inline uint32_t heap_mex(const code_t *g, uint8_t *marks, uint8_t *stamp,
     return mex(marks, *stamp, common);
 }
 
+/* The mex of heap g = G(n) from its terms that read a common heap, marked bytewise with the next stamp:
+   a term that reads a rare position (at a crossing heap of a plan that starts early) marks nothing, its
+   option, the XOR of two rare values, being rare.  rare_at(context, h): heap h is a rare position. */
+static inline uint32_t crossing_mex(const code_t *g, uint64_t n, int (*rare_at)(const void *, uint64_t),
+                                    const void *context, uint8_t *marks, uint8_t *stamp)
+{
+    *stamp = next_stamp(*stamp, marks);
+    for (uint32_t t = 0; t < TERMS; t++)
+        if (!rare_at(context, n - TERM_OFFSET[t]))
+            marks[(uint32_t)(g[-(long)TERM_OFFSET[t]] ^ TERM_CODE[t])] = *stamp;
+    return mex(marks, *stamp, COMMON_ROW(n));
+}
+
 #if defined(VECTOR_MARKS)
 static inline __m256i mark_near_terms(const code_t *g, __m256i marked, __m256i one, __m256i low);
 
@@ -1536,6 +1556,35 @@ out:
     return result;
 }
 
+/* The rare flags of octalgen_kernel_fill_crossing: rare[h], h < length, nonzero at a rare position. */
+typedef struct {
+    const uint8_t *rare;
+    uint64_t length;
+} rare_flags_t;
+
+static int flagged_rare(const void *flags, uint64_t h)
+{
+    const rare_flags_t *f = (const rare_flags_t *)flags;
+    return h < f->length && f->rare[h] != 0;
+}
+
+int64_t octalgen_kernel_fill_crossing(code_t *buffer, uint64_t count, uint64_t first_heap, const uint8_t *rare,
+                                      uint64_t rare_length)
+{
+    uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));
+    uint8_t stamp = 0;
+    memset(marks, 0, MARK_SIZE);
+    const rare_flags_t flags = {rare, rare_length};
+    code_t *g = buffer + WINDOW;
+    for (uint64_t i = 0; i < count; i++) {
+        const uint32_t v = crossing_mex(g + i, first_heap + i, flagged_rare, &flags, marks, &stamp);
+        if (v >= MEX_SIZE)
+            return (int64_t)i;
+        g[i] = (code_t)v;
+    }
+    return -1;
+}
+
 int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, uint32_t block,
                          int patient, uint64_t *done)
 {
@@ -1751,21 +1800,33 @@ static inline table_t need_table(__m256i need)
 #endif
 }
 
+/* The VECTOR_BYTES bytes p[0], p[-1], p[-2], ..., in that order. */
+static inline __attribute__((always_inline)) vec_t reversed_load(const uint8_t *p)
+{
+#if defined(PERMUTE_LOOKUP)
+    return _mm512_permutexvar_epi8(_mm512_load_si512((const void *)REVERSED_INDEX), _mm512_loadu_si512((const void *)(p - 63)));
+#elif VECTOR_BYTES == 64
+    const __m512i y = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(p - 63)),
+                                          _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)LANE_REVERSED)));
+    return _mm512_shuffle_i64x2(y, y, 0x1b);
+#else
+    const __m256i y = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(p - 31)),
+                                          _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)LANE_REVERSED)));
+    return _mm256_permute4x64_epi64(y, 0x4e);
+#endif
+}
+
 /* Bit k: the option xs[k] ^ ys[-k] (k < VECTOR_BYTES) is in need; *options gets the options. */
 static inline __attribute__((always_inline)) uint64_t lookup(const code_t *xs, const code_t *ys, table_t table,
                                                                vec_t *options)
 {
 #if defined(PERMUTE_LOOKUP)
-    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs),
-                                       _mm512_permutexvar_epi8(_mm512_load_si512((const void *)REVERSED_INDEX),
-                                                               _mm512_loadu_si512((const void *)(ys - 63))));
+    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs), reversed_load(ys));
     const __m512i byte = _mm512_permutexvar_epi8(_mm512_srli_epi16(o, 3), table.low);
     *options = o;
     return (uint64_t)_mm512_test_epi8_mask(byte, _mm512_permutexvar_epi8(o, _mm512_load_si512((const void *)BIT_OF_INDEX)));
 #elif VECTOR_BYTES == 64
-    const __m512i reverse = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)LANE_REVERSED));
-    const __m512i y = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(ys - 63)), reverse);
-    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs), _mm512_shuffle_i64x2(y, y, 0x1b));
+    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs), reversed_load(ys));
     /* byte index o >> 3 in the low nibble, o's bit 7 (which half) kept: a shuffle reads 0 at bit 7 */
     const __m512i index = _mm512_ternarylogic_epi32(_mm512_srli_epi16(o, 3), o, _mm512_set1_epi8(15), 0xe4);
     const __m512i byte = _mm512_or_si512(_mm512_shuffle_epi8(table.low, index),
@@ -1775,9 +1836,7 @@ static inline __attribute__((always_inline)) uint64_t lookup(const code_t *xs, c
     *options = o;
     return (uint64_t)_mm512_test_epi8_mask(byte, bit);
 #else
-    const __m256i reverse = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)LANE_REVERSED));
-    const __m256i y = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(ys - 31)), reverse);
-    const __m256i o = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xs), _mm256_permute4x64_epi64(y, 0x4e));
+    const __m256i o = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xs), reversed_load(ys));
     const __m256i index = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(o, 3), _mm256_set1_epi8(15)),
                                           _mm256_and_si256(o, _mm256_set1_epi8(-128)));
     const __m256i byte = _mm256_or_si256(_mm256_shuffle_epi8(table.low, index),
@@ -1789,21 +1848,31 @@ static inline __attribute__((always_inline)) uint64_t lookup(const code_t *xs, c
 #endif
 }
 
-/* Bit k: the option of pair k of the block (xs[k] ^ ys[-k], k < 64) is in need; pairs whose x is a rare
-   position (xf[k] set; xf NULL: none is) are left out.  options[] gets the block's options. */
+/* Bit k: the rare flag f[k] (reversed: f[-k]), k < 64. */
+static inline __attribute__((always_inline)) uint64_t flag_bits(const uint8_t *f, int reversed)
+{
+#if VECTOR_BYTES == 64
+    return (uint64_t)_mm512_movepi8_mask(reversed ? reversed_load(f) : _mm512_loadu_si512((const void *)f));
+#else
+    const __m256i low = reversed ? reversed_load(f) : _mm256_loadu_si256((const __m256i *)f);
+    const __m256i high = reversed ? reversed_load(f - 32) : _mm256_loadu_si256((const __m256i *)(f + 32));
+    return (uint64_t)(uint32_t)_mm256_movemask_epi8(low) | (uint64_t)(uint32_t)_mm256_movemask_epi8(high) << 32;
+#endif
+}
+
+/* Bit k: the option of pair k of the block (xs[k] ^ ys[-k], k < 64) is in need; pairs of one rare and one
+   common heap (xf[k], yf[-k]: the rare flags; NULL: every heap is common) are left out.  options[] gets the
+   block's options. */
 static inline __attribute__((always_inline)) uint64_t block_hits(const code_t *xs, const code_t *ys, const uint8_t *xf,
-                                                                   table_t table, vec_t *options)
+                                                                   const uint8_t *yf, table_t table, vec_t *options)
 {
 #if VECTOR_BYTES == 64
     uint64_t hits = lookup(xs, ys, table, options);
-    if (xf)
-        hits &= ~(uint64_t)_mm512_movepi8_mask(_mm512_loadu_si512((const void *)xf));
 #else
     uint64_t hits = lookup(xs, ys, table, options) | lookup(xs + 32, ys - 32, table, options + 1) << 32;
-    if (xf)
-        hits &= ~((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)xf)) |
-                  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(xf + 32))) << 32);
 #endif
+    if (xf || yf)
+        hits &= ~((xf ? flag_bits(xf, 0) : 0) ^ (yf ? flag_bits(yf, 1) : 0));
     return hits;
 }
 
@@ -1903,9 +1972,10 @@ static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, con
 #endif
 
 /* Pairs (xs[i], ys[-i]) for i in [0, count - count % 64) in groups of blocks: returns 1 once nothing is
-   missing, else leaves need in s and *done the pairs gone through.  xf as for block_hits. */
+   missing, else leaves need in s and *done the pairs gone through.  xf, yf as for block_hits. */
 static inline __attribute__((always_inline)) int scan_blocks(scan_t *s, const code_t *xs, const code_t *ys,
-                                                               uint64_t count, const uint8_t *xf, uint64_t *done)
+                                                               uint64_t count, const uint8_t *xf, const uint8_t *yf,
+                                                               uint64_t *done)
 {
     __m256i need = _mm256_load_si256((const __m256i *)s->need);
     table_t table = need_table(need);
@@ -1916,8 +1986,8 @@ static inline __attribute__((always_inline)) int scan_blocks(scan_t *s, const co
         uint64_t hits[GROUP_BLOCKS], any = 0;
         vec_t options[GROUP_BLOCKS * BLOCK_VECTORS];
         for (uint32_t b = 0; b < blocks; b++) {
-            hits[b] = block_hits(xs + i + 64 * b, ys - i - 64 * b, xf ? xf + i + 64 * b : NULL, table,
-                                 options + b * BLOCK_VECTORS);
+            hits[b] = block_hits(xs + i + 64 * b, ys - i - 64 * b, xf ? xf + i + 64 * b : NULL,
+                                 yf ? yf - i - 64 * b : NULL, table, options + b * BLOCK_VECTORS);
             any |= hits[b];
         }
         if (__builtin_expect(any != 0, 0)) {  /* most groups have no hit */
@@ -1940,8 +2010,10 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
 {
     uint64_t i = 0;
 #if VECTOR_SCAN
-    if (!yf && count >= 64) {  /* (yf: both heaps lie below rare_length, only for rest < 2 rare_length) */
-        if (xf ? scan_blocks(s, xs, ys, count, xf, &i) : scan_blocks(s, xs, ys, count, NULL, &i))
+    if (count >= 64) {  /* each case inlined apart: yf occurs only for rest < 2 rare_length */
+        const int found = yf ? (xf ? scan_blocks(s, xs, ys, count, xf, yf, &i) : scan_blocks(s, xs, ys, count, NULL, yf, &i))
+                             : (xf ? scan_blocks(s, xs, ys, count, xf, NULL, &i) : scan_blocks(s, xs, ys, count, NULL, NULL, &i));
+        if (found)
             return 1;
         s->missing = count_missing(s);
     }
@@ -2226,15 +2298,10 @@ static int rare_heap(const scan_t *s, uint64_t h)
     return 0;
 }
 
-/* The mex of the crossing heap g = G(n): the terms that read a common heap, marked from the term
-   tables; a term that reads a rare position marks nothing. */
-static uint32_t crossing_mex(const scan_t *s, const code_t *g, uint64_t n, uint8_t *marks, uint8_t *stamp)
+/* rare_heap for crossing_mex (octalgen/marks.h). */
+static int scan_rare_at(const void *s, uint64_t h)
 {
-    *stamp = next_stamp(*stamp, marks);
-    for (uint32_t t = 0; t < TERMS; t++)
-        if (!rare_heap(s, n - TERM_OFFSET[t]))
-            marks[(uint32_t)(g[-(long)TERM_OFFSET[t]] ^ TERM_CODE[t])] = *stamp;
-    return mex(marks, *stamp, COMMON_ROW(n));
+    return rare_heap((const scan_t *)s, h);
 }
 
 #if STORAGE_U8
@@ -2349,14 +2416,18 @@ typedef struct {
     uint64_t reach;  /* every x of the round is below it */
     uint32_t x[ROUND_PAIRS];
     code_t code[ROUND_PAIRS];
+    uint64_t member[ROUND_SPAN / 64];  /* bit x: x is one of the round's (below ROUND_SPAN, as all are) */
 } round_t;
 
-/* One more than the largest x of the round's first `count` (1 if none). */
-static void set_reach(round_t *round)
+/* reach and member from the round's first `count` x: one more than the largest (1 if none), the set. */
+static void index_round(round_t *round)
 {
     round->reach = 1;
-    for (uint32_t i = 0; i < round->count; i++)
+    memset(round->member, 0, sizeof round->member);
+    for (uint32_t i = 0; i < round->count; i++) {
         round->reach = round->x[i] + 1u > round->reach ? round->x[i] + 1u : round->reach;
+        round->member[round->x[i] / 64] |= 1ull << (round->x[i] % 64);
+    }
 }
 
 /* The round from the prefix: its common heaps x in [1, ROUND_SPAN), by their codes in turn. */
@@ -2384,7 +2455,7 @@ static void make_round(round_t *round, const scan_t *s)
                 more = 1;
             }
     }
-    set_reach(round);
+    index_round(round);
 }
 
 /* The round cut to the pairs a take of a heap of the probe scanned (of `scanned` in all), rounded up to
@@ -2399,7 +2470,7 @@ static int fit_round(round_t *round, uint64_t scanned)
     const uint64_t fitted = (per_take + 31u) / 32u * 32u;
     if (fitted < round->count) {
         round->count = (uint32_t)fitted;
-        set_reach(round);
+        index_round(round);
     }
     return round->count > 0;
 }
@@ -2524,23 +2595,59 @@ static void terms_of_round(round_terms_t *terms, const round_t *round)
         }
 }
 
-/* Whether every y = rest - x of the round lies in the values, past the rare positions (a far one among
-   them is taken pair by pair, by scan_pairs), for the rests rest ... rest + heaps - 1. */
-static int round_in_values(const scan_t *s, const round_t *round, uint64_t rest, uint64_t heaps)
+/* Bit j: x + j is one of the round's x, for j < AGREE_HEAPS (x may be below 0). */
+static heap_mask_t round_members(const round_t *round, int64_t x)
 {
-    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length, lo = rest + 1 - round->reach;
-    if (rest < 2 * round->reach || lo < low || rest + heaps > s->base + s->length)
-        return 0;
-    return heaps_held(s, lo, rest + heaps - 1);  /* in the values: held unless a far one lies there */
+    heap_mask_t bits = 0;
+    for (uint32_t j = 0; j < AGREE_HEAPS; j += 64) {  /* 64 bits of member from x + j on */
+        const int64_t at = x + (int64_t)j;
+        if (at <= -64 || at >= (int64_t)ROUND_SPAN)
+            continue;
+        uint64_t word;
+        if (at < 0) {
+            word = round->member[0] << -at;
+        } else {
+            const uint64_t w = (uint64_t)at / 64, shift = (uint64_t)at % 64;
+            word = round->member[w] >> shift;
+            if (shift && w + 1 < ROUND_SPAN / 64)
+                word |= round->member[w + 1] << (64 - shift);
+        }
+        bits |= (heap_mask_t)word << j;
+    }
+    return bits;
 }
 
-/* Whether the round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes. */
-static int round_in_lanes(const scan_t *s, const round_t *round, uint64_t n)
+/* Bit j: heap n + j takes its round in lanes (batch_marks).  Its pairs' heaps rest - x must lie in the
+   values, none of them far (scan_pairs takes those pair by pair), and none flagged rare: a common x and
+   a rare heap give a common option, which the lanes would count as found.  Where the round reaches
+   below rare_length (a plan that starts early) only the heaps for which some x of the round meets a
+   flagged heap are left out: they take the round as a set (scan_round). */
+static heap_mask_t round_in_lanes(const scan_t *s, const round_t *round, uint64_t n)
 {
-    for (int t = 0; t < TWO_HEAP_TAKES; t++)
-        if (n < TAKES[t] || !round_in_values(s, round, n - TAKES[t], AGREE_HEAPS))
+    if (round->count == 0)
+        return 0;
+    heap_mask_t lanes = ~(heap_mask_t)0;
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        if (n < TAKES[t])
             return 0;
-    return round->count > 0;
+        const uint64_t rest = n - TAKES[t], lo = rest + 1 - round->reach, hi = rest + AGREE_HEAPS - 1;
+        if (rest < 2 * round->reach || lo < s->base || hi >= s->base + s->length || !heaps_held(s, lo, hi))
+            return 0;
+        const uint64_t end = min_u64(hi + 1, s->rare_length);  /* the flagged heaps y among them */
+        for (uint64_t y = lo; y < end;) {
+            uint64_t eight = 1;
+            if (y + 8 <= end)
+                memcpy(&eight, s->rare + y, 8);
+            if (eight == 0) {  /* eight common heaps */
+                y += 8;
+                continue;
+            }
+            if (s->rare[y])  /* heap n + j pairs y with x = rest + j - y */
+                lanes &= ~round_members(round, (int64_t)rest - (int64_t)y);
+            y++;
+        }
+    }
+    return lanes;
 }
 #endif
 
@@ -2592,23 +2699,24 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             batch_end = n + AGREE_HEAPS;
             round_done = 0;
 #if defined(ROUND_IN_LANES)
-            if (with_round && round_in_lanes(&s, &round, n)) {
+            if (with_round && (round_done = round_in_lanes(&s, &round, n)) != 0) {
                 memset(found, 0, sizeof found);
-                round_done = ~(heap_mask_t)0;
                 agree = batch_marks(g, n, &terms, found);
             } else
 #endif
                 agree = batch_marks(g, n, NULL, found);
         }
-        if (crossed) {  /* its lane's check is not looked at, nor its round's finds */
-            code = crossing_mex(&s, g, n, marks, &stamp);
+        if (crossed) {  /* its lane's check is not looked at (a term read a rare heap); its round's finds are,
+                           where it took the round in lanes (whose pairs met no rare heap) */
+            code = crossing_mex(g, n, scan_rare_at, &s, marks, &stamp);
+            in_round = n < batch_end && (int)(round_done >> (n - batch) & 1u);
         } else if (n < batch_end && (agree >> (n - batch) & 1u)) {  /* (a) for this heap */
             code = *g;
             in_round = (int)(round_done >> (n - batch) & 1u);
         } else
 #else
         if (crossed) {
-            code = crossing_mex(&s, g, n, marks, &stamp);
+            code = crossing_mex(g, n, scan_rare_at, &s, marks, &stamp);
         } else
 #endif
         {

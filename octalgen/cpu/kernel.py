@@ -174,14 +174,7 @@ class SpeculativeKernel:
             When a value does not fit (the heap is named; values before it are filled in).
         """
         window = self.plan.window
-        if first_heap < self.plan.start:
-            raise InputError(
-                f"the kernel starts at heap {self.plan.start}, not {first_heap} (earlier heaps need the exact solver)"
-            )
-        if buffer.dtype != self.dtype or not buffer.flags.c_contiguous or not buffer.flags.writeable:
-            raise InputError(f"kernel buffer must be a writable, contiguous {self.dtype} array")
-        if len(buffer) < window:
-            raise InputError(f"kernel buffer holds {len(buffer)} values, fewer than the window of {window}")
+        self._check_buffer(buffer, first_heap)
         if not 1 <= threads <= self.max_threads:
             raise InputError(f"threads must be 1 to {self.max_threads}, not {threads}")
         block = self.tuned_blocks.get(threads, self.block_heaps) if block is None else block
@@ -214,6 +207,36 @@ class SpeculativeKernel:
                 "kernel threads kept waiting for each other (the cores are busy): one thread from G(%d)",
                 self.fell_back_at,
             )
+
+    def fill_crossings(self, buffer: np.ndarray, first_heap: int) -> None:
+        """Compute heaps ``first_heap`` ... in place as :meth:`fill` does, one by one, each from its terms
+        that read a common heap: the way of the crossing heaps of a plan that starts early
+        (:attr:`~octalgen.plan.KernelPlan.crossings`), where a term that reads a rare position marks
+        nothing.  Same buffer and errors as :meth:`fill`, one thread."""
+        self._check_buffer(buffer, first_heap)
+        ffi, lib = self.module.ffi, self.module.lib
+        flags = self.plan.rare_flags
+        stopped = lib.octalgen_kernel_fill_crossing(
+            ffi.from_buffer(f"{code_ctype(self.dtype)}[]", buffer),
+            len(buffer) - self.plan.window,
+            first_heap,
+            ffi.from_buffer("uint8_t[]", flags),
+            len(flags),
+        )
+        if stopped >= 0:
+            raise StorageOverflow(first_heap + stopped, self.plan)
+
+    def _check_buffer(self, buffer: np.ndarray, first_heap: int) -> None:
+        """InputError unless ``buffer`` and ``first_heap`` fit :meth:`fill`."""
+        window = self.plan.window
+        if first_heap < self.plan.start:
+            raise InputError(
+                f"the kernel starts at heap {self.plan.start}, not {first_heap} (earlier heaps need the exact solver)"
+            )
+        if buffer.dtype != self.dtype or not buffer.flags.c_contiguous or not buffer.flags.writeable:
+            raise InputError(f"kernel buffer must be a writable, contiguous {self.dtype} array")
+        if len(buffer) < window:
+            raise InputError(f"kernel buffer holds {len(buffer)} values, fewer than the window of {window}")
 
     def run(
         self,

@@ -178,6 +178,10 @@ class FixedPointProducer:
         self._logged_front = 0
         self._logged_seconds = 0.0
 
+    def fill_crossings(self, buffer: np.ndarray, first_heap: int) -> None:
+        """Never asked: the GPU plug-in takes no plan that starts early (its verifier takes no crossing heap)."""
+        raise InternalError("the GPU producer was asked for the crossing heaps of a plan that starts early")
+
     def fill(
         self, buffer: np.ndarray, first_heap: int, threads: int = 1, patient: bool = False, block: int | None = None
     ) -> None:

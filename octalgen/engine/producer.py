@@ -39,6 +39,11 @@ from .tape import Tape
 #: Heaps per call into the kernel: a stop request is noticed between calls.
 FILL_STEP = 1 << 18
 
+#: Crossing heaps (:attr:`~octalgen.plan.KernelPlan.crossings`) closer than this share a stretch taken
+#: heap by heap: a heap taken so costs several times less than a call into the kernel, so the few heaps
+#: between two crossings are cheaper taken along than filled by a call of their own.
+CROSSING_GAP = 16
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -65,6 +70,17 @@ class Chunk:
     def before(self) -> np.ndarray:
         """The codes of heaps ``base`` ... ``first - 1`` (a view of :attr:`history`)."""
         return self.history[: self.first - self.base]
+
+
+def crossing_stretches(crossings: np.ndarray, a: int, b: int) -> list[tuple[int, int]]:
+    """The crossing heaps in [a, b) as stretches [first, stop), ascending: crossings less than
+    :data:`CROSSING_GAP` heaps apart share one, the heaps between them taken one by one too (a kernel
+    call between them would cost more than those heaps)."""
+    heaps = crossings[np.searchsorted(crossings, a) : np.searchsorted(crossings, b)].astype(np.int64)
+    if not len(heaps):
+        return []
+    cut = np.flatnonzero(np.diff(heaps) > CROSSING_GAP) + 1
+    return list(zip(heaps[np.r_[0, cut]].tolist(), (heaps[np.r_[cut - 1, len(heaps) - 1]] + 1).tolist()))
 
 
 class Producer:
@@ -188,28 +204,22 @@ class Producer:
 
     def _fill(self, kernel: ChunkFiller, buffer: np.ndarray, a: int, b: int, threads: int) -> None:
         """Heaps ``a`` ... ``b - 1`` into ``buffer`` (the window, then their codes), :data:`FILL_STEP` at a
-        time; the plan's crossings apart (:meth:`~octalgen.plan.KernelPlan.crossing_code`)."""
+        time; the plan's crossings, in stretches of them (:func:`crossing_stretches`), one heap after another
+        (:meth:`~.seams.ChunkFiller.fill_crossings`)."""
         plan = self._kernel_plan()
         w = plan.window
-        crossings = plan.crossings
-        crossings = crossings[np.searchsorted(crossings, a) : np.searchsorted(crossings, b)].tolist()
         done = a
-        for crossing in [*crossings, None]:
-            stop = b if crossing is None else crossing
-            for lo in range(done, stop, FILL_STEP):
+        for first, stop in [*crossing_stretches(plan.crossings, a, b), (b, b)]:
+            for lo in range(done, first, FILL_STEP):
                 self.check_stop()
-                hi = min(stop, lo + FILL_STEP)
+                hi = min(first, lo + FILL_STEP)
                 fell_back = kernel.fill(buffer[lo - a : w + hi - a], lo, threads)
                 if fell_back is not None:
                     self.fallbacks += 1
                     self.first_fallback = fell_back if self.first_fallback is None else self.first_fallback
-            if crossing is None:
-                return
-            code = plan.crossing_code(buffer, w + crossing - a, crossing)
-            if code >= plan.encoding.capacity:
-                raise StorageOverflow(crossing, plan)
-            buffer[w + crossing - a] = code
-            done = crossing + 1
+            if first < stop:
+                kernel.fill_crossings(buffer[first - a : w + stop - a], first)
+            done = stop
 
     def _kernel_plan(self) -> KernelPlan:
         """:attr:`plan`, which the engine gives before it asks for the kernel or a chunk."""

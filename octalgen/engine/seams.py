@@ -53,6 +53,11 @@ class ChunkFiller(Protocol):
         Returns the heap from which one thread went on where the threads kept waiting for each other
         (the cores were busy), else None."""
 
+    def fill_crossings(self, buffer: np.ndarray, first_heap: int) -> None:
+        """As :meth:`fill` with one thread, each heap from its terms that read a common heap: the crossing
+        heaps of a plan that starts early (:attr:`~octalgen.plan.KernelPlan.crossings`), asked of the
+        kernels of a plug-in that takes such plans (:attr:`KernelPlugin.early_start`) only."""
+
 
 @runtime_checkable
 class ProofVerifier(Protocol):

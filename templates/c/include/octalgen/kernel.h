@@ -546,6 +546,35 @@ out:
     return result;
 }
 
+/* The rare flags of octalgen_kernel_fill_crossing: rare[h], h < length, nonzero at a rare position. */
+typedef struct {
+    const uint8_t *rare;
+    uint64_t length;
+} rare_flags_t;
+
+static int flagged_rare(const void *flags, uint64_t h)
+{
+    const rare_flags_t *f = (const rare_flags_t *)flags;
+    return h < f->length && f->rare[h] != 0;
+}
+
+int64_t octalgen_kernel_fill_crossing(code_t *buffer, uint64_t count, uint64_t first_heap, const uint8_t *rare,
+                                      uint64_t rare_length)
+{
+    uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));
+    uint8_t stamp = 0;
+    memset(marks, 0, MARK_SIZE);
+    const rare_flags_t flags = {rare, rare_length};
+    code_t *g = buffer + WINDOW;
+    for (uint64_t i = 0; i < count; i++) {
+        const uint32_t v = crossing_mex(g + i, first_heap + i, flagged_rare, &flags, marks, &stamp);
+        if (v >= MEX_SIZE)
+            return (int64_t)i;
+        g[i] = (code_t)v;
+    }
+    return -1;
+}
+
 int octalgen_kernel_fill(code_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads, uint32_t block,
                          int patient, uint64_t *done)
 {

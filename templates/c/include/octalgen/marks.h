@@ -272,6 +272,19 @@ static inline uint32_t heap_mex(const code_t *g, uint8_t *marks, uint8_t *stamp,
     return mex(marks, *stamp, common);
 }
 
+/* The mex of heap g = G(n) from its terms that read a common heap, marked bytewise with the next stamp:
+   a term that reads a rare position (at a crossing heap of a plan that starts early) marks nothing, its
+   option, the XOR of two rare values, being rare.  rare_at(context, h): heap h is a rare position. */
+static inline uint32_t crossing_mex(const code_t *g, uint64_t n, int (*rare_at)(const void *, uint64_t),
+                                    const void *context, uint8_t *marks, uint8_t *stamp)
+{
+    *stamp = next_stamp(*stamp, marks);
+    for (uint32_t t = 0; t < TERMS; t++)
+        if (!rare_at(context, n - TERM_OFFSET[t]))
+            marks[(uint32_t)(g[-(long)TERM_OFFSET[t]] ^ TERM_CODE[t])] = *stamp;
+    return mex(marks, *stamp, COMMON_ROW(n));
+}
+
 #if defined(VECTOR_MARKS)
 static inline __m256i mark_near_terms(const code_t *g, __m256i marked, __m256i one, __m256i low);
 

@@ -53,15 +53,10 @@ static int rare_heap(const scan_t *s, uint64_t h)
     return 0;
 }
 
-/* The mex of the crossing heap g = G(n): the terms that read a common heap, marked from the term
-   tables; a term that reads a rare position marks nothing. */
-static uint32_t crossing_mex(const scan_t *s, const code_t *g, uint64_t n, uint8_t *marks, uint8_t *stamp)
+/* rare_heap for crossing_mex (octalgen/marks.h). */
+static int scan_rare_at(const void *s, uint64_t h)
 {
-    *stamp = next_stamp(*stamp, marks);
-    for (uint32_t t = 0; t < TERMS; t++)
-        if (!rare_heap(s, n - TERM_OFFSET[t]))
-            marks[(uint32_t)(g[-(long)TERM_OFFSET[t]] ^ TERM_CODE[t])] = *stamp;
-    return mex(marks, *stamp, COMMON_ROW(n));
+    return rare_heap((const scan_t *)s, h);
 }
 
 #if STORAGE_U8
@@ -176,14 +171,18 @@ typedef struct {
     uint64_t reach;  /* every x of the round is below it */
     uint32_t x[ROUND_PAIRS];
     code_t code[ROUND_PAIRS];
+    uint64_t member[ROUND_SPAN / 64];  /* bit x: x is one of the round's (below ROUND_SPAN, as all are) */
 } round_t;
 
-/* One more than the largest x of the round's first `count` (1 if none). */
-static void set_reach(round_t *round)
+/* reach and member from the round's first `count` x: one more than the largest (1 if none), the set. */
+static void index_round(round_t *round)
 {
     round->reach = 1;
-    for (uint32_t i = 0; i < round->count; i++)
+    memset(round->member, 0, sizeof round->member);
+    for (uint32_t i = 0; i < round->count; i++) {
         round->reach = round->x[i] + 1u > round->reach ? round->x[i] + 1u : round->reach;
+        round->member[round->x[i] / 64] |= 1ull << (round->x[i] % 64);
+    }
 }
 
 /* The round from the prefix: its common heaps x in [1, ROUND_SPAN), by their codes in turn. */
@@ -211,7 +210,7 @@ static void make_round(round_t *round, const scan_t *s)
                 more = 1;
             }
     }
-    set_reach(round);
+    index_round(round);
 }
 
 /* The round cut to the pairs a take of a heap of the probe scanned (of `scanned` in all), rounded up to
@@ -226,7 +225,7 @@ static int fit_round(round_t *round, uint64_t scanned)
     const uint64_t fitted = (per_take + 31u) / 32u * 32u;
     if (fitted < round->count) {
         round->count = (uint32_t)fitted;
-        set_reach(round);
+        index_round(round);
     }
     return round->count > 0;
 }
@@ -351,23 +350,59 @@ static void terms_of_round(round_terms_t *terms, const round_t *round)
         }
 }
 
-/* Whether every y = rest - x of the round lies in the values, past the rare positions (a far one among
-   them is taken pair by pair, by scan_pairs), for the rests rest ... rest + heaps - 1. */
-static int round_in_values(const scan_t *s, const round_t *round, uint64_t rest, uint64_t heaps)
+/* Bit j: x + j is one of the round's x, for j < AGREE_HEAPS (x may be below 0). */
+static heap_mask_t round_members(const round_t *round, int64_t x)
 {
-    const uint64_t low = s->base > s->rare_length ? s->base : s->rare_length, lo = rest + 1 - round->reach;
-    if (rest < 2 * round->reach || lo < low || rest + heaps > s->base + s->length)
-        return 0;
-    return heaps_held(s, lo, rest + heaps - 1);  /* in the values: held unless a far one lies there */
+    heap_mask_t bits = 0;
+    for (uint32_t j = 0; j < AGREE_HEAPS; j += 64) {  /* 64 bits of member from x + j on */
+        const int64_t at = x + (int64_t)j;
+        if (at <= -64 || at >= (int64_t)ROUND_SPAN)
+            continue;
+        uint64_t word;
+        if (at < 0) {
+            word = round->member[0] << -at;
+        } else {
+            const uint64_t w = (uint64_t)at / 64, shift = (uint64_t)at % 64;
+            word = round->member[w] >> shift;
+            if (shift && w + 1 < ROUND_SPAN / 64)
+                word |= round->member[w + 1] << (64 - shift);
+        }
+        bits |= (heap_mask_t)word << j;
+    }
+    return bits;
 }
 
-/* Whether the round of every heap n ... n + AGREE_HEAPS - 1 can be taken in lanes. */
-static int round_in_lanes(const scan_t *s, const round_t *round, uint64_t n)
+/* Bit j: heap n + j takes its round in lanes (batch_marks).  Its pairs' heaps rest - x must lie in the
+   values, none of them far (scan_pairs takes those pair by pair), and none flagged rare: a common x and
+   a rare heap give a common option, which the lanes would count as found.  Where the round reaches
+   below rare_length (a plan that starts early) only the heaps for which some x of the round meets a
+   flagged heap are left out: they take the round as a set (scan_round). */
+static heap_mask_t round_in_lanes(const scan_t *s, const round_t *round, uint64_t n)
 {
-    for (int t = 0; t < TWO_HEAP_TAKES; t++)
-        if (n < TAKES[t] || !round_in_values(s, round, n - TAKES[t], AGREE_HEAPS))
+    if (round->count == 0)
+        return 0;
+    heap_mask_t lanes = ~(heap_mask_t)0;
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        if (n < TAKES[t])
             return 0;
-    return round->count > 0;
+        const uint64_t rest = n - TAKES[t], lo = rest + 1 - round->reach, hi = rest + AGREE_HEAPS - 1;
+        if (rest < 2 * round->reach || lo < s->base || hi >= s->base + s->length || !heaps_held(s, lo, hi))
+            return 0;
+        const uint64_t end = min_u64(hi + 1, s->rare_length);  /* the flagged heaps y among them */
+        for (uint64_t y = lo; y < end;) {
+            uint64_t eight = 1;
+            if (y + 8 <= end)
+                memcpy(&eight, s->rare + y, 8);
+            if (eight == 0) {  /* eight common heaps */
+                y += 8;
+                continue;
+            }
+            if (s->rare[y])  /* heap n + j pairs y with x = rest + j - y */
+                lanes &= ~round_members(round, (int64_t)rest - (int64_t)y);
+            y++;
+        }
+    }
+    return lanes;
 }
 #endif
 
@@ -419,23 +454,24 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             batch_end = n + AGREE_HEAPS;
             round_done = 0;
 #if defined(ROUND_IN_LANES)
-            if (with_round && round_in_lanes(&s, &round, n)) {
+            if (with_round && (round_done = round_in_lanes(&s, &round, n)) != 0) {
                 memset(found, 0, sizeof found);
-                round_done = ~(heap_mask_t)0;
                 agree = batch_marks(g, n, &terms, found);
             } else
 #endif
                 agree = batch_marks(g, n, NULL, found);
         }
-        if (crossed) {  /* its lane's check is not looked at, nor its round's finds */
-            code = crossing_mex(&s, g, n, marks, &stamp);
+        if (crossed) {  /* its lane's check is not looked at (a term read a rare heap); its round's finds are,
+                           where it took the round in lanes (whose pairs met no rare heap) */
+            code = crossing_mex(g, n, scan_rare_at, &s, marks, &stamp);
+            in_round = n < batch_end && (int)(round_done >> (n - batch) & 1u);
         } else if (n < batch_end && (agree >> (n - batch) & 1u)) {  /* (a) for this heap */
             code = *g;
             in_round = (int)(round_done >> (n - batch) & 1u);
         } else
 #else
         if (crossed) {
-            code = crossing_mex(&s, g, n, marks, &stamp);
+            code = crossing_mex(g, n, scan_rare_at, &s, marks, &stamp);
         } else
 #endif
         {

@@ -196,21 +196,33 @@ static inline table_t need_table(__m256i need)
 #endif
 }
 
+/* The VECTOR_BYTES bytes p[0], p[-1], p[-2], ..., in that order. */
+static inline __attribute__((always_inline)) vec_t reversed_load(const uint8_t *p)
+{
+#if defined(PERMUTE_LOOKUP)
+    return _mm512_permutexvar_epi8(_mm512_load_si512((const void *)REVERSED_INDEX), _mm512_loadu_si512((const void *)(p - 63)));
+#elif VECTOR_BYTES == 64
+    const __m512i y = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(p - 63)),
+                                          _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)LANE_REVERSED)));
+    return _mm512_shuffle_i64x2(y, y, 0x1b);
+#else
+    const __m256i y = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(p - 31)),
+                                          _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)LANE_REVERSED)));
+    return _mm256_permute4x64_epi64(y, 0x4e);
+#endif
+}
+
 /* Bit k: the option xs[k] ^ ys[-k] (k < VECTOR_BYTES) is in need; *options gets the options. */
 static inline __attribute__((always_inline)) uint64_t lookup(const code_t *xs, const code_t *ys, table_t table,
                                                                vec_t *options)
 {
 #if defined(PERMUTE_LOOKUP)
-    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs),
-                                       _mm512_permutexvar_epi8(_mm512_load_si512((const void *)REVERSED_INDEX),
-                                                               _mm512_loadu_si512((const void *)(ys - 63))));
+    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs), reversed_load(ys));
     const __m512i byte = _mm512_permutexvar_epi8(_mm512_srli_epi16(o, 3), table.low);
     *options = o;
     return (uint64_t)_mm512_test_epi8_mask(byte, _mm512_permutexvar_epi8(o, _mm512_load_si512((const void *)BIT_OF_INDEX)));
 #elif VECTOR_BYTES == 64
-    const __m512i reverse = _mm512_broadcast_i32x4(_mm_load_si128((const __m128i *)LANE_REVERSED));
-    const __m512i y = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(ys - 63)), reverse);
-    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs), _mm512_shuffle_i64x2(y, y, 0x1b));
+    const __m512i o = _mm512_xor_si512(_mm512_loadu_si512((const void *)xs), reversed_load(ys));
     /* byte index o >> 3 in the low nibble, o's bit 7 (which half) kept: a shuffle reads 0 at bit 7 */
     const __m512i index = _mm512_ternarylogic_epi32(_mm512_srli_epi16(o, 3), o, _mm512_set1_epi8(15), 0xe4);
     const __m512i byte = _mm512_or_si512(_mm512_shuffle_epi8(table.low, index),
@@ -220,9 +232,7 @@ static inline __attribute__((always_inline)) uint64_t lookup(const code_t *xs, c
     *options = o;
     return (uint64_t)_mm512_test_epi8_mask(byte, bit);
 #else
-    const __m256i reverse = _mm256_broadcastsi128_si256(_mm_load_si128((const __m128i *)LANE_REVERSED));
-    const __m256i y = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(ys - 31)), reverse);
-    const __m256i o = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xs), _mm256_permute4x64_epi64(y, 0x4e));
+    const __m256i o = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)xs), reversed_load(ys));
     const __m256i index = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(o, 3), _mm256_set1_epi8(15)),
                                           _mm256_and_si256(o, _mm256_set1_epi8(-128)));
     const __m256i byte = _mm256_or_si256(_mm256_shuffle_epi8(table.low, index),
@@ -234,21 +244,31 @@ static inline __attribute__((always_inline)) uint64_t lookup(const code_t *xs, c
 #endif
 }
 
-/* Bit k: the option of pair k of the block (xs[k] ^ ys[-k], k < 64) is in need; pairs whose x is a rare
-   position (xf[k] set; xf NULL: none is) are left out.  options[] gets the block's options. */
+/* Bit k: the rare flag f[k] (reversed: f[-k]), k < 64. */
+static inline __attribute__((always_inline)) uint64_t flag_bits(const uint8_t *f, int reversed)
+{
+#if VECTOR_BYTES == 64
+    return (uint64_t)_mm512_movepi8_mask(reversed ? reversed_load(f) : _mm512_loadu_si512((const void *)f));
+#else
+    const __m256i low = reversed ? reversed_load(f) : _mm256_loadu_si256((const __m256i *)f);
+    const __m256i high = reversed ? reversed_load(f - 32) : _mm256_loadu_si256((const __m256i *)(f + 32));
+    return (uint64_t)(uint32_t)_mm256_movemask_epi8(low) | (uint64_t)(uint32_t)_mm256_movemask_epi8(high) << 32;
+#endif
+}
+
+/* Bit k: the option of pair k of the block (xs[k] ^ ys[-k], k < 64) is in need; pairs of one rare and one
+   common heap (xf[k], yf[-k]: the rare flags; NULL: every heap is common) are left out.  options[] gets the
+   block's options. */
 static inline __attribute__((always_inline)) uint64_t block_hits(const code_t *xs, const code_t *ys, const uint8_t *xf,
-                                                                   table_t table, vec_t *options)
+                                                                   const uint8_t *yf, table_t table, vec_t *options)
 {
 #if VECTOR_BYTES == 64
     uint64_t hits = lookup(xs, ys, table, options);
-    if (xf)
-        hits &= ~(uint64_t)_mm512_movepi8_mask(_mm512_loadu_si512((const void *)xf));
 #else
     uint64_t hits = lookup(xs, ys, table, options) | lookup(xs + 32, ys - 32, table, options + 1) << 32;
-    if (xf)
-        hits &= ~((uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)xf)) |
-                  (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_loadu_si256((const __m256i *)(xf + 32))) << 32);
 #endif
+    if (xf || yf)
+        hits &= ~((xf ? flag_bits(xf, 0) : 0) ^ (yf ? flag_bits(yf, 1) : 0));
     return hits;
 }
 
@@ -348,9 +368,10 @@ static __attribute__((noinline)) int take_group(scan_t *s, const code_t *xs, con
 #endif
 
 /* Pairs (xs[i], ys[-i]) for i in [0, count - count % 64) in groups of blocks: returns 1 once nothing is
-   missing, else leaves need in s and *done the pairs gone through.  xf as for block_hits. */
+   missing, else leaves need in s and *done the pairs gone through.  xf, yf as for block_hits. */
 static inline __attribute__((always_inline)) int scan_blocks(scan_t *s, const code_t *xs, const code_t *ys,
-                                                               uint64_t count, const uint8_t *xf, uint64_t *done)
+                                                               uint64_t count, const uint8_t *xf, const uint8_t *yf,
+                                                               uint64_t *done)
 {
     __m256i need = _mm256_load_si256((const __m256i *)s->need);
     table_t table = need_table(need);
@@ -361,8 +382,8 @@ static inline __attribute__((always_inline)) int scan_blocks(scan_t *s, const co
         uint64_t hits[GROUP_BLOCKS], any = 0;
         vec_t options[GROUP_BLOCKS * BLOCK_VECTORS];
         for (uint32_t b = 0; b < blocks; b++) {
-            hits[b] = block_hits(xs + i + 64 * b, ys - i - 64 * b, xf ? xf + i + 64 * b : NULL, table,
-                                 options + b * BLOCK_VECTORS);
+            hits[b] = block_hits(xs + i + 64 * b, ys - i - 64 * b, xf ? xf + i + 64 * b : NULL,
+                                 yf ? yf - i - 64 * b : NULL, table, options + b * BLOCK_VECTORS);
             any |= hits[b];
         }
         if (__builtin_expect(any != 0, 0)) {  /* most groups have no hit */
@@ -385,8 +406,10 @@ static int scan_run(scan_t *s, const code_t *xs, const code_t *ys, uint64_t coun
 {
     uint64_t i = 0;
 #if VECTOR_SCAN
-    if (!yf && count >= 64) {  /* (yf: both heaps lie below rare_length, only for rest < 2 rare_length) */
-        if (xf ? scan_blocks(s, xs, ys, count, xf, &i) : scan_blocks(s, xs, ys, count, NULL, &i))
+    if (count >= 64) {  /* each case inlined apart: yf occurs only for rest < 2 rare_length */
+        const int found = yf ? (xf ? scan_blocks(s, xs, ys, count, xf, yf, &i) : scan_blocks(s, xs, ys, count, NULL, yf, &i))
+                             : (xf ? scan_blocks(s, xs, ys, count, xf, NULL, &i) : scan_blocks(s, xs, ys, count, NULL, NULL, &i));
+        if (found)
             return 1;
         s->missing = count_missing(s);
     }
