@@ -322,10 +322,12 @@ def test_far_rare_values_no_mask_helps_with_are_terms_of_a_kernel_that_starts_at
         engine, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
     assert engine.recovery.rare_found == [(FAR, 116), (FAR_2, 102)] and engine.recovery.mask_switches == []
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
-    # The exact solver computed the values up to the kernel's first heap, 62,054, and none after: each
-    # decision computed G(m) ... G(m + 3) itself, and the kernel went on at m + 4, past its window (the
-    # far term's offset, m + the largest take, 3); not at the 2m + 4 where no term reads a rare position.
-    assert max(b for _, b in steps) == 62_054
+    # The exact solver computed the values up to the kernel's first heap, 31,029, and none after: the
+    # first plan starts early, at m + 4 past the table's last rare position m = 31,025 (2,686 crossings),
+    # and each decision computed G(m) ... G(m + 3) itself and the kernel went on at m + 4, past its window
+    # (the far term's offset, m + the largest take, 3); never at the 2m + 4 where no term reads a rare
+    # position.
+    assert max(b for _, b in steps) == 31_029
     plans = [r.getMessage() for r in caplog.records if r.getMessage().startswith("kernel plan for .034")]
     assert plans[-2:] == [
         "kernel plan for .034: 1078 terms, window 71725, first heap 71726, storage u8",
@@ -407,7 +409,7 @@ def test_deciding_a_far_rare_value_reads_the_values_before_it_in_pieces(values_0
     engine, summary, _ = _run_034(values_034, monkeypatch, tmp_path)
     assert engine.recovery.rare_found == [(FAR, 116), (FAR_2, 102)]
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])
-    assert max(before) <= 62_054 and max(solvers) <= 62_054 and max(reads) <= 1 << 14  # the exact steps' only
+    assert max(before) <= 31_029 and max(solvers) <= 31_029 and max(reads) <= 1 << 14  # the exact steps' only
     assert sum(reads) >= FAR_2  # the new rare values: every pair, both ways
 
 
@@ -439,9 +441,9 @@ def test_a_full_disk_under_the_tape_is_one_error_and_the_run_goes_on_from_its_ch
         patch.setattr(os, "posix_fallocate", full)
         with pytest.raises(ComputationError, match=r"cannot write the far term's tape in .*: No space left on device"):
             _run_034(values_034, monkeypatch, tmp_path)
-    # The exact values before the kernel's first heap (62,054), where the tape is made (the window,
+    # The exact values before the kernel's first heap (31,029), where the tape is made (the window,
     # 31,028 values, is longer than the recent ones), were kept.
-    assert read_checkpoint(tmp_path)["position"] == 62_054
+    assert read_checkpoint(tmp_path)["position"] == 31_029
     _, summary, steps = _run_034(values_034, monkeypatch, tmp_path)
     assert not steps  # resumed at the kernel's first heap
     assert summary.statistics.digest == fnv1a64(values_034[:FAR_UNTIL])

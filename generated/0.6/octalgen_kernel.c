@@ -57,13 +57,14 @@
    not be had.  Heaps before *done are always computed. */
 int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads,
                          uint32_t block, int patient, uint64_t *done);
-/* The way of a plan's crossing heaps (it starts early): heaps first_heap ... first_heap + count - 1 into
-   buffer[20628:] as octalgen_kernel_fill computes them, one by one, each from its terms that read a
-   heap not flagged rare (rare[h] nonzero for a rare position h < rare_length): a term that reads a rare
-   position marks nothing.  Returns -1 when done, else the heap (counted from the first) whose value does
-   not fit the storage. */
+/* A stretch of a plan's crossing heaps (it starts early): heaps first_heap ... first_heap + count - 1 into
+   buffer[20628:] as octalgen_kernel_fill computes them, one by one; each of crossings[] (ascending,
+   crossing_count of them, in the stretch) from its terms that read a heap not flagged rare (rare[h]
+   nonzero for a rare position h < rare_length): a term that reads a rare position marks nothing.
+   Returns -1 when done, else the heap (counted from the first) whose value does not fit the storage. */
 int64_t octalgen_kernel_fill_crossing(uint8_t *buffer, uint64_t count, uint64_t first_heap,
-                                      const uint8_t *rare, uint64_t rare_length);
+                                      const uint8_t *rare, uint64_t rare_length, const uint64_t *crossings,
+                                      uint64_t crossing_count);
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
    prefix: the stored codes of G(0) ... G(prefix_length - 1); rare[x] (u8 codes only, x < rare_length):
@@ -1569,15 +1570,20 @@ static int flagged_rare(const void *flags, uint64_t h)
 }
 
 int64_t octalgen_kernel_fill_crossing(code_t *buffer, uint64_t count, uint64_t first_heap, const uint8_t *rare,
-                                      uint64_t rare_length)
+                                      uint64_t rare_length, const uint64_t *crossings, uint64_t crossing_count)
 {
     uint8_t marks[MARK_SIZE] __attribute__((aligned(64)));
     uint8_t stamp = 0;
     memset(marks, 0, MARK_SIZE);
     const rare_flags_t flags = {rare, rare_length};
     code_t *g = buffer + WINDOW;
+    uint64_t crossing = 0;  /* the next of crossings[] */
     for (uint64_t i = 0; i < count; i++) {
-        const uint32_t v = crossing_mex(g + i, first_heap + i, flagged_rare, &flags, marks, &stamp);
+        const uint64_t n = first_heap + i;
+        const int crossed = crossing < crossing_count && crossings[crossing] == n;
+        crossing += (uint64_t)crossed;
+        const uint32_t v = crossed ? crossing_mex(g + i, n, flagged_rare, &flags, marks, &stamp)
+                                   : heap_mex(g + i, marks, &stamp, COMMON_ROW(n));
         if (v >= MEX_SIZE)
             return (int64_t)i;
         g[i] = (code_t)v;

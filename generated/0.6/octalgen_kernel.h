@@ -26,13 +26,14 @@
    not be had.  Heaps before *done are always computed. */
 int octalgen_kernel_fill(uint8_t *buffer, uint64_t count, uint64_t first_heap, uint32_t threads,
                          uint32_t block, int patient, uint64_t *done);
-/* The way of a plan's crossing heaps (it starts early): heaps first_heap ... first_heap + count - 1 into
-   buffer[20628:] as octalgen_kernel_fill computes them, one by one, each from its terms that read a
-   heap not flagged rare (rare[h] nonzero for a rare position h < rare_length): a term that reads a rare
-   position marks nothing.  Returns -1 when done, else the heap (counted from the first) whose value does
-   not fit the storage. */
+/* A stretch of a plan's crossing heaps (it starts early): heaps first_heap ... first_heap + count - 1 into
+   buffer[20628:] as octalgen_kernel_fill computes them, one by one; each of crossings[] (ascending,
+   crossing_count of them, in the stretch) from its terms that read a heap not flagged rare (rare[h]
+   nonzero for a rare position h < rare_length): a term that reads a rare position marks nothing.
+   Returns -1 when done, else the heap (counted from the first) whose value does not fit the storage. */
 int64_t octalgen_kernel_fill_crossing(uint8_t *buffer, uint64_t count, uint64_t first_heap,
-                                      const uint8_t *rare, uint64_t rare_length);
+                                      const uint8_t *rare, uint64_t rare_length, const uint64_t *crossings,
+                                      uint64_t crossing_count);
 
 /* Exact verifier: proves G(n) = values[n - base] for n in [first, end) (see octalgen_kernel.c).
    prefix: the stored codes of G(0) ... G(prefix_length - 1); rare[x] (u8 codes only, x < rare_length):

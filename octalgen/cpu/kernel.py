@@ -209,19 +209,24 @@ class SpeculativeKernel:
             )
 
     def fill_crossings(self, buffer: np.ndarray, first_heap: int) -> None:
-        """Compute heaps ``first_heap`` ... in place as :meth:`fill` does, one by one, each from its terms
-        that read a common heap: the way of the crossing heaps of a plan that starts early
-        (:attr:`~octalgen.plan.KernelPlan.crossings`), where a term that reads a rare position marks
-        nothing.  Same buffer and errors as :meth:`fill`, one thread."""
+        """Compute heaps ``first_heap`` ... in place as :meth:`fill` does, one by one: a stretch of the
+        crossing heaps of a plan that starts early (:attr:`~octalgen.plan.KernelPlan.crossings`), each
+        from its terms that read a common heap (one that reads a rare position marks nothing).  Same
+        buffer and errors as :meth:`fill`, one thread."""
         self._check_buffer(buffer, first_heap)
+        plan = self.plan
+        stop = first_heap + len(buffer) - plan.window
+        crossings = plan.crossings[np.searchsorted(plan.crossings, first_heap) : np.searchsorted(plan.crossings, stop)]
         ffi, lib = self.module.ffi, self.module.lib
-        flags = self.plan.rare_flags
+        flags = plan.rare_flags
         stopped = lib.octalgen_kernel_fill_crossing(
             ffi.from_buffer(f"{code_ctype(self.dtype)}[]", buffer),
-            len(buffer) - self.plan.window,
+            len(buffer) - plan.window,
             first_heap,
             ffi.from_buffer("uint8_t[]", flags),
             len(flags),
+            ffi.from_buffer("uint64_t[]", crossings),
+            len(crossings),
         )
         if stopped >= 0:
             raise StorageOverflow(first_heap + stopped, self.plan)

@@ -37,9 +37,10 @@ PLAN_LIMIT = 1 << 21
 
 #: An early start costs about this many exact steps a crossing heap
 #: (:attr:`~octalgen.plan.KernelPlan.crossings`): the producer takes each by itself, the verifier its
-#: terms from a table, and the proof below twice the last rare position is slowed by the rare heaps it
-#: reads.  ``.014`` (2,111 crossings for 64,126 exact steps) runs no faster early.
-CROSSING_STEPS = 32
+#: terms from a table, and the heaps up to twice the last rare position, which the exact solver would
+#: have computed, cost the kernel and a proof slowed by the rare heaps it reads.  ``.172`` (6,008
+#: crossings for 51,381 exact steps) runs no faster early; ``.014`` (2,111 for 64,126) does.
+CROSSING_STEPS = 10
 
 
 class Planning:

@@ -42,7 +42,7 @@ FILL_STEP = 1 << 18
 #: Crossing heaps (:attr:`~octalgen.plan.KernelPlan.crossings`) closer than this share a stretch taken
 #: heap by heap: a heap taken so costs several times less than a call into the kernel, so the few heaps
 #: between two crossings are cheaper taken along than filled by a call of their own.
-CROSSING_GAP = 16
+CROSSING_GAP = 32
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,10 @@ class ChunkFiller(Protocol):
         (the cores were busy), else None."""
 
     def fill_crossings(self, buffer: np.ndarray, first_heap: int) -> None:
-        """As :meth:`fill` with one thread, each heap from its terms that read a common heap: the crossing
-        heaps of a plan that starts early (:attr:`~octalgen.plan.KernelPlan.crossings`), asked of the
-        kernels of a plug-in that takes such plans (:attr:`KernelPlugin.early_start`) only."""
+        """As :meth:`fill` with one thread, heap by heap, for a stretch of the crossing heaps of a plan that
+        starts early (:attr:`~octalgen.plan.KernelPlan.crossings`): each of them from its terms that read
+        a common heap.  Asked only of the kernels of a plug-in that takes such plans
+        (:attr:`KernelPlugin.early_start`)."""
 
 
 @runtime_checkable
