@@ -345,8 +345,8 @@ class KernelPlan:
 
     @cached_property
     def rare_flags(self) -> np.ndarray:
-        """uint8, 1 at each rare position from 1 on, up to the last: the heaps whose terms mark nothing at
-        :attr:`crossings` (:meth:`crossing_code`)."""
+        """uint8, 1 at each rare position from 1 on, up to the last: a term that reads one marks nothing
+        (the :attr:`crossings`; :meth:`crossing_code`)."""
         flags = np.zeros(int(self._positions[-1]) + 1 if len(self._positions) else 0, dtype=np.uint8)
         flags[self._positions] = 1
         return flags
