@@ -339,15 +339,30 @@ static int scan_all(scan_t *s, const round_t *round, uint64_t n, int with_round,
 }
 
 #if defined(ROUND_IN_LANES)
-/* The round's pairs as terms (batch_marks takes them in lanes): offset k + x, the code of G(x). */
-static void terms_of_round(round_terms_t *terms, const round_t *round)
+/* The round's pairs of each take t with x below bound[t], as terms (batch_marks takes them in lanes):
+   offset k + x, the code of G(x). */
+static void terms_of_round(round_terms_t *terms, const round_t *round, const uint64_t *bound)
 {
     terms->count = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++)
-        for (uint32_t i = 0; i < round->count; i++) {
-            terms->offset[terms->count] = (uint32_t)(TAKES[t] + round->x[i]);
-            terms->code[terms->count++] = round->code[i];
-        }
+        for (uint32_t i = 0; i < round->count; i++)
+            if (round->x[i] < bound[t]) {
+                terms->offset[terms->count] = (uint32_t)(TAKES[t] + round->x[i]);
+                terms->code[terms->count++] = round->code[i];
+            }
+}
+
+/* The round's pairs of heap n past those its batch took in lanes: x in [bound[t], rest / 2 + 1) of each
+   take t, pair by pair (a few: the batch's least heap set the bound).  Returns 1 once nothing is missing. */
+static int round_past_lanes(scan_t *s, const round_t *round, uint64_t n, const uint64_t *bound)
+{
+    for (int t = 0; t < TWO_HEAP_TAKES; t++) {
+        const uint64_t rest = n - TAKES[t], stop = min_u64(rest / 2 + 1, round->reach);
+        for (uint64_t x = bound[t]; x < stop; x++)
+            if ((round->member[x / 64] >> (x % 64) & 1u) && scan_pairs(s, rest, x, x + 1))
+                return 1;
+    }
+    return 0;
 }
 
 /* Bit j: x + j is one of the round's x, for j < AGREE_HEAPS (x may be below 0). */
@@ -372,21 +387,25 @@ static heap_mask_t round_members(const round_t *round, int64_t x)
     return bits;
 }
 
-/* Bit j: heap n + j takes its round in lanes (batch_marks).  Its pairs' heaps rest - x must lie in the
-   values, none of them far (scan_pairs takes those pair by pair), and none flagged rare: a common x and
-   a rare heap give a common option, which the lanes would count as found.  Where the round reaches
-   below rare_length (a plan that starts early) only the heaps for which some x of the round meets a
-   flagged heap are left out: they take the round as a set (scan_round). */
-static heap_mask_t round_in_lanes(const scan_t *s, const round_t *round, uint64_t n)
+/* Bit j: heap n + j takes its round in lanes (batch_marks), the pairs of each take t with x below bound[t]
+   (set here: the round's reach, or the least heap's rest / 2 + 1 where that is less; round_past_lanes
+   takes a heap's others).  Their heaps rest - x must lie in the values, none of them far (scan_pairs
+   takes those pair by pair), and none flagged rare: a common x and a rare heap give a common option,
+   which the lanes would count as found.  Where the round reaches below rare_length (a plan that starts
+   early) only the heaps for which some x of the round meets a flagged heap are left out: they take the
+   round as a set (scan_round). */
+static heap_mask_t round_in_lanes(const scan_t *s, const round_t *round, uint64_t n, uint64_t *bound)
 {
     if (round->count == 0)
         return 0;
     heap_mask_t lanes = ~(heap_mask_t)0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++) {
-        if (n < TAKES[t])
+        if (n < TAKES[t] + 2)
             return 0;
-        const uint64_t rest = n - TAKES[t], lo = rest + 1 - round->reach, hi = rest + AGREE_HEAPS - 1;
-        if (rest < 2 * round->reach || lo < s->base || hi >= s->base + s->length || !heaps_held(s, lo, hi))
+        const uint64_t rest = n - TAKES[t];
+        bound[t] = min_u64(round->reach, rest / 2 + 1);
+        const uint64_t lo = rest + 1 - bound[t], hi = rest + AGREE_HEAPS - 1;
+        if (lo < s->base || hi >= s->base + s->length || !heaps_held(s, lo, hi))
             return 0;
         const uint64_t end = min_u64(hi + 1, s->rare_length);  /* the flagged heaps y among them */
         for (uint64_t y = lo; y < end;) {
@@ -433,14 +452,17 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     heap_mask_t agree = 0, round_done = 0;  /* (a) and the round of the batch's heaps */
     uint32_t found[AGREE_HEAPS][FOUND_WORDS];
 #if defined(ROUND_IN_LANES)
-    round_terms_t terms;  /* the round fitted to the probe's scans */
+    round_terms_t terms, part;       /* the round fitted to the probe's scans; a batch's share of it */
+    uint64_t whole[TWO_HEAP_TAKES + 1], bound[TWO_HEAP_TAKES + 1];  /* x below which terms, part go */
 #endif
 #endif
     for (uint64_t n = first; n < end; n++) {
         if (n == first + ROUND_PROBE) {
             with_round = fit_round(&round, s.scanned);
 #if defined(ROUND_IN_LANES)
-            terms_of_round(&terms, &round);
+            for (int t = 0; t < TWO_HEAP_TAKES; t++)
+                whole[t] = round.reach;
+            terms_of_round(&terms, &round, whole);
 #endif
         }
         const code_t *g = values + (n - base);
@@ -454,9 +476,12 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
             batch_end = n + AGREE_HEAPS;
             round_done = 0;
 #if defined(ROUND_IN_LANES)
-            if (with_round && (round_done = round_in_lanes(&s, &round, n)) != 0) {
+            if (with_round && (round_done = round_in_lanes(&s, &round, n, bound)) != 0) {
                 memset(found, 0, sizeof found);
-                agree = batch_marks(g, n, &terms, found);
+                const int cut = memcmp(bound, whole, TWO_HEAP_TAKES * sizeof bound[0]) != 0;
+                if (cut)
+                    terms_of_round(&part, &round, bound);
+                agree = batch_marks(g, n, cut ? &part : &terms, found);
             } else
 #endif
                 agree = batch_marks(g, n, NULL, found);
@@ -485,9 +510,12 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
         }
         need_below(&s, n, code, g);
 #if defined(ROUND_IN_LANES)
-        if (in_round && s.missing) {  /* the round's finds, and its pairs */
+        if (in_round && s.missing) {  /* the round's finds, its pairs past the lanes', and the round counted */
+            const uint64_t before = s.scanned;
             take_found(&s, found[n - batch]);
-            s.scanned += round_count(&round, n);
+            if (s.missing)
+                round_past_lanes(&s, &round, n, bound);
+            s.scanned = before + round_count(&round, n);
         }
 #endif
         int proven = s.missing == 0 || scan_all(&s, &round, n, with_round, in_round);
