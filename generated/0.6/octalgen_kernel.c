@@ -2590,14 +2590,14 @@ static int scan_all(scan_t *s, const round_t *round, uint64_t n, int with_round,
 }
 
 #if defined(ROUND_IN_LANES)
-/* The round's pairs of each take t with x below bound[t], as terms (batch_marks takes them in lanes):
-   offset k + x, the code of G(x). */
+/* The round's pairs of each take t with x below bound[t] (bound NULL: all of them), as terms (batch_marks
+   takes them in lanes): offset k + x, the code of G(x). */
 static void terms_of_round(round_terms_t *terms, const round_t *round, const uint64_t *bound)
 {
     terms->count = 0;
     for (int t = 0; t < TWO_HEAP_TAKES; t++)
         for (uint32_t i = 0; i < round->count; i++)
-            if (round->x[i] < bound[t]) {
+            if (!bound || round->x[i] < bound[t]) {
                 terms->offset[terms->count] = (uint32_t)(TAKES[t] + round->x[i]);
                 terms->code[terms->count++] = round->code[i];
             }
@@ -2703,17 +2703,15 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
     heap_mask_t agree = 0, round_done = 0;  /* (a) and the round of the batch's heaps */
     uint32_t found[AGREE_HEAPS][FOUND_WORDS];
 #if defined(ROUND_IN_LANES)
-    round_terms_t terms, part;       /* the round fitted to the probe's scans; a batch's share of it */
-    uint64_t whole[TWO_HEAP_TAKES + 1], bound[TWO_HEAP_TAKES + 1];  /* x below which terms, part go */
+    round_terms_t terms, part;  /* the round fitted to the probe's scans; a batch's share of it */
+    uint64_t bound[TWO_HEAP_TAKES + 1] = {0};  /* the batch's x of each take below which it takes the round in lanes */
 #endif
 #endif
     for (uint64_t n = first; n < end; n++) {
         if (n == first + ROUND_PROBE) {
             with_round = fit_round(&round, s.scanned);
 #if defined(ROUND_IN_LANES)
-            for (int t = 0; t < TWO_HEAP_TAKES; t++)
-                whole[t] = round.reach;
-            terms_of_round(&terms, &round, whole);
+            terms_of_round(&terms, &round, NULL);
 #endif
         }
         const code_t *g = values + (n - base);
@@ -2729,7 +2727,9 @@ void octalgen_verify(const code_t *prefix, uint64_t prefix_length, const uint8_t
 #if defined(ROUND_IN_LANES)
             if (with_round && (round_done = round_in_lanes(&s, &round, n, bound)) != 0) {
                 memset(found, 0, sizeof found);
-                const int cut = memcmp(bound, whole, TWO_HEAP_TAKES * sizeof bound[0]) != 0;
+                int cut = 0;  /* some take's bound below the round's reach: the batch takes part of it */
+                for (int t = 0; t < TWO_HEAP_TAKES; t++)
+                    cut |= bound[t] < round.reach;
                 if (cut)
                     terms_of_round(&part, &round, bound);
                 agree = batch_marks(g, n, cut ? &part : &terms, found);
